@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Logging to stderr with a timestamp, level and component. Daemons log; libraries return errors. */
+#ifndef FB_LOG_H
+#define FB_LOG_H
+
+typedef enum { FB_LOG_DEBUG, FB_LOG_INFO, FB_LOG_WARN, FB_LOG_ERROR } fb_log_level_t;
+
+/* Process-wide settings: the component name printed on every line ("agent local-0") and the
+ * lowest level printed (FLEETBURN_LOG=debug|info|warn|error overrides at start-up). */
+void fb_log_init(const char *component, fb_log_level_t level);
+void fb_log_set_level(fb_log_level_t level);
+void fb_log(fb_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_debug(...) fb_log(FB_LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) fb_log(FB_LOG_INFO, __VA_ARGS__)
+#define log_warn(...) fb_log(FB_LOG_WARN, __VA_ARGS__)
+#define log_error(...) fb_log(FB_LOG_ERROR, __VA_ARGS__)
+
+#endif

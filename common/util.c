@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Allocation, string and clock helpers. Host out-of-memory is not recoverable for the daemons,
+ * so the x* allocators abort with a message instead of returning NULL to every caller. */
+#include "util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void s_oom(size_t n)
+{
+    fprintf(stderr, "fleetburn: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        s_oom(n);
+    return p;
+}
+
+void *xcalloc(size_t count, size_t n)
+{
+    void *p = calloc(count ? count : 1, n ? n : 1);
+    if (!p)
+        s_oom(count * n);
+    return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        s_oom(n);
+    return q;
+}
+
+char *xstrdup(const char *s)
+{
+    return s ? xstrndup(s, strlen(s)) : NULL;
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+    size_t len = strnlen(s, n);
+    char *p = xmalloc(len + 1);
+    memcpy(p, s, len);
+    p[len] = '\0';
+    return p;
+}
+
+char *xvasprintf(const char *fmt, va_list ap)
+{
+    va_list copy;
+    va_copy(copy, ap);
+    int n = vsnprintf(NULL, 0, fmt, copy);
+    va_end(copy);
+    if (n < 0)
+        n = 0;
+    char *p = xmalloc((size_t)n + 1);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *p = xvasprintf(fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+uint64_t fb_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t fb_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+double fb_mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+const char *fb_iso8601(uint64_t epoch_ms, char *buf, size_t len)
+{
+    if (epoch_ms == 0) {
+        fb_strlcpy(buf, "", len);
+        return buf;
+    }
+    time_t secs = (time_t)(epoch_ms / 1000u);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char date[24];
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, len, "%s.%03uZ", date, (unsigned)(epoch_ms % 1000u));
+    return buf;
+}
+
+size_t fb_strlcpy(char *dst, const char *src, size_t len)
+{
+    size_t n = strlen(src);
+    if (len) {
+        size_t copy = n < len - 1 ? n : len - 1;
+        memcpy(dst, src, copy);
+        dst[copy] = '\0';
+    }
+    return n;
+}
+
+char *fb_read_file(const char *path, size_t *len_out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = xmalloc(cap);
+    for (;;) {
+        size_t n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+        if (n == 0)
+            break;
+        if (len + 1 >= cap) {
+            cap *= 2;
+            buf = xrealloc(buf, cap);
+        }
+    }
+    int err = ferror(f) ? EIO : 0;
+    fclose(f);
+    if (err) {
+        free(buf);
+        errno = err;
+        return NULL;
+    }
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+        len--;
+    buf[len] = '\0';
+    if (len_out)
+        *len_out = len;
+    return buf;
+}
+
+int fb_read_u64(const char *path, uint64_t *out)
+{
+    char *text = fb_read_file(path, NULL);
+    if (!text)
+        return -errno;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 0);
+    int rc = (errno || end == text || *end != '\0' || text[0] == '-') ? -EINVAL : 0;
+    free(text);
+    if (rc == 0)
+        *out = (uint64_t)v;
+    return rc;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Small helpers every module uses: allocation that aborts on host out-of-memory (the one place
+ * fleetburn does so), formatted strings, clocks and string copies. */
+#ifndef FB_UTIL_H
+#define FB_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FB_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t count, size_t n);
+void *xrealloc(void *p, size_t n);
+/* Returns a heap copy the caller owns; xstrdup(NULL) returns NULL. */
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+/* printf into a new heap string the caller owns. */
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *xvasprintf(const char *fmt, va_list ap);
+
+/* Wall clock, milliseconds since the epoch (timeline timestamps). */
+uint64_t fb_now_ms(void);
+/* Monotonic clock in milliseconds and seconds (durations, deadlines). */
+uint64_t fb_mono_ms(void);
+double fb_mono_s(void);
+/* Formats epoch milliseconds as ISO 8601 UTC (2026-11-22T03:17:00.123Z) into buf (>= 32 bytes). */
+const char *fb_iso8601(uint64_t epoch_ms, char *buf, size_t len);
+
+/* Copies at most len-1 bytes and always terminates; returns strlen(src). */
+size_t fb_strlcpy(char *dst, const char *src, size_t len);
+/* Reads a whole (small) file, e.g. a sysfs attribute; trailing newline stripped. NULL on error
+ * with errno set. Caller frees. */
+char *fb_read_file(const char *path, size_t *len_out);
+/* Reads a sysfs-style file holding one unsigned integer. Returns 0 or negative errno
+ * (-EINVAL when the content is not a number). */
+int fb_read_u64(const char *path, uint64_t *out);
+
+#endif

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The table of workloads this fleetburn-worker was built with. */
+#include "worker.h"
+#include "memtest/memtest.h"
+
+#include <string.h>
+
+static const workload_entry_t s_workloads[] = {
+    {"memtest", memtest_run},
+};
+
+const workload_entry_t *worker_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof s_workloads / sizeof s_workloads[0]; i++)
+        if (!strcmp(s_workloads[i].name, name))
+            return &s_workloads[i];
+    return NULL;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The contract between a workload and the fleetburn-worker process that hosts it.
+ *
+ * The agent starts `fleetburn-worker --workload NAME --task-id ID --result FILE [--node NAME]
+ * [--allow-fault-injection] key=value ...` in a new process group with its deadline. A workload is a
+ * function that reads its parameters from the context, reports progress and log lines (written to
+ * stdout as lines the agent turns into TaskEvents), and fills the result: metrics, findings and a
+ * verdict. worker_main writes the result to FILE (a TaskResult message, written to a temporary file
+ * and renamed) when the function returns. A worker that dies leaves no file; the agent then
+ * reports `error` with the signal or exit status.
+ *
+ * Parameters arrive already validated against the workload schema by the campaign parser
+ * (scheduler/workload.h); a workload still checks what it converts and fails with `error`. */
+#ifndef FB_WORKER_H
+#define FB_WORKER_H
+
+#include "common/result.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct worker_ctx worker_ctx_t;
+
+/* A workload entry point: fills ctx's result and returns its verdict. */
+typedef fb_verdict_t (*workload_fn)(worker_ctx_t *ctx);
+
+typedef struct {
+    const char *name;
+    workload_fn run;
+} workload_entry_t;
+
+/* The parameter called key as given in the campaign, or NULL when absent (borrowed). */
+const char *worker_param(const worker_ctx_t *ctx, const char *key);
+/* True when the agent was started with --allow-fault-injection (test-only switch). */
+bool worker_fault_injection_allowed(const worker_ctx_t *ctx);
+const char *worker_task_id(const worker_ctx_t *ctx);
+const char *worker_node(const worker_ctx_t *ctx);
+/* The result being built (borrowed; add metrics and findings to it). */
+fb_result_t *worker_result(worker_ctx_t *ctx);
+/* Root prefix for sysfs/procfs reads; "" normally, a fixture tree in tests (FLEETBURN_SYSFS_ROOT). */
+const char *worker_sysfs_root(const worker_ctx_t *ctx);
+
+/* Progress in [0,1] with a short status; rate-limited to a few lines a second. Thread-safe. */
+void worker_progress(worker_ctx_t *ctx, double fraction, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A log line that goes to the coordinator's timeline. Thread-safe. */
+void worker_log(worker_ctx_t *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* For tests: a context with the given key=value parameters and no output channel. */
+worker_ctx_t *worker_ctx_new(const char *task_id, const char *node, const char *const *params,
+                             size_t n_params, bool allow_fault_injection);
+void worker_ctx_destroy(worker_ctx_t **self_p);
+
+/* Looks up a workload by name in the table of workloads this worker was built with. */
+const workload_entry_t *worker_find(const char *name);
+
+#endif
