@@ -208,6 +208,12 @@ void fb_json_null(fb_json_t *self, const char *key)
     s_puts(self, "null");
 }
 
+void fb_json_raw(fb_json_t *self, const char *key, const char *json_text)
+{
+    s_key(self, key);
+    s_puts(self, json_text ? json_text : "null");
+}
+
 const char *fb_json_text(const fb_json_t *self)
 {
     return self->buf;
