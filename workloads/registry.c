@@ -2,11 +2,13 @@
 /* The table of workloads this fleetburn-worker was built with. */
 #include "worker.h"
 #include "memtest/memtest.h"
+#include "sleep.h"
 
 #include <string.h>
 
 static const workload_entry_t s_workloads[] = {
     {"memtest", memtest_run},
+    {"sleep", sleep_run},
 };
 
 const workload_entry_t *worker_find(const char *name)

@@ -1,6 +1,122 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Entry point (being written). */
-int main(void)
+/* fleetburn-worker: hosts one workload run in its own process, started by the agent.
+ *
+ *   fleetburn-worker --workload NAME --task-id ID --result FILE [--node NAME]
+ *                    [--allow-fault-injection] [key=value ...]
+ *
+ * Progress and log lines go to stdout (worker.c); the result goes to FILE as a TaskResult message,
+ * written to FILE.tmp and renamed so the agent never reads half a result. The worker dies with
+ * the agent (PR_SET_PDEATHSIG) so a killed agent never leaves a GPU or DRAM burner behind.
+ * Exit status: 0 when a result was written, 2 for usage errors, 3 when writing the result failed. */
+#include "common/log.h"
+#include "common/util.h"
+#include "common/wire.h"
+#include "worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+void worker_ctx_set_emit(worker_ctx_t *self, bool emit);
+
+static int s_write_result(const char *path, const fb_result_t *result)
 {
-    return 2;
+    size_t len = 0;
+    uint8_t *buf = wire_result_pack(result, &len);
+    char *tmp = xasprintf("%s.tmp", path);
+    int rc = 0;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rc = -errno;
+    } else {
+        size_t off = 0;
+        while (off < len && rc == 0) {
+            ssize_t n = write(fd, buf + off, len - off);
+            if (n < 0 && errno != EINTR)
+                rc = -errno;
+            else if (n > 0)
+                off += (size_t)n;
+        }
+        if (rc == 0 && fsync(fd) != 0)
+            rc = -errno;
+        close(fd);
+        if (rc == 0 && rename(tmp, path) != 0)
+            rc = -errno;
+    }
+    if (rc)
+        log_error("cannot write result to %s: %s", path, strerror(-rc));
+    free(tmp);
+    free(buf);
+    return rc;
+}
+
+static void s_usage(void)
+{
+    fprintf(stderr, "usage: fleetburn-worker --workload NAME --task-id ID --result FILE "
+                    "[--node NAME] [--allow-fault-injection] [key=value ...]\n");
+}
+
+int main(int argc, char **argv)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    const char *workload = NULL, *task_id = "manual", *result_path = NULL, *node = "";
+    bool allow_injection = false;
+    const char **params = xcalloc((size_t)argc, sizeof(char *));
+    size_t n_params = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--workload") && i + 1 < argc)
+            workload = argv[++i];
+        else if (!strcmp(a, "--task-id") && i + 1 < argc)
+            task_id = argv[++i];
+        else if (!strcmp(a, "--result") && i + 1 < argc)
+            result_path = argv[++i];
+        else if (!strcmp(a, "--node") && i + 1 < argc)
+            node = argv[++i];
+        else if (!strcmp(a, "--allow-fault-injection"))
+            allow_injection = true;
+        else if (a[0] != '-' && strchr(a, '='))
+            params[n_params++] = a;
+        else {
+            fprintf(stderr, "fleetburn-worker: unexpected argument '%s'\n", a);
+            s_usage();
+            free(params);
+            return 2;
+        }
+    }
+    if (!workload || !result_path) {
+        s_usage();
+        free(params);
+        return 2;
+    }
+    char component[160];
+    snprintf(component, sizeof component, "worker %s", workload);
+    fb_log_init(component, FB_LOG_INFO);
+
+    worker_ctx_t *ctx = worker_ctx_new(task_id, node, params, n_params, allow_injection);
+    worker_ctx_set_emit(ctx, true);
+    fb_result_t *result = worker_result(ctx);
+    result->started_ms = fb_now_ms();
+    const workload_entry_t *entry = worker_find(workload);
+    if (!entry) {
+        result->verdict = FB_VERDICT_ERROR;
+        fb_result_set_error(result, "workload '%s' is not built into this fleetburn-worker",
+                            workload);
+    } else {
+        result->verdict = entry->run(ctx);
+    }
+    if (result->verdict == FB_VERDICT_NONE) {
+        result->verdict = FB_VERDICT_ERROR;
+        fb_result_set_error(result, "workload %s returned no verdict", workload);
+    }
+    result->finished_ms = fb_now_ms();
+    int rc = s_write_result(result_path, result);
+    worker_ctx_destroy(&ctx);
+    free(params);
+    return rc ? 3 : 0;
 }

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* One running task on an agent: a fleetburn-worker child process in its own process group, its
+ * deadline, its stdout progress stream, and the turning of however it ended (a written result,
+ * a crash, a deadline, a cancel) into exactly one fb_result_t. */
+#ifndef FB_TASK_H
+#define FB_TASK_H
+
+#include "common/result.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+typedef struct task task_t;
+
+typedef struct {
+    const char *worker_path;
+    const char *work_dir; /* where the worker writes its result file */
+    const char *node;
+    bool allow_fault_injection;
+} task_env_t;
+
+typedef struct {
+    /* A progress or log line from the worker: kind is "progress" or "log". */
+    void (*on_line)(task_t *task, const char *kind, double progress, const char *text, void *arg);
+    /* The task ended; result ownership passes to the callee. The task is closed right after. */
+    void (*on_done)(task_t *task, fb_result_t **result, void *arg);
+    void *arg;
+} task_callbacks_t;
+
+/* Starts the worker. params are "key=value" strings. Returns a task, or NULL with *result_out set
+ * to an error result when the worker cannot start (the caller reports it like any result). */
+task_t *task_start(uv_loop_t *loop, const task_env_t *env, const char *task_id,
+                   const char *workload, const char *const *params, size_t n_params,
+                   uint64_t timeout_ms, const task_callbacks_t *cb, fb_result_t **result_out);
+/* Kills the worker's process group; the task ends with verdict error and this reason. */
+void task_cancel(task_t *task, const char *reason);
+/* Kills the worker without reporting (agent shutdown). Frees the task. */
+void task_abort(task_t *task);
+const char *task_id(const task_t *task);
+
+#endif

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Wire message codec and validator. Validation is table-free and explicit per message so that a
+ * reviewer can see every bound a peer is held to. */
+#include "wire.h"
+#include "util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int s_fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int s_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
+}
+
+int wire_valid_name(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > FB_WIRE_MAX_NAME)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* Ids are printable ASCII without spaces (they become file names in the spool, escaped). */
+static int s_valid_id(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > FB_WIRE_MAX_ID)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] > '~')
+            return 0;
+    return 1;
+}
+
+static int s_text_ok(const char *s, size_t max)
+{
+    return s && strlen(s) <= max;
+}
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            return s_fail(err, errlen, __VA_ARGS__);                                               \
+    } while (0)
+
+static int s_validate_inventory(const Fleetburn__Inventory *inv, char *err, size_t errlen)
+{
+    CHECK(inv, "hello: inventory missing");
+    CHECK(s_text_ok(inv->hostname, FB_WIRE_MAX_NAME * 2), "inventory: hostname too long");
+    CHECK(s_text_ok(inv->kernel, FB_WIRE_MAX_NAME), "inventory: kernel too long");
+    CHECK(s_text_ok(inv->cpu_model, FB_WIRE_MAX_NAME * 2), "inventory: cpu_model too long");
+    CHECK(s_text_ok(inv->agent_version, FB_WIRE_MAX_NAME), "inventory: agent_version too long");
+    CHECK(inv->n_dimms <= FB_WIRE_MAX_ITEMS && inv->n_gpus <= FB_WIRE_MAX_ITEMS &&
+              inv->n_nics <= FB_WIRE_MAX_ITEMS && inv->n_software <= FB_WIRE_MAX_ITEMS,
+          "inventory: too many items");
+    for (size_t i = 0; i < inv->n_dimms; i++)
+        CHECK(s_text_ok(inv->dimms[i]->label, FB_WIRE_MAX_NAME * 2) &&
+                  s_text_ok(inv->dimms[i]->location, FB_WIRE_MAX_NAME),
+              "inventory: dimm %zu: label or location too long", i);
+    for (size_t i = 0; i < inv->n_gpus; i++) {
+        const Fleetburn__Gpu *g = inv->gpus[i];
+        CHECK(s_text_ok(g->vendor, 32) && s_text_ok(g->vendor_id, 16) &&
+                  s_text_ok(g->device_id, 16) && s_text_ok(g->pci_address, 32) &&
+                  s_text_ok(g->link_speed, 64) && s_text_ok(g->max_link_speed, 64) &&
+                  g->link_width <= 64 && g->max_link_width <= 64,
+              "inventory: gpu %zu: field out of range", i);
+    }
+    for (size_t i = 0; i < inv->n_nics; i++) {
+        const Fleetburn__Nic *n = inv->nics[i];
+        CHECK(s_text_ok(n->name, 64) && s_text_ok(n->kind, 32) && s_text_ok(n->state, 64) &&
+                  s_text_ok(n->rate, 64) && s_text_ok(n->address, 128),
+              "inventory: nic %zu: field too long", i);
+    }
+    for (size_t i = 0; i < inv->n_software; i++)
+        CHECK(s_text_ok(inv->software[i]->key, FB_WIRE_MAX_NAME) &&
+                  s_text_ok(inv->software[i]->value, FB_WIRE_MAX_NAME * 2),
+              "inventory: software entry %zu too long", i);
+    return 0;
+}
+
+static int s_validate_ids(char **ids, size_t n, const char *what, char *err, size_t errlen)
+{
+    CHECK(n <= FB_WIRE_MAX_ITEMS, "%s: %zu ids, at most %u allowed", what, n, FB_WIRE_MAX_ITEMS);
+    for (size_t i = 0; i < n; i++)
+        CHECK(s_valid_id(ids[i]), "%s: id %zu is not a valid id", what, i);
+    return 0;
+}
+
+static int s_validate_hello(const Fleetburn__Hello *m, char *err, size_t errlen)
+{
+    CHECK(wire_valid_name(m->name), "hello: invalid node name (letters, digits, . _ -; 1-%d chars)",
+          FB_WIRE_MAX_NAME);
+    int rc = s_validate_inventory(m->inventory, err, errlen);
+    if (rc)
+        return rc;
+    rc = s_validate_ids(m->unacked_result_ids, m->n_unacked_result_ids, "hello.unacked", err,
+                        errlen);
+    return rc ? rc : s_validate_ids(m->running_task_ids, m->n_running_task_ids, "hello.running",
+                                    err, errlen);
+}
+
+static int s_validate_welcome(const Fleetburn__Welcome *m, char *err, size_t errlen)
+{
+    CHECK(s_text_ok(m->reason, FB_WIRE_MAX_TEXT), "welcome: reason too long");
+    if (m->accepted) {
+        CHECK(m->heartbeat_interval_ms >= 10 && m->heartbeat_interval_ms <= 600000,
+              "welcome: heartbeat interval %u ms out of range 10..600000",
+              m->heartbeat_interval_ms);
+        CHECK(m->liveness >= 1 && m->liveness <= 100, "welcome: liveness %u out of range 1..100",
+              m->liveness);
+    }
+    return 0;
+}
+
+static int s_validate_run_task(const Fleetburn__RunTask *m, char *err, size_t errlen)
+{
+    CHECK(s_valid_id(m->task_id), "run_task: invalid task id");
+    CHECK(s_valid_id(m->campaign_id), "run_task: invalid campaign id");
+    CHECK(wire_valid_name(m->workload), "run_task: invalid workload name");
+    CHECK(s_text_ok(m->stage, FB_WIRE_MAX_NAME), "run_task: stage name too long");
+    CHECK(m->timeout_ms >= 1 && m->timeout_ms <= 30ull * 86400 * 1000,
+          "run_task: timeout %llu ms out of range", (unsigned long long)m->timeout_ms);
+    CHECK(m->n_params <= 256, "run_task: %zu params, at most 256", m->n_params);
+    for (size_t i = 0; i < m->n_params; i++)
+        CHECK(wire_valid_name(m->params[i]->key) && s_text_ok(m->params[i]->value, 4096),
+              "run_task: param %zu invalid", i);
+    if (m->group) {
+        CHECK(m->group->size >= 1 && m->group->size <= FB_WIRE_MAX_ITEMS &&
+                  m->group->rank < m->group->size && m->group->n_peers <= FB_WIRE_MAX_ITEMS &&
+                  s_text_ok(m->group->rendezvous, 1024),
+              "run_task: group rank/size out of range");
+        for (size_t i = 0; i < m->group->n_peers; i++)
+            CHECK(wire_valid_name(m->group->peers[i]), "run_task: group peer %zu invalid", i);
+    }
+    return 0;
+}
+
+static int s_validate_metrics(Fleetburn__Metric **ms, size_t n, char *err, size_t errlen)
+{
+    CHECK(n <= FB_WIRE_MAX_ITEMS, "%zu metrics, at most %u", n, FB_WIRE_MAX_ITEMS);
+    for (size_t i = 0; i < n; i++)
+        CHECK(wire_valid_name(ms[i]->name) && s_text_ok(ms[i]->unit, 32),
+              "metric %zu: invalid name or unit", i);
+    return 0;
+}
+
+static int s_validate_task_event(const Fleetburn__TaskEvent *m, char *err, size_t errlen)
+{
+    CHECK(s_valid_id(m->task_id), "task_event: invalid task id");
+    CHECK(m->kind >= FLEETBURN__TASK_EVENT__KIND__KIND_STARTED &&
+              m->kind <= FLEETBURN__TASK_EVENT__KIND__KIND_TELEMETRY,
+          "task_event: unknown kind %d", (int)m->kind);
+    CHECK(isfinite(m->progress) && m->progress >= 0 && m->progress <= 1,
+          "task_event: progress out of range 0..1");
+    CHECK(s_text_ok(m->message, FB_WIRE_MAX_TEXT), "task_event: message too long");
+    return s_validate_metrics(m->samples, m->n_samples, err, errlen);
+}
+
+static int s_validate_task_result(const Fleetburn__TaskResult *m, char *err, size_t errlen)
+{
+    CHECK(s_valid_id(m->result_id), "task_result: invalid result id");
+    CHECK(s_valid_id(m->task_id), "task_result: invalid task id");
+    CHECK(m->node[0] == '\0' || wire_valid_name(m->node), "task_result: invalid node name");
+    CHECK(m->verdict >= FLEETBURN__VERDICT__VERDICT_PASS &&
+              m->verdict <= FLEETBURN__VERDICT__VERDICT_ERROR,
+          "task_result: verdict %d out of range", (int)m->verdict);
+    CHECK(s_text_ok(m->error, FB_WIRE_MAX_TEXT), "task_result: error too long");
+    int rc = s_validate_metrics(m->metrics, m->n_metrics, err, errlen);
+    if (rc)
+        return rc;
+    CHECK(m->n_findings <= FB_WIRE_MAX_ITEMS, "task_result: too many findings");
+    for (size_t i = 0; i < m->n_findings; i++)
+        CHECK(s_text_ok(m->findings[i]->part, 512) && s_text_ok(m->findings[i]->kind, 32) &&
+                  s_text_ok(m->findings[i]->what, FB_WIRE_MAX_TEXT),
+              "task_result: finding %zu too long", i);
+    return 0;
+}
+
+static int s_validate_progress(const Fleetburn__Progress *m, char *err, size_t errlen)
+{
+    CHECK(s_text_ok(m->campaign_id, FB_WIRE_MAX_ID) && s_text_ok(m->stage, FB_WIRE_MAX_NAME) &&
+              s_text_ok(m->error, FB_WIRE_MAX_TEXT) && s_text_ok(m->summary, FB_WIRE_MAX_YAML),
+          "progress: field too long");
+    CHECK(m->tasks_done <= m->tasks_total && m->tasks_failed <= m->tasks_done,
+          "progress: task counts inconsistent");
+    CHECK(m->verdict >= 0 && m->verdict <= FLEETBURN__VERDICT__VERDICT_ERROR,
+          "progress: verdict out of range");
+    return 0;
+}
+
+int wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen)
+{
+    switch (env->body_case) {
+    case FLEETBURN__ENVELOPE__BODY_HELLO:
+        return s_validate_hello(env->hello, err, errlen);
+    case FLEETBURN__ENVELOPE__BODY_WELCOME:
+        return s_validate_welcome(env->welcome, err, errlen);
+    case FLEETBURN__ENVELOPE__BODY_HEARTBEAT:
+        return s_validate_ids(env->heartbeat->running_task_ids, env->heartbeat->n_running_task_ids,
+                              "heartbeat.running", err, errlen);
+    case FLEETBURN__ENVELOPE__BODY_RUN_TASK:
+        return s_validate_run_task(env->run_task, err, errlen);
+    case FLEETBURN__ENVELOPE__BODY_CANCEL_TASK:
+        CHECK(s_valid_id(env->cancel_task->task_id), "cancel_task: invalid task id");
+        CHECK(s_text_ok(env->cancel_task->reason, FB_WIRE_MAX_TEXT), "cancel_task: reason too long");
+        return 0;
+    case FLEETBURN__ENVELOPE__BODY_TASK_EVENT:
+        return s_validate_task_event(env->task_event, err, errlen);
+    case FLEETBURN__ENVELOPE__BODY_TASK_RESULT:
+        return s_validate_task_result(env->task_result, err, errlen);
+    case FLEETBURN__ENVELOPE__BODY_ACK:
+        return s_validate_ids(env->ack->result_ids, env->ack->n_result_ids, "ack", err, errlen);
+    case FLEETBURN__ENVELOPE__BODY_SUBMIT:
+        CHECK(s_text_ok(env->submit->campaign_yaml, FB_WIRE_MAX_YAML) &&
+                  env->submit->campaign_yaml[0] != '\0',
+              "submit: campaign text empty or over %u bytes", FB_WIRE_MAX_YAML);
+        CHECK(s_text_ok(env->submit->source, 4096), "submit: source name too long");
+        return 0;
+    case FLEETBURN__ENVELOPE__BODY_PROGRESS:
+        return s_validate_progress(env->progress, err, errlen);
+    default:
+        return s_fail(err, errlen, "envelope: no known body (case %d)", (int)env->body_case);
+    }
+}
+
+int wire_decode(const uint8_t *data, size_t len, Fleetburn__Envelope **out, char *err,
+                size_t errlen)
+{
+    *out = NULL;
+    if (len > FB_WIRE_MAX_FRAME) {
+        s_fail(err, errlen, "frame of %zu bytes exceeds %u", len, FB_WIRE_MAX_FRAME);
+        return -EBADMSG;
+    }
+    Fleetburn__Envelope *env = fleetburn__envelope__unpack(NULL, len, data);
+    if (!env) {
+        s_fail(err, errlen, "frame of %zu bytes is not a fleetburn envelope", len);
+        return -EBADMSG;
+    }
+    if (env->protocol_version != FB_PROTOCOL_VERSION) {
+        s_fail(err, errlen, "protocol version mismatch: peer speaks version %u, this side speaks %u",
+               env->protocol_version, FB_PROTOCOL_VERSION);
+        *out = env;
+        return -EPROTONOSUPPORT;
+    }
+    int rc = wire_validate(env, err, errlen);
+    if (rc) {
+        fleetburn__envelope__free_unpacked(env, NULL);
+        return rc;
+    }
+    *out = env;
+    return 0;
+}
+
+void wire_free(Fleetburn__Envelope **env_p)
+{
+    if (env_p && *env_p) {
+        fleetburn__envelope__free_unpacked(*env_p, NULL);
+        *env_p = NULL;
+    }
+}
+
+uint8_t *wire_encode(Fleetburn__Envelope *env, size_t *len_out)
+{
+    env->protocol_version = FB_PROTOCOL_VERSION;
+    size_t len = fleetburn__envelope__get_packed_size(env);
+    uint8_t *buf = xmalloc(len);
+    fleetburn__envelope__pack(env, buf);
+    *len_out = len;
+    return buf;
+}
+
+Fleetburn__TaskResult *wire_result_view(const fb_result_t *r)
+{
+    Fleetburn__TaskResult *m = xcalloc(1, sizeof *m);
+    fleetburn__task_result__init(m);
+    m->result_id = r->result_id ? r->result_id : "";
+    m->task_id = r->task_id ? r->task_id : "";
+    m->node = r->node ? r->node : "";
+    m->verdict = (Fleetburn__Verdict)r->verdict;
+    m->error = r->error ? r->error : "";
+    m->started_ms = r->started_ms;
+    m->finished_ms = r->finished_ms;
+    m->n_metrics = r->n_metrics;
+    m->metrics = r->n_metrics ? xcalloc(r->n_metrics, sizeof(Fleetburn__Metric *)) : NULL;
+    Fleetburn__Metric *metrics = r->n_metrics ? xcalloc(r->n_metrics, sizeof(Fleetburn__Metric)) : NULL;
+    for (size_t i = 0; i < r->n_metrics; i++) {
+        fleetburn__metric__init(&metrics[i]);
+        metrics[i].name = r->metrics[i].name;
+        metrics[i].value = r->metrics[i].value;
+        metrics[i].unit = r->metrics[i].unit;
+        m->metrics[i] = &metrics[i];
+    }
+    m->n_findings = r->n_findings;
+    m->findings = r->n_findings ? xcalloc(r->n_findings, sizeof(Fleetburn__Finding *)) : NULL;
+    Fleetburn__Finding *findings =
+        r->n_findings ? xcalloc(r->n_findings, sizeof(Fleetburn__Finding)) : NULL;
+    for (size_t i = 0; i < r->n_findings; i++) {
+        fleetburn__finding__init(&findings[i]);
+        findings[i].part = r->findings[i].part;
+        findings[i].kind = r->findings[i].kind;
+        findings[i].what = r->findings[i].what;
+        m->findings[i] = &findings[i];
+    }
+    return m;
+}
+
+void wire_result_view_free(Fleetburn__TaskResult **msg_p)
+{
+    if (!msg_p || !*msg_p)
+        return;
+    Fleetburn__TaskResult *m = *msg_p;
+    /* The element arrays were allocated as one block each; index 0 is its start. */
+    if (m->n_metrics)
+        free(m->metrics[0]);
+    if (m->n_findings)
+        free(m->findings[0]);
+    free(m->metrics);
+    free(m->findings);
+    free(m);
+    *msg_p = NULL;
+}
+
+uint8_t *wire_result_pack(const fb_result_t *result, size_t *len_out)
+{
+    Fleetburn__TaskResult *m = wire_result_view(result);
+    size_t len = fleetburn__task_result__get_packed_size(m);
+    uint8_t *buf = xmalloc(len);
+    fleetburn__task_result__pack(m, buf);
+    wire_result_view_free(&m);
+    *len_out = len;
+    return buf;
+}
+
+fb_result_t *wire_result_from_proto(const Fleetburn__TaskResult *m)
+{
+    fb_result_t *r = fb_result_new();
+    fb_result_set_ids(r, m->result_id, m->task_id, m->node);
+    r->verdict = (fb_verdict_t)m->verdict;
+    if (m->error && m->error[0])
+        r->error = xstrdup(m->error);
+    r->started_ms = m->started_ms;
+    r->finished_ms = m->finished_ms;
+    for (size_t i = 0; i < m->n_metrics; i++)
+        fb_result_add_metric(r, m->metrics[i]->name, m->metrics[i]->value, m->metrics[i]->unit);
+    for (size_t i = 0; i < m->n_findings; i++)
+        fb_result_add_finding(r, m->findings[i]->part, m->findings[i]->kind, m->findings[i]->what);
+    return r;
+}
+
+fb_result_t *wire_result_unpack(const uint8_t *data, size_t len, char *err, size_t errlen)
+{
+    Fleetburn__TaskResult *m = fleetburn__task_result__unpack(NULL, len, data);
+    if (!m) {
+        s_fail(err, errlen, "not a TaskResult message (%zu bytes)", len);
+        return NULL;
+    }
+    if (s_validate_task_result(m, err, errlen)) {
+        fleetburn__task_result__free_unpacked(m, NULL);
+        return NULL;
+    }
+    fb_result_t *r = wire_result_from_proto(m);
+    fleetburn__task_result__free_unpacked(m, NULL);
+    return r;
+}
