@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void s_oom(size_t n)
 {
@@ -168,4 +171,36 @@ int fb_read_u64(const char *path, uint64_t *out)
     if (rc == 0)
         *out = (uint64_t)v;
     return rc;
+}
+
+int fb_mkdir_p(const char *path, unsigned mode)
+{
+    char *copy = xstrdup(path);
+    int rc = 0;
+    for (char *p = copy + 1; rc == 0; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(copy, (mode_t)mode) != 0 && errno != EEXIST)
+            rc = -errno;
+        *p = saved;
+        if (saved == '\0')
+            break;
+    }
+    free(copy);
+    return rc;
+}
+
+char *fb_exe_dir(void)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0)
+        return NULL;
+    buf[n] = '\0';
+    char *slash = strrchr(buf, '/');
+    if (slash)
+        *slash = '\0';
+    return xstrdup(buf);
 }

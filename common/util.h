@@ -37,4 +37,9 @@ char *fb_read_file(const char *path, size_t *len_out);
  * (-EINVAL when the content is not a number). */
 int fb_read_u64(const char *path, uint64_t *out);
 
+/* mkdir -p with the given mode for created directories. 0 or negative errno. */
+int fb_mkdir_p(const char *path, unsigned mode);
+/* Directory holding the running executable (from /proc/self/exe), heap string; NULL on error. */
+char *fb_exe_dir(void);
+
 #endif

@@ -1,0 +1,525 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Agent protocol state machine.
+ *
+ * Until the coordinator's Welcome arrives the agent repeats Hello (a DEALER drops nothing while
+ * disconnected, but a coordinator that restarted has forgotten us, so Hello must be re-sent).
+ * Once welcomed it heartbeats; the coordinator answers each heartbeat, so silence for
+ * liveness x interval means the coordinator is gone: the agent drops the socket, makes a new
+ * one (a fresh identity) and says Hello again, listing its spooled results and running tasks.
+ * Results are spooled before they are sent and deleted only on Ack; unacknowledged ones are
+ * re-sent after every Welcome and periodically. The coordinator stores each result id once. */
+#include "agent.h"
+#include "inventory.h"
+#include "spool.h"
+#include "task.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "common/wire.h"
+#include "common/zsock.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define AGENT_TICK_MS 100
+#define AGENT_HELLO_RETRY_MS 1000
+#define AGENT_RESEND_MS 5000
+#define AGENT_DEFAULT_HEARTBEAT_MS 1000
+#define AGENT_DEFAULT_LIVENESS 5
+
+typedef struct running {
+    task_t *task;
+    char *id;
+    struct running *next;
+} running_t;
+
+struct agent {
+    uv_loop_t *loop;
+    char *coordinator, *name, *worker_path, *sysfs_root;
+    char work_dir[256];
+    bool allow_fault_injection;
+    char **inject; /* "WORKLOAD.KEY=VALUE" or "KEY=VALUE" */
+    size_t n_inject;
+    void *zctx;
+    zsock_t *zs;
+    spool_t *spool;
+    Fleetburn__Inventory *inventory;
+    uv_timer_t tick;
+    bool welcomed;
+    int fatal;
+    uint32_t heartbeat_ms, liveness;
+    uint64_t last_heard, last_hello, last_heartbeat, last_resend;
+    running_t *running;
+};
+
+static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
+                         void *arg);
+
+static int s_send(agent_t *self, Fleetburn__Envelope *env)
+{
+    if (!self->zs)
+        return -ENOTCONN;
+    size_t len = 0;
+    uint8_t *buf = wire_encode(env, &len);
+    const void *frames[] = {buf};
+    int rc = zsock_send(self->zs, frames, &len, 1);
+    free(buf);
+    if (rc && rc != -EAGAIN)
+        log_warn("send to coordinator failed: %s", zmq_strerror(-rc));
+    return rc;
+}
+
+static int s_connect(agent_t *self)
+{
+    void *sock = zmq_socket(self->zctx, ZMQ_DEALER);
+    int linger = 0, hwm = 10000, ivl = 100, ivl_max = 2000;
+    zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
+    zmq_setsockopt(sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
+    if (zmq_connect(sock, self->coordinator) != 0) {
+        int rc = -errno;
+        zmq_close(sock);
+        return rc;
+    }
+    self->zs = zsock_new(self->loop, sock, s_on_message, self);
+    self->welcomed = false;
+    self->last_hello = 0;
+    return 0;
+}
+
+static void s_send_hello(agent_t *self)
+{
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__Hello hello = FLEETBURN__HELLO__INIT;
+    hello.name = self->name;
+    hello.inventory = self->inventory;
+    char **unacked = NULL;
+    size_t n_unacked = 0;
+    if (spool_list(self->spool, &unacked, &n_unacked) == 0) {
+        hello.unacked_result_ids = unacked;
+        hello.n_unacked_result_ids = n_unacked;
+    }
+    size_t n_running = 0;
+    for (running_t *r = self->running; r; r = r->next)
+        n_running++;
+    char **running = xcalloc(n_running, sizeof(char *));
+    n_running = 0;
+    for (running_t *r = self->running; r; r = r->next)
+        running[n_running++] = r->id;
+    hello.running_task_ids = running;
+    hello.n_running_task_ids = n_running;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_HELLO;
+    env.hello = &hello;
+    s_send(self, &env);
+    free(running);
+    spool_ids_free(unacked, n_unacked);
+    self->last_hello = fb_mono_ms();
+}
+
+static void s_send_spooled_result(agent_t *self, const char *result_id)
+{
+    uint8_t *data = NULL;
+    size_t len = 0;
+    if (spool_get(self->spool, result_id, &data, &len) != 0)
+        return;
+    Fleetburn__TaskResult *msg = fleetburn__task_result__unpack(NULL, len, data);
+    free(data);
+    if (!msg) {
+        log_error("spooled result %s is unreadable; removing it", result_id);
+        spool_remove(self->spool, result_id);
+        return;
+    }
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_TASK_RESULT;
+    env.task_result = msg;
+    s_send(self, &env);
+    fleetburn__task_result__free_unpacked(msg, NULL);
+}
+
+static void s_resend_spool(agent_t *self)
+{
+    char **ids = NULL;
+    size_t n = 0;
+    if (spool_list(self->spool, &ids, &n) != 0)
+        return;
+    if (n)
+        log_info("sending %zu unacknowledged result(s)", n);
+    for (size_t i = 0; i < n; i++)
+        s_send_spooled_result(self, ids[i]);
+    spool_ids_free(ids, n);
+    self->last_resend = fb_mono_ms();
+}
+
+static void s_send_heartbeat(agent_t *self)
+{
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__Heartbeat hb = FLEETBURN__HEARTBEAT__INIT;
+    hb.time_ms = fb_now_ms();
+    env.body_case = FLEETBURN__ENVELOPE__BODY_HEARTBEAT;
+    env.heartbeat = &hb;
+    s_send(self, &env);
+    self->last_heartbeat = fb_mono_ms();
+}
+
+static void s_reconnect(agent_t *self, const char *why)
+{
+    log_warn("%s; reconnecting to %s", why, self->coordinator);
+    zsock_close(&self->zs);
+    int rc = s_connect(self);
+    if (rc)
+        log_error("cannot connect to %s: %s", self->coordinator, zmq_strerror(-rc));
+}
+
+static void s_on_tick(uv_timer_t *h)
+{
+    agent_t *self = h->data;
+    uint64_t now = fb_mono_ms();
+    if (!self->zs) {
+        s_reconnect(self, "no connection");
+        return;
+    }
+    if (!self->welcomed) {
+        if (now - self->last_hello >= AGENT_HELLO_RETRY_MS)
+            s_send_hello(self);
+        return;
+    }
+    if (now - self->last_heard > (uint64_t)self->heartbeat_ms * self->liveness) {
+        char why[128];
+        snprintf(why, sizeof why, "coordinator silent for %.1f s",
+                 (double)(now - self->last_heard) / 1000.0);
+        s_reconnect(self, why);
+        s_send_hello(self);
+        return;
+    }
+    if (now - self->last_heartbeat >= self->heartbeat_ms)
+        s_send_heartbeat(self);
+    if (now - self->last_resend >= AGENT_RESEND_MS)
+        s_resend_spool(self);
+}
+
+/* --- tasks ---------------------------------------------------------------------------------- */
+
+static void s_send_task_event(agent_t *self, const char *task_id, Fleetburn__TaskEvent__Kind kind,
+                              double progress, const char *text)
+{
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__TaskEvent ev = FLEETBURN__TASK_EVENT__INIT;
+    ev.task_id = (char *)task_id;
+    ev.kind = kind;
+    ev.time_ms = fb_now_ms();
+    ev.progress = progress;
+    ev.message = (char *)(text ? text : "");
+    env.body_case = FLEETBURN__ENVELOPE__BODY_TASK_EVENT;
+    env.task_event = &ev;
+    s_send(self, &env);
+}
+
+static void s_on_task_line(task_t *task, const char *kind, double progress, const char *text,
+                           void *arg)
+{
+    agent_t *self = arg;
+    bool is_progress = !strcmp(kind, "progress");
+    s_send_task_event(self, task_id(task),
+                      is_progress ? FLEETBURN__TASK_EVENT__KIND__KIND_PROGRESS
+                                  : FLEETBURN__TASK_EVENT__KIND__KIND_LOG,
+                      progress, text);
+}
+
+static void s_forget_running(agent_t *self, const char *id)
+{
+    for (running_t **pp = &self->running; *pp; pp = &(*pp)->next) {
+        if (!strcmp((*pp)->id, id)) {
+            running_t *r = *pp;
+            *pp = r->next;
+            free(r->id);
+            free(r);
+            return;
+        }
+    }
+}
+
+/* Spool first, then send: a result exists on disk before anyone can lose it. */
+static void s_finish_result(agent_t *self, fb_result_t *result)
+{
+    log_info("task %s: %s%s%s", result->task_id, fb_verdict_name(result->verdict),
+             result->error ? ": " : "", result->error ? result->error : "");
+    size_t len = 0;
+    uint8_t *data = wire_result_pack(result, &len);
+    int rc = spool_put(self->spool, result->result_id, data, len);
+    free(data);
+    if (rc)
+        log_error("cannot spool result %s: %s; sending it unspooled", result->result_id,
+                  strerror(-rc));
+    Fleetburn__TaskResult *view = wire_result_view(result);
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_TASK_RESULT;
+    env.task_result = view;
+    s_send(self, &env);
+    wire_result_view_free(&view);
+}
+
+static void s_on_task_done(task_t *task, fb_result_t **result, void *arg)
+{
+    agent_t *self = arg;
+    s_forget_running(self, task_id(task));
+    s_finish_result(self, *result);
+}
+
+static bool s_is_running(agent_t *self, const char *id)
+{
+    for (running_t *r = self->running; r; r = r->next)
+        if (!strcmp(r->id, id))
+            return true;
+    return false;
+}
+
+static bool s_is_spooled(agent_t *self, const char *id)
+{
+    uint8_t *data = NULL;
+    size_t len = 0;
+    if (spool_get(self->spool, id, &data, &len) != 0)
+        return false;
+    free(data);
+    return true;
+}
+
+static fb_result_t *s_refusal(agent_t *self, const Fleetburn__RunTask *m, const char *fmt,
+                              const char *arg)
+{
+    fb_result_t *r = fb_result_new();
+    fb_result_set_ids(r, m->task_id, m->task_id, self->name);
+    r->verdict = FB_VERDICT_ERROR;
+    fb_result_set_error(r, fmt, arg);
+    r->started_ms = r->finished_ms = fb_now_ms();
+    return r;
+}
+
+static void s_on_run_task(agent_t *self, const Fleetburn__RunTask *m)
+{
+    /* Delivery may repeat: a running task keeps running, a finished one is re-sent. */
+    if (s_is_running(self, m->task_id))
+        return;
+    if (s_is_spooled(self, m->task_id)) {
+        s_send_spooled_result(self, m->task_id);
+        return;
+    }
+    size_t n_params = m->n_params;
+    const char **params = xcalloc(m->n_params + self->n_inject, sizeof(char *));
+    char **owned = xcalloc(m->n_params, sizeof(char *));
+    fb_result_t *refused = NULL;
+    for (size_t i = 0; i < m->n_params; i++) {
+        if (!strncmp(m->params[i]->key, "inject_", 7) && !self->allow_fault_injection && !refused)
+            refused = s_refusal(self, m,
+                                "%s refused: fault injection is test-only and this agent was "
+                                "not started with --allow-fault-injection",
+                                m->params[i]->key);
+        owned[i] = xasprintf("%s=%s", m->params[i]->key, m->params[i]->value);
+        params[i] = owned[i];
+    }
+    for (size_t i = 0; i < self->n_inject; i++) {
+        const char *spec = self->inject[i];
+        const char *dot = strchr(spec, '.'), *eq = strchr(spec, '=');
+        if (dot && dot < eq) {
+            size_t len = (size_t)(dot - spec);
+            if (strlen(m->workload) != len || strncmp(spec, m->workload, len))
+                continue;
+            spec = dot + 1;
+        }
+        params[n_params++] = spec;
+    }
+    if (!refused) {
+        task_env_t env = {self->worker_path, self->work_dir, self->name,
+                          self->allow_fault_injection};
+        task_callbacks_t cb = {s_on_task_line, s_on_task_done, self};
+        task_t *task = task_start(self->loop, &env, m->task_id, m->workload, params, n_params,
+                                  m->timeout_ms, &cb, &refused);
+        if (task) {
+            running_t *r = xcalloc(1, sizeof *r);
+            r->task = task;
+            r->id = xstrdup(m->task_id);
+            r->next = self->running;
+            self->running = r;
+            s_send_task_event(self, m->task_id, FLEETBURN__TASK_EVENT__KIND__KIND_STARTED, 0,
+                              m->workload);
+        }
+    }
+    if (refused) {
+        s_finish_result(self, refused);
+        fb_result_destroy(&refused);
+    }
+    for (size_t i = 0; i < m->n_params; i++)
+        free(owned[i]);
+    free(owned);
+    free(params);
+}
+
+static void s_on_cancel(agent_t *self, const Fleetburn__CancelTask *m)
+{
+    for (running_t *r = self->running; r; r = r->next)
+        if (!strcmp(r->id, m->task_id))
+            task_cancel(r->task, m->reason);
+}
+
+static void s_on_welcome(agent_t *self, const Fleetburn__Welcome *m)
+{
+    if (!m->accepted) {
+        log_error("coordinator %s refused this agent: %s", self->coordinator, m->reason);
+        self->fatal = 2;
+        uv_stop(self->loop);
+        return;
+    }
+    bool first = !self->welcomed;
+    self->welcomed = true;
+    self->heartbeat_ms = m->heartbeat_interval_ms;
+    self->liveness = m->liveness;
+    if (first)
+        log_info("registered with %s as %s (heartbeat %u ms)", self->coordinator, self->name,
+                 self->heartbeat_ms);
+    s_resend_spool(self);
+}
+
+static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
+                         void *arg)
+{
+    (void)zs;
+    agent_t *self = arg;
+    char err[256];
+    Fleetburn__Envelope *env = NULL;
+    int rc = wire_decode(frames[n - 1], lens[n - 1], &env, err, sizeof err);
+    if (rc == -EPROTONOSUPPORT && env->body_case == FLEETBURN__ENVELOPE__BODY_WELCOME) {
+        log_error("coordinator speaks another protocol: %s", err);
+        self->fatal = 2;
+        uv_stop(self->loop);
+    }
+    if (rc) {
+        log_warn("dropped a message from the coordinator: %s", err);
+        wire_free(&env);
+        return;
+    }
+    self->last_heard = fb_mono_ms();
+    switch (env->body_case) {
+    case FLEETBURN__ENVELOPE__BODY_WELCOME:
+        s_on_welcome(self, env->welcome);
+        break;
+    case FLEETBURN__ENVELOPE__BODY_HEARTBEAT:
+        break;
+    case FLEETBURN__ENVELOPE__BODY_RUN_TASK:
+        if (self->welcomed)
+            s_on_run_task(self, env->run_task);
+        break;
+    case FLEETBURN__ENVELOPE__BODY_CANCEL_TASK:
+        s_on_cancel(self, env->cancel_task);
+        break;
+    case FLEETBURN__ENVELOPE__BODY_ACK:
+        for (size_t i = 0; i < env->ack->n_result_ids; i++)
+            if (spool_remove(self->spool, env->ack->result_ids[i]) == 0)
+                log_debug("result %s acknowledged", env->ack->result_ids[i]);
+        break;
+    default:
+        log_warn("ignored an unexpected message (body %d) from the coordinator",
+                 (int)env->body_case);
+    }
+    wire_free(&env);
+}
+
+/* --- lifecycle ------------------------------------------------------------------------------ */
+
+agent_t *agent_new(uv_loop_t *loop, const agent_options_t *opts, char *err, size_t errlen)
+{
+    agent_t *self = xcalloc(1, sizeof *self);
+    self->loop = loop;
+    self->coordinator = xstrdup(opts->coordinator);
+    self->name = xstrdup(opts->name);
+    self->worker_path = xstrdup(opts->worker_path);
+    self->sysfs_root = xstrdup(opts->sysfs_root ? opts->sysfs_root : "");
+    self->allow_fault_injection = opts->allow_fault_injection;
+    self->inject = xcalloc(opts->n_inject, sizeof(char *));
+    for (size_t i = 0; i < opts->n_inject; i++)
+        self->inject[self->n_inject++] = xstrdup(opts->inject[i]);
+    self->heartbeat_ms = AGENT_DEFAULT_HEARTBEAT_MS;
+    self->liveness = AGENT_DEFAULT_LIVENESS;
+    int rc = spool_open(opts->spool_dir, &self->spool);
+    if (rc) {
+        snprintf(err, errlen, "cannot open spool directory %s: %s", opts->spool_dir,
+                 strerror(-rc));
+        agent_destroy(&self);
+        return NULL;
+    }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(self->work_dir, sizeof self->work_dir, "%s/fleetburn-agent-XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(self->work_dir)) {
+        snprintf(err, errlen, "cannot create a work directory in %s: %s", tmp ? tmp : "/tmp",
+                 strerror(errno));
+        self->work_dir[0] = '\0';
+        agent_destroy(&self);
+        return NULL;
+    }
+    self->inventory = inventory_read(self->sysfs_root);
+    char *summary = inventory_summary(self->inventory);
+    log_info("inventory: %s", summary);
+    free(summary);
+    self->zctx = zmq_ctx_new();
+    rc = s_connect(self);
+    if (rc) {
+        snprintf(err, errlen, "cannot connect to '%s': %s", opts->coordinator, zmq_strerror(-rc));
+        agent_destroy(&self);
+        return NULL;
+    }
+    uv_timer_init(loop, &self->tick);
+    self->tick.data = self;
+    uv_timer_start(&self->tick, s_on_tick, 0, AGENT_TICK_MS);
+    return self;
+}
+
+static void s_on_tick_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+void agent_destroy(agent_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    agent_t *self = *self_p;
+    *self_p = NULL;
+    while (self->running) {
+        running_t *r = self->running;
+        self->running = r->next;
+        task_abort(r->task);
+        free(r->id);
+        free(r);
+    }
+    if (self->tick.data) {
+        uv_close((uv_handle_t *)&self->tick, s_on_tick_closed);
+    }
+    zsock_close(&self->zs);
+    /* Let libuv close every handle and reap the killed workers before the context goes; the
+     * caller has closed its own handles, so this returns once ours are gone. */
+    uv_run(self->loop, UV_RUN_DEFAULT);
+    if (self->zctx)
+        zmq_ctx_term(self->zctx);
+    spool_destroy(&self->spool);
+    if (self->inventory)
+        inventory_free(&self->inventory);
+    if (self->work_dir[0])
+        rmdir(self->work_dir);
+    free(self->coordinator);
+    free(self->name);
+    free(self->worker_path);
+    free(self->sysfs_root);
+    for (size_t i = 0; i < self->n_inject; i++)
+        free(self->inject[i]);
+    free(self->inject);
+    free(self);
+}
+
+int agent_fatal(const agent_t *self)
+{
+    return self->fatal;
+}

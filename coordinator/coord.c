@@ -1,0 +1,584 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Coordinator: agent registry with liveness, and the message handling that feeds the store
+ * (the timeline) and the campaign runner.
+ *
+ * Agents are known by name; the ROUTER identity of their current connection maps to the name.
+ * A Hello from a name already known replaces the old connection (the agent restarted or
+ * reconnected). Every message refreshes liveness; missing liveness x heartbeat intervals makes
+ * an agent `lost` and the runner gives its unfinished tasks the verdict `lost`. Results are
+ * stored once per result id and always acknowledged, so a re-sent result is harmless. */
+#include "coord.h"
+#include "report.h"
+#include "runner.h"
+#include "common/log.h"
+#include "common/strmap.h"
+#include "common/util.h"
+#include "common/wire.h"
+#include "common/zsock.h"
+#include "scheduler/campaign.h"
+#include "agent/inventory.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define COORD_PROGRESS_STORE_MS 5000
+
+typedef struct {
+    char *name;
+    char *identity; /* hex of the ROUTER identity of the current connection */
+    bool alive;
+    uint64_t last_seen;        /* monotonic ms */
+    uint64_t last_progress_ms; /* last progress event stored */
+} node_t;
+
+typedef struct {
+    char *identity;
+    coord_t *coord;
+    uint64_t last_sent;
+} client_t;
+
+struct coord {
+    uv_loop_t *loop;
+    void *zctx;
+    zsock_t *zs;
+    char endpoint[256];
+    store_t *store;
+    strmap_t *nodes;      /* name -> node_t */
+    strmap_t *identities; /* identity hex -> node_t */
+    uint32_t heartbeat_ms, liveness;
+    uv_timer_t liveness_timer;
+    runner_t *runner;
+    client_t *client; /* the CLI that submitted the running campaign, if any */
+};
+
+static void s_hex(const uint8_t *data, size_t len, char *out, size_t outlen)
+{
+    static const char digits[] = "0123456789abcdef";
+    size_t j = 0;
+    for (size_t i = 0; i < len && j + 2 < outlen; i++) {
+        out[j++] = digits[data[i] >> 4];
+        out[j++] = digits[data[i] & 15];
+    }
+    out[j] = '\0';
+}
+
+static size_t s_unhex(const char *hex, uint8_t *out, size_t max)
+{
+    size_t n = 0;
+    for (; hex[0] && hex[1] && n < max; hex += 2) {
+        unsigned v;
+        sscanf(hex, "%2x", &v);
+        out[n++] = (uint8_t)v;
+    }
+    return n;
+}
+
+static int s_send_to(coord_t *self, const char *identity, Fleetburn__Envelope *env)
+{
+    uint8_t id[256];
+    size_t id_len = s_unhex(identity, id, sizeof id);
+    size_t len = 0;
+    uint8_t *buf = wire_encode(env, &len);
+    const void *frames[] = {id, buf};
+    size_t lens[] = {id_len, len};
+    int rc = zsock_send(self->zs, frames, lens, 2);
+    free(buf);
+    return rc;
+}
+
+void coord_event(coord_t *self, const char *campaign_id, const char *task_id, const char *node,
+                 const char *kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = xvasprintf(fmt, ap);
+    va_end(ap);
+    if (store_event(self->store, fb_now_ms(), campaign_id, task_id, node, kind, msg))
+        log_error("cannot store event: %s", store_errmsg(self->store));
+    free(msg);
+}
+
+/* --- registry ------------------------------------------------------------------------------- */
+
+static node_t *s_node_by_identity(coord_t *self, const char *identity)
+{
+    return strmap_get(self->identities, identity);
+}
+
+static void s_node_lost(coord_t *self, node_t *node, const char *why)
+{
+    node->alive = false;
+    log_warn("agent %s lost: %s", node->name, why);
+    store_agent_set_state(self->store, node->name, "lost", fb_now_ms());
+    coord_event(self, self->runner ? runner_id(self->runner) : NULL, NULL, node->name, "agent",
+                "lost: %s", why);
+    if (self->runner)
+        runner_on_node_lost(self->runner, node->name, why);
+}
+
+static void s_on_liveness(uv_timer_t *h)
+{
+    coord_t *self = h->data;
+    uint64_t now = fb_mono_ms(), limit = (uint64_t)self->heartbeat_ms * self->liveness;
+    size_t pos = 0;
+    void *value;
+    while (strmap_next(self->nodes, &pos, NULL, &value)) {
+        node_t *node = value;
+        if (node->alive && now - node->last_seen > limit) {
+            char why[96];
+            snprintf(why, sizeof why, "no heartbeat for %.1f s", (double)(now - node->last_seen) / 1e3);
+            s_node_lost(self, node, why);
+        }
+    }
+}
+
+static void s_send_welcome(coord_t *self, const char *identity, bool accepted, const char *reason)
+{
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__Welcome w = FLEETBURN__WELCOME__INIT;
+    w.accepted = accepted;
+    w.reason = (char *)(reason ? reason : "");
+    w.heartbeat_interval_ms = self->heartbeat_ms;
+    w.liveness = self->liveness;
+    w.protocol_version = FB_PROTOCOL_VERSION;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_WELCOME;
+    env.welcome = &w;
+    s_send_to(self, identity, &env);
+}
+
+static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hello *m)
+{
+    node_t *node = strmap_get(self->nodes, m->name);
+    if (!node) {
+        node = xcalloc(1, sizeof *node);
+        node->name = xstrdup(m->name);
+        strmap_put(self->nodes, node->name, node);
+    } else if (node->identity && strcmp(node->identity, identity)) {
+        strmap_remove(self->identities, node->identity);
+        log_info("agent %s reconnected%s", node->name, node->alive ? " (replacing its old connection)" : "");
+    }
+    free(node->identity);
+    node->identity = xstrdup(identity);
+    strmap_put(self->identities, identity, node);
+    bool was_alive = node->alive;
+    node->alive = true;
+    node->last_seen = fb_mono_ms();
+
+    char *summary = inventory_summary(m->inventory);
+    char *json = inventory_to_json(m->inventory);
+    if (store_agent_upsert(self->store, node->name, "alive", summary, json, fb_now_ms()))
+        log_error("cannot store agent %s: %s", node->name, store_errmsg(self->store));
+    coord_event(self, self->runner ? runner_id(self->runner) : NULL, NULL, node->name, "agent",
+                "registered: %s (%zu unacknowledged results, %zu running tasks)", summary,
+                m->n_unacked_result_ids, m->n_running_task_ids);
+    if (!was_alive)
+        log_info("agent %s registered: %s", node->name, summary);
+    free(summary);
+    free(json);
+    s_send_welcome(self, identity, true, NULL);
+    if (self->runner)
+        runner_on_hello(self->runner, node->name, m->running_task_ids, m->n_running_task_ids,
+                        m->unacked_result_ids, m->n_unacked_result_ids);
+}
+
+static void s_on_heartbeat(coord_t *self, const char *identity)
+{
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__Heartbeat hb = FLEETBURN__HEARTBEAT__INIT;
+    hb.time_ms = fb_now_ms();
+    env.body_case = FLEETBURN__ENVELOPE__BODY_HEARTBEAT;
+    env.heartbeat = &hb;
+    s_send_to(self, identity, &env);
+}
+
+static void s_on_task_event(coord_t *self, node_t *node, const Fleetburn__TaskEvent *ev)
+{
+    static const char *kinds[] = {"", "started", "progress", "log", "telemetry"};
+    const char *kind = kinds[ev->kind];
+    if (ev->kind == FLEETBURN__TASK_EVENT__KIND__KIND_PROGRESS) {
+        uint64_t now = fb_mono_ms();
+        if (now - node->last_progress_ms < COORD_PROGRESS_STORE_MS && ev->progress < 1.0)
+            return;
+        node->last_progress_ms = now;
+        coord_event(self, self->runner ? runner_id(self->runner) : NULL, ev->task_id, node->name,
+                    kind, "%.0f%% %s", ev->progress * 100.0, ev->message);
+        return;
+    }
+    coord_event(self, self->runner ? runner_id(self->runner) : NULL, ev->task_id, node->name,
+                kind, "%s", ev->message);
+}
+
+static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
+                             const Fleetburn__TaskResult *m)
+{
+    fb_result_t *r = wire_result_from_proto(m);
+    if (!r->node || !r->node[0] || strcmp(r->node, node->name)) {
+        free(r->node);
+        r->node = xstrdup(node->name);
+    }
+    int rc = store_result_insert(self->store, r, fb_now_ms());
+    if (rc == 0) {
+        log_info("result %s from %s: %s%s%s", r->task_id, node->name, fb_verdict_name(r->verdict),
+                 r->error ? ": " : "", r->error ? r->error : "");
+        coord_event(self, self->runner ? runner_id(self->runner) : NULL, r->task_id, node->name,
+                    "result", "%s%s%s", fb_verdict_name(r->verdict), r->error ? ": " : "",
+                    r->error ? r->error : "");
+        if (self->runner)
+            runner_on_result(self->runner, r->task_id, r->verdict);
+    } else if (rc == -EEXIST) {
+        log_debug("result %s from %s already stored", r->result_id, node->name);
+    } else {
+        /* Not acknowledged: the agent keeps it and sends it again. */
+        log_error("cannot store result %s from %s: %s", r->result_id, node->name,
+                  store_errmsg(self->store));
+        fb_result_destroy(&r);
+        return;
+    }
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__Ack ack = FLEETBURN__ACK__INIT;
+    char *ids[] = {r->result_id};
+    ack.result_ids = ids;
+    ack.n_result_ids = 1;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_ACK;
+    env.ack = &ack;
+    s_send_to(self, identity, &env);
+    fb_result_destroy(&r);
+}
+
+/* --- submissions from the CLI --------------------------------------------------------------- */
+
+static void s_send_progress(coord_t *self, const char *identity, const coord_progress_t *p,
+                            const char *error, const char *summary)
+{
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__Progress m = FLEETBURN__PROGRESS__INIT;
+    if (p) {
+        m.campaign_id = (char *)p->campaign_id;
+        m.stage = (char *)(p->stage ? p->stage : "");
+        m.stage_index = p->stage_index;
+        m.stage_count = p->stage_count;
+        m.tasks_total = p->tasks_total;
+        m.tasks_done = p->tasks_done;
+        m.tasks_failed = p->tasks_failed;
+        m.elapsed_ms = p->elapsed_ms;
+        m.finished = p->finished;
+        m.verdict = (Fleetburn__Verdict)p->verdict;
+    } else {
+        m.finished = true;
+        m.verdict = FLEETBURN__VERDICT__VERDICT_ERROR;
+    }
+    m.error = (char *)(error ? error : "");
+    m.summary = (char *)(summary ? summary : "");
+    env.body_case = FLEETBURN__ENVELOPE__BODY_PROGRESS;
+    env.progress = &m;
+    s_send_to(self, identity, &env);
+}
+
+static void s_client_progress(const coord_progress_t *p, void *arg)
+{
+    client_t *client = arg;
+    coord_t *self = client->coord;
+    uint64_t now = fb_mono_ms();
+    if (!p->finished && now - client->last_sent < 250)
+        return;
+    client->last_sent = now;
+    char *summary = NULL;
+    if (p->finished) {
+        size_t len = 0;
+        FILE *mem = open_memstream(&summary, &len);
+        report_write_text(self->store, p->campaign_id, mem);
+        fclose(mem);
+    }
+    s_send_progress(self, client->identity, p, NULL, summary);
+    free(summary);
+}
+
+static void s_on_submit(coord_t *self, const char *identity, const Fleetburn__Submit *m)
+{
+    fb_campaign_t *campaign = NULL;
+    char *error = NULL;
+    const char *source = m->source[0] ? m->source : "submitted campaign";
+    if (fb_campaign_parse(m->campaign_yaml, strlen(m->campaign_yaml), source, &campaign, &error)) {
+        log_warn("refused a campaign: %s", error);
+        s_send_progress(self, identity, NULL, error, NULL);
+        free(error);
+        return;
+    }
+    client_t *client = xcalloc(1, sizeof *client);
+    client->identity = xstrdup(identity);
+    client->coord = self;
+    char *id = NULL;
+    int rc = coord_start_campaign(self, &campaign, m->campaign_yaml, s_client_progress, client, &id);
+    if (rc) {
+        char *msg = rc == -EBUSY ? xasprintf("busy: campaign %s is running; try again when it has "
+                                             "finished", self->runner ? runner_id(self->runner) : "?")
+                                 : xasprintf("cannot start the campaign: %s", strerror(-rc));
+        s_send_progress(self, identity, NULL, msg, NULL);
+        free(msg);
+        free(client->identity);
+        free(client);
+        fb_campaign_destroy(&campaign);
+        return;
+    }
+    self->client = client;
+    free(id);
+}
+
+/* --- dispatch ------------------------------------------------------------------------------- */
+
+static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
+                         void *arg)
+{
+    (void)zs;
+    coord_t *self = arg;
+    if (n != 2 || lens[0] == 0 || lens[0] > 255) {
+        log_warn("dropped a message of %zu frames", n);
+        return;
+    }
+    char identity[520];
+    s_hex(frames[0], lens[0], identity, sizeof identity);
+    char err[256];
+    Fleetburn__Envelope *env = NULL;
+    int rc = wire_decode(frames[1], lens[1], &env, err, sizeof err);
+    if (rc == -EPROTONOSUPPORT) {
+        log_warn("refused a peer: %s", err);
+        if (env->body_case == FLEETBURN__ENVELOPE__BODY_HELLO)
+            s_send_welcome(self, identity, false, err);
+        else if (env->body_case == FLEETBURN__ENVELOPE__BODY_SUBMIT)
+            s_send_progress(self, identity, NULL, err, NULL);
+        wire_free(&env);
+        return;
+    }
+    if (rc) {
+        log_warn("dropped an invalid message: %s", err);
+        return;
+    }
+    if (env->body_case == FLEETBURN__ENVELOPE__BODY_HELLO) {
+        s_on_hello(self, identity, env->hello);
+    } else if (env->body_case == FLEETBURN__ENVELOPE__BODY_SUBMIT) {
+        s_on_submit(self, identity, env->submit);
+    } else {
+        node_t *node = s_node_by_identity(self, identity);
+        if (!node) {
+            /* An agent from before a coordinator restart: it re-registers when it notices
+             * that its heartbeats go unanswered. */
+            log_debug("ignored a message from an unregistered peer");
+        } else {
+            node->last_seen = fb_mono_ms();
+            if (!node->alive) {
+                node->alive = true;
+                store_agent_set_state(self->store, node->name, "alive", fb_now_ms());
+                log_info("agent %s is back", node->name);
+            }
+            switch (env->body_case) {
+            case FLEETBURN__ENVELOPE__BODY_HEARTBEAT:
+                s_on_heartbeat(self, identity);
+                break;
+            case FLEETBURN__ENVELOPE__BODY_TASK_EVENT:
+                s_on_task_event(self, node, env->task_event);
+                break;
+            case FLEETBURN__ENVELOPE__BODY_TASK_RESULT:
+                s_on_task_result(self, identity, node, env->task_result);
+                break;
+            default:
+                log_warn("agent %s sent an unexpected message (body %d)", node->name,
+                         (int)env->body_case);
+            }
+        }
+    }
+    wire_free(&env);
+}
+
+/* --- public --------------------------------------------------------------------------------- */
+
+coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size_t errlen)
+{
+    coord_t *self = xcalloc(1, sizeof *self);
+    self->loop = loop;
+    self->heartbeat_ms = opts->heartbeat_ms ? opts->heartbeat_ms : 1000;
+    self->liveness = opts->liveness ? opts->liveness : 5;
+    self->nodes = strmap_new();
+    self->identities = strmap_new();
+    char *store_err = NULL;
+    if (store_open(opts->db_path, &self->store, &store_err)) {
+        snprintf(err, errlen, "cannot open database %s: %s", opts->db_path,
+                 store_err ? store_err : "unknown error");
+        free(store_err);
+        coord_destroy(&self);
+        return NULL;
+    }
+    int stale = store_campaign_interrupt_stale(self->store, fb_now_ms());
+    if (stale > 0)
+        log_warn("marked %d campaign(s) left running by an earlier coordinator as interrupted",
+                 stale);
+    self->zctx = zmq_ctx_new();
+    void *sock = zmq_socket(self->zctx, ZMQ_ROUTER);
+    int one = 1, linger = 0, hwm = 100000;
+    zmq_setsockopt(sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+    zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    if (zmq_bind(sock, opts->bind) != 0) {
+        snprintf(err, errlen, "cannot bind %s: %s", opts->bind, zmq_strerror(errno));
+        zmq_close(sock);
+        coord_destroy(&self);
+        return NULL;
+    }
+    size_t len = sizeof self->endpoint;
+    zmq_getsockopt(sock, ZMQ_LAST_ENDPOINT, self->endpoint, &len);
+    self->zs = zsock_new(loop, sock, s_on_message, self);
+    uv_timer_init(loop, &self->liveness_timer);
+    self->liveness_timer.data = self;
+    uv_timer_start(&self->liveness_timer, s_on_liveness, self->heartbeat_ms / 2 + 1,
+                   self->heartbeat_ms / 2 + 1);
+    return self;
+}
+
+static void s_noop_close(uv_handle_t *h)
+{
+    (void)h;
+}
+
+void coord_destroy(coord_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    coord_t *self = *self_p;
+    *self_p = NULL;
+    runner_destroy(&self->runner);
+    if (self->client) {
+        free(self->client->identity);
+        free(self->client);
+    }
+    if (self->liveness_timer.data)
+        uv_close((uv_handle_t *)&self->liveness_timer, s_noop_close);
+    zsock_close(&self->zs);
+    /* Let the loop run the close callbacks (which close the ZeroMQ socket) before the context
+     * is terminated. */
+    uv_run(self->loop, UV_RUN_NOWAIT);
+    if (self->zctx)
+        zmq_ctx_term(self->zctx);
+    size_t pos = 0;
+    void *value;
+    while (self->nodes && strmap_next(self->nodes, &pos, NULL, &value)) {
+        node_t *node = value;
+        free(node->name);
+        free(node->identity);
+        free(node);
+    }
+    strmap_destroy(&self->nodes);
+    strmap_destroy(&self->identities);
+    store_destroy(&self->store);
+    free(self);
+}
+
+const char *coord_endpoint(const coord_t *self)
+{
+    return self->endpoint;
+}
+
+store_t *coord_store(coord_t *self)
+{
+    return self->store;
+}
+
+uv_loop_t *coord_loop(coord_t *self)
+{
+    return self->loop;
+}
+
+size_t coord_alive_count(const coord_t *self)
+{
+    size_t n = 0, pos = 0;
+    void *value;
+    while (strmap_next(self->nodes, &pos, NULL, &value))
+        n += ((node_t *)value)->alive;
+    return n;
+}
+
+bool coord_node_alive(const coord_t *self, const char *name)
+{
+    node_t *node = strmap_get(self->nodes, name);
+    return node && node->alive;
+}
+
+static int s_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+size_t coord_alive_names(const coord_t *self, char ***names_out)
+{
+    char **names = xcalloc(strmap_size(self->nodes) + 1, sizeof(char *));
+    size_t n = 0, pos = 0;
+    void *value;
+    while (strmap_next(self->nodes, &pos, NULL, &value))
+        if (((node_t *)value)->alive)
+            names[n++] = xstrdup(((node_t *)value)->name);
+    qsort(names, n, sizeof(char *), s_cmp_str);
+    *names_out = names;
+    return n;
+}
+
+int coord_send_run_task(coord_t *self, const char *name, Fleetburn__RunTask *task)
+{
+    node_t *node = strmap_get(self->nodes, name);
+    if (!node || !node->alive)
+        return -EHOSTUNREACH;
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_RUN_TASK;
+    env.run_task = task;
+    return s_send_to(self, node->identity, &env);
+}
+
+int coord_send_cancel(coord_t *self, const char *name, const char *task_id, const char *reason)
+{
+    node_t *node = strmap_get(self->nodes, name);
+    if (!node || !node->alive)
+        return -EHOSTUNREACH;
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__CancelTask c = FLEETBURN__CANCEL_TASK__INIT;
+    c.task_id = (char *)task_id;
+    c.reason = (char *)reason;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_CANCEL_TASK;
+    env.cancel_task = &c;
+    return s_send_to(self, node->identity, &env);
+}
+
+int coord_start_campaign(coord_t *self, fb_campaign_t **campaign, const char *yaml,
+                         coord_progress_cb cb, void *arg, char **id_out)
+{
+    if (self->runner && !runner_finished(self->runner))
+        return -EBUSY;
+    runner_destroy(&self->runner);
+    if (self->client) {
+        free(self->client->identity);
+        free(self->client);
+        self->client = NULL;
+    }
+    char stamp[32];
+    time_t now = (time_t)(fb_now_ms() / 1000);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    char *id = xasprintf("%s-%04x", stamp, (unsigned)(fb_mono_ms() ^ (uint64_t)getpid()) & 0xffff);
+    self->runner = runner_new(self, campaign, id, yaml, cb, arg);
+    if (!self->runner) {
+        free(id);
+        return -EIO;
+    }
+    runner_start(self->runner);
+    *id_out = id;
+    return 0;
+}
+
+void coord_campaign_finished(coord_t *self)
+{
+    (void)self;
+}

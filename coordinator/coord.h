@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The coordinator: the ROUTER socket, the registry of agents and their liveness, message
+ * handling, and the campaign that is running. One loop thread owns all of it. */
+#ifndef FB_COORD_H
+#define FB_COORD_H
+
+#include "common/result.h"
+#include "fleetburn.pb-c.h"
+#include "store.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+typedef struct coord coord_t;
+struct fb_campaign;
+
+typedef struct {
+    const char *bind;        /* tcp://*:7755, or tcp://127.0.0.1:* for an ephemeral port */
+    const char *db_path;
+    uint32_t heartbeat_ms;   /* interval agents heartbeat at */
+    uint32_t liveness;       /* heartbeats missed before an agent is lost */
+} coord_options_t;
+
+/* What a campaign's watchers see. */
+typedef struct {
+    const char *campaign_id;
+    const char *campaign_name;
+    const char *stage;
+    unsigned stage_index, stage_count;
+    unsigned tasks_total, tasks_done, tasks_failed;
+    uint64_t elapsed_ms;
+    bool finished;
+    fb_verdict_t verdict;
+} coord_progress_t;
+
+typedef void (*coord_progress_cb)(const coord_progress_t *progress, void *arg);
+
+coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size_t errlen);
+/* Closes the socket and the store; an unfinished campaign stays 'running' in the store and is
+ * marked interrupted by the next coordinator that opens it. */
+void coord_destroy(coord_t **self_p);
+/* The endpoint actually bound (with the port resolved), borrowed. */
+const char *coord_endpoint(const coord_t *self);
+store_t *coord_store(coord_t *self);
+size_t coord_alive_count(const coord_t *self);
+
+/* Starts a campaign (ownership of *campaign passes). Fails with -EBUSY while another runs.
+ * yaml is the file's text, kept on the timeline. *id_out: heap copy of the new campaign id. */
+int coord_start_campaign(coord_t *self, struct fb_campaign **campaign, const char *yaml,
+                         coord_progress_cb cb, void *arg, char **id_out);
+
+/* --- for runner.c ------------------------------------------------------------------------ */
+bool coord_node_alive(const coord_t *self, const char *name);
+/* Names of alive agents, sorted. Free with hostlist_free-compatible loop (each + array). */
+size_t coord_alive_names(const coord_t *self, char ***names_out);
+int coord_send_run_task(coord_t *self, const char *node, Fleetburn__RunTask *task);
+int coord_send_cancel(coord_t *self, const char *node, const char *task_id, const char *reason);
+void coord_event(coord_t *self, const char *campaign_id, const char *task_id, const char *node,
+                 const char *kind, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+uv_loop_t *coord_loop(coord_t *self);
+/* Called by the runner when the campaign has finished and been stored. */
+void coord_campaign_finished(coord_t *self);
+
+#endif

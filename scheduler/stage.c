@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Stage verdicts and deadlines (pure functions, unit-tested). */
+#include "stage.h"
+
+fb_verdict_t fb_stage_verdict(const fb_verdict_t *verdicts, size_t n)
+{
+    if (n == 0)
+        return FB_VERDICT_ERROR;
+    size_t skipped = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (verdicts[i] == FB_VERDICT_SKIPPED)
+            skipped++;
+        else if (verdicts[i] != FB_VERDICT_PASS)
+            return FB_VERDICT_FAIL;
+    }
+    return skipped == n ? FB_VERDICT_SKIPPED : FB_VERDICT_PASS;
+}
+
+uint64_t fb_stage_deadline_ms(uint64_t timeout_ms)
+{
+    uint64_t grace = 5000 + timeout_ms / 20;
+    if (grace > 300000)
+        grace = 300000;
+    return timeout_ms + grace;
+}
