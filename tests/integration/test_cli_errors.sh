@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Usage and campaign-file errors exit 2 with a message naming the file, line and key; nothing
+# already recorded in the database is lost by a bad invocation.
+. "$(dirname "$0")/lib.sh"
+
+expect_exit() { # expected-status logfile cmd...
+    local want=$1 log=$2; shift 2
+    set +e; "$@" >"$log" 2>&1; local rc=$?; set -e
+    [ $rc -eq "$want" ] || fail "'$*' exited $rc, expected $want: $(cat "$log")"
+}
+
+printf 'name: x\nstages:\n  - name: a\n    workload: memtest\n    params: {sise: 1MiB}\n' >"$WORK/bad.yaml"
+expect_exit 2 "$WORK/e1" "$FLEETBURN" run --local 1 --db "$WORK/t.db" "$WORK/bad.yaml"
+grep -q "bad.yaml:5" "$WORK/e1" || fail "error does not name file:line: $(cat "$WORK/e1")"
+grep -q "sise" "$WORK/e1" || fail "error does not name the key"
+pass "unknown parameter: $(head -1 "$WORK/e1")"
+
+printf 'name: x\nstages:\n  - name: a\n    workload: gpuburnn\n' >"$WORK/bad2.yaml"
+expect_exit 2 "$WORK/e2" "$FLEETBURN" run "$WORK/bad2.yaml" --db "$WORK/t.db"
+grep -q "bad2.yaml:4" "$WORK/e2" && grep -q "gpuburnn" "$WORK/e2" || fail "unknown workload: $(cat "$WORK/e2")"
+pass "unknown workload: $(head -1 "$WORK/e2")"
+
+expect_exit 2 "$WORK/e3" "$FLEETBURN" run "$WORK/missing.yaml"
+expect_exit 2 "$WORK/e4" "$FLEETBURN" frobnicate
+expect_exit 2 "$WORK/e5" "$FLEETBURN" run "$WORK/bad.yaml" --local 0
+expect_exit 2 "$WORK/e6" "$FLEETBURN" report --format xml --db "$WORK/t.db"
+expect_exit 2 "$WORK/e7" "$AGENT" --name "bad name" --coordinator tcp://127.0.0.1:1
+expect_exit 2 "$WORK/e8" "$AGENT"
+pass "usage errors exit 2"
+
+# A good campaign, then bad invocations against the same database: the record survives.
+printf 'name: ok\nstages:\n  - name: a\n    workload: sleep\n    params: {duration: 100ms}\n' >"$WORK/ok.yaml"
+"$FLEETBURN" run --local 1 --db "$WORK/t.db" "$WORK/ok.yaml" >/dev/null 2>&1 || fail "good campaign failed"
+expect_exit 2 "$WORK/e9" "$FLEETBURN" run --local 1 --db "$WORK/t.db" "$WORK/bad.yaml"
+expect_exit 2 "$WORK/e10" "$FLEETBURN" report no-such-campaign --db "$WORK/t.db"
+"$FLEETBURN" report --db "$WORK/t.db" --format json >"$WORK/r.json"
+[ "$(json_q "$WORK/r.json" 'd["campaign"]["name"]')" = ok ] || fail "earlier campaign lost"
+pass "recorded campaign survives bad invocations"

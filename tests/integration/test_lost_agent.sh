@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# An agent killed mid-stage is marked lost (task verdict `lost`) while the campaign completes for
+# the others; the campaign goes on to its next stage with the survivors.
+. "$(dirname "$0")/lib.sh"
+
+start_coordinator
+for n in n1 n2 n3; do start_agent $n; done
+victim_pid=$AGENT_PID
+wait_for_log "$WORK/coordinator.log" "agent n3 registered"
+wait_for_log "$WORK/coordinator.log" "agent n1 registered"
+wait_for_log "$WORK/coordinator.log" "agent n2 registered"
+
+cat >"$WORK/campaign.yaml" <<'YAML'
+name: lost-agent
+stages:
+  - name: long
+    workload: sleep
+    timeout: 1m
+    params: {duration: 4s}
+  - name: after
+    workload: sleep
+    params: {duration: 200ms}
+YAML
+"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/campaign.yaml" >"$WORK/run.out" 2>"$WORK/run.log" &
+run_pid=$!
+PIDS+=("$run_pid")
+wait_for_log "$WORK/n3.log" "started sleep"
+kill -KILL "$victim_pid"
+set +e
+wait "$run_pid"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "run exited $rc, expected 1"
+grep -q "agent n3 lost" "$WORK/coordinator.log" || fail "coordinator did not log n3 as lost"
+
+"$FLEETBURN" report --db "$WORK/fb.db" --format json >"$WORK/report.json"
+v=$(json_q "$WORK/report.json" 'sorted((t["nodes"][0], t["verdict"]) for t in d["stages"][0]["tasks"])')
+[ "$v" = "[('n1', 'pass'), ('n2', 'pass'), ('n3', 'lost')]" ] || fail "stage 1 verdicts $v"
+v=$(json_q "$WORK/report.json" 'sorted((t["nodes"][0], t["verdict"]) for t in d["stages"][1]["tasks"])')
+[ "$v" = "[('n1', 'pass'), ('n2', 'pass')]" ] || fail "stage 2 ran on $v"
+"$FLEETBURN" nodes --db "$WORK/fb.db" | grep n3 | grep -q lost || fail "nodes does not show n3 lost"
+pass "n3 lost mid-stage; n1 and n2 finished both stages"
