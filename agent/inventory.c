@@ -1,0 +1,898 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Machine inventory for agent registration. Reads procfs and sysfs under a root directory (the
+ * live system, or a fixture tree in tests) and builds the Inventory message by hand: host and
+ * kernel, CPUs and NUMA nodes, memory, DIMMs through the EDAC reader, GPUs from PCI sysfs (display
+ * and 3D controllers of NVIDIA, AMD and Intel; a BMC's VGA is not a GPU), network devices backed by
+ * hardware, InfiniBand HCA ports, and driver versions. sysfs content is treated as untrusted input:
+ * each value is checked (numbers are numbers, states are known words, text is printable) and a bad
+ * one leaves its field empty with a warning naming the file, never a crash or a failed read. */
+#include "inventory.h"
+
+#include "edac.h"
+#include "json.h"
+#include "log.h"
+#include "units.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Longest text accepted per field: within the limits wire.c enforces on a Hello, so an odd
+ * file can empty one field but never get the whole registration refused. */
+#define S_TEXT_MAX 255  /* hostname, cpu_model, DIMM label */
+#define S_SHORT_MAX 128 /* kernel release, DIMM location */
+#define S_PCI_ADDR_MAX 32
+
+/* PCI identities. */
+#define S_PCI_VENDOR_NVIDIA 0x10de
+#define S_PCI_VENDOR_AMD 0x1002
+#define S_PCI_VENDOR_INTEL 0x8086
+
+/* ---------------------------------------------------------------------------------------------
+ * Reading files */
+
+static char *s_path(const char *root, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static char *s_path(const char *root, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *rel = xvasprintf(fmt, ap);
+    va_end(ap);
+    char *path = xasprintf("%s%s", root, rel);
+    free(rel);
+    return path;
+}
+
+static bool s_exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+static bool s_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* True when s is printable ASCII of at most max bytes. */
+static bool s_printable(const char *s, size_t max)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++, n++)
+        if (*p < 0x20 || *p > 0x7e || n >= max)
+            return false;
+    return true;
+}
+
+/* Removes leading and trailing blanks in place; returns s. */
+static char *s_trim(char *s)
+{
+    char *start = s;
+    while (*start == ' ' || *start == '\t')
+        start++;
+    size_t len = strlen(start);
+    while (len > 0 && (start[len - 1] == ' ' || start[len - 1] == '\t' || start[len - 1] == '\n'))
+        len--;
+    memmove(s, start, len);
+    s[len] = '\0';
+    return s;
+}
+
+/* Reads a one-value text file. Returns a heap string, or NULL when the file is absent or
+ * unreadable (silently: optional sources) or its content is not printable text of at most max
+ * bytes (with a warning). */
+static char *s_read_text(const char *path, size_t max)
+{
+    size_t len = 0;
+    char *text = fb_read_file(path, &len);
+    if (!text) {
+        log_debug("inventory: %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (strlen(text) != len || !s_printable(s_trim(text), max)) {
+        log_warn("inventory: %s: content is not printable text of at most %zu bytes, ignored", path,
+                 max);
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* Reads a file holding one decimal integer no larger than max. Returns 0, -ENOENT (or another
+ * read error) silently, or -EINVAL with a warning. */
+static int s_read_dec(const char *path, uint64_t max, uint64_t *out)
+{
+    char *text = fb_read_file(path, NULL);
+    if (!text)
+        return errno ? -errno : -EIO;
+    int rc = fb_parse_uint(s_trim(text), max, out);
+    if (rc < 0)
+        log_warn("inventory: %s: not a number in 0..%llu, ignored", path, (unsigned long long)max);
+    free(text);
+    return rc;
+}
+
+/* Reads a sysfs hex attribute ("0x10de", "0x030200") no larger than max. Same returns as
+ * s_read_dec. */
+static int s_read_hex(const char *path, uint64_t max, uint64_t *out)
+{
+    char *text = fb_read_file(path, NULL);
+    if (!text)
+        return errno ? -errno : -EIO;
+    s_trim(text);
+    const char *p = text;
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+        p += 2;
+    uint64_t v = 0;
+    int rc = *p ? 0 : -EINVAL;
+    for (; *p && rc == 0; p++) {
+        int d = (*p >= '0' && *p <= '9')   ? *p - '0'
+                : (*p >= 'a' && *p <= 'f') ? *p - 'a' + 10
+                : (*p >= 'A' && *p <= 'F') ? *p - 'A' + 10
+                                           : -1;
+        if (d < 0 || v > (max >> 4))
+            rc = -EINVAL;
+        else
+            v = v * 16 + (uint64_t)d;
+    }
+    if (rc == 0 && v > max)
+        rc = -EINVAL;
+    if (rc < 0)
+        log_warn("inventory: %s: not a hexadecimal number, ignored", path);
+    else
+        *out = v;
+    free(text);
+    return rc;
+}
+
+static int s_name_cmp(const void *a, const void *b)
+{
+    return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lists the entries of a directory (without . and ..), sorted in version order (eth2 before
+ * eth10). Returns the count; *names_out is a heap array of heap strings (NULL when empty or the
+ * directory is absent). */
+static size_t s_list_dir(const char *path, char ***names_out)
+{
+    *names_out = NULL;
+    DIR *dir = opendir(path);
+    if (!dir)
+        return 0;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            names = xrealloc(names, cap * sizeof *names);
+        }
+        names[n++] = xstrdup(de->d_name);
+    }
+    closedir(dir);
+    if (n > 1)
+        qsort(names, n, sizeof *names, s_name_cmp);
+    *names_out = names;
+    return n;
+}
+
+static void s_names_free(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* A heap copy for a message field: never NULL. */
+static char *s_str(const char *s)
+{
+    return xstrdup(s ? s : "");
+}
+
+/* Takes ownership of a heap string (or NULL) for a message field. */
+static char *s_take(char *s)
+{
+    return s ? s : xstrdup("");
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Host, CPUs, memory */
+
+/* Counts the CPUs in a kernel CPU list ("0-15,32-47", "0", ""). Returns -EINVAL on bad syntax. */
+static int s_cpulist_count(const char *list, uint64_t *out)
+{
+    uint64_t total = 0;
+    const char *p = list;
+    if (!*p)
+        return -EINVAL;
+    while (*p) {
+        char *end;
+        if (*p < '0' || *p > '9')
+            return -EINVAL;
+        unsigned long lo = strtoul(p, &end, 10), hi = lo;
+        p = end;
+        if (*p == '-') {
+            p++;
+            if (*p < '0' || *p > '9')
+                return -EINVAL;
+            hi = strtoul(p, &end, 10);
+            p = end;
+        }
+        if (hi < lo || hi > 1u << 20)
+            return -EINVAL;
+        total += hi - lo + 1;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return -EINVAL;
+    }
+    *out = total;
+    return 0;
+}
+
+static void s_read_cpuinfo(const char *root, Fleetburn__Inventory *inv)
+{
+    char *path = s_path(root, "/proc/cpuinfo");
+    char *text = fb_read_file(path, NULL);
+    uint32_t processors = 0;
+    char *model = NULL;
+    if (text) {
+        char *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            char *colon = strchr(line, ':');
+            if (!colon)
+                continue;
+            *colon = '\0';
+            char *key = s_trim(line), *value = s_trim(colon + 1);
+            if (!strcmp(key, "processor")) {
+                processors++;
+            } else if (!model && !strcmp(key, "model name")) {
+                if (s_printable(value, S_TEXT_MAX))
+                    model = xstrdup(value);
+                else
+                    log_warn("inventory: %s: model name is not printable text, ignored", path);
+            }
+        }
+        free(text);
+    }
+    free(path);
+    if (model) {
+        free(inv->cpu_model);
+        inv->cpu_model = model;
+    }
+
+    /* The online list is authoritative; cpuinfo's processor count is the fallback. */
+    path = s_path(root, "/sys/devices/system/cpu/online");
+    text = s_read_text(path, 4096);
+    uint64_t online = 0;
+    if (text && s_cpulist_count(text, &online) < 0) {
+        log_warn("inventory: %s: not a CPU list, ignored", path);
+        online = 0;
+    }
+    free(text);
+    free(path);
+    inv->cpus = online > 0 && online <= UINT32_MAX ? (uint32_t)online : processors;
+}
+
+static void s_read_numa(const char *root, Fleetburn__Inventory *inv)
+{
+    char *path = s_path(root, "/sys/devices/system/node");
+    char **names;
+    size_t n = s_list_dir(path, &names);
+    uint32_t nodes = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = names[i];
+        if (strncmp(s, "node", 4) != 0 || !s[4] || strspn(s + 4, "0123456789") != strlen(s + 4))
+            continue;
+        char *sub = xasprintf("%s/%s", path, s);
+        if (s_is_dir(sub))
+            nodes++;
+        free(sub);
+    }
+    s_names_free(names, n);
+    free(path);
+    inv->numa_nodes = nodes;
+}
+
+static void s_read_meminfo(const char *root, Fleetburn__Inventory *inv)
+{
+    char *path = s_path(root, "/proc/meminfo");
+    char *text = fb_read_file(path, NULL);
+    if (text) {
+        bool found = false;
+        char *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            if (strncmp(line, "MemTotal:", 9) != 0)
+                continue;
+            found = true;
+            char *value = s_trim(line + 9);
+            size_t len = strlen(value);
+            uint64_t kib = 0;
+            if (len > 3 && !strcmp(value + len - 3, " kB")) {
+                value[len - 3] = '\0';
+                if (fb_parse_uint(s_trim(value), UINT64_MAX / 1024, &kib) == 0) {
+                    inv->mem_total_bytes = kib * 1024;
+                    break;
+                }
+            }
+            log_warn("inventory: %s: MemTotal is not \"<number> kB\", ignored", path);
+            break;
+        }
+        if (!found)
+            log_warn("inventory: %s: no MemTotal line", path);
+        free(text);
+    }
+    free(path);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * DIMMs */
+
+static void s_read_dimms(const char *root, Fleetburn__Inventory *inv)
+{
+    fb_edac_t edac = {0};
+    int rc = fb_edac_read(root, &edac);
+    if (rc == -ENOENT) {
+        log_debug("inventory: no EDAC memory controllers under %s/sys/devices/system/edac", root);
+        return;
+    }
+    if (rc < 0) {
+        log_warn("inventory: %s/sys/devices/system/edac: %s; DIMMs not reported", root,
+                 strerror(-rc));
+        fb_edac_clear(&edac);
+        return;
+    }
+    if (edac.n_dimms > 0) {
+        inv->dimms = xcalloc(edac.n_dimms, sizeof *inv->dimms);
+        for (size_t i = 0; i < edac.n_dimms; i++) {
+            const fb_dimm_t *d = &edac.dimms[i];
+            Fleetburn__Dimm *m = xmalloc(sizeof *m);
+            fleetburn__dimm__init(m);
+            const char *label = d->label ? d->label : "";
+            const char *location = d->location ? d->location : "";
+            if (!s_printable(label, S_TEXT_MAX)) {
+                log_warn("inventory: EDAC DIMM %s: label is not printable text, ignored",
+                         s_printable(location, S_TEXT_MAX) ? location : "?");
+                label = "";
+            }
+            if (!s_printable(location, S_SHORT_MAX))
+                location = "";
+            m->label = s_str(label);
+            m->location = s_str(location);
+            m->size_mb = d->size_mb;
+            m->ce_count = d->ce_count;
+            m->ue_count = d->ue_count;
+            inv->dimms[inv->n_dimms++] = m;
+        }
+    }
+    fb_edac_clear(&edac);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * GPUs */
+
+static const char *s_gpu_vendor(uint64_t vendor)
+{
+    switch (vendor) {
+    case S_PCI_VENDOR_NVIDIA:
+        return "nvidia";
+    case S_PCI_VENDOR_AMD:
+        return "amd";
+    case S_PCI_VENDOR_INTEL:
+        return "intel";
+    default:
+        return NULL;
+    }
+}
+
+/* True for the PCI classes GPUs use: VGA (0x0300), 3D controller (0x0302, NVIDIA data-centre
+ * parts), display controller (0x0380, AMD Instinct), and processing accelerator (0x1200) for AMD
+ * only. The class attribute is 0xCCSSPP; the programming interface is ignored. */
+static bool s_gpu_class(uint64_t pci_class, uint64_t vendor)
+{
+    uint64_t cls = pci_class >> 8;
+    if (cls == 0x0300 || cls == 0x0302 || cls == 0x0380)
+        return true;
+    return cls == 0x1200 && vendor == S_PCI_VENDOR_AMD;
+}
+
+static void s_read_gpu_link(const char *dev, const char *name, uint32_t *width, char **speed)
+{
+    char *path = xasprintf("%s/%s_link_speed", dev, name);
+    *speed = s_take(s_read_text(path, 64));
+    free(path);
+    path = xasprintf("%s/%s_link_width", dev, name);
+    uint64_t w = 0;
+    if (s_read_dec(path, 64, &w) == 0)
+        *width = (uint32_t)w;
+    free(path);
+}
+
+static void s_add_gpu(Fleetburn__Inventory *inv, Fleetburn__Gpu *gpu)
+{
+    inv->gpus = xrealloc(inv->gpus, (inv->n_gpus + 1) * sizeof *inv->gpus);
+    inv->gpus[inv->n_gpus++] = gpu;
+}
+
+static void s_read_gpus(const char *root, Fleetburn__Inventory *inv)
+{
+    char *base = s_path(root, "/sys/bus/pci/devices");
+    char **names;
+    size_t n = s_list_dir(base, &names);
+    for (size_t i = 0; i < n; i++) {
+        if (!s_printable(names[i], S_PCI_ADDR_MAX))
+            continue;
+        char *dev = xasprintf("%s/%s", base, names[i]);
+        char *path = xasprintf("%s/class", dev);
+        uint64_t pci_class = 0, vendor = 0, device = 0;
+        int rc = s_read_hex(path, 0xffffff, &pci_class);
+        free(path);
+        if (rc == 0) {
+            path = xasprintf("%s/vendor", dev);
+            rc = s_read_hex(path, 0xffff, &vendor);
+            free(path);
+        }
+        const char *vendor_name = rc == 0 ? s_gpu_vendor(vendor) : NULL;
+        if (!vendor_name || !s_gpu_class(pci_class, vendor)) {
+            free(dev);
+            continue;
+        }
+        Fleetburn__Gpu *gpu = xmalloc(sizeof *gpu);
+        fleetburn__gpu__init(gpu);
+        gpu->vendor = s_str(vendor_name);
+        gpu->vendor_id = xasprintf("0x%04llx", (unsigned long long)vendor);
+        path = xasprintf("%s/device", dev);
+        gpu->device_id = s_read_hex(path, 0xffff, &device) == 0
+                             ? xasprintf("0x%04llx", (unsigned long long)device)
+                             : s_str("");
+        free(path);
+        gpu->pci_address = s_str(names[i]);
+        s_read_gpu_link(dev, "current", &gpu->link_width, &gpu->link_speed);
+        s_read_gpu_link(dev, "max", &gpu->max_link_width, &gpu->max_link_speed);
+
+        /* numa_node is -1 when the platform does not say; that is reported as node 0. */
+        path = xasprintf("%s/numa_node", dev);
+        char *text = s_read_text(path, 16);
+        uint64_t node = 0;
+        if (text && strcmp(text, "-1") != 0 && fb_parse_uint(text, 4095, &node) < 0) {
+            log_warn("inventory: %s: not a NUMA node number, ignored", path);
+            node = 0;
+        }
+        gpu->numa_node = (uint32_t)node;
+        free(text);
+        free(path);
+        s_add_gpu(inv, gpu);
+        free(dev);
+    }
+    s_names_free(names, n);
+    free(base);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Network devices and HCA ports */
+
+static void s_add_nic(Fleetburn__Inventory *inv, Fleetburn__Nic *nic)
+{
+    inv->nics = xrealloc(inv->nics, (inv->n_nics + 1) * sizeof *inv->nics);
+    inv->nics[inv->n_nics++] = nic;
+}
+
+static bool s_known_operstate(const char *s)
+{
+    static const char *known[] = {"unknown", "notpresent", "down", "lowerlayerdown",
+                                  "testing", "dormant",    "up"};
+    for (size_t i = 0; i < FB_ARRAY_LEN(known); i++)
+        if (!strcmp(s, known[i]))
+            return true;
+    return false;
+}
+
+static void s_read_netdevs(const char *root, Fleetburn__Inventory *inv)
+{
+    char *base = s_path(root, "/sys/class/net");
+    char **names;
+    size_t n = s_list_dir(base, &names);
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(names[i], "lo") || !s_printable(names[i], 64))
+            continue;
+        char *dev = xasprintf("%s/%s", base, names[i]);
+        /* Hardware-backed devices have a `device` link to their bus device; virtual ones (bridges,
+         * bonds, veth, ifb, tunnels) have none. */
+        char *path = xasprintf("%s/device", dev);
+        bool hardware = s_exists(path);
+        free(path);
+        if (!hardware) {
+            free(dev);
+            continue;
+        }
+        Fleetburn__Nic *nic = xmalloc(sizeof *nic);
+        fleetburn__nic__init(nic);
+        nic->name = s_str(names[i]);
+
+        uint64_t type = 1;
+        path = xasprintf("%s/type", dev);
+        if (s_read_dec(path, 65535, &type) < 0)
+            type = 1;
+        free(path);
+        nic->kind = s_str(type == 1 ? "ethernet" : type == 32 ? "ipoib" : "other");
+
+        path = xasprintf("%s/operstate", dev);
+        char *state = s_read_text(path, 32);
+        if (state && !s_known_operstate(state)) {
+            log_warn("inventory: %s: unknown operstate, ignored", path);
+            free(state);
+            state = NULL;
+        }
+        nic->state = s_take(state);
+        free(path);
+
+        /* speed is -1 for an unknown speed and unreadable (EINVAL) while the link is down. */
+        path = xasprintf("%s/speed", dev);
+        char *text = fb_read_file(path, NULL);
+        uint64_t speed = 0;
+        if (text && strcmp(s_trim(text), "-1") != 0 &&
+            fb_parse_uint(text, UINT32_MAX, &speed) < 0) {
+            log_warn("inventory: %s: not a speed in Mb/s, ignored", path);
+            speed = 0;
+        }
+        free(text);
+        free(path);
+        nic->speed_mbps = speed;
+        nic->rate = speed ? xasprintf("%llu Mb/s", (unsigned long long)speed) : s_str("");
+
+        path = xasprintf("%s/address", dev);
+        nic->address = s_take(s_read_text(path, 64));
+        free(path);
+        s_add_nic(inv, nic);
+        free(dev);
+    }
+    s_names_free(names, n);
+    free(base);
+}
+
+/* "4: ACTIVE" -> "ACTIVE"; NULL when the text does not have that form. */
+static char *s_ib_state(const char *text)
+{
+    size_t digits = strspn(text, "0123456789");
+    if (digits == 0 || text[digits] != ':' || text[digits + 1] != ' ')
+        return NULL;
+    const char *word = text + digits + 2;
+    size_t len = strspn(word, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_");
+    if (len == 0 || word[len] != '\0')
+        return NULL;
+    return xstrdup(word);
+}
+
+/* "200 Gb/sec (4X HDR)" -> 200000 Mb/s; -EINVAL when it does not start "<number> Gb/sec". */
+static int s_ib_rate_mbps(const char *text, uint64_t *out)
+{
+    if (*text < '0' || *text > '9')
+        return -EINVAL;
+    char *end = NULL;
+    errno = 0;
+    double gbps = strtod(text, &end);
+    if (errno || end == text || strncmp(end, " Gb/sec", 7) != 0 || !(gbps >= 0 && gbps < 1e7))
+        return -EINVAL;
+    *out = (uint64_t)(gbps * 1000.0 + 0.5);
+    return 0;
+}
+
+static void s_read_hca_port(Fleetburn__Inventory *inv, const char *hca, const char *dir,
+                            uint32_t port)
+{
+    Fleetburn__Nic *nic = xmalloc(sizeof *nic);
+    fleetburn__nic__init(nic);
+    nic->name = s_str(hca);
+    nic->kind = s_str("infiniband");
+    nic->port = port;
+
+    char *path = xasprintf("%s/state", dir);
+    char *text = s_read_text(path, 64);
+    char *state = text ? s_ib_state(text) : NULL;
+    if (text && !state)
+        log_warn("inventory: %s: not a port state like \"4: ACTIVE\", ignored", path);
+    nic->state = s_take(state);
+    free(text);
+    free(path);
+
+    path = xasprintf("%s/rate", dir);
+    text = s_read_text(path, 64);
+    uint64_t mbps = 0;
+    if (text && s_ib_rate_mbps(text, &mbps) < 0) {
+        log_warn("inventory: %s: not a rate like \"200 Gb/sec (4X HDR)\", ignored", path);
+        free(text);
+        text = NULL;
+    }
+    nic->rate = s_take(text);
+    nic->speed_mbps = mbps;
+    free(path);
+
+    /* GID 0: the subnet prefix and the port GUID, which name the port on the fabric. */
+    path = xasprintf("%s/gids/0", dir);
+    nic->address = s_take(s_read_text(path, 64));
+    free(path);
+    s_add_nic(inv, nic);
+}
+
+static void s_read_hcas(const char *root, Fleetburn__Inventory *inv)
+{
+    char *base = s_path(root, "/sys/class/infiniband");
+    char **hcas;
+    size_t n = s_list_dir(base, &hcas);
+    for (size_t i = 0; i < n; i++) {
+        if (!s_printable(hcas[i], 64))
+            continue;
+        char *ports_dir = xasprintf("%s/%s/ports", base, hcas[i]);
+        char **ports;
+        size_t n_ports = s_list_dir(ports_dir, &ports);
+        for (size_t j = 0; j < n_ports; j++) {
+            uint64_t port = 0;
+            if (fb_parse_uint(ports[j], 255, &port) < 0) {
+                log_warn("inventory: %s/%s: not a port number, ignored", ports_dir, ports[j]);
+                continue;
+            }
+            char *dir = xasprintf("%s/%s", ports_dir, ports[j]);
+            if (s_is_dir(dir))
+                s_read_hca_port(inv, hcas[i], dir, (uint32_t)port);
+            free(dir);
+        }
+        s_names_free(ports, n_ports);
+        free(ports_dir);
+    }
+    s_names_free(hcas, n);
+    free(base);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Software versions */
+
+static void s_add_software(Fleetburn__Inventory *inv, const char *key, char *value)
+{
+    if (!value || !*value) {
+        free(value);
+        return;
+    }
+    Fleetburn__Inventory__SoftwareEntry *e = xmalloc(sizeof *e);
+    fleetburn__inventory__software_entry__init(e);
+    e->key = s_str(key);
+    e->value = value;
+    inv->software = xrealloc(inv->software, (inv->n_software + 1) * sizeof *inv->software);
+    inv->software[inv->n_software++] = e;
+}
+
+/* The first token of the NVRM line that looks like a version (digits with at least one dot):
+ * "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul 27 ..." -> "580.65.06";
+ * the open kernel module's "... Open Kernel Module for x86_64  580.65.06 ..." works alike. */
+static char *s_nvidia_version(const char *root)
+{
+    char *path = s_path(root, "/proc/driver/nvidia/version");
+    char *text = fb_read_file(path, NULL);
+    char *version = NULL;
+    if (text) {
+        char *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line && !version;
+             line = strtok_r(NULL, "\n", &save)) {
+            if (strncmp(line, "NVRM version:", 13) != 0)
+                continue;
+            char *tsave = NULL;
+            for (char *tok = strtok_r(line + 13, " \t", &tsave); tok;
+                 tok = strtok_r(NULL, " \t", &tsave)) {
+                size_t len = strlen(tok);
+                if (len < 64 && tok[0] >= '0' && tok[0] <= '9' &&
+                    strspn(tok, "0123456789.") == len && strchr(tok, '.')) {
+                    version = xstrdup(tok);
+                    break;
+                }
+            }
+        }
+        if (!version)
+            log_warn("inventory: %s: no driver version in the NVRM line, ignored", path);
+        free(text);
+    }
+    free(path);
+    return version;
+}
+
+static void s_read_software(const char *root, Fleetburn__Inventory *inv)
+{
+    s_add_software(inv, "kernel", xstrdup(inv->kernel));
+    s_add_software(inv, "nvidia_driver", s_nvidia_version(root));
+    char *path = s_path(root, "/sys/module/amdgpu/version");
+    s_add_software(inv, "amdgpu", s_read_text(path, 64));
+    free(path);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Public API */
+
+Fleetburn__Inventory *inventory_read(const char *root)
+{
+    if (!root)
+        root = "";
+    Fleetburn__Inventory *inv = xmalloc(sizeof *inv);
+    fleetburn__inventory__init(inv);
+
+    char *path = s_path(root, "/proc/sys/kernel/hostname");
+    inv->hostname = s_take(s_read_text(path, S_TEXT_MAX));
+    free(path);
+    path = s_path(root, "/proc/sys/kernel/osrelease");
+    inv->kernel = s_take(s_read_text(path, S_SHORT_MAX));
+    free(path);
+    inv->cpu_model = s_str("");
+    inv->agent_version = s_str(FB_VERSION);
+
+    s_read_cpuinfo(root, inv);
+    s_read_numa(root, inv);
+    s_read_meminfo(root, inv);
+    s_read_dimms(root, inv);
+    s_read_gpus(root, inv);
+    s_read_netdevs(root, inv);
+    s_read_hcas(root, inv);
+    s_read_software(root, inv);
+    return inv;
+}
+
+void inventory_free(Fleetburn__Inventory **inv_p)
+{
+    if (!inv_p || !*inv_p)
+        return;
+    /* Every part is its own malloc block and empty strings are heap "" or protobuf_c_empty_string
+     * (which the unpacker's free skips), so the generated free releases it exactly. */
+    fleetburn__inventory__free_unpacked(*inv_p, NULL);
+    *inv_p = NULL;
+}
+
+static const char *s_or_empty(const char *s)
+{
+    return s ? s : "";
+}
+
+char *inventory_summary(const Fleetburn__Inventory *inv)
+{
+    if (!inv)
+        return xstrdup("no inventory");
+    char mem[32];
+    fb_format_bytes(inv->mem_total_bytes, mem, sizeof mem);
+    char *cpus = inv->numa_nodes ? xasprintf("%u CPU%s/%u NUMA", inv->cpus,
+                                             inv->cpus == 1 ? "" : "s", inv->numa_nodes)
+                                 : xasprintf("%u CPU%s", inv->cpus, inv->cpus == 1 ? "" : "s");
+
+    /* GPU vendors in order of first appearance, with counts. */
+    const char *vendors[8];
+    size_t counts[8], n_vendors = 0, other = 0;
+    for (size_t i = 0; i < inv->n_gpus; i++) {
+        const char *v = s_or_empty(inv->gpus[i]->vendor);
+        size_t j = 0;
+        while (j < n_vendors && strcmp(vendors[j], v) != 0)
+            j++;
+        if (j == n_vendors) {
+            if (n_vendors == FB_ARRAY_LEN(vendors)) {
+                other++;
+                continue;
+            }
+            vendors[n_vendors] = v;
+            counts[n_vendors++] = 0;
+        }
+        counts[j]++;
+    }
+    char *gpus;
+    if (n_vendors == 0) {
+        gpus = xasprintf("%zu GPU", inv->n_gpus);
+    } else if (n_vendors == 1) {
+        gpus = xasprintf("%zu GPU (%s)", inv->n_gpus, vendors[0]);
+    } else {
+        gpus = xasprintf("%zu GPU (", inv->n_gpus);
+        for (size_t j = 0; j < n_vendors; j++) {
+            char *next = xasprintf("%s%s%zu %s", gpus, j ? ", " : "", counts[j], vendors[j]);
+            free(gpus);
+            gpus = next;
+        }
+        char *next = other ? xasprintf("%s, %zu other)", gpus, other) : xasprintf("%s)", gpus);
+        free(gpus);
+        gpus = next;
+    }
+
+    /* HCAs are counted by device: mlx5_0 with two ports is one HCA. */
+    size_t hcas = 0, nics = 0;
+    for (size_t i = 0; i < inv->n_nics; i++) {
+        const Fleetburn__Nic *nic = inv->nics[i];
+        if (!strcmp(s_or_empty(nic->kind), "infiniband")) {
+            bool seen = false;
+            for (size_t j = 0; j < i && !seen; j++)
+                seen = !strcmp(s_or_empty(inv->nics[j]->kind), "infiniband") &&
+                       !strcmp(s_or_empty(inv->nics[j]->name), s_or_empty(nic->name));
+            if (!seen)
+                hcas++;
+        } else {
+            nics++;
+        }
+    }
+
+    char *out = xasprintf("%s, %s, %zu DIMM%s, %s, %zu HCA, %zu NIC", cpus, mem, inv->n_dimms,
+                          inv->n_dimms == 1 ? "" : "s", gpus, hcas, nics);
+    free(cpus);
+    free(gpus);
+    return out;
+}
+
+char *inventory_to_json(const Fleetburn__Inventory *inv)
+{
+    if (!inv)
+        return xstrdup("null");
+    fb_json_t *j = fb_json_new(false);
+    fb_json_object_begin(j, NULL);
+    fb_json_string(j, "hostname", s_or_empty(inv->hostname));
+    fb_json_string(j, "kernel", s_or_empty(inv->kernel));
+    fb_json_string(j, "cpu_model", s_or_empty(inv->cpu_model));
+    fb_json_int(j, "cpus", inv->cpus);
+    fb_json_int(j, "numa_nodes", inv->numa_nodes);
+    fb_json_int(j, "mem_total_bytes", (int64_t)inv->mem_total_bytes);
+    fb_json_string(j, "agent_version", s_or_empty(inv->agent_version));
+
+    fb_json_array_begin(j, "dimms");
+    for (size_t i = 0; i < inv->n_dimms; i++) {
+        const Fleetburn__Dimm *d = inv->dimms[i];
+        fb_json_object_begin(j, NULL);
+        fb_json_string(j, "label", s_or_empty(d->label));
+        fb_json_string(j, "location", s_or_empty(d->location));
+        fb_json_int(j, "size_mb", (int64_t)d->size_mb);
+        fb_json_int(j, "ce_count", (int64_t)d->ce_count);
+        fb_json_int(j, "ue_count", (int64_t)d->ue_count);
+        fb_json_object_end(j);
+    }
+    fb_json_array_end(j);
+
+    fb_json_array_begin(j, "gpus");
+    for (size_t i = 0; i < inv->n_gpus; i++) {
+        const Fleetburn__Gpu *g = inv->gpus[i];
+        fb_json_object_begin(j, NULL);
+        fb_json_string(j, "vendor", s_or_empty(g->vendor));
+        fb_json_string(j, "vendor_id", s_or_empty(g->vendor_id));
+        fb_json_string(j, "device_id", s_or_empty(g->device_id));
+        fb_json_string(j, "pci_address", s_or_empty(g->pci_address));
+        fb_json_string(j, "link_speed", s_or_empty(g->link_speed));
+        fb_json_int(j, "link_width", g->link_width);
+        fb_json_string(j, "max_link_speed", s_or_empty(g->max_link_speed));
+        fb_json_int(j, "max_link_width", g->max_link_width);
+        fb_json_int(j, "numa_node", g->numa_node);
+        fb_json_object_end(j);
+    }
+    fb_json_array_end(j);
+
+    fb_json_array_begin(j, "nics");
+    for (size_t i = 0; i < inv->n_nics; i++) {
+        const Fleetburn__Nic *n = inv->nics[i];
+        fb_json_object_begin(j, NULL);
+        fb_json_string(j, "name", s_or_empty(n->name));
+        fb_json_string(j, "kind", s_or_empty(n->kind));
+        fb_json_int(j, "port", n->port);
+        fb_json_string(j, "state", s_or_empty(n->state));
+        fb_json_string(j, "rate", s_or_empty(n->rate));
+        fb_json_int(j, "speed_mbps", (int64_t)n->speed_mbps);
+        fb_json_string(j, "address", s_or_empty(n->address));
+        fb_json_object_end(j);
+    }
+    fb_json_array_end(j);
+
+    fb_json_object_begin(j, "software");
+    for (size_t i = 0; i < inv->n_software; i++) {
+        const Fleetburn__Inventory__SoftwareEntry *e = inv->software[i];
+        fb_json_string(j, s_or_empty(e->key), s_or_empty(e->value));
+    }
+    fb_json_object_end(j);
+    fb_json_object_end(j);
+
+    char *text = fb_json_take(j);
+    fb_json_destroy(&j);
+    return text;
+}

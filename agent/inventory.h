@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the agent reports about its machine when it registers: host, CPUs and NUMA nodes, memory
+ * and DIMMs (EDAC labels), GPUs (PCI identity and link), network devices and InfiniBand HCA ports,
+ * and software versions. Everything is read from procfs and sysfs under a root directory, so
+ * tests point it at a fixture tree. docs/inventory.md lists every source.
+ *
+ * Ownership: inventory_read returns a Fleetburn__Inventory built by hand in the exact layout
+ * protobuf-c's unpacker produces with the default allocator: the message, every sub-message, every
+ * pointer array and every string are separate malloc blocks, and no string is NULL (an empty field
+ * holds a heap "" or protobuf_c_empty_string). inventory_free therefore frees it with
+ * fleetburn__inventory__free_unpacked, and it equally frees an inventory that came from
+ * fleetburn__inventory__unpack(NULL, ...). The message may be packed as is, or pointed to from a
+ * Hello while the Inventory outlives it. */
+#ifndef FB_INVENTORY_H
+#define FB_INVENTORY_H
+
+#include "fleetburn.pb-c.h"
+
+/* Reads the machine under root ("" or NULL = the live system; tests pass a fixture tree).
+ * Never fails on a missing optional source: that field stays empty or 0. Unreadable or malformed
+ * content (a non-numeric link width, an unknown port state, non-printable text) leaves that one
+ * field empty and logs a warning naming the file. Never returns NULL (host out-of-memory aborts).
+ * The caller frees the result with inventory_free. */
+Fleetburn__Inventory *inventory_read(const char *root);
+
+/* Frees an inventory from inventory_read (or from fleetburn__inventory__unpack with the default
+ * allocator) and sets *inv_p to NULL. NULL-safe. */
+void inventory_free(Fleetburn__Inventory **inv_p);
+
+/* One line for logs and the agent list, e.g.
+ * "16 CPUs/2 NUMA, 503.8 GiB, 8 DIMMs, 8 GPU (nvidia), 4 HCA, 2 NIC" (the hostname is not part
+ * of it: callers print it next to the summary). One CPU or DIMM is written in the singular.
+ * The "/N NUMA" part is left out when the NUMA node count is unknown (0); mixed GPU vendors read
+ * "8 GPU (4 nvidia, 4 amd)"; HCA counts distinct InfiniBand devices (not ports); NIC counts
+ * network devices that are not HCA ports. NULL gives "no inventory". Heap string, caller frees. */
+char *inventory_summary(const Fleetburn__Inventory *inv);
+
+/* The whole inventory as one compact JSON object (common/json.h writer), field names as in
+ * proto/fleetburn.proto; "software" is an object of component -> version. NULL gives "null".
+ * Heap, caller frees. */
+char *inventory_to_json(const Fleetburn__Inventory *inv);
+
+#endif
