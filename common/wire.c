@@ -38,15 +38,18 @@ int wire_valid_name(const char *s)
     return 1;
 }
 
-/* Ids are printable ASCII without spaces (they become file names in the spool, escaped). */
+/* Ids use the characters the agent's spool can name files after: [A-Za-z0-9._:@#/-]. */
 static int s_valid_id(const char *s)
 {
     size_t n = s ? strlen(s) : 0;
     if (n == 0 || n > FB_WIRE_MAX_ID)
         return 0;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] <= ' ' || s[i] > '~')
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              strchr("._:@#/-", c)))
             return 0;
+    }
     return 1;
 }
 

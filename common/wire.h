@@ -19,7 +19,7 @@
 /* Limits a valid message stays within. */
 #define FB_WIRE_MAX_FRAME (4u << 20)    /* bytes in one frame */
 #define FB_WIRE_MAX_NAME 128            /* node, workload, stage, metric names */
-#define FB_WIRE_MAX_ID 256              /* task, campaign and result ids */
+#define FB_WIRE_MAX_ID 200              /* task, campaign and result ids */
 #define FB_WIRE_MAX_TEXT 65536          /* messages, errors, findings */
 #define FB_WIRE_MAX_YAML (1u << 20)     /* submitted campaign files */
 #define FB_WIRE_MAX_ITEMS 4096          /* any repeated field */
