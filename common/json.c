@@ -64,15 +64,25 @@ static void s_newline(fb_json_t *self)
         s_put(self, "  ", 2);
 }
 
-/* Length of a valid UTF-8 sequence starting at s, or 0 when invalid. */
+/* Length of a valid UTF-8 sequence starting at s, or 0 when invalid (RFC 3629: no overlong
+ * forms, no UTF-16 surrogates, nothing above U+10FFFF), so strict decoders accept the output. */
 static size_t s_utf8_len(const unsigned char *s)
 {
     if (s[0] < 0x80)
         return 1;
-    size_t n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-    if (n == 0 || (n == 2 && s[0] < 0xC2))
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+    if (s[0] >= 0xC2 && s[0] <= 0xDF)
+        n = 2;
+    else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+        n = 3, lo = s[0] == 0xE0 ? 0xA0 : 0x80, hi = s[0] == 0xED ? 0x9F : 0xBF;
+    else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+        n = 4, lo = s[0] == 0xF0 ? 0x90 : 0x80, hi = s[0] == 0xF4 ? 0x8F : 0xBF;
+    else
         return 0;
-    for (size_t i = 1; i < n; i++)
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
         if ((s[i] & 0xC0) != 0x80)
             return 0;
     return n;
