@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The timeline: everything a campaign did, in one SQLite database (docs/timeline-store.md).
+ *
+ * One store_t is one connection; it is not thread-safe and belongs to the thread that opened it
+ * (the coordinator's loop thread). Other processes may open the same file at the same time
+ * (`fleetburn report` reads while a campaign writes): the database runs in WAL mode with a busy
+ * timeout, writes that belong together are one transaction, and each read function sees one
+ * consistent snapshot.
+ *
+ * Errors are 0 or negative errno. A failure inside SQLite returns -EIO (-EBUSY when the
+ * database stayed locked past the busy timeout, -ENOSPC when the disk is full, -EROFS when it
+ * is read-only) and leaves the SQLite message in store_errmsg(). Strings passed in are copied;
+ * NULL is allowed wherever a column is optional and is stored as NULL. Timestamps are epoch
+ * milliseconds; 0 in an optional timestamp means "not set". */
+#ifndef FB_STORE_H
+#define FB_STORE_H
+
+#include "result.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The schema version this build writes (PRAGMA user_version and meta.schema_version). */
+#define STORE_SCHEMA_VERSION 1
+/* PRAGMA application_id of a fleetburn timeline ("FLBN"). */
+#define STORE_APPLICATION_ID 0x464c424e
+/* How long a statement waits for a lock held by another process. */
+#define STORE_BUSY_TIMEOUT_MS 5000
+
+typedef struct store store_t;
+
+/* Opens the database at path, creating it when absent, and brings its schema to
+ * STORE_SCHEMA_VERSION (older versions are migrated in one transaction). Refuses (-ENOTSUP) a
+ * database written by a newer schema, with a message naming both versions, and (-EINVAL) a
+ * SQLite file that is not a fleetburn timeline. On failure *out is NULL and, when error_out is
+ * not NULL, *error_out is a heap string the caller frees; on success *error_out is NULL. */
+int store_open(const char *path, store_t **out, char **error_out);
+/* Like store_open, but never creates: -ENOENT when path does not exist (for readers such as
+ * `fleetburn report` and `fleetburn nodes`). */
+int store_open_existing(const char *path, store_t **out, char **error_out);
+/* Closes the connection. NULL-safe; nulls *self_p. */
+void store_destroy(store_t **self_p);
+/* The message of the last failure ("" when none). Borrowed, valid until the next call. */
+const char *store_errmsg(const store_t *self);
+/* The path the store was opened with (borrowed). */
+const char *store_path(const store_t *self);
+
+/* ---- Agents ---------------------------------------------------------------------------- */
+
+/* Inserts or updates an agent: state and last_seen_ms are set; summary and inventory_json are
+ * replaced when not NULL (kept otherwise). A new inventory_snapshots row is written, in the same
+ * transaction, only when inventory_json differs from the agent's latest snapshot, so the
+ * inventory JSON should hold no volatile values (uptime, temperatures). */
+int store_agent_upsert(store_t *self, const char *name, const char *state, const char *summary,
+                       const char *inventory_json, uint64_t now_ms);
+/* Sets an agent's state; state_since_ms moves to now_ms when the state changes. last_seen_ms is
+ * NOT touched (marking an agent lost must not make it look recently seen): see store_agent_seen.
+ * -ENOENT for an unknown agent. */
+int store_agent_set_state(store_t *self, const char *name, const char *state, uint64_t now_ms);
+/* Records that an agent was heard from at now_ms (never moves last_seen_ms backwards).
+ * -ENOENT for an unknown agent. */
+int store_agent_seen(store_t *self, const char *name, uint64_t now_ms);
+
+/* ---- Campaigns, stages, tasks ------------------------------------------------------------ */
+
+/* A new campaign in state 'running'. -EEXIST when id is taken. */
+int store_campaign_create(store_t *self, const char *id, const char *name, const char *source,
+                          const char *yaml, uint64_t started_ms);
+/* Sets state 'finished', the verdict and finished_ms. -ENOENT for an unknown campaign,
+ * -EINVAL for FB_VERDICT_NONE. */
+int store_campaign_finish(store_t *self, const char *id, fb_verdict_t verdict,
+                          uint64_t finished_ms);
+/* Marks campaigns still 'running' (a coordinator died) as 'interrupted', verdict error,
+ * finished_ms now_ms; returns how many, or -errno. Their tasks are left as they are: a result
+ * spooled on an agent may still arrive and is stored normally. */
+int store_campaign_interrupt_stale(store_t *self, uint64_t now_ms);
+/* Latest campaign id (by start time), or -ENOENT. *id_out heap string the caller frees. */
+int store_latest_campaign(store_t *self, char **id_out);
+
+/* A stage of a campaign; *stage_id_out (may be NULL) receives its id. params_json must be a
+ * JSON object text or NULL (-EINVAL otherwise); it is stored as given. -ENOENT for an unknown
+ * campaign. */
+int store_stage_create(store_t *self, const char *campaign_id, int idx, const char *name,
+                       const char *workload, const char *params_json, const char *on_fail,
+                       uint64_t timeout_ms, int64_t *stage_id_out);
+/* -ENOENT for an unknown stage. */
+int store_stage_start(store_t *self, int64_t stage_id, uint64_t now_ms);
+int store_stage_finish(store_t *self, int64_t stage_id, fb_verdict_t verdict, uint64_t now_ms);
+
+/* A task placed on n_nodes nodes, state 'running', started at now_ms. -EEXIST when task_id is
+ * taken; -ENOENT when stage_id is not a stage of campaign_id. */
+int store_task_create(store_t *self, const char *task_id, const char *campaign_id, int64_t stage_id,
+                      const char *const *nodes, size_t n_nodes, uint64_t now_ms);
+/* Sets the verdict of a task that has none yet (lost, timeout, error decided by the
+ * coordinator); error may be NULL. Returns 0, or -EALREADY when it already had a verdict.
+ * One exception, so that a group task is never reported as passed when some of its nodes never
+ * answered: a pass/skipped verdict set from results of fewer nodes than the task has is
+ * replaced by a failing verdict (returns 0). -ENOENT for an unknown task, -EINVAL for
+ * FB_VERDICT_NONE. */
+int store_task_finish(store_t *self, const char *task_id, fb_verdict_t verdict, const char *error,
+                      uint64_t now_ms);
+
+/* Stores a result with its metrics and findings in one transaction and sets the task's verdict
+ * (and error) from it if the task has none yet. A failing result also replaces a pass/skipped
+ * task verdict (a group task fails when any node fails); a failing task verdict is never
+ * replaced. Idempotent on result_id: a result id already stored returns -EEXIST and changes
+ * nothing. A result for a task the store does not know is stored all the same (nothing is lost)
+ * and changes no task. -EINVAL when result_id or task_id is missing or the verdict is NONE. */
+int store_result_insert(store_t *self, const fb_result_t *result, uint64_t received_ms);
+
+/* Appends an event to the timeline. kind is required; the others may be NULL. */
+int store_event(store_t *self, uint64_t time_ms, const char *campaign_id, const char *task_id,
+                const char *node, const char *kind, const char *message);
+
+/* ---- Reading ----------------------------------------------------------------------------- */
+
+typedef struct {
+    fb_result_t *result; /* ids, node, verdict, error, times, metrics, findings */
+    uint64_t received_ms;
+} store_result_t;
+
+typedef struct {
+    char *id;
+    char **nodes;
+    size_t n_nodes;
+    char *state;          /* running | finished */
+    fb_verdict_t verdict; /* FB_VERDICT_NONE while undecided */
+    char *error;          /* NULL when none */
+    uint64_t started_ms, finished_ms;
+    store_result_t *results; /* in the order received */
+    size_t n_results;
+} store_task_t;
+
+typedef struct {
+    int64_t id;
+    int idx;
+    char *name, *workload, *on_fail;
+    char *params_json; /* as stored; NULL when none */
+    uint64_t timeout_ms, started_ms, finished_ms;
+    fb_verdict_t verdict;
+    store_task_t *tasks; /* in creation order */
+    size_t n_tasks;
+} store_stage_t;
+
+typedef struct {
+    char *id, *name, *source, *yaml;
+    char *state; /* running | finished | interrupted */
+    fb_verdict_t verdict;
+    uint64_t started_ms, finished_ms;
+    store_stage_t *stages; /* by idx, then creation order */
+    size_t n_stages;
+} store_campaign_t;
+
+/* Loads a whole campaign (stages, tasks, results with metrics and findings) from one snapshot.
+ * *out is owned by the caller: free it with store_campaign_destroy. -ENOENT unknown campaign. */
+int store_campaign_load(store_t *self, const char *id, store_campaign_t **out);
+/* NULL-safe; nulls *self_p. */
+void store_campaign_destroy(store_campaign_t **self_p);
+
+/* Calls cb for every campaign, newest first, with stages not loaded (n_stages 0) and yaml NULL.
+ * The row is borrowed for the call. A nonzero return of cb stops and is returned. cb must not
+ * call into the store. */
+int store_campaign_foreach(store_t *self, int (*cb)(const store_campaign_t *campaign, void *arg),
+                           void *arg);
+
+typedef struct {
+    const char *name, *state, *summary, *inventory_json; /* summary/inventory may be NULL */
+    uint64_t first_seen_ms, last_seen_ms, state_since_ms;
+} store_agent_t;
+
+/* Calls cb for every agent by name; borrowed for the call; cb must not call into the store.
+ * A nonzero return of cb stops and is returned. */
+int store_agent_foreach(store_t *self, int (*cb)(const store_agent_t *agent, void *arg), void *arg);
+
+typedef struct {
+    int64_t id;
+    uint64_t time_ms;
+    const char *campaign_id, *task_id, *node, *kind, *message; /* NULL when not set */
+} store_event_t;
+
+/* Calls cb for the events of campaign_id (all events when NULL) in time order; borrowed for the
+ * call; cb must not call into the store. A nonzero return of cb stops and is returned. */
+int store_event_foreach(store_t *self, const char *campaign_id,
+                        int (*cb)(const store_event_t *event, void *arg), void *arg);
+
+#endif
