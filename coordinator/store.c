@@ -556,11 +556,16 @@ static int s_setup(store_t *self)
     int err = s_exec(self, "PRAGMA foreign_keys = ON", "enabling foreign keys");
     if (err)
         return err;
-    /* Refuse a newer database before changing anything in it. */
-    int64_t version = 0;
+    /* Refuse another application's database or a newer one before changing anything. */
+    int64_t version = 0, app_id = 0;
     err = s_pragma_int(self, "PRAGMA user_version", &version);
+    if (!err)
+        err = s_pragma_int(self, "PRAGMA application_id", &app_id);
     if (err)
         return err;
+    if (app_id != 0 && app_id != STORE_APPLICATION_ID)
+        return s_fail(self, -EINVAL, "%s: not a fleetburn timeline (application_id %lld)",
+                      self->path, (long long)app_id);
     if (version > STORE_SCHEMA_VERSION)
         return s_refuse_newer(self, version);
 

@@ -206,6 +206,17 @@ static void test_refuses_foreign_database(void **state)
     unlink(other);
     free(other);
 
+    /* Another application's database with a version of its own. */
+    other = xasprintf("%s/app.db", fx->dir);
+    assert_int_equal(sqlite3_open(other, &db), SQLITE_OK);
+    s_exec(db, "PRAGMA application_id = 1234; PRAGMA user_version = 1");
+    sqlite3_close(db);
+    assert_int_equal(store_open(other, &store, &err), -EINVAL);
+    assert_non_null(strstr(err, "not a fleetburn timeline"));
+    free(err);
+    unlink(other);
+    free(other);
+
     /* Not a database at all. */
     char *junk = xasprintf("%s/junk.db", fx->dir);
     FILE *f = fopen(junk, "w");
