@@ -1,0 +1,732 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Campaign files: YAML in, a validated fb_campaign_t out. The libyaml document API gives every
+ * node its position, so each error points at the line of the offending key or value and spells
+ * out the key path and what was expected; a campaign that parses has known workloads, valid
+ * parameters (defaults filled in), durations and hostlists, and the coordinator can run it
+ * without checking again. Only the first error is reported. Input is untrusted: any byte
+ * sequence gives either a campaign or one error line. */
+#include "campaign.h"
+
+#include "workload.h"
+#include "common/hostlist.h"
+#include "common/units.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#define S_STAGE_NAME_MAX 64
+#define S_CAMPAIGN_NAME_MAX 200
+#define S_TOP_KEYS "name, nodes, stages"
+#define S_STAGE_KEYS "name, workload, timeout, on_fail, nodes, params"
+#define S_HOSTLIST_EXPECTED "expected all, or hostlist notation such as node[01-16,20],gpu-a[1-4]"
+
+typedef struct {
+    const char *source;
+    const char *text;
+    size_t len;
+    yaml_document_t *doc;
+    char *error;
+} s_ctx_t;
+
+/* ---- messages ---- */
+
+/* A printable, shortened copy of text for a message (one line, no quotes broken). */
+static const char *s_show(const char *text, size_t len, char *buf, size_t buflen)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len && o + 8 < buflen; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (i >= 48) {
+            memcpy(buf + o, "...", 3);
+            o += 3;
+            break;
+        }
+        if (c >= 0x20 && c < 0x7f && c != '\'')
+            buf[o++] = (char)c;
+        else
+            o += (size_t)snprintf(buf + o, buflen - o, "\\x%02x", c);
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static int s_fail(s_ctx_t *ctx, int line, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int s_fail(s_ctx_t *ctx, int line, const char *path, const char *fmt, ...)
+{
+    if (ctx->error)
+        return -EINVAL;
+    va_list ap;
+    va_start(ap, fmt);
+    char *what = xvasprintf(fmt, ap);
+    va_end(ap);
+    ctx->error = xasprintf("%s:%d: %s: %s", ctx->source, line, path, what);
+    free(what);
+    for (char *p = ctx->error; *p; p++) /* one line, whatever the file name or text held */
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    return -EINVAL;
+}
+
+static int s_line(const yaml_node_t *node)
+{
+    return node ? (int)node->start_mark.line + 1 : 1;
+}
+
+static const char *s_kind(const yaml_node_t *node)
+{
+    switch (node->type) {
+    case YAML_SCALAR_NODE:
+        return "a single value";
+    case YAML_SEQUENCE_NODE:
+        return "a list";
+    case YAML_MAPPING_NODE:
+        return "a mapping";
+    default:
+        return "empty";
+    }
+}
+
+/* ---- nodes ---- */
+
+static yaml_node_t *s_node(s_ctx_t *ctx, int index)
+{
+    return yaml_document_get_node(ctx->doc, index);
+}
+
+static bool s_is_null(const yaml_node_t *node)
+{
+    if (node->type != YAML_SCALAR_NODE || node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return false;
+    const char *v = (const char *)node->data.scalar.value;
+    size_t n = node->data.scalar.length;
+    return n == 0 || (n == 1 && v[0] == '~') ||
+           (n == 4 && (!memcmp(v, "null", 4) || !memcmp(v, "Null", 4) || !memcmp(v, "NULL", 4)));
+}
+
+/* The text of a scalar node (borrowed), or an error naming path when node is not a non-empty
+ * scalar without NUL bytes. expected: the "expected ..." part of the message. */
+static int s_scalar(s_ctx_t *ctx, const yaml_node_t *node, const char *path, const char *expected,
+                    const char **out)
+{
+    if (node->type != YAML_SCALAR_NODE)
+        return s_fail(ctx, s_line(node), path, "is %s; %s", s_kind(node), expected);
+    if (s_is_null(node))
+        return s_fail(ctx, s_line(node), path, "no value; %s", expected);
+    if (memchr(node->data.scalar.value, 0, node->data.scalar.length))
+        return s_fail(ctx, s_line(node), path, "contains a NUL character; %s", expected);
+    *out = (const char *)node->data.scalar.value;
+    return 0;
+}
+
+/* The text of a mapping key (borrowed). */
+static int s_key(s_ctx_t *ctx, const yaml_node_t *key, const char *parent, const char *expected,
+                 const char **out)
+{
+    if (key->type != YAML_SCALAR_NODE || s_is_null(key) ||
+        memchr(key->data.scalar.value, 0, key->data.scalar.length))
+        return s_fail(ctx, s_line(key), parent[0] ? parent : "(top level)",
+                      "a key is %s; expected one of %s",
+                      key->type == YAML_SCALAR_NODE ? "not a name" : s_kind(key), expected);
+    *out = (const char *)key->data.scalar.value;
+    return 0;
+}
+
+/* path + "." + key, with the key made printable. */
+static char *s_path(const char *parent, const char *key)
+{
+    char shown[256];
+    s_show(key, strlen(key), shown, sizeof shown);
+    return parent[0] ? xasprintf("%s.%s", parent, shown) : xstrdup(shown);
+}
+
+/* Text of a scalar, or of a list of scalars joined with ','. Heap string in *out. list_ok: whether
+ * a list is acceptable at all. Each item is checked with item_check when given. */
+typedef int (*s_item_check_fn)(s_ctx_t *ctx, const yaml_node_t *item, const char *text,
+                               const char *path, const void *arg);
+
+static int s_scalar_or_list(s_ctx_t *ctx, const yaml_node_t *node, const char *path,
+                            const char *expected, bool list_ok, s_item_check_fn check,
+                            const void *arg, char **out)
+{
+    const char *text;
+    if (node->type != YAML_SEQUENCE_NODE || !list_ok) {
+        if (node->type == YAML_SEQUENCE_NODE)
+            return s_fail(ctx, s_line(node), path, "is a list; %s (a single value)", expected);
+        if (s_scalar(ctx, node, path, expected, &text))
+            return -EINVAL;
+        *out = xstrdup(text);
+        return 0;
+    }
+    size_t n = (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+    if (n == 0)
+        return s_fail(ctx, s_line(node), path, "is an empty list; %s", expected);
+    size_t cap = 64, len = 0;
+    char *joined = xmalloc(cap);
+    joined[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        const yaml_node_t *item = s_node(ctx, node->data.sequence.items.start[i]);
+        char *ipath = xasprintf("%s[%zu]", path, i);
+        int rc = item ? s_scalar(ctx, item, ipath, expected, &text) : -EINVAL;
+        if (!rc && check)
+            rc = check(ctx, item, text, ipath, arg);
+        free(ipath);
+        if (rc) {
+            free(joined);
+            return -EINVAL;
+        }
+        size_t tl = strlen(text);
+        if (len + tl + 2 > cap) {
+            cap = (len + tl + 2) * 2;
+            joined = xrealloc(joined, cap);
+        }
+        if (i)
+            joined[len++] = ',';
+        memcpy(joined + len, text, tl + 1);
+        len += tl;
+    }
+    *out = joined;
+    return 0;
+}
+
+/* ---- fields ---- */
+
+static int s_hostlist(s_ctx_t *ctx, const yaml_node_t *node, const char *path, char **out)
+{
+    char *expr;
+    if (s_scalar_or_list(ctx, node, path, S_HOSTLIST_EXPECTED, true, NULL, NULL, &expr))
+        return -EINVAL;
+    if (strcmp(expr, "all")) {
+        char err[512], **names;
+        size_t n;
+        if (hostlist_expand(expr, &names, &n, err, sizeof err)) {
+            free(expr);
+            return s_fail(ctx, s_line(node), path, "%s; %s", err, S_HOSTLIST_EXPECTED);
+        }
+        hostlist_free(names, n);
+    }
+    *out = expr;
+    return 0;
+}
+
+static bool s_stage_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > S_STAGE_NAME_MAX)
+        return false;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '_' || *p == '-'))
+            return false;
+    return true;
+}
+
+static int s_param_item_check(s_ctx_t *ctx, const yaml_node_t *item, const char *text,
+                              const char *path, const void *arg)
+{
+    const fb_param_spec_t *spec = arg;
+    char problem[512], expected[1024];
+    if (fb_param_check(spec, text, problem, sizeof problem, expected, sizeof expected))
+        return s_fail(ctx, s_line(item), path, "%s; %s", problem, expected);
+    return 0;
+}
+
+static int s_params(s_ctx_t *ctx, const yaml_node_t *node, const char *path,
+                    const fb_workload_spec_t *w, fb_stage_t *st)
+{
+    char names[512], problem[512], expected[1024];
+    fb_workload_param_names(w, names, sizeof names);
+    char **given = xcalloc(w->n_params, sizeof *given);
+    int rc = 0;
+    if (node && !s_is_null(node)) {
+        if (node->type != YAML_MAPPING_NODE) {
+            rc = s_fail(ctx, s_line(node), path,
+                        "is %s; expected a mapping of parameter: value for workload %s, e.g. "
+                        "{%s: ...}",
+                        s_kind(node), w->name, w->n_params ? w->params[0].name : "key");
+            goto out;
+        }
+        for (yaml_node_pair_t *pair = node->data.mapping.pairs.start;
+             pair < node->data.mapping.pairs.top; pair++) {
+            yaml_node_t *k = s_node(ctx, pair->key), *v = s_node(ctx, pair->value);
+            const char *key;
+            if (!k || !v || s_key(ctx, k, path, names, &key)) {
+                rc = -EINVAL;
+                goto out;
+            }
+            char *kpath = s_path(path, key);
+            const fb_param_spec_t *spec = fb_workload_param(w, key);
+            size_t idx = spec ? (size_t)(spec - w->params) : 0;
+            if (!spec) {
+                rc =
+                    s_fail(ctx, s_line(k), kpath,
+                           "unknown parameter for workload %s; expected one of %s", w->name, names);
+            } else if (given[idx]) {
+                rc = s_fail(ctx, s_line(k), kpath, "parameter given twice; expected each once");
+            } else {
+                fb_param_check(spec, "", NULL, 0, expected, sizeof expected);
+                char *value = NULL;
+                rc = s_scalar_or_list(ctx, v, kpath, expected, spec->type == FB_PARAM_ENUM_LIST,
+                                      s_param_item_check, spec, &value);
+                if (!rc &&
+                    fb_param_check(spec, value, problem, sizeof problem, expected, sizeof expected))
+                    rc = s_fail(ctx, s_line(v), kpath, "%s; %s", problem, expected);
+                if (rc)
+                    free(value);
+                else
+                    given[idx] = value;
+            }
+            free(kpath);
+            if (rc)
+                goto out;
+        }
+    }
+    st->params = xcalloc(w->n_params, sizeof *st->params);
+    for (size_t i = 0; i < w->n_params; i++) {
+        const fb_param_spec_t *spec = &w->params[i];
+        const char *value = given[i];
+        if (!value && (!spec->default_value || spec->fault_injection))
+            continue;
+        st->params[st->n_params].key = xstrdup(spec->name);
+        st->params[st->n_params].value = value ? given[i] : xstrdup(spec->default_value);
+        given[i] = NULL;
+        st->n_params++;
+    }
+out:
+    for (size_t i = 0; i < w->n_params; i++)
+        free(given[i]);
+    free(given);
+    return rc;
+}
+
+static void s_stage_fini(fb_stage_t *st)
+{
+    free(st->name);
+    free(st->workload);
+    free(st->nodes_expr);
+    for (size_t i = 0; i < st->n_params; i++) {
+        free(st->params[i].key);
+        free(st->params[i].value);
+    }
+    free(st->params);
+    memset(st, 0, sizeof *st);
+}
+
+static yaml_node_t *s_lookup(s_ctx_t *ctx, const yaml_node_t *map, const char *key)
+{
+    for (yaml_node_pair_t *pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top;
+         pair++) {
+        yaml_node_t *k = s_node(ctx, pair->key);
+        if (k && k->type == YAML_SCALAR_NODE && k->data.scalar.length == strlen(key) &&
+            !memcmp(k->data.scalar.value, key, k->data.scalar.length))
+            return s_node(ctx, pair->value);
+    }
+    return NULL;
+}
+
+static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campaign_t *c,
+                   fb_stage_t *st)
+{
+    char path[64], workloads[256];
+    snprintf(path, sizeof path, "stages[%zu]", index);
+    fb_workload_names(workloads, sizeof workloads);
+    st->line = s_line(node);
+    st->timeout_ms = 3600000;
+    st->on_fail = FB_ON_FAIL_CONTINUE;
+    if (node->type != YAML_MAPPING_NODE)
+        return s_fail(ctx, s_line(node), path,
+                      "is %s; expected a mapping with name, workload and optionally timeout, "
+                      "on_fail, nodes, params",
+                      s_kind(node));
+
+    /* the workload first: parameters are checked against it wherever they are written */
+    const fb_workload_spec_t *w = NULL;
+    char *kpath = s_path(path, "workload");
+    yaml_node_t *wnode = s_lookup(ctx, node, "workload");
+    char expected[512];
+    snprintf(expected, sizeof expected, "expected one of %s", workloads);
+    int rc = 0;
+    const char *text;
+    if (!wnode) {
+        rc = s_fail(ctx, s_line(node), kpath, "missing; %s", expected);
+    } else if (!s_scalar(ctx, wnode, kpath, expected, &text)) {
+        char shown[256];
+        w = fb_workload_find(text);
+        if (!w)
+            rc = s_fail(ctx, s_line(wnode), kpath, "unknown workload '%s'; %s",
+                        s_show(text, strlen(text), shown, sizeof shown), expected);
+        else
+            st->workload = xstrdup(text);
+    } else {
+        rc = -EINVAL;
+    }
+    free(kpath);
+    if (rc)
+        return rc;
+
+    bool seen_name = false, seen_workload = false, seen_timeout = false, seen_on_fail = false,
+         seen_nodes = false, seen_params = false;
+    for (yaml_node_pair_t *pair = node->data.mapping.pairs.start;
+         pair < node->data.mapping.pairs.top && !rc; pair++) {
+        yaml_node_t *k = s_node(ctx, pair->key), *v = s_node(ctx, pair->value);
+        const char *key;
+        if (!k || !v || s_key(ctx, k, path, S_STAGE_KEYS, &key))
+            return -EINVAL;
+        kpath = s_path(path, key);
+        bool *seen = !strcmp(key, "name")       ? &seen_name
+                     : !strcmp(key, "workload") ? &seen_workload
+                     : !strcmp(key, "timeout")  ? &seen_timeout
+                     : !strcmp(key, "on_fail")  ? &seen_on_fail
+                     : !strcmp(key, "nodes")    ? &seen_nodes
+                     : !strcmp(key, "params")   ? &seen_params
+                                                : NULL;
+        if (!seen) {
+            rc = s_fail(ctx, s_line(k), kpath, "unknown key; expected one of %s", S_STAGE_KEYS);
+        } else if (*seen) {
+            rc = s_fail(ctx, s_line(k), kpath, "key given twice; expected each key once");
+        } else if (seen == &seen_name) {
+            const char *exp = "expected a unique stage name of letters, digits, '.', '_' or '-' "
+                              "(at most 64), e.g. dram";
+            char shown[256];
+            rc = s_scalar(ctx, v, kpath, exp, &text);
+            if (!rc && !s_stage_name_ok(text))
+                rc = s_fail(ctx, s_line(v), kpath, "'%s' is not a valid stage name; %s",
+                            s_show(text, strlen(text), shown, sizeof shown), exp);
+            for (size_t i = 0; !rc && i < index; i++)
+                if (!strcmp(c->stages[i].name, text))
+                    rc = s_fail(ctx, s_line(v), kpath,
+                                "duplicate stage name '%s' (also stages[%zu] at line %d); "
+                                "expected a unique name",
+                                text, i, c->stages[i].line);
+            if (!rc)
+                st->name = xstrdup(text);
+        } else if (seen == &seen_timeout) {
+            const char *exp = "expected e.g. 90s, 30m, 2h";
+            char shown[256];
+            rc = s_scalar(ctx, v, kpath, exp, &text);
+            if (!rc && fb_parse_duration_ms(text, &st->timeout_ms))
+                rc = s_fail(ctx, s_line(v), kpath, "'%s' is not a duration; %s",
+                            s_show(text, strlen(text), shown, sizeof shown), exp);
+            else if (!rc && st->timeout_ms == 0)
+                rc = s_fail(ctx, s_line(v), kpath,
+                            "'%s' is zero; expected a duration above zero, "
+                            "e.g. 90s, 30m, 2h",
+                            s_show(text, strlen(text), shown, sizeof shown));
+        } else if (seen == &seen_on_fail) {
+            const char *exp = "expected continue or stop";
+            char shown[256];
+            rc = s_scalar(ctx, v, kpath, exp, &text);
+            if (rc)
+                ;
+            else if (!strcmp(text, "continue"))
+                st->on_fail = FB_ON_FAIL_CONTINUE;
+            else if (!strcmp(text, "stop"))
+                st->on_fail = FB_ON_FAIL_STOP;
+            else if (!strcmp(text, "bisect"))
+                rc = s_fail(ctx, s_line(v), kpath,
+                            "'bisect' is not supported yet: bisection needs a stage whose "
+                            "scope is group or pairs, which stages cannot declare yet; %s",
+                            exp);
+            else
+                rc = s_fail(ctx, s_line(v), kpath, "unknown policy '%s'; %s",
+                            s_show(text, strlen(text), shown, sizeof shown), exp);
+        } else if (seen == &seen_nodes) {
+            rc = s_hostlist(ctx, v, kpath, &st->nodes_expr);
+        } else if (seen == &seen_params) {
+            rc = s_params(ctx, v, kpath, w, st);
+        }
+        if (seen)
+            *seen = true;
+        free(kpath);
+    }
+    if (rc)
+        return rc;
+    if (!seen_name) {
+        kpath = s_path(path, "name");
+        rc = s_fail(ctx, s_line(node), kpath,
+                    "missing; expected a unique stage name, e.g. name: dram");
+        free(kpath);
+        return rc;
+    }
+    if (!seen_params) /* defaults */
+        return s_params(ctx, NULL, path, w, st);
+    return 0;
+}
+
+static int s_campaign(s_ctx_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
+{
+    if (root->type != YAML_MAPPING_NODE)
+        return s_fail(ctx, s_line(root), "(top level)", "is %s; expected a mapping with keys %s",
+                      s_kind(root), S_TOP_KEYS);
+    bool seen_name = false, seen_nodes = false, seen_stages = false;
+    for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
+         pair < root->data.mapping.pairs.top; pair++) {
+        yaml_node_t *k = s_node(ctx, pair->key), *v = s_node(ctx, pair->value);
+        const char *key, *text;
+        if (!k || !v || s_key(ctx, k, "", S_TOP_KEYS, &key))
+            return -EINVAL;
+        char *kpath = s_path("", key);
+        int rc = 0;
+        bool *seen = !strcmp(key, "name")     ? &seen_name
+                     : !strcmp(key, "nodes")  ? &seen_nodes
+                     : !strcmp(key, "stages") ? &seen_stages
+                                              : NULL;
+        if (!seen) {
+            rc = s_fail(ctx, s_line(k), kpath, "unknown key; expected one of %s", S_TOP_KEYS);
+        } else if (*seen) {
+            rc = s_fail(ctx, s_line(k), kpath, "key given twice; expected each key once");
+        } else if (seen == &seen_name) {
+            const char *exp = "expected the campaign's name on one line (at most 200 characters), "
+                              "e.g. rack12-burnin";
+            rc = s_scalar(ctx, v, kpath, exp, &text);
+            if (!rc) {
+                bool ok = strlen(text) <= S_CAMPAIGN_NAME_MAX;
+                for (const char *p = text; ok && *p; p++)
+                    ok = (unsigned char)*p >= 0x20 && *p != 0x7f;
+                if (!ok)
+                    rc = s_fail(ctx, s_line(v), kpath, "not a valid name; %s", exp);
+                else
+                    c->name = xstrdup(text);
+            }
+        } else if (seen == &seen_nodes) {
+            char *expr = NULL;
+            rc = s_hostlist(ctx, v, kpath, &expr);
+            if (!rc) {
+                free(c->nodes_expr);
+                c->nodes_expr = expr;
+            }
+        } else {
+            if (v->type != YAML_SEQUENCE_NODE) {
+                rc = s_fail(ctx, s_line(v), kpath,
+                            "is %s; expected a list of stages, each a mapping with name and "
+                            "workload",
+                            s_is_null(v) ? "empty" : s_kind(v));
+            } else {
+                size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+                if (n == 0)
+                    rc = s_fail(ctx, s_line(v), kpath,
+                                "no stages; expected at least one stage with name and workload");
+                c->stages = xcalloc(n ? n : 1, sizeof *c->stages);
+                for (size_t i = 0; i < n && !rc; i++) {
+                    yaml_node_t *item = s_node(ctx, v->data.sequence.items.start[i]);
+                    c->n_stages = i + 1;
+                    rc = item ? s_stage(ctx, item, i, c, &c->stages[i]) : -EINVAL;
+                }
+            }
+        }
+        if (seen)
+            *seen = true;
+        free(kpath);
+        if (rc)
+            return rc;
+    }
+    if (!seen_name)
+        return s_fail(ctx, s_line(root), "name",
+                      "missing; expected the campaign's name, e.g. name: rack12-burnin");
+    if (!seen_stages)
+        return s_fail(ctx, s_line(root), "stages",
+                      "missing; expected a list of stages, each a mapping with name and workload");
+    return 0;
+}
+
+/* ---- entry points ---- */
+
+/* The 1-based line of byte offset off in the text (for reader errors, which carry no mark). */
+static int s_offset_line(const s_ctx_t *ctx, size_t off)
+{
+    int line = 1;
+    for (size_t i = 0; i < off && i < ctx->len; i++)
+        if (ctx->text[i] == '\n')
+            line++;
+    return line;
+}
+
+static int s_yaml_error(s_ctx_t *ctx, const yaml_parser_t *parser)
+{
+    const char *problem = parser->problem ? parser->problem : "unknown error";
+    if (parser->error == YAML_MEMORY_ERROR) {
+        fprintf(stderr, "fleetburn: out of memory parsing YAML\n");
+        abort();
+    }
+    if (parser->error == YAML_READER_ERROR) {
+        if (parser->problem_value != -1)
+            return s_fail(ctx, s_offset_line(ctx, parser->problem_offset), "YAML syntax error",
+                          "%s (byte #x%02x at offset %zu); expected UTF-8 text", problem,
+                          parser->problem_value, parser->problem_offset);
+        return s_fail(ctx, s_offset_line(ctx, parser->problem_offset), "YAML syntax error",
+                      "%s at offset %zu; expected UTF-8 text", problem, parser->problem_offset);
+    }
+    int line = (int)parser->problem_mark.line + 1, col = (int)parser->problem_mark.column + 1;
+    if (parser->context)
+        return s_fail(ctx, line, "YAML syntax error",
+                      "%s at column %d (%s at line %d, column %d); expected valid YAML (check "
+                      "indentation, quoting and ': ' after keys)",
+                      problem, col, parser->context, (int)parser->context_mark.line + 1,
+                      (int)parser->context_mark.column + 1);
+    return s_fail(ctx, line, "YAML syntax error",
+                  "%s at column %d; expected valid YAML (check indentation, quoting and ': ' after "
+                  "keys)",
+                  problem, col);
+}
+
+int fb_campaign_parse(const char *text, size_t len, const char *source, fb_campaign_t **out,
+                      char **error_out)
+{
+    *out = NULL;
+    if (error_out)
+        *error_out = NULL;
+    s_ctx_t ctx = {source ? source : "<campaign>", text ? text : "", text ? len : 0, NULL, NULL};
+    yaml_parser_t parser;
+    yaml_document_t doc, extra;
+    if (!yaml_parser_initialize(&parser)) {
+        fprintf(stderr, "fleetburn: out of memory parsing YAML\n");
+        abort();
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)ctx.text, ctx.len);
+    fb_campaign_t *c = xcalloc(1, sizeof *c);
+    c->source = xstrdup(ctx.source);
+    c->nodes_expr = xstrdup("all");
+    int rc;
+    if (!yaml_parser_load(&parser, &doc)) {
+        rc = s_yaml_error(&ctx, &parser);
+        goto out_parser;
+    }
+    ctx.doc = &doc;
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (!root) {
+        rc = s_fail(&ctx, 1, "(top level)", "empty campaign file; expected a mapping with keys %s",
+                    S_TOP_KEYS);
+    } else if (s_is_null(root)) {
+        rc = s_fail(&ctx, s_line(root), "(top level)",
+                    "empty campaign file; expected a mapping with keys %s", S_TOP_KEYS);
+    } else {
+        rc = s_campaign(&ctx, root, c);
+    }
+    if (!rc) {
+        /* one document per file: a second one is a mistake (two files pasted together) */
+        if (!yaml_parser_load(&parser, &extra)) {
+            rc = s_yaml_error(&ctx, &parser);
+        } else {
+            yaml_node_t *second = yaml_document_get_root_node(&extra);
+            if (second)
+                rc = s_fail(&ctx, s_line(second), "(top level)",
+                            "a second YAML document; expected one campaign per file");
+            yaml_document_delete(&extra);
+        }
+    }
+    yaml_document_delete(&doc);
+out_parser:
+    yaml_parser_delete(&parser);
+    if (rc) {
+        fb_campaign_destroy(&c);
+        if (error_out)
+            *error_out = ctx.error;
+        else
+            free(ctx.error);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+int fb_campaign_load(const char *path, fb_campaign_t **out, char **error_out)
+{
+    *out = NULL;
+    if (error_out)
+        *error_out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int e = errno;
+        if (error_out)
+            *error_out = xasprintf("%s: cannot read: %s", path, strerror(e));
+        return -e;
+    }
+    size_t cap = 4096, len = 0;
+    char *buf = xmalloc(cap);
+    for (;;) {
+        if (len == cap) {
+            if (cap > FB_CAMPAIGN_MAX_BYTES)
+                break;
+            cap *= 2;
+            buf = xrealloc(buf, cap);
+        }
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    int e = ferror(f) ? (errno ? errno : EIO) : 0;
+    fclose(f);
+    int rc;
+    if (e) {
+        if (error_out)
+            *error_out = xasprintf("%s: cannot read: %s", path, strerror(e));
+        rc = -e;
+    } else if (len > FB_CAMPAIGN_MAX_BYTES) {
+        if (error_out)
+            *error_out = xasprintf("%s: cannot read: larger than %u bytes; expected a campaign "
+                                   "file",
+                                   path, FB_CAMPAIGN_MAX_BYTES);
+        rc = -EFBIG;
+    } else {
+        rc = fb_campaign_parse(buf, len, path, out, error_out);
+    }
+    free(buf);
+    return rc;
+}
+
+void fb_campaign_destroy(fb_campaign_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    fb_campaign_t *c = *self_p;
+    for (size_t i = 0; i < c->n_stages; i++)
+        s_stage_fini(&c->stages[i]);
+    free(c->stages);
+    free(c->name);
+    free(c->nodes_expr);
+    free(c->source);
+    free(c);
+    *self_p = NULL;
+}
+
+const char *fb_stage_param(const fb_stage_t *s, const char *key)
+{
+    for (size_t i = 0; s && key && i < s->n_params; i++)
+        if (!strcmp(s->params[i].key, key))
+            return s->params[i].value;
+    return NULL;
+}
+
+int fb_stage_nodes(const fb_campaign_t *c, const fb_stage_t *s, bool *all, char ***names, size_t *n,
+                   char *err, size_t errlen)
+{
+    const char *expr = s && s->nodes_expr ? s->nodes_expr : c->nodes_expr;
+    *names = NULL;
+    *n = 0;
+    *all = false;
+    if (!expr || !strcmp(expr, "all")) {
+        *all = true;
+        if (err && errlen)
+            err[0] = '\0';
+        return 0;
+    }
+    return hostlist_expand(expr, names, n, err, errlen);
+}
+
+const char *fb_on_fail_name(fb_on_fail_t on_fail)
+{
+    switch (on_fail) {
+    case FB_ON_FAIL_CONTINUE:
+        return "continue";
+    case FB_ON_FAIL_STOP:
+        return "stop";
+    }
+    return "unknown";
+}

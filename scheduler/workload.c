@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The table of workloads and their parameters, and validation of a parameter value against its
+ * spec. This is the single place where a parameter's type, default and bounds are written down:
+ * the campaign parser, the CLI listing and docs/campaign-file.md all follow it. Validation uses
+ * the strict parsers of common/units.h, so what passes here is what a worker can convert. */
+#include "workload.h"
+
+#include "common/units.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the table ---- */
+
+static const char *const s_memtest_patterns[] = {
+    "stuck_address",        "own_address",       "walking_ones", "walking_zeros",    "checkerboard",
+    "solid_bits",           "moving_inversions", "random",       "block_move",       "compare_xor",
+    "compare_sub",          "compare_mul",       "compare_div",  "compare_or",       "compare_and",
+    "sequential_increment", "bit_spread",        "bit_flip",     "block_sequential", NULL,
+};
+
+static const fb_param_spec_t s_memtest_params[] = {
+    {"size", FB_PARAM_BYTES_OR_PERCENT, "80%", NULL, 0, 0, false,
+     "memory to test on each node: a byte size, or a percentage of the memory available"},
+    {"passes", FB_PARAM_UINT, "1", NULL, 1, 1000000, false,
+     "how many times to run every selected pattern over the whole buffer"},
+    {"threads", FB_PARAM_UINT_OR_AUTO, "auto", NULL, 1, 4096, false,
+     "test threads; auto = one per online CPU, each on the NUMA node of its memory"},
+    {"patterns", FB_PARAM_ENUM_LIST, "all", s_memtest_patterns, 0, 0, false,
+     "the pattern tests to run, in this order; all = every pattern"},
+    {"seed", FB_PARAM_UINT, NULL, NULL, 0, 0, false,
+     "seed of the random patterns; absent = a fresh seed, reported with the result"},
+    {"lock", FB_PARAM_BOOL, "true", NULL, 0, 0, false,
+     "lock the buffer in RAM (mlock) so that no page is swapped out while it is tested"},
+    {"inject_bitflips", FB_PARAM_UINT, NULL, NULL, 0, 1000000, true,
+     "test-only: flip this many bits in the buffer after it is written, to prove detection"},
+};
+
+static const char *const s_sleep_exits[] = {"pass", "fail", "crash", "hang", NULL};
+
+static const fb_param_spec_t s_sleep_params[] = {
+    {"duration", FB_PARAM_DURATION, "1s", NULL, 0, 0, false, "how long the task runs"},
+    {"exit", FB_PARAM_ENUM, "pass", s_sleep_exits, 0, 0, false,
+     "how it ends: pass, fail (a failed verdict), crash (killed by a signal), hang (never "
+     "returns; the agent must kill it at its deadline)"},
+};
+
+#define FB_WORKLOAD(name, summary, params)                                                         \
+    {                                                                                              \
+        name, summary, params, FB_ARRAY_LEN(params)                                                \
+    }
+
+static const fb_workload_spec_t s_workloads[] = {
+    FB_WORKLOAD("memtest", "host DRAM pattern test over locked memory, NUMA-aware",
+                s_memtest_params),
+    FB_WORKLOAD("sleep", "test workload: takes time, then passes, fails, crashes or hangs",
+                s_sleep_params),
+};
+
+const fb_workload_spec_t *fb_workload_find(const char *name)
+{
+    for (size_t i = 0; name && i < FB_ARRAY_LEN(s_workloads); i++)
+        if (!strcmp(s_workloads[i].name, name))
+            return &s_workloads[i];
+    return NULL;
+}
+
+size_t fb_workload_count(void)
+{
+    return FB_ARRAY_LEN(s_workloads);
+}
+
+const fb_workload_spec_t *fb_workload_at(size_t i)
+{
+    return i < FB_ARRAY_LEN(s_workloads) ? &s_workloads[i] : NULL;
+}
+
+const fb_param_spec_t *fb_workload_param(const fb_workload_spec_t *w, const char *key)
+{
+    for (size_t i = 0; w && key && i < w->n_params; i++)
+        if (!strcmp(w->params[i].name, key))
+            return &w->params[i];
+    return NULL;
+}
+
+/* ---- validation ---- */
+
+static void s_put(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void s_put(char *buf, size_t len, const char *fmt, ...)
+{
+    if (!buf || !len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+/* A printable, shortened copy of a value for messages: control and non-ASCII bytes as \xHH. */
+static const char *s_show(const char *v, char *buf, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; v[i] && o + 8 < len; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (i >= 48) {
+            memcpy(buf + o, "...", 3);
+            o += 3;
+            break;
+        }
+        if (c >= 0x20 && c < 0x7f && c != '\'')
+            buf[o++] = (char)c;
+        else
+            o += (size_t)snprintf(buf + o, len - o, "\\x%02x", c);
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static const char *s_join(const char *const *items, const char *sep, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; items && items[i]; i++)
+        o += (size_t)snprintf(buf + (o < len ? o : len), o < len ? len - o : 0, "%s%s",
+                              i ? sep : "", items[i]);
+    return buf;
+}
+
+static bool s_all_digits(const char *v)
+{
+    if (!*v)
+        return false;
+    for (; *v; v++)
+        if (*v < '0' || *v > '9')
+            return false;
+    return true;
+}
+
+static void s_uint_expected(const fb_param_spec_t *p, const char *lead, char *buf, size_t len)
+{
+    if (p->min == 0 && p->max == 0)
+        s_put(buf, len, "expected %sa non-negative integer", lead);
+    else if (p->max == 0)
+        s_put(buf, len, "expected %san integer of at least %llu", lead, (unsigned long long)p->min);
+    else
+        s_put(buf, len, "expected %san integer from %llu to %llu", lead, (unsigned long long)p->min,
+              (unsigned long long)p->max);
+}
+
+/* Checks an unsigned integer against the bounds; 1 = not a number, 2 = out of range. */
+static int s_check_uint(const fb_param_spec_t *p, const char *v)
+{
+    uint64_t x;
+    if (!s_all_digits(v))
+        return 1;
+    if (fb_parse_uint(v, p->max ? p->max : UINT64_MAX, &x) || x < p->min)
+        return 2;
+    return 0;
+}
+
+static bool s_choice(const char *const *choices, const char *v, size_t n)
+{
+    for (size_t i = 0; choices && choices[i]; i++)
+        if (strlen(choices[i]) == n && !strncmp(choices[i], v, n))
+            return true;
+    return false;
+}
+
+const char *fb_param_type_noun(fb_param_type_t t)
+{
+    switch (t) {
+    case FB_PARAM_BYTES:
+        return "a byte size";
+    case FB_PARAM_BYTES_OR_PERCENT:
+        return "a byte size or percentage";
+    case FB_PARAM_UINT:
+        return "a non-negative integer";
+    case FB_PARAM_UINT_OR_AUTO:
+        return "'auto' or a non-negative integer";
+    case FB_PARAM_DOUBLE:
+        return "a number";
+    case FB_PARAM_DURATION:
+        return "a duration";
+    case FB_PARAM_BOOL:
+        return "a boolean";
+    case FB_PARAM_ENUM:
+        return "one of the choices";
+    case FB_PARAM_ENUM_LIST:
+        return "a list of choices";
+    case FB_PARAM_STRING:
+        return "text";
+    }
+    return "a value";
+}
+
+int fb_param_check(const fb_param_spec_t *p, const char *value, char *problem, size_t problemlen,
+                   char *expected, size_t expectedlen)
+{
+    char shown[256], list[1024];
+    uint64_t u;
+    double d;
+    bool b;
+    int bad = 0; /* 1 = not of the type, 2 = out of range, 3 = problem already written */
+    if (!value) {
+        s_put(problem, problemlen, "no value");
+        bad = 3;
+    }
+    switch (p->type) {
+    case FB_PARAM_BYTES:
+        s_put(expected, expectedlen, "expected a byte size, e.g. 4096, 64MiB, 1.5GiB, 10GB");
+        if (!bad && fb_parse_bytes(value, &u))
+            bad = 1;
+        break;
+    case FB_PARAM_BYTES_OR_PERCENT:
+        s_put(expected, expectedlen,
+              "expected a byte size or a percentage of memory above 0%% and at most 100%%, e.g. "
+              "64MiB, 16GiB, 80%%");
+        if (!bad && fb_parse_bytes_or_percent(value, &u, &d)) {
+            size_t n = strlen(value);
+            char num[64];
+            bad = 1;
+            if (n > 1 && n < sizeof num && value[n - 1] == '%') {
+                memcpy(num, value, n - 1);
+                num[n - 1] = '\0';
+                if (!fb_parse_double(num, &d))
+                    bad = 2;
+            }
+        }
+        break;
+    case FB_PARAM_UINT:
+        s_uint_expected(p, "", expected, expectedlen);
+        if (!bad)
+            bad = s_check_uint(p, value);
+        break;
+    case FB_PARAM_UINT_OR_AUTO:
+        s_uint_expected(p, "'auto' or ", expected, expectedlen);
+        if (!bad && strcmp(value, "auto"))
+            bad = s_check_uint(p, value);
+        break;
+    case FB_PARAM_DOUBLE:
+        s_put(expected, expectedlen, "expected a number, e.g. 0.5, 12, 1e-3");
+        if (!bad && fb_parse_double(value, &d))
+            bad = 1;
+        break;
+    case FB_PARAM_DURATION:
+        s_put(expected, expectedlen, "expected e.g. 90s, 30m, 2h");
+        if (!bad && fb_parse_duration_ms(value, &u))
+            bad = 1;
+        break;
+    case FB_PARAM_BOOL:
+        s_put(expected, expectedlen, "expected true or false");
+        if (!bad && fb_parse_bool(value, &b))
+            bad = 1;
+        break;
+    case FB_PARAM_ENUM:
+        s_put(expected, expectedlen, "expected one of %s",
+              s_join(p->choices, ", ", list, sizeof list));
+        if (!bad && !s_choice(p->choices, value, strlen(value))) {
+            s_put(problem, problemlen, "unknown value '%s'", s_show(value, shown, sizeof shown));
+            bad = 3;
+        }
+        break;
+    case FB_PARAM_ENUM_LIST:
+        s_put(expected, expectedlen, "expected all, or a comma-separated list of %s",
+              s_join(p->choices, ", ", list, sizeof list));
+        if (!bad && strcmp(value, "all")) {
+            const char *s = value;
+            for (;;) {
+                const char *e = strchr(s, ',');
+                size_t n = e ? (size_t)(e - s) : strlen(s);
+                const char *t = s;
+                while (n && (*t == ' ' || *t == '\t'))
+                    t++, n--;
+                while (n && (t[n - 1] == ' ' || t[n - 1] == '\t'))
+                    n--;
+                if (n == 0) {
+                    s_put(problem, problemlen, "empty item in list '%s'",
+                          s_show(value, shown, sizeof shown));
+                    bad = 3;
+                    break;
+                }
+                if (!s_choice(p->choices, t, n)) {
+                    char item[256];
+                    char *copy = xstrndup(t, n);
+                    s_put(problem, problemlen, "unknown value '%s'%s",
+                          s_show(copy, item, sizeof item),
+                          n == 3 && !strncmp(t, "all", 3) ? " (all must stand alone)" : "");
+                    free(copy);
+                    bad = 3;
+                    break;
+                }
+                if (!e)
+                    break;
+                s = e + 1;
+            }
+        }
+        break;
+    case FB_PARAM_STRING:
+        s_put(expected, expectedlen, "expected text");
+        break;
+    }
+    if (bad == 1)
+        s_put(problem, problemlen, "'%s' is not %s", s_show(value, shown, sizeof shown),
+              fb_param_type_noun(p->type));
+    else if (bad == 2)
+        s_put(problem, problemlen, "'%s' is out of range", s_show(value, shown, sizeof shown));
+    return bad ? -EINVAL : 0;
+}
+
+int fb_param_validate(const fb_param_spec_t *p, const char *value, char *err, size_t errlen)
+{
+    char expected[1024];
+    int rc = fb_param_check(p, value, NULL, 0, expected, sizeof expected);
+    if (rc)
+        s_put(err, errlen, "%s", expected);
+    else if (err && errlen)
+        err[0] = '\0';
+    return rc;
+}
+
+const char *fb_workload_param_names(const fb_workload_spec_t *w, char *buf, size_t len)
+{
+    size_t o = 0;
+    if (len)
+        buf[0] = '\0';
+    for (size_t i = 0; w && i < w->n_params; i++) {
+        if (w->params[i].fault_injection)
+            continue;
+        o += (size_t)snprintf(buf + (o < len ? o : len), o < len ? len - o : 0, "%s%s",
+                              o ? ", " : "", w->params[i].name);
+    }
+    return buf;
+}
+
+const char *fb_workload_names(char *buf, size_t len)
+{
+    size_t o = 0;
+    if (len)
+        buf[0] = '\0';
+    for (size_t i = 0; i < FB_ARRAY_LEN(s_workloads); i++)
+        o += (size_t)snprintf(buf + (o < len ? o : len), o < len ? len - o : 0, "%s%s",
+                              i ? ", " : "", s_workloads[i].name);
+    return buf;
+}

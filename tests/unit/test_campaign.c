@@ -1,0 +1,583 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests of scheduler/campaign and scheduler/workload: a good campaign file round-trips with
+ * defaults filled in and lists joined; every class of error gives its exact one-line
+ * `FILE:LINE: KEYPATH: ...; expected ...` message (fixtures under tests/fixtures/campaigns/);
+ * parameter validation per type; and truncated or randomly mutated files never crash the parser,
+ * only produce errors. */
+#include "scheduler/campaign.h"
+#include "scheduler/workload.h"
+#include "common/hostlist.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define S_DIR FB_FIXTURES "/campaigns/"
+
+static char *s_fixture_text(const char *name, size_t *len)
+{
+    char *path = xasprintf(S_DIR "%s", name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    free(path);
+    char *buf = xmalloc(1 << 16);
+    *len = fread(buf, 1, (1 << 16) - 1, f);
+    buf[*len] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* Loads fixture name and expects an error message equal to "DIR/" + expected. */
+static void s_expect_fixture_error(const char *name, const char *expected)
+{
+    char *path = xasprintf(S_DIR "%s", name);
+    fb_campaign_t *c = (fb_campaign_t *)1;
+    char *err = NULL;
+    int rc = fb_campaign_load(path, &c, &err);
+    assert_int_equal(rc, -EINVAL);
+    assert_null(c);
+    assert_non_null(err);
+    char *want = xasprintf(S_DIR "%s", expected);
+    if (strcmp(err, want))
+        fail_msg("%s:\n got      '%s'\n expected '%s'", name, err, want);
+    free(want);
+    free(err);
+    free(path);
+}
+
+/* Parses text as "t.yaml" and expects an error message that starts with prefix. */
+static void s_expect_error(const char *text, const char *prefix)
+{
+    fb_campaign_t *c = (fb_campaign_t *)1;
+    char *err = NULL;
+    int rc = fb_campaign_parse(text, strlen(text), "t.yaml", &c, &err);
+    if (rc != -EINVAL)
+        fail_msg("expected an error for:\n%s", text);
+    assert_null(c);
+    assert_non_null(err);
+    if (strncmp(err, prefix, strlen(prefix)))
+        fail_msg("got '%s', expected it to start with '%s'", err, prefix);
+    assert_null(strchr(err, '\n'));
+    assert_non_null(strstr(err, "; expected "));
+    free(err);
+}
+
+static fb_campaign_t *s_parse_ok(const char *text)
+{
+    fb_campaign_t *c = NULL;
+    char *err = NULL;
+    if (fb_campaign_parse(text, strlen(text), "t.yaml", &c, &err))
+        fail_msg("unexpected error: %s", err);
+    assert_null(err);
+    assert_non_null(c);
+    return c;
+}
+
+static void s_expect_params(const fb_stage_t *s, const char *expected)
+{
+    char buf[1024] = "";
+    for (size_t i = 0; i < s->n_params; i++) {
+        size_t o = strlen(buf);
+        snprintf(buf + o, sizeof buf - o, "%s%s=%s", i ? " " : "", s->params[i].key,
+                 s->params[i].value);
+    }
+    if (strcmp(buf, expected))
+        fail_msg("stage %s params:\n got      '%s'\n expected '%s'", s->name, buf, expected);
+}
+
+static void test_good_file(void **state)
+{
+    (void)state;
+    fb_campaign_t *c = NULL;
+    char *err = NULL;
+    assert_int_equal(fb_campaign_load(S_DIR "good.yaml", &c, &err), 0);
+    assert_null(err);
+    assert_string_equal(c->name, "rack12-burnin");
+    assert_string_equal(c->nodes_expr, "node[01-16,20],gpu-a[1-4]");
+    assert_string_equal(c->source, S_DIR "good.yaml");
+    assert_int_equal(c->n_stages, 4);
+
+    const fb_stage_t *s = &c->stages[0];
+    assert_string_equal(s->name, "dram");
+    assert_string_equal(s->workload, "memtest");
+    assert_int_equal(s->timeout_ms, 30 * 60 * 1000);
+    assert_int_equal(s->on_fail, FB_ON_FAIL_CONTINUE);
+    assert_string_equal(s->nodes_expr, "local-[0-1]");
+    assert_int_equal(s->line, 5);
+    s_expect_params(s, "size=80% passes=2 threads=auto patterns=walking_ones,random lock=true");
+
+    s = &c->stages[1];
+    assert_string_equal(s->name, "dram-block");
+    assert_int_equal(s->timeout_ms, 3600 * 1000);
+    assert_int_equal(s->on_fail, FB_ON_FAIL_STOP);
+    assert_null(s->nodes_expr);
+    assert_int_equal(s->line, 11);
+    s_expect_params(s, "size=64MiB passes=1 threads=auto patterns=stuck_address,own_address "
+                       "seed=42 lock=no");
+    assert_string_equal(fb_stage_param(s, "seed"), "42");
+    assert_null(fb_stage_param(s, "inject_bitflips"));
+
+    s = &c->stages[2];
+    assert_string_equal(s->workload, "sleep");
+    s_expect_params(s, "duration=1s exit=pass");
+    s = &c->stages[3];
+    assert_string_equal(s->name, "quoted.name_1");
+    assert_int_equal(s->timeout_ms, 5400 * 1000);
+    s_expect_params(s, "duration=500ms exit=fail");
+
+    /* node selection: the stage's own, else the campaign's */
+    bool all = true;
+    char **names, errbuf[256];
+    size_t n;
+    assert_int_equal(fb_stage_nodes(c, &c->stages[0], &all, &names, &n, errbuf, sizeof errbuf), 0);
+    assert_false(all);
+    assert_int_equal(n, 2);
+    assert_string_equal(names[0], "local-0");
+    assert_string_equal(names[1], "local-1");
+    hostlist_free(names, n);
+    assert_int_equal(fb_stage_nodes(c, &c->stages[1], &all, &names, &n, errbuf, sizeof errbuf), 0);
+    assert_false(all);
+    assert_int_equal(n, 21);
+    assert_string_equal(names[16], "node20");
+    assert_string_equal(names[20], "gpu-a4");
+    hostlist_free(names, n);
+
+    fb_campaign_destroy(&c);
+    assert_null(c);
+    fb_campaign_destroy(&c);
+    fb_campaign_destroy(NULL);
+}
+
+static void test_defaults_and_all(void **state)
+{
+    (void)state;
+    fb_campaign_t *c = s_parse_ok("name: x\nstages:\n  - name: a\n    workload: memtest\n");
+    assert_string_equal(c->nodes_expr, "all");
+    assert_string_equal(c->source, "t.yaml");
+    assert_int_equal(c->stages[0].timeout_ms, 3600000);
+    assert_int_equal(c->stages[0].on_fail, FB_ON_FAIL_CONTINUE);
+    s_expect_params(&c->stages[0], "size=80% passes=1 threads=auto patterns=all lock=true");
+    bool all = false;
+    char **names = (char **)1;
+    size_t n = 5;
+    assert_int_equal(fb_stage_nodes(c, &c->stages[0], &all, &names, &n, NULL, 0), 0);
+    assert_true(all);
+    assert_null(names);
+    assert_int_equal(n, 0);
+    fb_campaign_destroy(&c);
+
+    /* fault injection is accepted when written, never filled in; params: with no value */
+    c = s_parse_ok("name: x\nstages:\n  - name: a\n    workload: memtest\n"
+                   "    params: {inject_bitflips: 3, patterns: \"random, bit_flip\"}\n"
+                   "  - name: b\n    workload: sleep\n    params:\n    nodes: [n1, 'n[3-4]']\n");
+    s_expect_params(&c->stages[0], "size=80% passes=1 threads=auto patterns=random, bit_flip "
+                                   "lock=true inject_bitflips=3");
+    s_expect_params(&c->stages[1], "duration=1s exit=pass");
+    assert_string_equal(c->stages[1].nodes_expr, "n1,n[3-4]");
+    assert_string_equal(fb_on_fail_name(FB_ON_FAIL_STOP), "stop");
+    assert_string_equal(fb_on_fail_name(FB_ON_FAIL_CONTINUE), "continue");
+    fb_campaign_destroy(&c);
+
+    /* text that is not NUL-terminated */
+    const char text[] = "name: x\nstages: [{name: a, workload: sleep}]\nGARBAGE";
+    fb_campaign_t *d = NULL;
+    char *err = NULL;
+    assert_int_equal(fb_campaign_parse(text, strlen(text) - 7, NULL, &d, &err), 0);
+    assert_string_equal(d->source, "<campaign>");
+    fb_campaign_destroy(&d);
+}
+
+static void test_fixture_errors(void **state)
+{
+    (void)state;
+    s_expect_fixture_error(
+        "bad-param.yaml",
+        "bad-param.yaml:9: stages[0].params.sise: unknown parameter for workload memtest; "
+        "expected one of size, passes, threads, patterns, seed, lock");
+    s_expect_fixture_error(
+        "unknown-workload.yaml",
+        "unknown-workload.yaml:5: stages[1].workload: unknown workload 'gpuburnn'; expected one "
+        "of memtest, sleep");
+    s_expect_fixture_error(
+        "bad-timeout.yaml",
+        "bad-timeout.yaml:6: stages[0].timeout: '30x' is not a duration; expected e.g. 90s, 30m, "
+        "2h");
+    s_expect_fixture_error(
+        "syntax.yaml", "syntax.yaml:5: YAML syntax error: mapping values are not allowed in this "
+                       "context at column 13; expected valid YAML (check indentation, quoting "
+                       "and ': ' after keys)");
+    s_expect_fixture_error("empty.yaml", "empty.yaml:1: (top level): empty campaign file; "
+                                         "expected a mapping with keys name, nodes, stages");
+    s_expect_fixture_error("comment-only.yaml",
+                           "comment-only.yaml:1: (top level): empty campaign file; expected a "
+                           "mapping with keys name, nodes, stages");
+    s_expect_fixture_error("no-stages.yaml", "no-stages.yaml:3: stages: no stages; expected at "
+                                             "least one stage with name and workload");
+    s_expect_fixture_error("missing-stages.yaml",
+                           "missing-stages.yaml:1: stages: missing; expected a list of stages, "
+                           "each a mapping with name and workload");
+    s_expect_fixture_error("missing-name.yaml", "missing-name.yaml:1: name: missing; expected the "
+                                                "campaign's name, e.g. name: rack12-burnin");
+    s_expect_fixture_error("unknown-key.yaml",
+                           "unknown-key.yaml:6: stages[0].retries: unknown key; expected one of "
+                           "name, workload, timeout, on_fail, nodes, params");
+    s_expect_fixture_error("unknown-top-key.yaml", "unknown-top-key.yaml:2: node: unknown key; "
+                                                   "expected one of name, nodes, stages");
+    s_expect_fixture_error("duplicate-stage.yaml",
+                           "duplicate-stage.yaml:5: stages[1].name: duplicate stage name 'dram' "
+                           "(also stages[0] at line 3); expected a unique name");
+    s_expect_fixture_error("bisect.yaml",
+                           "bisect.yaml:5: stages[0].on_fail: 'bisect' is not supported yet: "
+                           "bisection needs a stage whose scope is group or pairs, which stages "
+                           "cannot declare yet; expected continue or stop");
+    s_expect_fixture_error("bad-nodes.yaml",
+                           "bad-nodes.yaml:2: nodes: reversed range '16-01' in 'node[16-01]'; "
+                           "expected all, or hostlist notation such as node[01-16,20],gpu-a[1-4]");
+    s_expect_fixture_error(
+        "bad-pattern.yaml",
+        "bad-pattern.yaml:8: stages[0].params.patterns[1]: unknown value 'walking_twos'; expected "
+        "all, or a comma-separated list of stuck_address, own_address, walking_ones, "
+        "walking_zeros, checkerboard, solid_bits, moving_inversions, random, block_move, "
+        "compare_xor, compare_sub, compare_mul, compare_div, compare_or, compare_and, "
+        "sequential_increment, bit_spread, bit_flip, block_sequential");
+    s_expect_fixture_error("bad-passes.yaml",
+                           "bad-passes.yaml:5: stages[0].params.passes: '0' is out of range; "
+                           "expected an integer from 1 to 1000000");
+    s_expect_fixture_error("missing-workload.yaml",
+                           "missing-workload.yaml:3: stages[0].workload: missing; expected one of "
+                           "memtest, sleep");
+
+    fb_campaign_t *c = (fb_campaign_t *)1;
+    char *err = NULL;
+    assert_int_equal(fb_campaign_load(S_DIR "does-not-exist.yaml", &c, &err), -ENOENT);
+    assert_null(c);
+    assert_string_equal(err, S_DIR "does-not-exist.yaml: cannot read: No such file or directory");
+    free(err);
+    assert_int_equal(fb_campaign_load(S_DIR "does-not-exist.yaml", &c, NULL), -ENOENT);
+}
+
+static void test_inline_errors(void **state)
+{
+    (void)state;
+    const char *head = "name: x\nstages:\n  - name: a\n    workload: memtest\n";
+    char *t;
+#define S_WITH(tail, prefix)                                                                       \
+    do {                                                                                           \
+        t = xasprintf("%s%s", head, tail);                                                         \
+        s_expect_error(t, prefix);                                                                 \
+        free(t);                                                                                   \
+    } while (0)
+    S_WITH("    params: {size: 0.5%x}\n", "t.yaml:5: stages[0].params.size: '0.5%x' is not a "
+                                          "byte size or percentage; expected a byte size");
+    S_WITH("    params: {size: 150%}\n", "t.yaml:5: stages[0].params.size: '150%' is out of range");
+    S_WITH("    params: {size: [1, 2]}\n", "t.yaml:5: stages[0].params.size: is a list; expected");
+    S_WITH("    params: {size: {a: 1}}\n",
+           "t.yaml:5: stages[0].params.size: is a mapping; expected");
+    S_WITH("    params: {size: }\n", "t.yaml:5: stages[0].params.size: no value; expected");
+    S_WITH("    params: {size: ~}\n", "t.yaml:5: stages[0].params.size: no value; expected");
+    S_WITH("    params: {threads: many}\n",
+           "t.yaml:5: stages[0].params.threads: 'many' is not 'auto' or a non-negative integer; "
+           "expected 'auto' or an integer from 1 to 4096");
+    S_WITH("    params: {lock: maybe}\n",
+           "t.yaml:5: stages[0].params.lock: 'maybe' is not a boolean; expected true or false");
+    S_WITH("    params: {seed: -1}\n", "t.yaml:5: stages[0].params.seed: '-1' is not a "
+                                       "non-negative integer; expected a non-negative integer");
+    S_WITH("    params: {patterns: []}\n", "t.yaml:5: stages[0].params.patterns: is an empty list");
+    S_WITH("    params: {patterns: [all, random]}\n",
+           "t.yaml:5: stages[0].params.patterns: unknown value 'all' (all must stand alone)");
+    S_WITH("    params: {patterns: \"random,,bit_flip\"}\n",
+           "t.yaml:5: stages[0].params.patterns: empty item in list");
+    S_WITH("    params: {patterns: [[random]]}\n", "t.yaml:5: stages[0].params.patterns[0]: is a "
+                                                   "list; expected all");
+    S_WITH("    params: {passes: 1, passes: 2}\n",
+           "t.yaml:5: stages[0].params.passes: parameter given twice; expected each once");
+    S_WITH("    params: [size]\n", "t.yaml:5: stages[0].params: is a list; expected a mapping");
+    S_WITH("    params:\n      ? [a]\n      : 1\n", "t.yaml:6: stages[0].params: a key is a list; "
+                                                    "expected one of size,");
+    S_WITH("    timeout: 0s\n", "t.yaml:5: stages[0].timeout: '0s' is zero; expected a duration");
+    S_WITH("    timeout: [1s]\n", "t.yaml:5: stages[0].timeout: is a list; expected e.g. 90s");
+    S_WITH("    timeout:\n", "t.yaml:5: stages[0].timeout: no value; expected e.g. 90s");
+    S_WITH("    on_fail: retry\n", "t.yaml:5: stages[0].on_fail: unknown policy 'retry'; expected "
+                                   "continue or stop");
+    S_WITH("    nodes: n[1-\n",
+           "t.yaml:5: stages[0].nodes: unbalanced '[' in 'n[1-'; expected all");
+    S_WITH("    name: b\n", "t.yaml:5: stages[0].name: key given twice; expected each key once");
+    S_WITH("  - name: b\n    workload: sleep\n    params: {size: 1}\n",
+           "t.yaml:7: stages[1].params.size: unknown parameter for workload sleep; expected one "
+           "of duration, exit");
+    S_WITH("  - name: b\n    workload: sleep\n    params: {exit: boom}\n",
+           "t.yaml:7: stages[1].params.exit: unknown value 'boom'; expected one of pass, fail, "
+           "crash, hang");
+    S_WITH("  - name: b\n    workload: sleep\n    params: {duration: soon}\n",
+           "t.yaml:7: stages[1].params.duration: 'soon' is not a duration; expected e.g. 90s");
+    S_WITH("  - workload: sleep\n", "t.yaml:5: stages[1].name: missing; expected a unique stage "
+                                    "name");
+    S_WITH("  - name: b c\n    workload: sleep\n",
+           "t.yaml:5: stages[1].name: 'b c' is not a valid stage name; expected");
+    S_WITH("  - just-a-string\n", "t.yaml:5: stages[1]: is a single value; expected a mapping");
+    S_WITH("  - name: b\n    workload: [memtest]\n",
+           "t.yaml:6: stages[1].workload: is a list; expected one of memtest, sleep");
+    S_WITH("---\nname: y\n", "t.yaml:6: (top level): a second YAML document; expected one");
+    S_WITH("nodes: a\nnodes: b\n", "t.yaml:6: nodes: key given twice");
+    S_WITH("nodes:\n", "t.yaml:5: nodes: no value; expected all, or hostlist notation");
+    S_WITH("\"bad\": \"\\xff\\u0000\"\n",
+           "t.yaml:5: bad: unknown key; expected one of name, nodes, stages");
+#undef S_WITH
+
+    s_expect_error("- a\n- b\n", "t.yaml:1: (top level): is a list; expected a mapping with keys "
+                                 "name, nodes, stages");
+    s_expect_error("just text\n", "t.yaml:1: (top level): is a single value; expected a mapping");
+    s_expect_error("~\n", "t.yaml:1: (top level): empty campaign file; expected");
+    s_expect_error("name: x\nstages: 3\n", "t.yaml:2: stages: is a single value; expected a list");
+    s_expect_error("name: x\nstages:\n", "t.yaml:2: stages: is empty; expected a list of stages");
+    s_expect_error("name: [x]\nstages: []\n", "t.yaml:1: name: is a list; expected the campaign's");
+    s_expect_error("name: \"a\\nb\"\nstages: []\n", "t.yaml:1: name: not a valid name; expected");
+    s_expect_error("name: \"a\\0b\"\n", "t.yaml:1: name: contains a NUL character; expected");
+    s_expect_error("name: x\nstages: [{name: a, workload: sleep\n",
+                   "t.yaml:3: YAML syntax error: did not find expected ',' or '}' at column 1 "
+                   "(while parsing a flow mapping at line 2, column 10); expected valid YAML");
+    /* (libyaml's wording for tabs changed between releases: check the prefix only) */
+    s_expect_error("name: x\n\tstages: []\n", "t.yaml:2: YAML syntax error: ");
+    s_expect_error("name: *nope\n", "t.yaml:1: YAML syntax error: found undefined alias");
+    s_expect_error("name: x\nstages: &s [*s]\n", "t.yaml:2: stages[0]: is a list; expected a "
+                                                 "mapping");
+    /* the reader's errors (encoding) carry an offset, turned into a line */
+    const char bad_utf8[] = "name: x\nstages: []\n# \xff\xfe\n";
+    fb_campaign_t *c = NULL;
+    char *err = NULL;
+    assert_int_equal(fb_campaign_parse(bad_utf8, sizeof bad_utf8 - 1, "u.yaml", &c, &err), -EINVAL);
+    assert_string_equal(err, "u.yaml:3: YAML syntax error: invalid leading UTF-8 octet (byte #xff "
+                             "at offset 21); expected UTF-8 text");
+    free(err);
+    const char nul[] = "name: x\n\0stages: []\n";
+    assert_int_equal(fb_campaign_parse(nul, sizeof nul - 1, "n.yaml", &c, &err), -EINVAL);
+    assert_non_null(strstr(err, "n.yaml:2: YAML syntax error: control characters are not allowed"));
+    free(err);
+    /* a file name with a newline still gives one line */
+    assert_int_equal(fb_campaign_parse("", 0, "a\nb.yaml", &c, &err), -EINVAL);
+    assert_null(strchr(err, '\n'));
+    free(err);
+    assert_int_equal(fb_campaign_parse(NULL, 0, "z.yaml", &c, NULL), -EINVAL);
+}
+
+static void test_workload_schema(void **state)
+{
+    (void)state;
+    assert_int_equal(fb_workload_count(), 2);
+    assert_string_equal(fb_workload_at(0)->name, "memtest");
+    assert_string_equal(fb_workload_at(1)->name, "sleep");
+    assert_null(fb_workload_at(2));
+    assert_null(fb_workload_find("gpuburn"));
+    assert_null(fb_workload_find(NULL));
+    const fb_workload_spec_t *m = fb_workload_find("memtest");
+    assert_non_null(m);
+    assert_int_equal(m->n_params, 7);
+    assert_null(fb_workload_param(m, "sise"));
+    const fb_param_spec_t *inj = fb_workload_param(m, "inject_bitflips");
+    assert_true(inj->fault_injection);
+    assert_null(inj->default_value);
+    assert_null(fb_workload_param(m, "seed")->default_value);
+    size_t n_patterns = 0;
+    for (const char *const *p = fb_workload_param(m, "patterns")->choices; *p; p++)
+        n_patterns++;
+    assert_int_equal(n_patterns, 19);
+    /* every default passes its own validation */
+    for (size_t w = 0; w < fb_workload_count(); w++) {
+        const fb_workload_spec_t *spec = fb_workload_at(w);
+        for (size_t i = 0; i < spec->n_params; i++) {
+            const fb_param_spec_t *p = &spec->params[i];
+            assert_non_null(p->help);
+            if (p->default_value && fb_param_validate(p, p->default_value, NULL, 0))
+                fail_msg("%s.%s: default '%s' is invalid", spec->name, p->name, p->default_value);
+        }
+    }
+
+    struct {
+        const char *workload, *param, *value;
+        int ok;
+    } cases[] = {
+        {"memtest", "size", "80%", 1},
+        {"memtest", "size", "100%", 1},
+        {"memtest", "size", "0%", 0},
+        {"memtest", "size", "64MiB", 1},
+        {"memtest", "size", "1.5GiB", 1},
+        {"memtest", "size", "64 MiB", 1},
+        {"memtest", "size", "64XB", 0},
+        {"memtest", "size", "", 0},
+        {"memtest", "passes", "1", 1},
+        {"memtest", "passes", "1000000", 1},
+        {"memtest", "passes", "1000001", 0},
+        {"memtest", "passes", "0", 0},
+        {"memtest", "passes", "+1", 0},
+        {"memtest", "passes", "1.0", 0},
+        {"memtest", "threads", "auto", 1},
+        {"memtest", "threads", "8", 1},
+        {"memtest", "threads", "0", 0},
+        {"memtest", "threads", "Auto", 0},
+        {"memtest", "patterns", "all", 1},
+        {"memtest", "patterns", "random", 1},
+        {"memtest", "patterns", "random,bit_flip", 1},
+        {"memtest", "patterns", " random , bit_flip ", 1},
+        {"memtest", "patterns", "random,", 0},
+        {"memtest", "patterns", "", 0},
+        {"memtest", "patterns", "all,random", 0},
+        {"memtest", "seed", "0", 1},
+        {"memtest", "seed", "18446744073709551615", 1},
+        {"memtest", "seed", "18446744073709551616", 0},
+        {"memtest", "lock", "yes", 1},
+        {"memtest", "lock", "off", 1},
+        {"memtest", "lock", "y", 0},
+        {"memtest", "inject_bitflips", "3", 1},
+        {"sleep", "duration", "1h30m", 1},
+        {"sleep", "duration", "90", 1},
+        {"sleep", "duration", "9 s", 0},
+        {"sleep", "exit", "hang", 1},
+        {"sleep", "exit", "HANG", 0},
+    };
+    for (size_t i = 0; i < FB_ARRAY_LEN(cases); i++) {
+        const fb_param_spec_t *p =
+            fb_workload_param(fb_workload_find(cases[i].workload), cases[i].param);
+        assert_non_null(p);
+        char err[1024] = "x";
+        int rc = fb_param_validate(p, cases[i].value, err, sizeof err);
+        if ((rc == 0) != cases[i].ok)
+            fail_msg("%s.%s = '%s': rc %d (%s)", cases[i].workload, cases[i].param, cases[i].value,
+                     rc, err);
+        if (rc) {
+            assert_int_equal(rc, -EINVAL);
+            assert_memory_equal(err, "expected ", 9);
+        }
+    }
+    const fb_param_spec_t *passes = fb_workload_param(m, "passes");
+    char err[64];
+    assert_int_equal(fb_param_validate(passes, NULL, err, sizeof err), -EINVAL);
+    assert_int_equal(fb_param_validate(passes, "x", NULL, 0), -EINVAL);
+    /* a tiny buffer is truncated, never overrun */
+    assert_int_equal(fb_param_validate(fb_workload_param(m, "patterns"), "nope", err, 8), -EINVAL);
+    assert_int_equal(strlen(err), 7);
+
+    fb_param_spec_t d = {"ratio", FB_PARAM_DOUBLE, NULL, NULL, 0, 0, false, "test"};
+    assert_int_equal(fb_param_validate(&d, "0.25", NULL, 0), 0);
+    assert_int_equal(fb_param_validate(&d, "nan", NULL, 0), -EINVAL);
+    fb_param_spec_t s = {"label", FB_PARAM_STRING, NULL, NULL, 0, 0, false, "test"};
+    assert_int_equal(fb_param_validate(&s, "anything at all", NULL, 0), 0);
+    fb_param_spec_t b = {"buf", FB_PARAM_BYTES, NULL, NULL, 0, 0, false, "test"};
+    assert_int_equal(fb_param_validate(&b, "4096", NULL, 0), 0);
+    assert_int_equal(fb_param_validate(&b, "50%", NULL, 0), -EINVAL);
+    fb_param_spec_t u = {"n", FB_PARAM_UINT, NULL, NULL, 5, 0, false, "test"};
+    char problem[128];
+    assert_int_equal(fb_param_check(&u, "4", problem, sizeof problem, err, sizeof err), -EINVAL);
+    assert_string_equal(problem, "'4' is out of range");
+    assert_string_equal(err, "expected an integer of at least 5");
+
+    char names[256];
+    assert_string_equal(fb_workload_names(names, sizeof names), "memtest, sleep");
+    assert_string_equal(fb_workload_param_names(m, names, sizeof names),
+                        "size, passes, threads, patterns, seed, lock");
+    assert_string_equal(fb_workload_names(names, 5), "memt");
+}
+
+static size_t s_robust_ok, s_robust_syntax, s_robust_schema;
+
+/* Parses text; whatever the outcome it must be a campaign or one error line naming the file. */
+static void s_robust(const char *text, size_t len)
+{
+    fb_campaign_t *c = NULL;
+    char *err = NULL;
+    int rc = fb_campaign_parse(text, len, "fuzz.yaml", &c, &err);
+    if (rc == 0) {
+        assert_non_null(c);
+        assert_null(err);
+        assert_true(c->n_stages >= 1);
+        for (size_t i = 0; i < c->n_stages; i++) {
+            assert_non_null(c->stages[i].name);
+            assert_non_null(fb_workload_find(c->stages[i].workload));
+        }
+        fb_campaign_destroy(&c);
+        s_robust_ok++;
+        return;
+    }
+    assert_int_equal(rc, -EINVAL);
+    if (strstr(err, "YAML syntax error"))
+        s_robust_syntax++;
+    else
+        s_robust_schema++;
+    assert_null(c);
+    assert_non_null(err);
+    if (strncmp(err, "fuzz.yaml:", 10) || strchr(err, '\n') || !strstr(err, "; expected "))
+        fail_msg("malformed message '%s'", err);
+    free(err);
+}
+
+static void test_robustness(void **state)
+{
+    (void)state;
+    size_t len;
+    char *good = s_fixture_text("good.yaml", &len);
+    /* every prefix */
+    for (size_t n = 0; n <= len; n++) {
+        char *prefix = xmalloc(n + 1);
+        memcpy(prefix, good, n);
+        s_robust(prefix, n);
+        free(prefix);
+    }
+    /* random mutations: overwrite, insert, delete, biased toward YAML's special characters */
+    static const char special[] = ":-[]{},#&*!|>'\"%@`?\n\t \\0123456789~";
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+#define S_RAND() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
+    char *buf = xmalloc(len + 64);
+    for (int iter = 0; iter < 4000; iter++) {
+        memcpy(buf, good, len);
+        size_t n = len;
+        int edits = 1 + (int)(S_RAND() % 6);
+        for (int e = 0; e < edits; e++) {
+            size_t at = (size_t)(S_RAND() % (n + 1));
+            char ch = S_RAND() % 3 ? special[S_RAND() % (sizeof special - 1)] : (char)S_RAND();
+            switch (S_RAND() % 3) {
+            case 0:
+                if (at < n)
+                    buf[at] = ch;
+                break;
+            case 1:
+                if (n < len + 60) {
+                    memmove(buf + at + 1, buf + at, n - at);
+                    buf[at] = ch;
+                    n++;
+                }
+                break;
+            default:
+                if (at < n) {
+                    memmove(buf + at, buf + at + 1, n - at - 1);
+                    n--;
+                }
+                break;
+            }
+        }
+        s_robust(buf, n);
+    }
+#undef S_RAND
+    free(buf);
+    free(good);
+    print_message("robustness: %zu parsed, %zu syntax errors, %zu schema errors\n", s_robust_ok,
+                  s_robust_syntax, s_robust_schema);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_good_file),       cmocka_unit_test(test_defaults_and_all),
+        cmocka_unit_test(test_fixture_errors),  cmocka_unit_test(test_inline_errors),
+        cmocka_unit_test(test_workload_schema), cmocka_unit_test(test_robustness),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
