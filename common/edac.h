@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* EDAC per-DIMM error counters from /sys/devices/system/edac: the DIMM labels the inventory
  * reports and the corrected/uncorrected counts memtest compares before and after a run.
- * Reads both layouts the kernel has used: mc*/dimm*/ (dimm_label, dimm_ce_count, dimm_ue_count,
- * size) and the older mc*/csrow*/ch*_{dimm_label,ce_count} with csrow ue_count. */
+ * Reads both layouts the kernel has used: mcN/dimmN/ (dimm_label, dimm_ce_count, dimm_ue_count,
+ * size) and the older mcN/csrowN/chK_{dimm_label,ce_count} with csrow ue_count. */
 #ifndef FB_EDAC_H
 #define FB_EDAC_H
 
@@ -16,9 +16,17 @@ typedef struct {
     uint64_t ce_count, ue_count;
 } fb_dimm_t;
 
+/* In the csrow layout the kernel counts uncorrected errors per csrow, not per channel: every
+ * channel DIMM of a csrow carries that csrow's ue_count (the error was on one of them). Its size
+ * is the csrow's size_mb split evenly over its channels. The mcN/rankN layout of chip-select
+ * based drivers is read like mcN/dimmN (location "mc0/rank3"). */
 typedef struct {
     fb_dimm_t *dimms;
     size_t n_dimms;
+    /* Controller totals (mcN/ce_count and mcN/ue_count summed): unlike the DIMM counters they also
+     * count errors the driver could not attribute to a DIMM. The sum of the DIMM counters where a
+     * controller lacks the files. */
+    uint64_t ce_total, ue_total;
 } fb_edac_t;
 
 /* Reads every DIMM under ROOT/sys/devices/system/edac/mc (root "" for the live system).
