@@ -112,7 +112,7 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
     optind = 2;
     int c;
     uint32_t v;
-    while ((c = getopt_long(argc, argv, "+d:b:c:l:f:H:L:i:kvh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:b:c:l:f:H:L:i:kvh", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': cli->db = optarg; break;
         case 'b': cli->bind = optarg; break;

@@ -115,6 +115,8 @@ int main(int argc, char **argv)
         fb_result_set_error(result, "workload %s returned no verdict", workload);
     }
     result->finished_ms = fb_now_ms();
+    /* The agent's result id is the task id: one result per task makes delivery idempotent. */
+    fb_result_set_ids(result, task_id, task_id, node);
     int rc = s_write_result(result_path, result);
     worker_ctx_destroy(&ctx);
     free(params);

@@ -35,6 +35,6 @@ set -e
 [ $rc -eq 0 ] || fail "run exited $rc, expected 0"
 count=$(python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute('select count(*) from results').fetchone()[0])" "$WORK/fb.db")
 [ "$count" = 1 ] || fail "$count results stored, expected exactly 1"
-for i in $(seq 50); do [ -z "$(ls -A "$WORK/spool-n1")" ] && break; sleep 0.1; done
-[ -z "$(ls -A "$WORK/spool-n1")" ] || fail "spool not emptied after the ack: $(ls -A "$WORK/spool-n1")"
+for i in $(seq 50); do [ -z "$(ls "$WORK/spool-n1")" ] && break; sleep 0.1; done
+[ -z "$(ls "$WORK/spool-n1")" ] || fail "spool not emptied after the ack: $(ls "$WORK/spool-n1")"
 pass "result delivered once after an agent restart; spool drained"

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,7 +146,7 @@ static void test_truncated_and_garbage_frames(void **state)
     for (size_t cut = 0; cut < len; cut++) {
         Fleetburn__Envelope *env = NULL;
         int rc = wire_decode(buf, cut, &env, err, sizeof err);
-        if (rc == 0)
+        if (rc == 0 || rc == -EPROTONOSUPPORT) /* a cut can drop the version field */
             wire_free(&env);
         else
             assert_null(env);

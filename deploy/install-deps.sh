@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs what fleetburn needs to build and test on Debian/Ubuntu. Idempotent: packages already
+# present are not reinstalled, and nothing is downloaded when everything is there.
+# GPU toolkits (CUDA, ROCm), MPI and verbs are optional and not installed here.
+set -euo pipefail
+
+packages=(
+    build-essential cmake pkg-config
+    libzmq3-dev libprotobuf-c-dev protobuf-c-compiler libuv1-dev libsqlite3-dev libyaml-dev
+    libcmocka-dev
+    python3 iproute2
+    # test oracles and peers for benchmarks
+    python3-clustershell memtester
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "fleetburn: all build dependencies are installed"
+    exit 0
+fi
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+echo "fleetburn: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
