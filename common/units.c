@@ -11,17 +11,48 @@
 #include <string.h>
 #include <strings.h>
 
-static int s_number_prefix(const char *text, double *value, const char **rest)
+/* A plain decimal number at the start of text: digits with an optional fraction ("64", "1.5",
+ * ".5", "2."). No sign, exponent, hex or leading space: strtod alone would take "0x10" as 16 and
+ * "1e3" as 1000. *exact is set when there is no fraction and the integer fits, with its exact
+ * value in *ivalue (doubles lose integers above 2^53). */
+static int s_number_prefix(const char *text, double *value, uint64_t *ivalue, bool *exact,
+                           const char **rest)
 {
-    if (!text || (!isdigit((unsigned char)text[0]) && text[0] != '.'))
+    if (!text)
         return -EINVAL;
-    char *end = NULL;
+    const char *p = text;
+    size_t int_digits = 0, frac_digits = 0;
+    uint64_t iv = 0;
+    bool fits = true;
+    for (; isdigit((unsigned char)*p); p++, int_digits++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (iv > (UINT64_MAX - d) / 10)
+            fits = false;
+        else
+            iv = iv * 10 + d;
+    }
+    bool has_point = *p == '.';
+    if (has_point)
+        for (p++; isdigit((unsigned char)*p); p++)
+            frac_digits++;
+    if (int_digits + frac_digits == 0)
+        return -EINVAL;
+    char buf[512];
+    size_t len = (size_t)(p - text);
+    if (len >= sizeof buf)
+        return -EINVAL;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
     errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || !isfinite(v) || v < 0)
+    double v = strtod(buf, NULL);
+    if (errno || !isfinite(v))
         return -EINVAL;
     *value = v;
-    *rest = end;
+    if (ivalue)
+        *ivalue = iv;
+    if (exact)
+        *exact = fits && frac_digits == 0;
+    *rest = p;
     return 0;
 }
 
@@ -37,13 +68,22 @@ int fb_parse_bytes(const char *text, uint64_t *out)
         {"TB", 1e12},
     };
     double v;
+    uint64_t iv;
+    bool exact;
     const char *rest;
-    if (s_number_prefix(text, &v, &rest))
+    if (s_number_prefix(text, &v, &iv, &exact, &rest))
         return -EINVAL;
     while (*rest == ' ')
         rest++;
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (!strcasecmp(rest, units[i].suffix)) {
+            if (exact) { /* integers stay exact up to UINT64_MAX */
+                uint64_t bytes;
+                if (__builtin_mul_overflow(iv, (uint64_t)units[i].mult, &bytes))
+                    return -EINVAL;
+                *out = bytes;
+                return 0;
+            }
             double bytes = v * units[i].mult;
             if (bytes >= 18446744073709551615.0 || bytes != bytes)
                 return -EINVAL;
@@ -58,13 +98,9 @@ int fb_parse_bytes_or_percent(const char *text, uint64_t *out, double *percent)
 {
     size_t len = text ? strlen(text) : 0;
     if (len > 1 && text[len - 1] == '%') {
-        char buf[64];
-        if (len >= sizeof buf)
-            return -EINVAL;
-        memcpy(buf, text, len - 1);
-        buf[len - 1] = '\0';
         double p;
-        if (fb_parse_double(buf, &p) || p <= 0 || p > 100)
+        const char *rest;
+        if (s_number_prefix(text, &p, NULL, NULL, &rest) || strcmp(rest, "%") || p <= 0 || p > 100)
             return -EINVAL;
         *percent = p;
         *out = 0;
@@ -83,7 +119,7 @@ int fb_parse_duration_ms(const char *text, uint64_t *out_ms)
     while (*p) {
         double v;
         const char *rest;
-        if (s_number_prefix(p, &v, &rest))
+        if (s_number_prefix(p, &v, NULL, NULL, &rest))
             return -EINVAL;
         double mult;
         size_t ulen;
@@ -126,7 +162,11 @@ int fb_parse_uint(const char *text, uint64_t max, uint64_t *out)
 
 int fb_parse_double(const char *text, double *out)
 {
-    if (!text || !*text)
+    /* strtod would also skip leading space and read hex ("0x1p3"): neither is a number here */
+    if (!text || !*text || isspace((unsigned char)text[0]))
+        return -EINVAL;
+    const char *digits = text + (text[0] == '-' || text[0] == '+');
+    if (digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X'))
         return -EINVAL;
     char *end = NULL;
     errno = 0;
@@ -172,10 +212,12 @@ const char *fb_format_bytes(uint64_t bytes, char *buf, int len)
 
 const char *fb_format_duration(uint64_t ms, char *buf, int len)
 {
-    if (ms < 60000) {
-        snprintf(buf, (size_t)len, "%.1fs", (double)ms / 1000.0);
+    if (ms < 59950) { /* below a minute after rounding: 59999 ms is "1m00s", not "60.0s" */
+        uint64_t tenths = (ms + 50) / 100;
+        snprintf(buf, (size_t)len, "%llu.%llus", (unsigned long long)(tenths / 10),
+                 (unsigned long long)(tenths % 10));
     } else {
-        uint64_t s = ms / 1000;
+        uint64_t s = ms < 60000 ? 60 : ms / 1000;
         if (s >= 3600)
             snprintf(buf, (size_t)len, "%lluh%02llum%02llus", (unsigned long long)(s / 3600),
                      (unsigned long long)(s / 60 % 60), (unsigned long long)(s % 60));

@@ -215,6 +215,7 @@ static void test_format(void **state)
     assert_string_equal(fb_format_duration(65000, buf, sizeof buf), "1m05s");
     assert_string_equal(fb_format_duration(3723000, buf, sizeof buf), "1h02m03s");
     assert_string_equal(fb_format_duration(90000000, buf, sizeof buf), "25h00m00s");
+    assert_string_equal(fb_format_duration(UINT64_MAX, buf, sizeof buf), "5124095576030h25m51s");
 
     /* what is formatted parses back */
     uint64_t v;
