@@ -64,6 +64,7 @@ int main(int argc, char **argv)
     agent_options_t opts = {0};
     char *name = NULL, *spool = NULL, *worker = NULL;
     bool verbose = false;
+    int status = 0;
     const char **inject = xcalloc((size_t)argc, sizeof(char *));
     size_t n_inject = 0;
     int c;
@@ -78,28 +79,32 @@ int main(int argc, char **argv)
             if (!strchr(optarg, '=')) {
                 fprintf(stderr, "fleetburn-agent: --inject: expected [WORKLOAD.]KEY=VALUE, got '%s'\n",
                         optarg);
-                return 2;
+                status = 2;
+                goto out;
             }
             inject[n_inject++] = optarg;
             break;
         case 'v': verbose = true; break;
-        case 'h': s_usage(stdout); return 0;
-        default: s_usage(stderr); return 2;
+        case 'h': s_usage(stdout); status = 0; goto out;
+        default: s_usage(stderr); status = 2; goto out;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "fleetburn-agent: unexpected argument '%s'\n", argv[optind]);
         s_usage(stderr);
-        return 2;
+        status = 2;
+        goto out;
     }
     if (!opts.coordinator) {
         fprintf(stderr, "fleetburn-agent: --coordinator is required\n");
         s_usage(stderr);
-        return 2;
+        status = 2;
+        goto out;
     }
     if (n_inject && !opts.allow_fault_injection) {
         fprintf(stderr, "fleetburn-agent: --inject is test-only and needs --allow-fault-injection\n");
-        return 2;
+        status = 2;
+        goto out;
     }
     opts.inject = inject;
     opts.n_inject = n_inject;
@@ -110,7 +115,8 @@ int main(int argc, char **argv)
                 "fleetburn-agent: --name '%s' is not a valid node name: use letters, digits, "
                 "'.', '_' and '-', at most %d characters\n",
                 name, FB_WIRE_MAX_NAME);
-        return 2;
+        status = 2;
+        goto out;
     }
     if (!spool)
         spool = s_default_spool(name);
@@ -126,7 +132,8 @@ int main(int argc, char **argv)
     int rc = fb_mkdir_p(spool, 0700);
     if (rc) {
         log_error("cannot create spool directory %s: %s", spool, strerror(-rc));
-        return 1;
+        status = 1;
+        goto out;
     }
     if (access(worker, X_OK) != 0)
         log_warn("worker %s is not executable; every task will end in error", worker);
@@ -142,7 +149,9 @@ int main(int argc, char **argv)
     agent_t *agent = agent_new(loop, &opts, err, sizeof err);
     if (!agent) {
         log_error("%s", err);
-        return 1;
+        uv_loop_close(loop);
+        status = 1;
+        goto out;
     }
     uv_signal_t sigint, sigterm;
     uv_signal_init(loop, &sigint);
@@ -152,11 +161,12 @@ int main(int argc, char **argv)
     log_info("fleetburn-agent %s connecting to %s", FB_VERSION, opts.coordinator);
     uv_run(loop, UV_RUN_DEFAULT);
 
-    int status = agent_fatal(agent);
+    status = agent_fatal(agent);
     uv_close((uv_handle_t *)&sigint, NULL);
     uv_close((uv_handle_t *)&sigterm, NULL);
     agent_destroy(&agent);
     uv_loop_close(loop);
+out:
     free(name);
     free(spool);
     free(worker);

@@ -16,7 +16,7 @@ typedef struct coord coord_t;
 struct fb_campaign;
 
 typedef struct {
-    const char *bind;        /* tcp://*:7755, or tcp://127.0.0.1:* for an ephemeral port */
+    const char *bind;        /* e.g. tcp://0.0.0.0:7755, or port "*" for an ephemeral one */
     const char *db_path;
     uint32_t heartbeat_ms;   /* interval agents heartbeat at */
     uint32_t liveness;       /* heartbeats missed before an agent is lost */

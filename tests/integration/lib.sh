@@ -13,10 +13,19 @@ export FLEETBURN_LOG=${FLEETBURN_LOG:-info}
 
 cleanup() {
     local rc=$?
+    # Daemons still running are stopped politely first so sanitizer builds get to check them.
     for pid in "${PIDS[@]:-}"; do
         [ -n "$pid" ] && kill -CONT "$pid" 2>/dev/null || true
+        [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true
+    done
+    sleep 0.3
+    for pid in "${PIDS[@]:-}"; do
         [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true
     done
+    if [ $rc -eq 0 ] && grep -lE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$WORK"/*.log 2>/dev/null; then
+        echo "FAIL: a sanitizer reported an error in the logs above" >&2
+        rc=1
+    fi
     if [ $rc -ne 0 ]; then
         echo "--- test failed (status $rc); logs from $WORK:" >&2
         for f in "$WORK"/*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -n 40 "$f" >&2; }; done

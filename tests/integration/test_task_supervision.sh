@@ -31,7 +31,7 @@ set -e
 "$FLEETBURN" report --db "$WORK/t.db" --format json >"$WORK/report.json"
 [ "$(json_q "$WORK/report.json" 'd["stages"][0]["tasks"][0]["verdict"]')" = timeout ] || fail "hang verdict"
 [ "$(json_q "$WORK/report.json" 'd["stages"][1]["tasks"][0]["verdict"]')" = error ] || fail "crash verdict"
-json_q "$WORK/report.json" 'd["stages"][1]["tasks"][0]["error"]' | grep -q "signal 11" || fail "crash error does not name the signal"
+json_q "$WORK/report.json" 'd["stages"][1]["tasks"][0]["error"]' | grep -q "died from signal" || fail "crash error does not name the signal"
 [ "$(json_q "$WORK/report.json" 'd["stages"][2]["tasks"][0]["verdict"]')" = fail ] || fail "third stage did not run on the same agent"
 [ "$(json_q "$WORK/report.json" 'd["stages"][3]["verdict"]')" = skipped ] || fail "on_fail: stop did not skip the last stage"
 pass "timeout, crash, fail and on_fail: stop behave"
