@@ -15,6 +15,7 @@
 #define FB_INVENTORY_H
 
 #include "fleetburn.pb-c.h"
+#include "common/inventory_format.h"
 
 /* Reads the machine under root ("" or NULL = the live system; tests pass a fixture tree).
  * Never fails on a missing optional source: that field stays empty or 0. Unreadable or malformed
@@ -27,17 +28,6 @@ Fleetburn__Inventory *inventory_read(const char *root);
  * allocator) and sets *inv_p to NULL. NULL-safe. */
 void inventory_free(Fleetburn__Inventory **inv_p);
 
-/* One line for logs and the agent list, e.g.
- * "16 CPUs/2 NUMA, 503.8 GiB, 8 DIMMs, 8 GPU (nvidia), 4 HCA, 2 NIC" (the hostname is not part
- * of it: callers print it next to the summary). One CPU or DIMM is written in the singular.
- * The "/N NUMA" part is left out when the NUMA node count is unknown (0); mixed GPU vendors read
- * "8 GPU (4 nvidia, 4 amd)"; HCA counts distinct InfiniBand devices (not ports); NIC counts
- * network devices that are not HCA ports. NULL gives "no inventory". Heap string, caller frees. */
-char *inventory_summary(const Fleetburn__Inventory *inv);
-
-/* The whole inventory as one compact JSON object (common/json.h writer), field names as in
- * proto/fleetburn.proto; "software" is an object of component -> version. NULL gives "null".
- * Heap, caller frees. */
-char *inventory_to_json(const Fleetburn__Inventory *inv);
+/* Formatting lives in common/inventory_format.h (the coordinator uses it too). */
 
 #endif

@@ -16,7 +16,7 @@
 #include "common/wire.h"
 #include "common/zsock.h"
 #include "scheduler/campaign.h"
-#include "agent/inventory.h"
+#include "common/inventory_format.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -28,6 +28,9 @@
 #include <zmq.h>
 
 #define COORD_PROGRESS_STORE_MS 5000
+/* How often an agent's last-seen time is written: fresh enough for `fleetburn nodes`, few
+ * enough writes for thousands of agents. */
+#define COORD_SEEN_STORE_MS 30000
 
 typedef struct {
     char *name;
@@ -35,6 +38,7 @@ typedef struct {
     bool alive;
     uint64_t last_seen;        /* monotonic ms */
     uint64_t last_progress_ms; /* last progress event stored */
+    uint64_t last_seen_stored; /* last time last_seen went to the store */
 } node_t;
 
 typedef struct {
@@ -168,7 +172,7 @@ static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hel
     strmap_put(self->identities, identity, node);
     bool was_alive = node->alive;
     node->alive = true;
-    node->last_seen = fb_mono_ms();
+    node->last_seen = node->last_seen_stored = fb_mono_ms();
 
     char *summary = inventory_summary(m->inventory);
     char *json = inventory_to_json(m->inventory);
@@ -371,6 +375,10 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
             log_debug("ignored a message from an unregistered peer");
         } else {
             node->last_seen = fb_mono_ms();
+            if (node->last_seen - node->last_seen_stored >= COORD_SEEN_STORE_MS) {
+                node->last_seen_stored = node->last_seen;
+                store_agent_seen(self->store, node->name, fb_now_ms());
+            }
             if (!node->alive) {
                 node->alive = true;
                 store_agent_set_state(self->store, node->name, "alive", fb_now_ms());
