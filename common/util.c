@@ -204,3 +204,22 @@ char *fb_exe_dir(void)
         *slash = '\0';
     return xstrdup(buf);
 }
+
+const char *fb_show_value(const char *text, char *buf, size_t buflen)
+{
+    size_t o = 0;
+    for (size_t i = 0; text[i] && o + 8 < buflen; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (i >= 48) {
+            memcpy(buf + o, "...", 3);
+            o += 3;
+            break;
+        }
+        if (c >= 0x20 && c < 0x7f && c != '\'')
+            buf[o++] = (char)c;
+        else
+            o += (size_t)snprintf(buf + o, buflen - o, "\\x%02x", c);
+    }
+    buf[o] = '\0';
+    return buf;
+}

@@ -37,6 +37,9 @@ char *fb_read_file(const char *path, size_t *len_out);
  * (-EINVAL when the content is not a number). */
 int fb_read_u64(const char *path, uint64_t *out);
 
+/* A printable, shortened copy of text for one-line messages: at most 48 characters, then
+ * "..."; control bytes, non-ASCII bytes and quotes as \xHH. Returns buf. */
+const char *fb_show_value(const char *text, char *buf, size_t buflen);
 /* mkdir -p with the given mode for created directories. 0 or negative errno. */
 int fb_mkdir_p(const char *path, unsigned mode);
 /* Directory holding the running executable (from /proc/self/exe), heap string; NULL on error. */

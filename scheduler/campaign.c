@@ -35,26 +35,6 @@ typedef struct {
 
 /* ---- messages ---- */
 
-/* A printable, shortened copy of text for a message (one line, no quotes broken). */
-static const char *s_show(const char *text, size_t len, char *buf, size_t buflen)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < len && o + 8 < buflen; i++) {
-        unsigned char c = (unsigned char)text[i];
-        if (i >= 48) {
-            memcpy(buf + o, "...", 3);
-            o += 3;
-            break;
-        }
-        if (c >= 0x20 && c < 0x7f && c != '\'')
-            buf[o++] = (char)c;
-        else
-            o += (size_t)snprintf(buf + o, buflen - o, "\\x%02x", c);
-    }
-    buf[o] = '\0';
-    return buf;
-}
-
 static int s_fail(s_ctx_t *ctx, int line, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
@@ -142,7 +122,7 @@ static int s_key(s_ctx_t *ctx, const yaml_node_t *key, const char *parent, const
 static char *s_path(const char *parent, const char *key)
 {
     char shown[256];
-    s_show(key, strlen(key), shown, sizeof shown);
+    fb_show_value(key, shown, sizeof shown);
     return parent[0] ? xasprintf("%s.%s", parent, shown) : xstrdup(shown);
 }
 
@@ -360,7 +340,7 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
         w = fb_workload_find(text);
         if (!w)
             rc = s_fail(ctx, s_line(wnode), kpath, "unknown workload '%s'; %s",
-                        s_show(text, strlen(text), shown, sizeof shown), expected);
+                        fb_show_value(text, shown, sizeof shown), expected);
         else
             st->workload = xstrdup(text);
     } else {
@@ -397,7 +377,7 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
             rc = s_scalar(ctx, v, kpath, exp, &text);
             if (!rc && !s_stage_name_ok(text))
                 rc = s_fail(ctx, s_line(v), kpath, "'%s' is not a valid stage name; %s",
-                            s_show(text, strlen(text), shown, sizeof shown), exp);
+                            fb_show_value(text, shown, sizeof shown), exp);
             for (size_t i = 0; !rc && i < index; i++)
                 if (!strcmp(c->stages[i].name, text))
                     rc = s_fail(ctx, s_line(v), kpath,
@@ -412,12 +392,12 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
             rc = s_scalar(ctx, v, kpath, exp, &text);
             if (!rc && fb_parse_duration_ms(text, &st->timeout_ms))
                 rc = s_fail(ctx, s_line(v), kpath, "'%s' is not a duration; %s",
-                            s_show(text, strlen(text), shown, sizeof shown), exp);
+                            fb_show_value(text, shown, sizeof shown), exp);
             else if (!rc && st->timeout_ms == 0)
                 rc = s_fail(ctx, s_line(v), kpath,
                             "'%s' is zero; expected a duration above zero, "
                             "e.g. 90s, 30m, 2h",
-                            s_show(text, strlen(text), shown, sizeof shown));
+                            fb_show_value(text, shown, sizeof shown));
         } else if (seen == &seen_on_fail) {
             const char *exp = "expected continue or stop";
             char shown[256];
@@ -435,7 +415,7 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
                             exp);
             else
                 rc = s_fail(ctx, s_line(v), kpath, "unknown policy '%s'; %s",
-                            s_show(text, strlen(text), shown, sizeof shown), exp);
+                            fb_show_value(text, shown, sizeof shown), exp);
         } else if (seen == &seen_nodes) {
             rc = s_hostlist(ctx, v, kpath, &st->nodes_expr);
         } else if (seen == &seen_params) {

@@ -102,25 +102,6 @@ static void s_put(char *buf, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
-/* A printable, shortened copy of a value for messages: control and non-ASCII bytes as \xHH. */
-static const char *s_show(const char *v, char *buf, size_t len)
-{
-    size_t o = 0;
-    for (size_t i = 0; v[i] && o + 8 < len; i++) {
-        unsigned char c = (unsigned char)v[i];
-        if (i >= 48) {
-            memcpy(buf + o, "...", 3);
-            o += 3;
-            break;
-        }
-        if (c >= 0x20 && c < 0x7f && c != '\'')
-            buf[o++] = (char)c;
-        else
-            o += (size_t)snprintf(buf + o, len - o, "\\x%02x", c);
-    }
-    buf[o] = '\0';
-    return buf;
-}
 
 static const char *s_join(const char *const *items, const char *sep, char *buf, size_t len)
 {
@@ -262,7 +243,7 @@ int fb_param_check(const fb_param_spec_t *p, const char *value, char *problem, s
         s_put(expected, expectedlen, "expected one of %s",
               s_join(p->choices, ", ", list, sizeof list));
         if (!bad && !s_choice(p->choices, value, strlen(value))) {
-            s_put(problem, problemlen, "unknown value '%s'", s_show(value, shown, sizeof shown));
+            s_put(problem, problemlen, "unknown value '%s'", fb_show_value(value, shown, sizeof shown));
             bad = 3;
         }
         break;
@@ -281,7 +262,7 @@ int fb_param_check(const fb_param_spec_t *p, const char *value, char *problem, s
                     n--;
                 if (n == 0) {
                     s_put(problem, problemlen, "empty item in list '%s'",
-                          s_show(value, shown, sizeof shown));
+                          fb_show_value(value, shown, sizeof shown));
                     bad = 3;
                     break;
                 }
@@ -289,7 +270,7 @@ int fb_param_check(const fb_param_spec_t *p, const char *value, char *problem, s
                     char item[256];
                     char *copy = xstrndup(t, n);
                     s_put(problem, problemlen, "unknown value '%s'%s",
-                          s_show(copy, item, sizeof item),
+                          fb_show_value(copy, item, sizeof item),
                           n == 3 && !strncmp(t, "all", 3) ? " (all must stand alone)" : "");
                     free(copy);
                     bad = 3;
@@ -306,10 +287,10 @@ int fb_param_check(const fb_param_spec_t *p, const char *value, char *problem, s
         break;
     }
     if (bad == 1)
-        s_put(problem, problemlen, "'%s' is not %s", s_show(value, shown, sizeof shown),
+        s_put(problem, problemlen, "'%s' is not %s", fb_show_value(value, shown, sizeof shown),
               fb_param_type_noun(p->type));
     else if (bad == 2)
-        s_put(problem, problemlen, "'%s' is out of range", s_show(value, shown, sizeof shown));
+        s_put(problem, problemlen, "'%s' is out of range", fb_show_value(value, shown, sizeof shown));
     return bad ? -EINVAL : 0;
 }
 
