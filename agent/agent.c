@@ -16,6 +16,7 @@
 #include "common/util.h"
 #include "common/wire.h"
 #include "common/zsock.h"
+#include "scheduler/workload.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -40,6 +41,7 @@ struct agent {
     uv_loop_t *loop;
     char *coordinator, *name, *worker_path, *sysfs_root;
     char work_dir[256];
+    char gpu_vendors[64]; /* "nvidia", "amd", "nvidia,amd" or "" from the inventory */
     bool allow_fault_injection;
     char **inject; /* "WORKLOAD.KEY=VALUE" or "KEY=VALUE" */
     size_t n_inject;
@@ -288,6 +290,36 @@ static bool s_is_spooled(agent_t *self, const char *id)
     return true;
 }
 
+/* GPU workloads run in the vendor worker that matches the node's GPUs when it is installed next
+ * to the plain worker; otherwise the plain worker reports them skipped or not available. */
+static char *s_worker_for(agent_t *self, const char *workload)
+{
+    if (fb_workload_needs_gpu(workload) && self->gpu_vendors[0]) {
+        const char *suffix = strstr(self->gpu_vendors, "nvidia") ? "-cuda" : "-hip";
+        char *path = xasprintf("%s%s", self->worker_path, suffix);
+        if (access(path, X_OK) == 0)
+            return path;
+        log_warn("%s: %s not installed; GPU workloads are not available", workload, path);
+        free(path);
+    }
+    return xstrdup(self->worker_path);
+}
+
+static void s_note_gpu_vendors(agent_t *self)
+{
+    self->gpu_vendors[0] = '\0';
+    for (size_t i = 0; i < self->inventory->n_gpus; i++) {
+        const char *v = self->inventory->gpus[i]->vendor;
+        if (!v || !*v || strstr(self->gpu_vendors, v))
+            continue;
+        if (self->gpu_vendors[0])
+            strncat(self->gpu_vendors, ",", sizeof self->gpu_vendors - strlen(self->gpu_vendors) - 1);
+        strncat(self->gpu_vendors, v, sizeof self->gpu_vendors - strlen(self->gpu_vendors) - 1);
+    }
+    /* Workers learn what the node has without reading sysfs again. */
+    setenv("FLEETBURN_GPU_VENDORS", self->gpu_vendors, 1);
+}
+
 static fb_result_t *s_refusal(agent_t *self, const Fleetburn__RunTask *m, const char *fmt,
                               const char *arg)
 {
@@ -333,11 +365,12 @@ static void s_on_run_task(agent_t *self, const Fleetburn__RunTask *m)
         params[n_params++] = spec;
     }
     if (!refused) {
-        task_env_t env = {self->worker_path, self->work_dir, self->name,
-                          self->allow_fault_injection};
+        char *worker = s_worker_for(self, m->workload);
+        task_env_t env = {worker, self->work_dir, self->name, self->allow_fault_injection};
         task_callbacks_t cb = {s_on_task_line, s_on_task_done, self};
         task_t *task = task_start(self->loop, &env, m->task_id, m->workload, params, n_params,
                                   m->timeout_ms, &cb, &refused);
+        free(worker);
         if (task) {
             running_t *r = xcalloc(1, sizeof *r);
             r->task = task;
@@ -461,6 +494,7 @@ agent_t *agent_new(uv_loop_t *loop, const agent_options_t *opts, char *err, size
         return NULL;
     }
     self->inventory = inventory_read(self->sysfs_root);
+    s_note_gpu_vendors(self);
     char *summary = inventory_summary(self->inventory);
     log_info("inventory: %s", summary);
     free(summary);

@@ -49,6 +49,60 @@ static const fb_param_spec_t s_sleep_params[] = {
      "returns; the agent must kill it at its deadline)"},
 };
 
+/* GPU workloads. `devices` selects GPUs by index ("all", or "0,2,3"). Floors that are relative
+ * compare a GPU with the median of the GPUs of its class (same model) in the same task. */
+static const char *const s_gpu_dtypes[] = {"bf16", "fp16", "tf32", "fp32", "fp64", "fp8", NULL};
+static const char *const s_gpu_corruptions[] = {"flip", "nan", "systematic", NULL};
+static const fb_param_spec_t s_gpuburn_params[] = {
+    {"dtype", FB_PARAM_ENUM, "bf16", s_gpu_dtypes, 0, 0, false,
+     "matrix element type; fp8 only where the GPU has it"},
+    {"duration", FB_PARAM_DURATION, "60s", NULL, 0, 0, false, "how long to keep every GPU loaded"},
+    {"interval", FB_PARAM_DURATION, "5s", NULL, 0, 0, false,
+     "TFLOPS are measured and verification runs once per interval"},
+    {"matrix", FB_PARAM_UINT, "8192", NULL, 256, 65536, false, "square GEMM dimension (M=N=K)"},
+    {"mem_fraction", FB_PARAM_DOUBLE, "0.9", NULL, 0, 0, false,
+     "fraction of free GPU memory filled with operand and result matrices, as gpu-burn does"},
+    {"devices", FB_PARAM_STRING, "all", NULL, 0, 0, false, "GPU indices to load, or all"},
+    {"min_tflops", FB_PARAM_DOUBLE, NULL, NULL, 0, 0, false,
+     "absolute floor: a GPU whose median TFLOPS is below it fails"},
+    {"min_relative", FB_PARAM_DOUBLE, "0.9", NULL, 0, 0, false,
+     "relative floor: a GPU below this fraction of its class median fails"},
+    {"inject_corrupt", FB_PARAM_ENUM, NULL, s_gpu_corruptions, 0, 0, true,
+     "test-only: corrupt a GEMM result (one flipped element, a NaN, or a systematic error that "
+     "repeats identically) to prove verification"},
+};
+static const char *const s_gpumem_patterns[] = {
+    "walking_ones", "walking_zeros", "own_address", "moving_inversions_8", "moving_inversions_32",
+    "moving_inversions_random", "modulo20", "bit_fade", NULL,
+};
+static const fb_param_spec_t s_gpumemtest_params[] = {
+    {"mem_fraction", FB_PARAM_DOUBLE, "0.92", NULL, 0, 0, false,
+     "fraction of free GPU memory tested (at least 0.9 recommended)"},
+    {"passes", FB_PARAM_UINT, "1", NULL, 1, 1000000, false, "passes over every pattern"},
+    {"patterns", FB_PARAM_ENUM_LIST, "all", s_gpumem_patterns, 0, 0, false,
+     "pattern tests to run; all = every pattern"},
+    {"bit_fade_delay", FB_PARAM_DURATION, "30s", NULL, 0, 0, false,
+     "how long bit_fade leaves a pattern untouched before reading it back"},
+    {"devices", FB_PARAM_STRING, "all", NULL, 0, 0, false, "GPU indices to test, or all"},
+    {"inject_bitflips", FB_PARAM_UINT, NULL, NULL, 0, 1000000, true,
+     "test-only: flip this many bits in GPU memory after a pattern is written"},
+};
+static const fb_param_spec_t s_p2p_params[] = {
+    {"size", FB_PARAM_BYTES, "256MiB", NULL, 0, 0, false, "bytes per bandwidth transfer"},
+    {"iters", FB_PARAM_UINT, "20", NULL, 1, 100000, false, "transfers timed per measurement"},
+    {"devices", FB_PARAM_STRING, "all", NULL, 0, 0, false, "GPU indices to include, or all"},
+    {"min_gbs", FB_PARAM_DOUBLE, NULL, NULL, 0, 0, false,
+     "absolute floor in GB/s for unidirectional GPU-GPU bandwidth"},
+    {"min_relative", FB_PARAM_DOUBLE, "0.9", NULL, 0, 0, false,
+     "a pair below this fraction of the median of pairs with the same link type is a finding"},
+    {"inject_corrupt", FB_PARAM_BOOL, NULL, NULL, 0, 0, true,
+     "test-only: corrupt one received buffer to prove transfer verification"},
+};
+static const fb_param_spec_t s_health_params[] = {
+    {"ib_rate", FB_PARAM_STRING, NULL, NULL, 0, 0, false,
+     "expected InfiniBand port rate, e.g. \"200 Gb/sec\"; slower ports are findings"},
+};
+
 #define FB_WORKLOAD(name, summary, params)                                                         \
     {                                                                                              \
         name, summary, params, FB_ARRAY_LEN(params)                                                \
@@ -59,6 +113,14 @@ static const fb_workload_spec_t s_workloads[] = {
                 s_memtest_params),
     FB_WORKLOAD("sleep", "test workload: takes time, then passes, fails, crashes or hangs",
                 s_sleep_params),
+    FB_WORKLOAD("gpuburn", "sustained GEMM load on every GPU with three-way result verification",
+                s_gpuburn_params),
+    FB_WORKLOAD("gpumemtest", "GPU memory (HBM) pattern test over most of free memory",
+                s_gpumemtest_params),
+    FB_WORKLOAD("p2p", "GPU peer-to-peer and host-device bandwidth and latency, verified",
+                s_p2p_params),
+    FB_WORKLOAD("health", "passive pre-stress sweep of links, counters, logs and versions",
+                s_health_params),
 };
 
 const fb_workload_spec_t *fb_workload_find(const char *name)
@@ -328,4 +390,13 @@ const char *fb_workload_names(char *buf, size_t len)
         o += (size_t)snprintf(buf + (o < len ? o : len), o < len ? len - o : 0, "%s%s",
                               i ? ", " : "", s_workloads[i].name);
     return buf;
+}
+
+bool fb_workload_needs_gpu(const char *name)
+{
+    static const char *const gpu[] = {"gpuburn", "gpumemtest", "p2p"};
+    for (size_t i = 0; name && i < FB_ARRAY_LEN(gpu); i++)
+        if (!strcmp(name, gpu[i]))
+            return true;
+    return false;
 }

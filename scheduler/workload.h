@@ -71,4 +71,7 @@ const char *fb_workload_param_names(const fb_workload_spec_t *w, char *buf, size
 /* Writes every workload name as "memtest, sleep" into buf; returns buf. */
 const char *fb_workload_names(char *buf, size_t len);
 
+/* True for workloads that run in a vendor GPU worker (fleetburn-worker-cuda / -hip). */
+bool fb_workload_needs_gpu(const char *name);
+
 #endif

@@ -3,12 +3,16 @@
 #include "worker.h"
 #include "memtest/memtest.h"
 #include "sleep.h"
+#include "gpu/gpu.h"
 
 #include <string.h>
 
 static const workload_entry_t s_workloads[] = {
     {"memtest", memtest_run},
     {"sleep", sleep_run},
+    {"gpuburn", gpuburn_run},
+    {"gpumemtest", gpumemtest_run},
+    {"p2p", p2p_run},
 };
 
 const workload_entry_t *worker_find(const char *name)
