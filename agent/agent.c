@@ -221,10 +221,63 @@ static void s_send_task_event(agent_t *self, const char *task_id, Fleetburn__Tas
     s_send(self, &env);
 }
 
+/* "name=value:unit ..." from a worker's telemetry line into a TELEMETRY event. */
+static void s_send_telemetry(agent_t *self, const char *task_id, const char *text)
+{
+    char *copy = xstrdup(text);
+    size_t cap = 8, n = 0;
+    Fleetburn__Metric *samples = xcalloc(cap, sizeof *samples);
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        char *unit = strchr(eq + 1, ':');
+        if (unit)
+            *unit++ = '\0';
+        char *end = NULL;
+        double v = strtod(eq + 1, &end);
+        if (end == eq + 1 || !wire_valid_name(tok))
+            continue;
+        if (n == cap) {
+            cap *= 2;
+            samples = xrealloc(samples, cap * sizeof *samples);
+        }
+        fleetburn__metric__init(&samples[n]);
+        samples[n].name = tok;
+        samples[n].value = v;
+        samples[n].unit = unit ? unit : "";
+        n++;
+    }
+    Fleetburn__Metric **ptrs = xcalloc(n, sizeof *ptrs);
+    for (size_t i = 0; i < n; i++)
+        ptrs[i] = &samples[i];
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__TaskEvent ev = FLEETBURN__TASK_EVENT__INIT;
+    ev.task_id = (char *)task_id;
+    ev.kind = FLEETBURN__TASK_EVENT__KIND__KIND_TELEMETRY;
+    ev.time_ms = fb_now_ms();
+    ev.message = "";
+    ev.samples = ptrs;
+    ev.n_samples = n;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_TASK_EVENT;
+    env.task_event = &ev;
+    if (n)
+        s_send(self, &env);
+    free(ptrs);
+    free(samples);
+    free(copy);
+}
+
 static void s_on_task_line(task_t *task, const char *kind, double progress, const char *text,
                            void *arg)
 {
     agent_t *self = arg;
+    if (!strcmp(kind, "telemetry")) {
+        s_send_telemetry(self, task_id(task), text);
+        return;
+    }
     bool is_progress = !strcmp(kind, "progress");
     s_send_task_event(self, task_id(task),
                       is_progress ? FLEETBURN__TASK_EVENT__KIND__KIND_PROGRESS

@@ -108,6 +108,10 @@ static void s_handle_line(task_t *t, char *line)
             return;
         }
     }
+    if (!strncmp(line, "telemetry ", 10)) {
+        t->cb.on_line(t, "telemetry", 0, line + 10, t->cb.arg);
+        return;
+    }
     if (!strncmp(line, "log ", 4))
         line += 4;
     t->cb.on_line(t, "log", 0, line, t->cb.arg);

@@ -21,7 +21,8 @@ typedef struct {
 } task_env_t;
 
 typedef struct {
-    /* A progress or log line from the worker: kind is "progress" or "log". */
+    /* A line from the worker: kind is "progress", "log" or "telemetry" (text then holds
+     * "name=value:unit ..." samples). */
     void (*on_line)(task_t *task, const char *kind, double progress, const char *text, void *arg);
     /* The task ended; result ownership passes to the callee. The task is closed right after. */
     void (*on_done)(task_t *task, fb_result_t **result, void *arg);

@@ -214,6 +214,20 @@ static void s_on_task_event(coord_t *self, node_t *node, const Fleetburn__TaskEv
                     kind, "%.0f%% %s", ev->progress * 100.0, ev->message);
         return;
     }
+    if (ev->kind == FLEETBURN__TASK_EVENT__KIND__KIND_TELEMETRY) {
+        /* Samples are stored as "name=value unit" text on the timeline. */
+        size_t cap = 64 + ev->n_samples * 96, len = 0;
+        char *text = xmalloc(cap);
+        text[0] = '\0';
+        for (size_t i = 0; i < ev->n_samples; i++)
+            len += (size_t)snprintf(text + len, cap - len, "%s%s=%g%s%s", i ? " " : "",
+                                    ev->samples[i]->name, ev->samples[i]->value,
+                                    ev->samples[i]->unit[0] ? " " : "", ev->samples[i]->unit);
+        coord_event(self, self->runner ? runner_id(self->runner) : NULL, ev->task_id, node->name,
+                    kind, "%s", text);
+        free(text);
+        return;
+    }
     coord_event(self, self->runner ? runner_id(self->runner) : NULL, ev->task_id, node->name,
                 kind, "%s", ev->message);
 }

@@ -32,6 +32,9 @@ fb_verdict_t sleep_run(worker_ctx_t *ctx)
     uint64_t step = ms / 10 ? ms / 10 : 1;
     for (uint64_t done = 0; done < ms; done += step) {
         worker_progress(ctx, (double)done / (double)ms, "sleeping");
+        /* A sample per step so that tests see telemetry reach the timeline. */
+        fb_metric_t sample = {"sleep.elapsed_ms", (double)done, "ms"};
+        worker_telemetry(ctx, &sample, 1);
         s_sleep_ms(step < ms - done ? step : ms - done);
     }
     fb_result_add_metric(result, "slept_ms", (double)ms, "ms");

@@ -154,3 +154,22 @@ void worker_log(worker_ctx_t *ctx, const char *fmt, ...)
     }
     free(text);
 }
+
+void worker_telemetry(worker_ctx_t *ctx, const fb_metric_t *samples, size_t n)
+{
+    if (!ctx->emit || n == 0)
+        return;
+    /* "telemetry name=value:unit name=value:unit ..." */
+    size_t cap = 64 + n * 96, len = 0;
+    char *line = xmalloc(cap);
+    len += (size_t)snprintf(line, cap, "telemetry");
+    for (size_t i = 0; i < n && len + 96 < cap; i++)
+        len += (size_t)snprintf(line + len, cap - len, " %.60s=%.17g:%.16s", samples[i].name,
+                                samples[i].value, samples[i].unit ? samples[i].unit : "");
+    pthread_mutex_lock(&ctx->lock);
+    fputs(line, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    pthread_mutex_unlock(&ctx->lock);
+    free(line);
+}

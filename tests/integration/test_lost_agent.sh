@@ -41,3 +41,11 @@ v=$(json_q "$WORK/report.json" 'sorted((t["nodes"][0], t["verdict"]) for t in d[
 [ "$v" = "[('n1', 'pass'), ('n2', 'pass')]" ] || fail "stage 2 ran on $v"
 "$FLEETBURN" nodes --db "$WORK/fb.db" | grep n3 | grep -q lost || fail "nodes does not show n3 lost"
 pass "n3 lost mid-stage; n1 and n2 finished both stages"
+
+python3 - "$WORK/fb.db" <<'PY' || fail "no telemetry samples from n1 on the timeline"
+import sqlite3, sys
+rows = sqlite3.connect(sys.argv[1]).execute(
+    "select message from events where kind = 'telemetry' and node = 'n1'").fetchall()
+assert rows and any("sleep.elapsed_ms=" in r[0] for r in rows), rows[:3]
+PY
+pass "telemetry samples reached the timeline"
