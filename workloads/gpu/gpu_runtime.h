@@ -54,6 +54,13 @@
 #define gpuErrorPeerAccessAlreadyEnabled hipErrorPeerAccessAlreadyEnabled
 #define gpuDevAttrClockRate hipDeviceAttributeClockRate
 #define gpuDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
+#define gpuDeviceGetP2PAttribute hipDeviceGetP2PAttribute
+#define gpuDevP2PAttrPerformanceRank hipDevP2PAttrPerformanceRank
+#define gpuDevP2PAttrAccessSupported hipDevP2PAttrAccessSupported
+#define gpuDevP2PAttrNativeAtomicSupported hipDevP2PAttrNativeAtomicSupported
+/* Link between two GPUs; type gpuLinkTypeXgmi is Infinity Fabric (HSA_AMD_LINK_INFO_TYPE_XGMI). */
+#define gpuExtGetLinkTypeAndHopCount hipExtGetLinkTypeAndHopCount
+#define gpuLinkTypeXgmi 4u
 #else
 #include <cuda_runtime.h>
 #define FB_GPU_VENDOR "nvidia"
@@ -103,6 +110,19 @@
 #define gpuErrorPeerAccessAlreadyEnabled cudaErrorPeerAccessAlreadyEnabled
 #define gpuDevAttrClockRate cudaDevAttrClockRate
 #define gpuDevAttrMultiProcessorCount cudaDevAttrMultiProcessorCount
+#define gpuDeviceGetP2PAttribute cudaDeviceGetP2PAttribute
+#define gpuDevP2PAttrPerformanceRank cudaDevP2PAttrPerformanceRank
+#define gpuDevP2PAttrAccessSupported cudaDevP2PAttrAccessSupported
+#define gpuDevP2PAttrNativeAtomicSupported cudaDevP2PAttrNativeAtomicSupported
+/* CUDA has no link-type query (p2p.cu tells NVLink by native peer atomics): never xGMI. */
+static inline cudaError_t gpuExtGetLinkTypeAndHopCount(int a, int b, unsigned *type, unsigned *hops)
+{
+    (void)a;
+    (void)b;
+    *type = *hops = 0;
+    return cudaErrorNotSupported;
+}
+#define gpuLinkTypeXgmi 4u
 #endif
 
 /* Evaluates a runtime call; on failure records "what: error string" as the result's error and
