@@ -599,8 +599,3 @@ int coord_start_campaign(coord_t *self, fb_campaign_t **campaign, const char *ya
     *id_out = id;
     return 0;
 }
-
-void coord_campaign_finished(coord_t *self)
-{
-    (void)self;
-}

@@ -59,7 +59,5 @@ int coord_send_cancel(coord_t *self, const char *node, const char *task_id, cons
 void coord_event(coord_t *self, const char *campaign_id, const char *task_id, const char *node,
                  const char *kind, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 uv_loop_t *coord_loop(coord_t *self);
-/* Called by the runner when the campaign has finished and been stored. */
-void coord_campaign_finished(coord_t *self);
 
 #endif

@@ -116,7 +116,6 @@ static void s_finish_campaign(runner_t *self)
     log_info("campaign %s (%s) finished: %s", self->id, self->campaign->name,
              fb_verdict_name(self->verdict));
     s_progress(self);
-    coord_campaign_finished(self->coord);
 }
 
 static void s_end_stage(runner_t *self)
