@@ -21,6 +21,17 @@
 #include <emmintrin.h>
 #endif
 
+/* The loops that touch every word are built for the baseline ISA and for AVX2 and AVX-512, picked
+ * at load time (ifunc): one core verifying at SSE2 width cannot keep up with its memory channel. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define MT_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef MT_HOT
+#define MT_HOT
+#endif
+
 /* Words per block: 2 KiB, small enough that a block and its expected copy stay in L1. */
 #define MT_BLOCK 256
 
@@ -62,7 +73,7 @@ static uint64_t s_rotl(uint64_t x, unsigned k)
 
 /* ---- generators ------------------------------------------------------------------------------ */
 
-static void s_gen_alt(gen_t *g, size_t first, uint64_t *restrict out)
+MT_HOT static void s_gen_alt(gen_t *g, size_t first, uint64_t *restrict out)
 {
     (void)first; /* first is even, so word parity is the parity of i */
     for (size_t i = 0; i < MT_BLOCK; i += 2) {
@@ -71,7 +82,7 @@ static void s_gen_alt(gen_t *g, size_t first, uint64_t *restrict out)
     }
 }
 
-static void s_gen_addr(gen_t *g, size_t first, uint64_t *restrict out)
+MT_HOT static void s_gen_addr(gen_t *g, size_t first, uint64_t *restrict out)
 {
     uint64_t addr = (uint64_t)(g->base + first * sizeof(uint64_t));
     for (size_t i = 0; i < MT_BLOCK; i += 2) {
@@ -117,7 +128,7 @@ static uint64_t s_apply(op_t op, uint64_t v, uint64_t q)
 
 /* Random-looking data that can be regenerated at any block: a fixed table of random words XORed
  * with a key derived from the block number. */
-static void s_gen_table(gen_t *g, size_t first, uint64_t *restrict out)
+MT_HOT static void s_gen_table(gen_t *g, size_t first, uint64_t *restrict out)
 {
     uint64_t key = mt_mix64(g->key_seed + first / MT_BLOCK);
     for (size_t i = 0; i < MT_BLOCK; i++)
@@ -127,7 +138,7 @@ static void s_gen_table(gen_t *g, size_t first, uint64_t *restrict out)
             out[i] = s_apply(g->op, out[i], g->q);
 }
 
-static void s_gen_seq(gen_t *g, size_t first, uint64_t *restrict out)
+MT_HOT static void s_gen_seq(gen_t *g, size_t first, uint64_t *restrict out)
 {
     for (size_t i = 0; i < MT_BLOCK; i++)
         out[i] = g->a + first + i;
@@ -138,7 +149,7 @@ static uint64_t s_move_value(uint64_t index, uint64_t key)
     return (index * 0x9E3779B97F4A7C15ULL) ^ key;
 }
 
-static void s_gen_move(gen_t *g, size_t first, uint64_t *restrict out)
+MT_HOT static void s_gen_move(gen_t *g, size_t first, uint64_t *restrict out)
 {
     for (size_t i = 0; i < MT_BLOCK; i++) {
         size_t j = first + i;
@@ -183,7 +194,8 @@ static inline __attribute__((always_inline)) uint64_t s_xor_words(const uint64_t
 }
 
 /* x[i] = p[i] ^ e[i]; returns the OR of all x. A full block takes the constant-count loop. */
-static uint64_t s_xor_block(const uint64_t *p, const uint64_t *e, uint64_t *x, size_t len)
+static inline __attribute__((always_inline)) uint64_t
+s_xor_block(const uint64_t *p, const uint64_t *e, uint64_t *x, size_t len)
 {
     if (len == MT_BLOCK)
         return s_xor_words(p, e, x, MT_BLOCK);
@@ -209,7 +221,7 @@ static size_t s_min(size_t a, size_t b)
     return a < b ? a : b;
 }
 
-static void s_fill(mt_ctx_t *c, uint64_t *p, size_t n, gen_t *g)
+MT_HOT static void s_fill(mt_ctx_t *c, uint64_t *p, size_t n, gen_t *g)
 {
     _Alignas(64) uint64_t e[MT_BLOCK];
     for (size_t off = 0; off < n; off += MT_BLOCK) {
@@ -221,7 +233,7 @@ static void s_fill(mt_ctx_t *c, uint64_t *p, size_t n, gen_t *g)
 }
 
 /* Both halves get the same words: the half-buffer tests then read them back pairwise. */
-static void s_fill_halves(mt_ctx_t *c, uint64_t *a, uint64_t *b, size_t h, gen_t *g)
+MT_HOT static void s_fill_halves(mt_ctx_t *c, uint64_t *a, uint64_t *b, size_t h, gen_t *g)
 {
     _Alignas(64) uint64_t e[MT_BLOCK];
     for (size_t off = 0; off < h; off += MT_BLOCK) {
@@ -233,7 +245,7 @@ static void s_fill_halves(mt_ctx_t *c, uint64_t *a, uint64_t *b, size_t h, gen_t
     c->bytes += 2 * h * sizeof *a;
 }
 
-static void s_verify(mt_ctx_t *c, const uint64_t *p, size_t n, gen_t *g)
+MT_HOT static void s_verify(mt_ctx_t *c, const uint64_t *p, size_t n, gen_t *g)
 {
     _Alignas(64) uint64_t e[MT_BLOCK];
     _Alignas(64) uint64_t x[MT_BLOCK];
@@ -249,7 +261,8 @@ static void s_verify(mt_ctx_t *c, const uint64_t *p, size_t n, gen_t *g)
 
 /* Reads the two halves block by block, each against the expected words, so a pair that differs
  * is caught (as memtester's comparison does) and so is a fault that hits both halves alike. */
-static void s_verify_halves(mt_ctx_t *c, const uint64_t *a, const uint64_t *b, size_t h, gen_t *g)
+MT_HOT static void s_verify_halves(mt_ctx_t *c, const uint64_t *a, const uint64_t *b, size_t h,
+                                   gen_t *g)
 {
     _Alignas(64) uint64_t e[MT_BLOCK];
     _Alignas(64) uint64_t x[MT_BLOCK];
@@ -275,7 +288,8 @@ static inline __attribute__((always_inline)) void s_set_words(uint64_t *restrict
 /* One march element: every word must read `expect` and is then overwritten with `write`. Blocks
  * are visited upwards or downwards; inside a 2 KiB block the cache hides word order anyway. The
  * writes are ordinary stores: the line was just read into the cache. */
-static void s_march(mt_ctx_t *c, uint64_t *p, size_t n, uint64_t expect, uint64_t write, bool down)
+MT_HOT static void s_march(mt_ctx_t *c, uint64_t *p, size_t n, uint64_t expect, uint64_t write,
+                           bool down)
 {
     _Alignas(64) uint64_t e[MT_BLOCK];
     _Alignas(64) uint64_t x[MT_BLOCK];
@@ -332,7 +346,7 @@ static inline __attribute__((always_inline)) void s_op_words(uint64_t *restrict 
 
 /* Read-modify-write of every word through op: the data the comparison tests then check passed
  * through the CPU and back. */
-static void s_apply_op(mt_ctx_t *c, uint64_t *p, size_t n, op_t op, uint64_t q)
+MT_HOT static void s_apply_op(mt_ctx_t *c, uint64_t *p, size_t n, op_t op, uint64_t q)
 {
     MT_BARRIER();
     for (size_t off = 0; off < n; off += MT_BLOCK) {

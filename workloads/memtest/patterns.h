@@ -4,9 +4,10 @@
  * results; memtest.c runs it on each thread's chunk, and the unit tests run it on small buffers.
  *
  * Contract for every pattern: the buffer is 8-byte aligned and at least MT_MIN_WORDS long; every
- * word of it is verified at least once; a difference is reported with the exact value read (no
- * re-read, so a transient error is reported as seen); the injection hook, when set, runs once per
- * pattern between its first write of the buffer and the first read that checks it. */
+ * word of it is verified at least once (the half-buffer tests leave up to three words at the end
+ * to the other patterns); a difference is reported with the exact value read (no re-read, so a
+ * transient error is reported as seen); the injection hook, when set, runs once per pattern
+ * between its first write of the buffer and the first read that checks it. */
 #ifndef FB_MEMTEST_PATTERNS_H
 #define FB_MEMTEST_PATTERNS_H
 
