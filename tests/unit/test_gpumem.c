@@ -118,9 +118,8 @@ static void test_coalesce(void **state)
     assert_string_equal(text, "gpu0 0x3f2000000-0x3f2003fff: 13 errors, bits 0x0000000100000004 "
                               "(own_address, modulo20, passes 1-2)");
     gpumem_format_range(&r[1], "gpu3", text, sizeof text);
-    assert_string_equal(text,
-                        "gpu3 0x500000000-0x500000fff: 1 error, bits 0x0000000000000001 "
-                        "(bit_fade, pass 3)");
+    assert_string_equal(text, "gpu3 0x500000000-0x500000fff: 1 error, bits 0x0000000000000001 "
+                              "(bit_fade, pass 3)");
     /* A short buffer is truncated, never overrun. */
     char small[12];
     gpumem_format_range(&r[0], "gpu0", small, sizeof small);

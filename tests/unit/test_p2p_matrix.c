@@ -20,8 +20,10 @@
 static void test_pcie_relation(void **state)
 {
     (void)state;
-    const char *sw_a = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:03:00.0";
-    const char *sw_b = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:10.0/0000:04:00.0";
+    const char *sw_a =
+        "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:03:00.0";
+    const char *sw_b =
+        "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:10.0/0000:04:00.0";
     const char *hb_c = "/sys/devices/pci0000:00/0000:00:03.0/0000:05:00.0";
     const char *sys_d = "/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0";
     assert_int_equal(p2p_pcie_relation(sw_a, sw_b), P2P_LINK_PCIE_SWITCH);
@@ -231,9 +233,12 @@ static void test_metrics_and_tables(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pcie_relation),  cmocka_unit_test(test_cpulist),
-        cmocka_unit_test(test_median),         cmocka_unit_test(test_judge),
-        cmocka_unit_test(test_judge_two_gpus), cmocka_unit_test(test_judge_host),
+        cmocka_unit_test(test_pcie_relation),
+        cmocka_unit_test(test_cpulist),
+        cmocka_unit_test(test_median),
+        cmocka_unit_test(test_judge),
+        cmocka_unit_test(test_judge_two_gpus),
+        cmocka_unit_test(test_judge_host),
         cmocka_unit_test(test_metrics_and_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,8 +18,14 @@
 #include <string.h>
 
 static const char *const s_names[GPUMEM_N_CHECKS] = {
-    "walking_ones",         "walking_zeros",            "own_address", "moving_inversions_8",
-    "moving_inversions_32", "moving_inversions_random", "modulo20",    "bit_fade",
+    "walking_ones",
+    "walking_zeros",
+    "own_address",
+    "moving_inversions_8",
+    "moving_inversions_32",
+    "moving_inversions_random",
+    "modulo20",
+    "bit_fade",
     "triad",
 };
 
@@ -207,11 +213,9 @@ const char *gpumem_format_range(const gpumem_range_t *r, const char *label, char
 {
     if (!len)
         return buf;
-    size_t o = (size_t)snprintf(buf, len,
-                                "%s 0x%" PRIx64 "-0x%" PRIx64 ": %" PRIu64 " error%s, bits 0x%016" PRIx64
-                                " (",
-                                label, r->first, r->last, r->errors, r->errors == 1 ? "" : "s",
-                                r->bits);
+    size_t o = (size_t)snprintf(
+        buf, len, "%s 0x%" PRIx64 "-0x%" PRIx64 ": %" PRIu64 " error%s, bits 0x%016" PRIx64 " (",
+        label, r->first, r->last, r->errors, r->errors == 1 ? "" : "s", r->bits);
     for (int p = 0, any = 0; p < GPUMEM_N_CHECKS && o < len; p++)
         if (r->patterns >> p & 1)
             o += (size_t)snprintf(buf + o, len - o, "%s%s", any++ ? ", " : "",
@@ -220,8 +224,8 @@ const char *gpumem_format_range(const gpumem_range_t *r, const char *label, char
         if (r->passes_lo == r->passes_hi)
             snprintf(buf + o, len - o, "%spass %u)", r->patterns ? ", " : "", r->passes_lo + 1);
         else
-            snprintf(buf + o, len - o, "%spasses %u-%u)", r->patterns ? ", " : "",
-                     r->passes_lo + 1, r->passes_hi + 1);
+            snprintf(buf + o, len - o, "%spasses %u-%u)", r->patterns ? ", " : "", r->passes_lo + 1,
+                     r->passes_hi + 1);
     }
     return buf;
 }
@@ -240,9 +244,8 @@ size_t gpumem_report_gpu(fb_result_t *res, const char *node, const gpumem_gpu_t 
     snprintf(name, sizeof name, "gpu%d.tested_bytes", g->device);
     fb_result_set_metric(res, name, (double)g->tested_bytes, "B");
     snprintf(name, sizeof name, "gpu%d.tested_fraction", g->device);
-    fb_result_set_metric(res, name,
-                         g->total_bytes ? (double)g->tested_bytes / (double)g->total_bytes : 0.0,
-                         "");
+    fb_result_set_metric(
+        res, name, g->total_bytes ? (double)g->tested_bytes / (double)g->total_bytes : 0.0, "");
     snprintf(name, sizeof name, "gpu%d.errors", g->device);
     fb_result_set_metric(res, name, (double)g->errors, "");
     if (g->triad_gbs > 0) {
@@ -317,12 +320,11 @@ char *gpumem_summary(const gpumem_gpu_t *gpus, size_t n, fb_verdict_t verdict, i
         char tested[32], total[32];
         fb_format_bytes(g->tested_bytes, tested, sizeof tested);
         fb_format_bytes(g->total_bytes, total, sizeof total);
-        o += (size_t)snprintf(s + o, cap - o, "%s gpu%d %s (%.1f%% of %s), %" PRIu64 " error%s",
-                              i ? ";" : "", g->device, tested,
-                              g->total_bytes ? 100.0 * (double)g->tested_bytes /
-                                                   (double)g->total_bytes
-                                             : 0.0,
-                              total, g->errors, g->errors == 1 ? "" : "s");
+        o += (size_t)snprintf(
+            s + o, cap - o, "%s gpu%d %s (%.1f%% of %s), %" PRIu64 " error%s", i ? ";" : "",
+            g->device, tested,
+            g->total_bytes ? 100.0 * (double)g->tested_bytes / (double)g->total_bytes : 0.0, total,
+            g->errors, g->errors == 1 ? "" : "s");
         if (o < cap && g->triad_gbs > 0)
             o += (size_t)snprintf(s + o, cap - o, ", triad %.0f GB/s", g->triad_gbs);
         if (o < cap && g->injected)
@@ -336,7 +338,8 @@ char *gpumem_summary(const gpumem_gpu_t *gpus, size_t n, fb_verdict_t verdict, i
             snprintf(s + o, cap - o, "; %d new GPU fault%s in telemetry", telemetry_faults,
                      telemetry_faults == 1 ? "" : "s");
         else if (telemetry_faults < 0)
-            snprintf(s + o, cap - o, "; GPU telemetry unavailable (%s)", strerror(-telemetry_faults));
+            snprintf(s + o, cap - o, "; GPU telemetry unavailable (%s)",
+                     strerror(-telemetry_faults));
     }
     return s;
 }

@@ -58,10 +58,10 @@ typedef struct {
 
 /* Miscompares close together, as one address range. */
 typedef struct {
-    uint64_t first, last; /* inclusive, granule-aligned: [first, last] */
-    uint64_t errors;      /* recorded miscompares inside */
-    uint64_t bits;        /* every bit that differed (OR of expected ^ actual) */
-    unsigned patterns;    /* bit p set when pattern p saw a miscompare here */
+    uint64_t first, last;          /* inclusive, granule-aligned: [first, last] */
+    uint64_t errors;               /* recorded miscompares inside */
+    uint64_t bits;                 /* every bit that differed (OR of expected ^ actual) */
+    unsigned patterns;             /* bit p set when pattern p saw a miscompare here */
     unsigned passes_lo, passes_hi; /* first and last pass that saw one (0-based) */
 } gpumem_range_t;
 
@@ -73,8 +73,7 @@ gpumem_range_t *gpumem_coalesce(const gpumem_miscompare_t *m, size_t n, uint64_t
 
 /* "gpu0 0x3f2000000-0x3f2000fff: 12 errors, bits 0x0000000000000004 (own_address, pass 1)"
  * into buf; returns buf. label names the GPU ("gpu0"). */
-const char *gpumem_format_range(const gpumem_range_t *r, const char *label, char *buf,
-                                size_t len);
+const char *gpumem_format_range(const gpumem_range_t *r, const char *label, char *buf, size_t len);
 
 /* What one GPU's test found, filled by gpumemtest.cu and read by the functions below. */
 typedef struct {
@@ -82,10 +81,10 @@ typedef struct {
     char pci[32];  /* PCI bus id, "0000:17:00.0" */
     char name[96]; /* model */
     uint64_t total_bytes, free_bytes, tested_bytes;
-    unsigned chunks;   /* allocations the tested memory came in */
-    double triad_gbs;  /* STREAM-triad bandwidth, 0 when not measured */
-    uint64_t errors;   /* every miscompare counted, recorded or not */
-    uint64_t injected; /* bits flipped on purpose (inject_bitflips) */
+    unsigned chunks;              /* allocations the tested memory came in */
+    double triad_gbs;             /* STREAM-triad bandwidth, 0 when not measured */
+    uint64_t errors;              /* every miscompare counted, recorded or not */
+    uint64_t injected;            /* bits flipped on purpose (inject_bitflips) */
     gpumem_miscompare_t *records; /* the first ones recorded (owned by the caller) */
     size_t n_records;
     char error[256]; /* non-empty when this GPU could not be (fully) tested */
@@ -108,7 +107,8 @@ fb_verdict_t gpumem_verdict(const gpumem_gpu_t *gpus, size_t n, int telemetry_fa
 
 /* One line for stdout and the timeline: "gpumemtest fail: gpu0 72.1 GiB (91.8% of 79.2 GiB), 12
  * errors, triad 3012 GB/s; gpu1 ..." (heap string the caller frees). */
-char *gpumem_summary(const gpumem_gpu_t *gpus, size_t n, fb_verdict_t verdict, int telemetry_faults);
+char *gpumem_summary(const gpumem_gpu_t *gpus, size_t n, fb_verdict_t verdict,
+                     int telemetry_faults);
 
 #ifdef __cplusplus
 }

@@ -193,8 +193,8 @@ size_t p2p_judge(fb_result_t *res, const p2p_topo_t *t, const double *m, const p
                 link = P2P_LINK_UNKNOWN;
             double med = median[link];
             bool below_abs = c->min_gbs > 0 && v < c->min_gbs;
-            bool below_rel = c->min_relative > 0 && isfinite(med) && med > 0 &&
-                             v < c->min_relative * med;
+            bool below_rel =
+                c->min_relative > 0 && isfinite(med) && med > 0 && v < c->min_relative * med;
             if (!below_abs && !below_rel)
                 continue;
             int a = t->dev[i], b = t->dev[j];
