@@ -54,6 +54,13 @@
 #define gpuErrorPeerAccessAlreadyEnabled hipErrorPeerAccessAlreadyEnabled
 #define gpuDevAttrClockRate hipDeviceAttributeClockRate
 #define gpuDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
+/* gpuburn */
+#define FB_GPU_HIP 1
+#define gpuEventCreateWithFlags hipEventCreateWithFlags
+#define gpuEventBlockingSync hipEventBlockingSync
+#define gpuEventDisableTiming hipEventDisableTiming
+#define gpuDevAttrComputeCapabilityMajor hipDeviceAttributeComputeCapabilityMajor
+#define gpuDevAttrComputeCapabilityMinor hipDeviceAttributeComputeCapabilityMinor
 #define gpuDeviceGetP2PAttribute hipDeviceGetP2PAttribute
 #define gpuDevP2PAttrPerformanceRank hipDevP2PAttrPerformanceRank
 #define gpuDevP2PAttrAccessSupported hipDevP2PAttrAccessSupported
@@ -110,6 +117,13 @@
 #define gpuErrorPeerAccessAlreadyEnabled cudaErrorPeerAccessAlreadyEnabled
 #define gpuDevAttrClockRate cudaDevAttrClockRate
 #define gpuDevAttrMultiProcessorCount cudaDevAttrMultiProcessorCount
+/* gpuburn */
+#define FB_GPU_HIP 0
+#define gpuEventCreateWithFlags cudaEventCreateWithFlags
+#define gpuEventBlockingSync cudaEventBlockingSync
+#define gpuEventDisableTiming cudaEventDisableTiming
+#define gpuDevAttrComputeCapabilityMajor cudaDevAttrComputeCapabilityMajor
+#define gpuDevAttrComputeCapabilityMinor cudaDevAttrComputeCapabilityMinor
 #define gpuDeviceGetP2PAttribute cudaDeviceGetP2PAttribute
 #define gpuDevP2PAttrPerformanceRank cudaDevP2PAttrPerformanceRank
 #define gpuDevP2PAttrAccessSupported cudaDevP2PAttrAccessSupported
