@@ -100,7 +100,8 @@ static const fb_param_spec_t s_p2p_params[] = {
 };
 static const fb_param_spec_t s_health_params[] = {
     {"ib_rate", FB_PARAM_STRING, NULL, NULL, 0, 0, false,
-     "expected InfiniBand port rate, e.g. \"200 Gb/sec\"; slower ports are findings"},
+     "expected InfiniBand port rate in Gb/sec, e.g. \"200 Gb/sec\" or \"400\"; slower ports are "
+     "findings (absent: ports slower than most ports of the same node are)"},
 };
 
 #define FB_WORKLOAD(name, summary, params)                                                         \

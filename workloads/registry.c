@@ -4,6 +4,7 @@
 #include "memtest/memtest.h"
 #include "sleep.h"
 #include "gpu/gpu.h"
+#include "health/health.h"
 
 #include <string.h>
 
@@ -13,6 +14,7 @@ static const workload_entry_t s_workloads[] = {
     {"gpuburn", gpuburn_run},
     {"gpumemtest", gpumemtest_run},
     {"p2p", p2p_run},
+    {"health", health_run},
 };
 
 const workload_entry_t *worker_find(const char *name)
