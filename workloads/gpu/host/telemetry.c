@@ -1209,6 +1209,10 @@ static void *s_sampler_main(void *arg)
                     }
             } else if (rc < 0) {
                 events = false;
+                worker_log(t->ctx,
+                           "telemetry: %s gives no Xid events (%s); Xids come from the "
+                           "kernel log only",
+                           t->backend->name, strerror(-rc));
             }
         }
         if (fb_mono_s() > next + t->interval_s)
