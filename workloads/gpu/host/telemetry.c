@@ -1397,6 +1397,7 @@ int telemetry_stop(telemetry_t **t_p, worker_ctx_t *ctx)
                    lost);
     int fatal = 0;
     fb_result_t *r = worker_result(ctx);
+    size_t first_finding = r->n_findings;
     const char *node = s_host(worker_node(ctx));
     for (size_t i = 0; i < t->n_gpus; i++) {
         gpu_stats_t *g = &t->stats[i];
@@ -1415,6 +1416,11 @@ int telemetry_stop(telemetry_t **t_p, worker_ctx_t *ctx)
         free(g->sm_hist);
     }
     fatal += tel_klog_report(t->klog, ctx, TEL_KLOG_LIVE, NULL);
+    for (size_t i = first_finding; i < r->n_findings; i++)
+        worker_log(ctx, "telemetry: finding %s [%s]: %s", r->findings[i].part, r->findings[i].kind,
+                   r->findings[i].what);
+    worker_log(ctx, "telemetry: %zu finding%s, %d failing the task", r->n_findings - first_finding,
+               r->n_findings - first_finding == 1 ? "" : "s", fatal);
     tel_klog_destroy(&t->klog);
     telemetry_backend_destroy(&t->backend);
     pthread_cond_destroy(&t->cond);
