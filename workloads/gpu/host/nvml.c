@@ -407,23 +407,27 @@ int nvml_memory_temperature(nvml_t *self, nvml_dev_t dev, double *celsius)
     return 0;
 }
 
-static int s_milliwatts(int rc, unsigned mw, double *watts)
+/* The call must complete before mw is read: keep it a separate statement (argument evaluation
+ * order is unspecified, and reading mw as a sibling argument gave 0 W). */
+static int s_milliwatts(int rc, const unsigned *mw, double *watts)
 {
     if (rc == 0)
-        *watts = mw / 1000.0;
+        *watts = *mw / 1000.0;
     return rc;
 }
 
 int nvml_power(nvml_t *self, nvml_dev_t dev, double *watts)
 {
     unsigned mw = 0;
-    return s_milliwatts(S_CALL(self, power, dev, &mw), mw, watts);
+    int rc = S_CALL(self, power, dev, &mw);
+    return s_milliwatts(rc, &mw, watts);
 }
 
 int nvml_power_limit(nvml_t *self, nvml_dev_t dev, double *watts)
 {
     unsigned mw = 0;
-    return s_milliwatts(S_CALL(self, power_limit, dev, &mw), mw, watts);
+    int rc = S_CALL(self, power_limit, dev, &mw);
+    return s_milliwatts(rc, &mw, watts);
 }
 
 static int s_clock(nvml_t *self, nvml_dev_t dev, int which, double *mhz)
