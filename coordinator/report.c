@@ -355,7 +355,90 @@ static void s_diagnosis(fb_json_t *j, const store_campaign_t *c)
     fb_json_object_end(j);
 }
 
-static char *s_json_report(const store_campaign_t *c)
+/* ---- Fleet software versions ------------------------------------------------------------ */
+
+/* Software versions of the campaign's nodes (from their inventories), to show components whose
+ * version differs across the fleet: after an upgrade that reached only part of it, a regression
+ * is often exactly that. Rows arrive ordered by component, version, node. */
+typedef struct {
+    char *component, *version, *node;
+} s_sw_row_t;
+
+typedef struct {
+    s_sw_row_t *rows;
+    size_t n, cap;
+} s_software_t;
+
+static int s_sw_add(const char *component, const char *version, const char *node, void *arg)
+{
+    s_software_t *sw = arg;
+    if (!component || !version || !node)
+        return 0;
+    if (sw->n == sw->cap) {
+        sw->cap = sw->cap ? sw->cap * 2 : 32;
+        sw->rows = xrealloc(sw->rows, sw->cap * sizeof *sw->rows);
+    }
+    sw->rows[sw->n++] = (s_sw_row_t){xstrdup(component), xstrdup(version), xstrdup(node)};
+    return 0;
+}
+
+static void s_sw_free(s_software_t *sw)
+{
+    for (size_t i = 0; i < sw->n; i++) {
+        free(sw->rows[i].component);
+        free(sw->rows[i].version);
+        free(sw->rows[i].node);
+    }
+    free(sw->rows);
+}
+
+/* Index one past the last row of the component starting at i. */
+static size_t s_sw_component_end(const s_software_t *sw, size_t i)
+{
+    size_t e = i;
+    while (e < sw->n && !strcmp(sw->rows[e].component, sw->rows[i].component))
+        e++;
+    return e;
+}
+
+static bool s_sw_differs(const s_software_t *sw, size_t begin, size_t end)
+{
+    for (size_t k = begin + 1; k < end; k++)
+        if (strcmp(sw->rows[k].version, sw->rows[begin].version))
+            return true;
+    return false;
+}
+
+static void s_json_fleet(fb_json_t *j, const s_software_t *sw)
+{
+    fb_json_object_begin(j, "fleet");
+    fb_json_array_begin(j, "software");
+    for (size_t i = 0; i < sw->n;) {
+        size_t end = s_sw_component_end(sw, i);
+        fb_json_object_begin(j, NULL);
+        fb_json_string(j, "component", sw->rows[i].component);
+        fb_json_bool(j, "differs", s_sw_differs(sw, i, end));
+        fb_json_array_begin(j, "versions");
+        for (size_t k = i; k < end;) {
+            fb_json_object_begin(j, NULL);
+            fb_json_string(j, "version", sw->rows[k].version);
+            fb_json_array_begin(j, "nodes");
+            size_t v = k;
+            for (; v < end && !strcmp(sw->rows[v].version, sw->rows[k].version); v++)
+                fb_json_string(j, NULL, sw->rows[v].node);
+            fb_json_array_end(j);
+            fb_json_object_end(j);
+            k = v;
+        }
+        fb_json_array_end(j);
+        fb_json_object_end(j);
+        i = end;
+    }
+    fb_json_array_end(j);
+    fb_json_object_end(j);
+}
+
+static char *s_json_report(const store_campaign_t *c, const s_software_t *sw)
 {
     fb_json_t *j = fb_json_new(true);
     char now[40];
@@ -395,6 +478,7 @@ static char *s_json_report(const store_campaign_t *c)
     fb_json_array_end(j);
 
     s_diagnosis(j, c);
+    s_json_fleet(j, sw);
     fb_json_object_end(j);
     char *text = fb_json_take(j);
     fb_json_destroy(&j);
@@ -407,7 +491,10 @@ int report_write_json(store_t *store, const char *campaign_id, FILE *out)
     int err = store_campaign_load(store, campaign_id, &c);
     if (err)
         return err;
-    char *text = s_json_report(c);
+    s_software_t sw = {0};
+    store_software_foreach(store, campaign_id, s_sw_add, &sw);
+    char *text = s_json_report(c, &sw);
+    s_sw_free(&sw);
     store_campaign_destroy(&c);
     fputs(text, out);
     fputc('\n', out);
@@ -702,6 +789,36 @@ static void s_text_report(const store_campaign_t *c, FILE *out)
     }
 }
 
+static void s_text_fleet(const s_software_t *sw, FILE *out)
+{
+    bool header = false;
+    for (size_t i = 0; i < sw->n;) {
+        size_t end = s_sw_component_end(sw, i);
+        if (s_sw_differs(sw, i, end)) {
+            if (!header)
+                fprintf(out, "\nsoftware that differs across nodes\n");
+            header = true;
+            char *component = s_clean(sw->rows[i].component, 64);
+            fprintf(out, "  %s:", component);
+            free(component);
+            for (size_t k = i; k < end;) {
+                char *version = s_clean(sw->rows[k].version, 80);
+                fprintf(out, "%s %s on", k == i ? "" : ";", version);
+                free(version);
+                size_t v = k;
+                for (; v < end && !strcmp(sw->rows[v].version, sw->rows[k].version); v++) {
+                    char *node = s_clean(sw->rows[v].node, 64);
+                    fprintf(out, "%s %s", v == k ? "" : ",", node);
+                    free(node);
+                }
+                k = v;
+            }
+            fputc('\n', out);
+        }
+        i = end;
+    }
+}
+
 int report_write_text(store_t *store, const char *campaign_id, FILE *out)
 {
     store_campaign_t *c = NULL;
@@ -709,6 +826,10 @@ int report_write_text(store_t *store, const char *campaign_id, FILE *out)
     if (err)
         return err;
     s_text_report(c, out);
+    s_software_t sw = {0};
+    store_software_foreach(store, campaign_id, s_sw_add, &sw);
+    s_text_fleet(&sw, out);
+    s_sw_free(&sw);
     store_campaign_destroy(&c);
     return s_finish_output(out);
 }

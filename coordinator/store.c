@@ -1332,3 +1332,27 @@ int store_event_foreach(store_t *self, const char *campaign_id,
     sqlite3_reset(st);
     return ret ? ret : more;
 }
+
+int store_software_foreach(store_t *self, const char *campaign_id,
+                           int (*cb)(const char *component, const char *version, const char *node,
+                                     void *arg),
+                           void *arg)
+{
+    /* The inventory is stored as JSON; SQLite's json_each unpacks its software map. */
+    static const char *sql =
+        "SELECT sw.key, sw.value, a.name FROM agents a, json_each(a.inventory_json, '$.software') sw"
+        " WHERE json_valid(a.inventory_json) AND a.name IN (SELECT DISTINCT n.value FROM tasks t,"
+        " json_each(t.nodes_json) n WHERE t.campaign_id = ?1)"
+        " ORDER BY sw.key, sw.value, a.name";
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(self->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        log_error("store: listing software versions: %s", sqlite3_errmsg(self->db));
+        return -EIO;
+    }
+    s_bind_text(st, 1, campaign_id);
+    int more, ret = 0;
+    while (!ret && (more = s_next(self, st, "listing software versions")) > 0)
+        ret = cb(s_col_text(st, 0), s_col_text(st, 1), s_col_text(st, 2), arg);
+    sqlite3_finalize(st);
+    return ret ? ret : more;
+}

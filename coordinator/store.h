@@ -183,4 +183,13 @@ typedef struct {
 int store_event_foreach(store_t *self, const char *campaign_id,
                         int (*cb)(const store_event_t *event, void *arg), void *arg);
 
+/* Calls cb(component, version, node) for the software versions in the latest inventory of every
+ * agent that had a task in campaign_id (kernel, driver, ...), ordered by component, version,
+ * node; borrowed for the call; cb must not call into the store. A nonzero return of cb stops and
+ * is returned. */
+int store_software_foreach(store_t *self, const char *campaign_id,
+                           int (*cb)(const char *component, const char *version, const char *node,
+                                     void *arg),
+                           void *arg);
+
 #endif

@@ -350,6 +350,44 @@ static void test_campaign_verdict(void **state)
     assert_string_equal(s_verdict_of(s, "cut"), "fail");
 }
 
+
+/* Software versions that differ across the campaign's nodes are shown, naming the nodes. */
+static void test_fleet_software(void **state)
+{
+    fixture_t *fx = *state;
+    s_campaign(fx->store);
+    const uint64_t t = 1700000000000ull;
+    assert_int_equal(store_agent_upsert(fx->store, "node-a", "alive", "a",
+                                        "{\"software\":{\"kernel\":\"6.8.0\",\"nvidia_driver\":\"580.95\"}}", t),
+                     0);
+    assert_int_equal(store_agent_upsert(fx->store, "node-b", "alive", "b",
+                                        "{\"software\":{\"kernel\":\"6.8.0\",\"nvidia_driver\":\"570.10\"}}", t),
+                     0);
+    /* An agent outside the campaign does not count. */
+    assert_int_equal(store_agent_upsert(fx->store, "node-z", "alive", "z",
+                                        "{\"software\":{\"kernel\":\"5.15\"}}", t),
+                     0);
+    if (s_have_python())
+        assert_int_equal(
+            s_check_json(fx, "c1",
+                         "sw = {e['component']: e for e in d['fleet']['software']}\n"
+                         "assert sw['nvidia_driver']['differs'] is True, sw\n"
+                         "assert sw['kernel']['differs'] is False, sw\n"
+                         "v = {x['version']: x['nodes'] for x in sw['nvidia_driver']['versions']}\n"
+                         "assert v == {'570.10': ['node-b'], '580.95': ['node-a']}, v\n"
+                         "assert sw['kernel']['versions'][0]['nodes'] == ['node-a', 'node-b']\n"),
+            0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    assert_int_equal(report_write_text(fx->store, "c1", mem), 0);
+    fclose(mem);
+    assert_non_null(strstr(text, "software that differs across nodes"));
+    assert_non_null(strstr(text, "nvidia_driver: 570.10 on node-b; 580.95 on node-a"));
+    assert_null(strstr(text, "kernel:"));
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -360,6 +398,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_text_report, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_nodes_report, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_campaign_verdict, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_fleet_software, s_setup, s_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
