@@ -774,7 +774,7 @@ static void s_text_report(const store_campaign_t *c, FILE *out)
         s_table_free(&ft);
     }
     if (n_errors) {
-        fprintf(out, "\nerrors\n");
+        fprintf(out, "\nwhy tasks did not pass (errors, timeouts, skips)\n");
         for (size_t s = 0; s < c->n_stages; s++)
             for (size_t t = 0; t < c->stages[s].n_tasks; t++) {
                 const store_task_t *task = &c->stages[s].tasks[t];

@@ -274,7 +274,7 @@ static void test_text_report(void **state)
                             "node-b/gpu0",
                             "XID 79",
                             "task t2 on node-b",
-                            "errors\n",
+                            "why tasks did not pass (errors, timeouts, skips)\n",
                             "t3 (timeout): no result in 10m"};
     for (size_t i = 0; i < FB_ARRAY_LEN(expect); i++)
         if (!strstr(text, expect[i]))
