@@ -4,6 +4,7 @@
 #include "units.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -226,4 +227,74 @@ const char *fb_format_duration(uint64_t ms, char *buf, int len)
                      (unsigned long long)(s % 60));
     }
     return buf;
+}
+
+/* Copies text[0..len) without surrounding blanks into a new heap string. */
+static char *s_trimmed(const char *text, size_t len)
+{
+    while (len && (*text == ' ' || *text == '\t'))
+        text++, len--;
+    while (len && (text[len - 1] == ' ' || text[len - 1] == '\t'))
+        len--;
+    char *copy = malloc(len + 1);
+    if (!copy)
+        abort();
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    return copy;
+}
+
+static int s_name_index(const char *name, const char *const *names, size_t n_names)
+{
+    for (size_t i = 0; i < n_names; i++)
+        if (names[i] && !strcmp(name, names[i]))
+            return (int)i;
+    return -1;
+}
+
+int fb_parse_name_list(const char *text, const char *const *names, size_t n_names, int **ids_out,
+                       size_t *n_out, char **bad_out)
+{
+    *ids_out = NULL;
+    *n_out = 0;
+    if (bad_out)
+        *bad_out = NULL;
+    if (!text)
+        return -EINVAL;
+    char *whole = s_trimmed(text, strlen(text));
+    bool all = !strcmp(whole, "all");
+    free(whole);
+    size_t cap = all ? n_names : 1;
+    for (const char *c = text; !all && *c; c++)
+        cap += *c == ',';
+    int *ids = calloc(cap ? cap : 1, sizeof *ids);
+    if (!ids)
+        abort();
+    size_t n = 0;
+    if (all) {
+        for (; n < n_names; n++)
+            ids[n] = (int)n;
+    } else {
+        for (const char *c = text;;) {
+            const char *end = strchr(c, ',');
+            char *name = s_trimmed(c, end ? (size_t)(end - c) : strlen(c));
+            int id = s_name_index(name, names, n_names);
+            if (id < 0) {
+                free(ids);
+                if (bad_out)
+                    *bad_out = name;
+                else
+                    free(name);
+                return -EINVAL;
+            }
+            free(name);
+            ids[n++] = id;
+            if (!end)
+                break;
+            c = end + 1;
+        }
+    }
+    *ids_out = ids;
+    *n_out = n;
+    return 0;
 }

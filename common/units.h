@@ -6,6 +6,7 @@
 #define FB_UNITS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* "4096", "64MiB", "64M" (binary), "1.5GiB", "10GB" (decimal), "512KiB". */
@@ -20,6 +21,11 @@ int fb_parse_uint(const char *text, uint64_t max, uint64_t *out);
 int fb_parse_double(const char *text, double *out);
 /* "true/false/yes/no/on/off/1/0". */
 int fb_parse_bool(const char *text, bool *out);
+/* A comma-separated list of names from a table ("all" = every name, in table order; blanks
+ * around names ignored; repeats kept). *ids_out gets table indices (caller frees). On an unknown
+ * or empty name returns -EINVAL and, when bad_out is given, a heap copy of that name. */
+int fb_parse_name_list(const char *text, const char *const *names, size_t n_names, int **ids_out,
+                       size_t *n_out, char **bad_out);
 /* Formats bytes with a binary suffix ("64.0 MiB") into buf. */
 const char *fb_format_bytes(uint64_t bytes, char *buf, int len);
 /* Formats a duration as "1h02m03s" / "4.2s" into buf. */

@@ -173,3 +173,15 @@ void worker_telemetry(worker_ctx_t *ctx, const fb_metric_t *samples, size_t n)
     pthread_mutex_unlock(&ctx->lock);
     free(line);
 }
+
+fb_verdict_t worker_error(worker_ctx_t *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = xvasprintf(fmt, ap);
+    va_end(ap);
+    fb_result_set_error(ctx->result, "%s", text);
+    worker_log(ctx, "error: %s", text);
+    free(text);
+    return FB_VERDICT_ERROR;
+}

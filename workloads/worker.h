@@ -46,6 +46,10 @@ void worker_progress(worker_ctx_t *ctx, double fraction, const char *fmt, ...)
 /* A log line that goes to the coordinator's timeline. Thread-safe. */
 void worker_log(worker_ctx_t *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Sets the result's error text, logs it, and returns FB_VERDICT_ERROR: the one way a workload
+ * refuses bad parameters or reports a setup failure. */
+fb_verdict_t worker_error(worker_ctx_t *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* A telemetry sample set (e.g. per GPU: temperature, power, clocks) for the timeline. Names use
  * the metric charset ([A-Za-z0-9._-]), e.g. "gpu0.temp_c". Thread-safe; not rate-limited. */
 void worker_telemetry(worker_ctx_t *ctx, const fb_metric_t *samples, size_t n);

@@ -223,9 +223,37 @@ static void test_format(void **state)
     assert_int_equal(v, 3723000);
 }
 
+
+static void test_name_list(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"alpha", "beta", "gamma"};
+    int *ids = NULL;
+    size_t n = 0;
+    char *bad = NULL;
+    assert_int_equal(fb_parse_name_list(" all ", names, 3, &ids, &n, &bad), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[2], 2);
+    free(ids);
+    assert_int_equal(fb_parse_name_list("gamma, alpha,gamma", names, 3, &ids, &n, &bad), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[0], 2);
+    assert_int_equal(ids[1], 0);
+    free(ids);
+    assert_int_equal(fb_parse_name_list("beta,delta", names, 3, &ids, &n, &bad), -EINVAL);
+    assert_string_equal(bad, "delta");
+    assert_null(ids);
+    free(bad);
+    assert_int_equal(fb_parse_name_list("beta,", names, 3, &ids, &n, &bad), -EINVAL);
+    assert_string_equal(bad, "");
+    free(bad);
+    assert_int_equal(fb_parse_name_list(NULL, names, 3, &ids, &n, NULL), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_name_list),
         cmocka_unit_test(test_bytes),    cmocka_unit_test(test_bytes_or_percent),
         cmocka_unit_test(test_duration), cmocka_unit_test(test_uint_double_bool),
         cmocka_unit_test(test_format),

@@ -674,31 +674,17 @@ done:
 
 /* ---- parameters ------------------------------------------------------------------------------ */
 
-static fb_verdict_t s_refuse(worker_ctx_t *ctx, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static fb_verdict_t s_refuse(worker_ctx_t *ctx, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *text = xvasprintf(fmt, ap);
-    va_end(ap);
-    fb_result_set_error(worker_result(ctx), "%s", text);
-    worker_log(ctx, "gpumemtest error: %s", text);
-    free(text);
-    return FB_VERDICT_ERROR;
-}
-
 static int s_parse(worker_ctx_t *ctx, gm_config_t *cfg, int n_visible)
 {
     const char *text;
     if ((text = worker_param(ctx, "inject_bitflips"))) {
         if (!worker_fault_injection_allowed(ctx)) {
-            s_refuse(ctx, "inject_bitflips refused: the agent was not started with "
+            worker_error(ctx, "inject_bitflips refused: the agent was not started with "
                           "--allow-fault-injection");
             return -EPERM;
         }
         if (fb_parse_uint(text, 1000000, &cfg->inject) || !cfg->inject) {
-            s_refuse(ctx,
+            worker_error(ctx,
                      "gpumemtest: inject_bitflips '%s' must be a whole number from 1 to 1000000",
                      text);
             return -EINVAL;
@@ -709,7 +695,7 @@ static int s_parse(worker_ctx_t *ctx, gm_config_t *cfg, int n_visible)
         text = "0.92";
     if (fb_parse_double(text, &cfg->mem_fraction) || !(cfg->mem_fraction > 0) ||
         cfg->mem_fraction > 0.99) {
-        s_refuse(ctx, "gpumemtest: mem_fraction '%s' must be a number above 0 and at most 0.99",
+        worker_error(ctx, "gpumemtest: mem_fraction '%s' must be a number above 0 and at most 0.99",
                  text);
         return -EINVAL;
     }
@@ -717,21 +703,21 @@ static int s_parse(worker_ctx_t *ctx, gm_config_t *cfg, int n_visible)
     if (!text)
         text = "1";
     if (fb_parse_uint(text, 1000000, &cfg->passes) || !cfg->passes) {
-        s_refuse(ctx, "gpumemtest: passes '%s' must be a whole number from 1 to 1000000", text);
+        worker_error(ctx, "gpumemtest: passes '%s' must be a whole number from 1 to 1000000", text);
         return -EINVAL;
     }
     text = worker_param(ctx, "bit_fade_delay");
     if (!text)
         text = "30s";
     if (fb_parse_duration_ms(text, &cfg->fade_ms) || cfg->fade_ms > 24ULL * 3600 * 1000) {
-        s_refuse(ctx, "gpumemtest: bit_fade_delay '%s' must be a duration up to 24h (30s, 2m)",
+        worker_error(ctx, "gpumemtest: bit_fade_delay '%s' must be a duration up to 24h (30s, 2m)",
                  text);
         return -EINVAL;
     }
     text = worker_param(ctx, "patterns");
     char *bad = NULL;
     if (gpumem_parse_patterns(text ? text : "all", &cfg->patterns, &cfg->n_patterns, &bad)) {
-        s_refuse(ctx, "gpumemtest: unknown pattern '%s' in patterns '%s'", bad ? bad : "",
+        worker_error(ctx, "gpumemtest: unknown pattern '%s' in patterns '%s'", bad ? bad : "",
                  text ? text : "all");
         free(bad);
         return -EINVAL;
@@ -741,7 +727,7 @@ static int s_parse(worker_ctx_t *ctx, gm_config_t *cfg, int n_visible)
         text = "all";
     int rc = gpumem_parse_devices(text, n_visible, &cfg->devices, &cfg->n_devices);
     if (rc) {
-        s_refuse(ctx, "gpumemtest: devices '%s' %s (%d GPU%s visible)", text,
+        worker_error(ctx, "gpumemtest: devices '%s' %s (%d GPU%s visible)", text,
                  rc == -ENODEV ? "names a GPU that is not there"
                                : "is not 'all' or a list of indices",
                  n_visible, n_visible == 1 ? "" : "s");
@@ -757,7 +743,7 @@ fb_verdict_t gpumemtest_run(worker_ctx_t *ctx)
     memset(&cfg, 0, sizeof cfg);
     /* A refused test-only switch is reported before anything else, GPUs or not. */
     if (worker_param(ctx, "inject_bitflips") && !worker_fault_injection_allowed(ctx))
-        return s_refuse(ctx, "inject_bitflips refused: the agent was not started with "
+        return worker_error(ctx, "inject_bitflips refused: the agent was not started with "
                              "--allow-fault-injection");
     /* gpuN in findings must match the inventory and telemetry, which number GPUs in PCI order. */
     setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
@@ -771,7 +757,7 @@ fb_verdict_t gpumemtest_run(worker_ctx_t *ctx)
             worker_log(ctx, "gpumemtest skipped: no GPUs (%s)", why);
             return FB_VERDICT_SKIPPED;
         }
-        return s_refuse(ctx, "gpumemtest: the node has %s GPUs but the runtime sees none: %s",
+        return worker_error(ctx, "gpumemtest: the node has %s GPUs but the runtime sees none: %s",
                         vendors, why);
     }
     if (s_parse(ctx, &cfg, n_visible)) {

@@ -701,31 +701,17 @@ static int s_enable_peers(p2p_run_t *run)
 
 /* ---- parameters ------------------------------------------------------------------------------ */
 
-static fb_verdict_t s_refuse(worker_ctx_t *ctx, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static fb_verdict_t s_refuse(worker_ctx_t *ctx, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *text = xvasprintf(fmt, ap);
-    va_end(ap);
-    fb_result_set_error(worker_result(ctx), "%s", text);
-    worker_log(ctx, "p2p error: %s", text);
-    free(text);
-    return FB_VERDICT_ERROR;
-}
-
 static int s_parse(worker_ctx_t *ctx, p2p_config_t *cfg, int n_visible)
 {
     const char *text;
     if ((text = worker_param(ctx, "inject_corrupt"))) {
         if (!worker_fault_injection_allowed(ctx)) {
-            s_refuse(ctx, "inject_corrupt refused: the agent was not started with "
+            worker_error(ctx, "inject_corrupt refused: the agent was not started with "
                           "--allow-fault-injection");
             return -EPERM;
         }
         if (fb_parse_bool(text, &cfg->inject)) {
-            s_refuse(ctx, "p2p: inject_corrupt '%s' must be true or false", text);
+            worker_error(ctx, "p2p: inject_corrupt '%s' must be true or false", text);
             return -EINVAL;
         }
     }
@@ -734,7 +720,7 @@ static int s_parse(worker_ctx_t *ctx, p2p_config_t *cfg, int n_visible)
         text = "256MiB";
     if (fb_parse_bytes(text, &cfg->size) || cfg->size < P2P_MIN_SIZE || cfg->size > P2P_MAX_SIZE ||
         cfg->size % 16) {
-        s_refuse(ctx, "p2p: size '%s' must be a byte size from 4KiB to 16GiB, a multiple of 16",
+        worker_error(ctx, "p2p: size '%s' must be a byte size from 4KiB to 16GiB, a multiple of 16",
                  text);
         return -EINVAL;
     }
@@ -742,13 +728,13 @@ static int s_parse(worker_ctx_t *ctx, p2p_config_t *cfg, int n_visible)
     if (!text)
         text = "20";
     if (fb_parse_uint(text, 100000, &cfg->iters) || !cfg->iters) {
-        s_refuse(ctx, "p2p: iters '%s' must be a whole number from 1 to 100000", text);
+        worker_error(ctx, "p2p: iters '%s' must be a whole number from 1 to 100000", text);
         return -EINVAL;
     }
     cfg->min_gbs = 0;
     if ((text = worker_param(ctx, "min_gbs")) &&
         (fb_parse_double(text, &cfg->min_gbs) || cfg->min_gbs < 0)) {
-        s_refuse(ctx, "p2p: min_gbs '%s' must be a number of GB/s, 0 or more", text);
+        worker_error(ctx, "p2p: min_gbs '%s' must be a number of GB/s, 0 or more", text);
         return -EINVAL;
     }
     text = worker_param(ctx, "min_relative");
@@ -756,7 +742,7 @@ static int s_parse(worker_ctx_t *ctx, p2p_config_t *cfg, int n_visible)
         text = "0.9";
     if (fb_parse_double(text, &cfg->min_relative) || cfg->min_relative < 0 ||
         cfg->min_relative > 1) {
-        s_refuse(ctx, "p2p: min_relative '%s' must be a fraction from 0 to 1", text);
+        worker_error(ctx, "p2p: min_relative '%s' must be a fraction from 0 to 1", text);
         return -EINVAL;
     }
     text = worker_param(ctx, "devices");
@@ -764,7 +750,7 @@ static int s_parse(worker_ctx_t *ctx, p2p_config_t *cfg, int n_visible)
         text = "all";
     int rc = gpumem_parse_devices(text, n_visible, &cfg->devices, &cfg->n);
     if (rc) {
-        s_refuse(ctx, "p2p: devices '%s' %s (%d GPU%s visible)", text,
+        worker_error(ctx, "p2p: devices '%s' %s (%d GPU%s visible)", text,
                  rc == -ENODEV ? "names a GPU that is not there"
                                : "is not 'all' or a list of indices",
                  n_visible, n_visible == 1 ? "" : "s");
@@ -813,7 +799,7 @@ fb_verdict_t p2p_run(worker_ctx_t *ctx)
     memset(&cfg, 0, sizeof cfg);
     /* A refused test-only switch is reported before anything else, GPUs or not. */
     if (worker_param(ctx, "inject_corrupt") && !worker_fault_injection_allowed(ctx))
-        return s_refuse(ctx, "inject_corrupt refused: the agent was not started with "
+        return worker_error(ctx, "inject_corrupt refused: the agent was not started with "
                              "--allow-fault-injection");
     /* gpuN in findings must match the inventory and telemetry, which number GPUs in PCI order. */
     setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
@@ -827,7 +813,7 @@ fb_verdict_t p2p_run(worker_ctx_t *ctx)
             worker_log(ctx, "p2p skipped: no GPUs (%s)", why);
             return FB_VERDICT_SKIPPED;
         }
-        return s_refuse(ctx, "p2p: the node has %s GPUs but the runtime sees none: %s", vendors,
+        return worker_error(ctx, "p2p: the node has %s GPUs but the runtime sees none: %s", vendors,
                         why);
     }
     if (s_parse(ctx, &cfg, n_visible)) {

@@ -9,6 +9,7 @@
  * them, so the verify that follows reads DRAM rather than a cache that still holds the pattern,
  * and a fill does not first read every line it overwrites. */
 #include "patterns.h"
+#include "common/units.h"
 #include "common/util.h"
 
 #include <assert.h>
@@ -699,62 +700,22 @@ unsigned mt_pattern_sweeps(mt_pattern_t p)
     return s_patterns[p].sweeps;
 }
 
-/* Copies text[0..len) without surrounding blanks into a new heap string. */
-static char *s_trimmed(const char *text, size_t len)
-{
-    while (len && (*text == ' ' || *text == '\t'))
-        text++, len--;
-    while (len && (text[len - 1] == ' ' || text[len - 1] == '\t'))
-        len--;
-    return xstrndup(text, len);
-}
-
 int mt_parse_patterns(const char *text, mt_pattern_t **list_out, size_t *n_out, char **bad_out)
 {
+    /* The shared list parser works on table indices, which are the pattern values. */
+    const char *names[MT_N_PATTERNS];
+    for (int i = 0; i < MT_N_PATTERNS; i++)
+        names[i] = mt_pattern_name((mt_pattern_t)i);
+    int *ids = NULL;
+    int rc = fb_parse_name_list(text, names, MT_N_PATTERNS, &ids, n_out, bad_out);
     *list_out = NULL;
-    *n_out = 0;
-    if (bad_out)
-        *bad_out = NULL;
-    if (!text)
-        return -EINVAL;
-    char *all = s_trimmed(text, strlen(text));
-    bool is_all = !strcmp(all, "all");
-    free(all);
-    if (is_all) {
-        mt_pattern_t *list = xcalloc(MT_N_PATTERNS, sizeof *list);
-        for (int i = 0; i < MT_N_PATTERNS; i++)
-            list[i] = (mt_pattern_t)i;
-        *list_out = list;
-        *n_out = MT_N_PATTERNS;
-        return 0;
+    if (rc == 0) {
+        *list_out = xcalloc(*n_out, sizeof **list_out);
+        for (size_t i = 0; i < *n_out; i++)
+            (*list_out)[i] = (mt_pattern_t)ids[i];
     }
-    size_t cap = 1;
-    for (const char *s = text; *s; s++)
-        cap += *s == ',';
-    mt_pattern_t *list = xcalloc(cap, sizeof *list);
-    size_t n = 0;
-    for (const char *s = text;;) {
-        const char *end = strchr(s, ',');
-        size_t len = end ? (size_t)(end - s) : strlen(s);
-        char *name = s_trimmed(s, len);
-        int id = mt_pattern_from_name(name);
-        if (id < 0) {
-            free(list);
-            if (bad_out)
-                *bad_out = name;
-            else
-                free(name);
-            return -EINVAL;
-        }
-        free(name);
-        list[n++] = (mt_pattern_t)id;
-        if (!end)
-            break;
-        s = end + 1;
-    }
-    *list_out = list;
-    *n_out = n;
-    return 0;
+    free(ids);
+    return rc;
 }
 
 uint64_t mt_run_pattern(mt_pattern_t p, uint64_t *buf, size_t n_words, mt_ctx_t *ctx)

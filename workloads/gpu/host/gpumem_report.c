@@ -59,49 +59,20 @@ static char *s_trimmed(const char *text, size_t len)
 int gpumem_parse_patterns(const char *text, gpumem_pattern_t **list_out, size_t *n_out,
                           char **bad_out)
 {
+    /* The shared list parser works on table indices, which are the pattern values. */
+    const char *names[GPUMEM_N_PATTERNS];
+    for (int i = 0; i < GPUMEM_N_PATTERNS; i++)
+        names[i] = gpumem_pattern_name((gpumem_pattern_t)i);
+    int *ids = NULL;
+    int rc = fb_parse_name_list(text, names, GPUMEM_N_PATTERNS, &ids, n_out, bad_out);
     *list_out = NULL;
-    *n_out = 0;
-    if (bad_out)
-        *bad_out = NULL;
-    if (!text)
-        return -EINVAL;
-    char *whole = s_trimmed(text, strlen(text));
-    bool all = !strcmp(whole, "all");
-    free(whole);
-    if (all) {
-        gpumem_pattern_t *list = xcalloc(GPUMEM_N_PATTERNS, sizeof *list);
-        for (int i = 0; i < GPUMEM_N_PATTERNS; i++)
-            list[i] = (gpumem_pattern_t)i;
-        *list_out = list;
-        *n_out = GPUMEM_N_PATTERNS;
-        return 0;
+    if (rc == 0) {
+        *list_out = xcalloc(*n_out, sizeof **list_out);
+        for (size_t i = 0; i < *n_out; i++)
+            (*list_out)[i] = (gpumem_pattern_t)ids[i];
     }
-    size_t cap = 1;
-    for (const char *s = text; *s; s++)
-        cap += *s == ',';
-    gpumem_pattern_t *list = xcalloc(cap, sizeof *list);
-    size_t n = 0;
-    for (const char *s = text;;) {
-        const char *end = strchr(s, ',');
-        char *name = s_trimmed(s, end ? (size_t)(end - s) : strlen(s));
-        int id = gpumem_pattern_from_name(name);
-        if (id < 0) {
-            free(list);
-            if (bad_out)
-                *bad_out = name;
-            else
-                free(name);
-            return -EINVAL;
-        }
-        free(name);
-        list[n++] = (gpumem_pattern_t)id;
-        if (!end)
-            break;
-        s = end + 1;
-    }
-    *list_out = list;
-    *n_out = n;
-    return 0;
+    free(ids);
+    return rc;
 }
 
 int gpumem_parse_devices(const char *text, int n_visible, int **list_out, size_t *n_out)
