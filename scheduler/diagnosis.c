@@ -1,0 +1,841 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Diagnosis engine core: Bayesian suspicion per node and per (node, rail) from group/pair test
+ * results, pair-round planning with trusted partners, the bad/cleared stopping rule with its
+ * evidence, slow-node naming from pair measurements (robust scores, several trusted partners),
+ * and split planning for faults that show only at scale. The coordinator feeds it results and
+ * runs what it plans; this file does no I/O. The model and its approximations are in
+ * docs/diagnosis.md. */
+#include "diagnosis.h"
+
+#include "common/strmap.h"
+#include "common/util.h"
+#include "robust.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S_P_MIN 1e-12
+#define S_P_MAX (1.0 - 1e-12)
+
+typedef struct {
+    int *v;
+    size_t n, cap;
+} s_ivec_t;
+
+typedef struct {
+    char *name;
+    int parent;         /* index of the node of a rail, -1 for a node */
+    s_ivec_t children;  /* rails of a node */
+    double p;           /* posterior P(bad) */
+    unsigned n_tests, n_failed;
+    bool in_failed;     /* has been in a failed test */
+    bool bad;           /* named bad (sticky) */
+    s_ivec_t partners;  /* nodes it was tested with (any result) */
+    s_ivec_t fail_partners; /* distinct nodes, trusted at the time, in its failed tests */
+    fb_diag_evidence_t *ev;
+    size_t n_ev, cap_ev;
+    /* slow verdict cache, rebuilt by fb_diag_verdicts */
+    fb_diag_slow_evidence_t *sev;
+    size_t n_sev, cap_sev;
+    unsigned n_slow_partners;
+} s_ent_t;
+
+typedef struct {
+    char *test_id;
+    int a, b;
+    double value;
+} s_measure_t;
+
+struct fb_diag {
+    fb_diag_params_t par;
+    s_ent_t *ents;
+    size_t n_ents, cap_ents;
+    strmap_t *index; /* name -> (index + 1) */
+    double ff_tests, ff_fails; /* tests whose members were all cleared, and their failures */
+    s_measure_t *meas;
+    size_t n_meas, cap_meas;
+};
+
+static void s_ivec_push(s_ivec_t *v, int x)
+{
+    if (v->n == v->cap) {
+        v->cap = v->cap ? 2 * v->cap : 4;
+        v->v = xrealloc(v->v, v->cap * sizeof *v->v);
+    }
+    v->v[v->n++] = x;
+}
+
+static bool s_ivec_has(const s_ivec_t *v, int x)
+{
+    for (size_t i = 0; i < v->n; i++)
+        if (v->v[i] == x)
+            return true;
+    return false;
+}
+
+static void s_ivec_add_unique(s_ivec_t *v, int x)
+{
+    if (!s_ivec_has(v, x))
+        s_ivec_push(v, x);
+}
+
+/* splitmix64: small, seedable, good enough for shuffling partner order. */
+static uint64_t s_rand(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void fb_diag_params_default(fb_diag_params_t *p)
+{
+    assert(p);
+    p->q = 0.5;
+    p->false_fail_rate = 0.01;
+    p->false_fail_weight = 200.0;
+    p->prior_bad = 0.01;
+    p->bad_threshold = 0.99;
+    p->clear_threshold = 0.001;
+    p->min_trusted_partners = 2;
+    p->slow_threshold = 3.5;
+    p->slow_min_partners = 3;
+}
+
+static bool s_prob_ok(double x)
+{
+    return x > 0.0 && x < 1.0;
+}
+
+fb_diag_t *fb_diag_new(const fb_diag_params_t *params)
+{
+    fb_diag_params_t par;
+    if (params)
+        par = *params;
+    else
+        fb_diag_params_default(&par);
+    if (!(par.q > 0.0 && par.q <= 1.0) || !(par.false_fail_rate >= 0.0 && par.false_fail_rate < 1.0) ||
+        !(par.false_fail_weight >= 0.0) || !s_prob_ok(par.prior_bad) ||
+        !s_prob_ok(par.bad_threshold) || !s_prob_ok(par.clear_threshold) ||
+        par.clear_threshold >= par.prior_bad || par.prior_bad >= par.bad_threshold ||
+        isnan(par.slow_threshold))
+        return NULL;
+    fb_diag_t *d = xcalloc(1, sizeof *d);
+    d->par = par;
+    d->index = strmap_new();
+    return d;
+}
+
+void fb_diag_destroy(fb_diag_t **self_p)
+{
+    assert(self_p);
+    fb_diag_t *d = *self_p;
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->n_ents; i++) {
+        s_ent_t *e = &d->ents[i];
+        free(e->name);
+        free(e->children.v);
+        free(e->partners.v);
+        free(e->fail_partners.v);
+        for (size_t k = 0; k < e->n_ev; k++) {
+            free((char *)e->ev[k].test_id);
+            free((char *)e->ev[k].partners);
+        }
+        free(e->ev);
+        free(e->sev);
+    }
+    free(d->ents);
+    for (size_t i = 0; i < d->n_meas; i++)
+        free(d->meas[i].test_id);
+    free(d->meas);
+    strmap_destroy(&d->index);
+    free(d);
+    *self_p = NULL;
+}
+
+static int s_find(const fb_diag_t *d, const char *name)
+{
+    if (!name)
+        return -1;
+    void *v = strmap_get(d->index, name);
+    return v ? (int)((uintptr_t)v - 1) : -1;
+}
+
+static int s_add_ent(fb_diag_t *d, const char *name, int parent)
+{
+    if (d->n_ents == d->cap_ents) {
+        d->cap_ents = d->cap_ents ? 2 * d->cap_ents : 64;
+        d->ents = xrealloc(d->ents, d->cap_ents * sizeof *d->ents);
+    }
+    int idx = (int)d->n_ents++;
+    s_ent_t *e = &d->ents[idx];
+    memset(e, 0, sizeof *e);
+    e->name = xstrdup(name);
+    e->parent = parent;
+    e->p = d->par.prior_bad;
+    strmap_put(d->index, e->name, (void *)(uintptr_t)(idx + 1));
+    return idx;
+}
+
+static bool s_name_ok(const char *s, size_t len)
+{
+    if (len == 0)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] == ',' || s[i] == '/' || (unsigned char)s[i] <= ' ')
+            return false;
+    return true;
+}
+
+int fb_diag_add_node(fb_diag_t *d, const char *node, const char *rails_csv)
+{
+    assert(d);
+    if (!node || !s_name_ok(node, strlen(node)))
+        return -EINVAL;
+    if (s_find(d, node) >= 0)
+        return -EEXIST;
+    /* Validate every rail before adding anything. */
+    if (rails_csv && *rails_csv) {
+        const char *p = rails_csv;
+        for (;;) {
+            const char *c = strchr(p, ',');
+            size_t len = c ? (size_t)(c - p) : strlen(p);
+            if (!s_name_ok(p, len))
+                return -EINVAL;
+            if (!c)
+                break;
+            p = c + 1;
+        }
+    }
+    int ni = s_add_ent(d, node, -1);
+    if (rails_csv && *rails_csv) {
+        const char *p = rails_csv;
+        for (;;) {
+            const char *c = strchr(p, ',');
+            size_t len = c ? (size_t)(c - p) : strlen(p);
+            char *rail = xasprintf("%s/%.*s", node, (int)len, p);
+            if (s_find(d, rail) < 0) { /* a rail listed twice is added once */
+                int ri = s_add_ent(d, rail, ni);
+                s_ivec_push(&d->ents[ni].children, ri);
+            }
+            free(rail);
+            if (!c)
+                break;
+            p = c + 1;
+        }
+    }
+    return 0;
+}
+
+static int s_node_of(const fb_diag_t *d, int i)
+{
+    return d->ents[i].parent >= 0 ? d->ents[i].parent : i;
+}
+
+/* Trusted: not named bad, and either cleared or never in a failed test. */
+static bool s_ent_trusted(const fb_diag_t *d, int i)
+{
+    const s_ent_t *e = &d->ents[i];
+    return !e->bad && (e->p <= d->par.clear_threshold || !e->in_failed);
+}
+
+/* A test member is trusted when it and (for a rail) its node are. */
+static bool s_member_trusted(const fb_diag_t *d, int i)
+{
+    return s_ent_trusted(d, i) && s_ent_trusted(d, s_node_of(d, i));
+}
+
+/* A node is a trusted pair partner when it and all its rails are trusted. */
+static bool s_node_trusted(const fb_diag_t *d, int ni)
+{
+    if (!s_ent_trusted(d, ni))
+        return false;
+    const s_ivec_t *ch = &d->ents[ni].children;
+    for (size_t k = 0; k < ch->n; k++)
+        if (!s_ent_trusted(d, ch->v[k]))
+            return false;
+    return true;
+}
+
+static bool s_undecided(const fb_diag_t *d, int i)
+{
+    const s_ent_t *e = &d->ents[i];
+    return !e->bad && e->in_failed && e->p > d->par.clear_threshold;
+}
+
+double fb_diag_false_fail_rate(const fb_diag_t *d)
+{
+    assert(d);
+    double w = d->par.false_fail_weight;
+    double tests = w + d->ff_tests;
+    if (tests <= 0.0)
+        return d->par.false_fail_rate;
+    return (d->par.false_fail_rate * w + d->ff_fails) / tests;
+}
+
+double fb_diag_p_bad(const fb_diag_t *d, const char *suspect)
+{
+    assert(d);
+    int i = s_find(d, suspect);
+    return i < 0 ? NAN : d->ents[i].p;
+}
+
+static void s_push_evidence(s_ent_t *e, const fb_diag_evidence_t *ev)
+{
+    if (e->n_ev == e->cap_ev) {
+        e->cap_ev = e->cap_ev ? 2 * e->cap_ev : 8;
+        e->ev = xrealloc(e->ev, e->cap_ev * sizeof *e->ev);
+    }
+    e->ev[e->n_ev++] = *ev;
+}
+
+/* Comma-joined names of the members whose node differs from node `self_node`. */
+static char *s_join_others(const fb_diag_t *d, const int *mem, size_t n, int self_node,
+                           unsigned *n_trusted, const bool *trusted)
+{
+    size_t len = 1;
+    for (size_t k = 0; k < n; k++)
+        if (s_node_of(d, mem[k]) != self_node)
+            len += strlen(d->ents[mem[k]].name) + 1;
+    char *s = xmalloc(len);
+    s[0] = '\0';
+    size_t at = 0;
+    *n_trusted = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (s_node_of(d, mem[k]) == self_node)
+            continue;
+        size_t l = strlen(d->ents[mem[k]].name);
+        if (at)
+            s[at++] = ',';
+        memcpy(s + at, d->ents[mem[k]].name, l);
+        at += l;
+        s[at] = '\0';
+        if (trusted[k])
+            (*n_trusted)++;
+    }
+    return s;
+}
+
+int fb_diag_record(fb_diag_t *d, const char *test_id, const char *const *members, size_t n,
+                   bool failed)
+{
+    assert(d);
+    if (!test_id || !members || n == 0)
+        return -EINVAL;
+    int *mem = xmalloc(n * sizeof *mem);
+    bool *trusted = xmalloc(n * sizeof *trusted);
+    /* involved: members plus the nodes of rail members, without repeats */
+    int *inv = xmalloc(2 * n * sizeof *inv);
+    size_t n_inv = 0;
+    int rc = 0;
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        mem[k] = s_find(d, members[k]);
+        if (mem[k] < 0) {
+            rc = -ENOENT;
+            break;
+        }
+        for (size_t j = 0; j < k; j++)
+            if (mem[j] == mem[k])
+                rc = -EINVAL;
+    }
+    if (rc) {
+        free(mem);
+        free(trusted);
+        free(inv);
+        return rc;
+    }
+    for (size_t k = 0; k < n; k++) {
+        trusted[k] = s_member_trusted(d, mem[k]);
+        int cand[2] = {mem[k], s_node_of(d, mem[k])};
+        for (int c = 0; c < 2; c++) {
+            bool seen = false;
+            for (size_t j = 0; j < n_inv; j++)
+                seen = seen || inv[j] == cand[c];
+            if (!seen)
+                inv[n_inv++] = cand[c];
+        }
+    }
+
+    /* Bayes for each involved suspect against the others' current marginals (mean field):
+     *   P(fail | bad)  = 1 - (1-q) * prod_{j != i} (1 - q p_j) * (1-f)
+     *   P(fail | good) = 1 -         prod_{j != i} (1 - q p_j) * (1-f)
+     * All updates use the marginals from before this result. */
+    const double q = d->par.q;
+    const double f = fb_diag_false_fail_rate(d);
+    double *p_new = xmalloc(n_inv * sizeof *p_new);
+    bool all_cleared = true;
+    for (size_t i = 0; i < n_inv; i++) {
+        if (d->ents[inv[i]].p > d->par.clear_threshold)
+            all_cleared = false;
+        double prod = 1.0;
+        for (size_t j = 0; j < n_inv; j++)
+            if (j != i)
+                prod *= 1.0 - q * d->ents[inv[j]].p;
+        double pass_bad = (1.0 - q) * prod * (1.0 - f);
+        double pass_good = prod * (1.0 - f);
+        double lb = failed ? 1.0 - pass_bad : pass_bad;
+        double lg = failed ? 1.0 - pass_good : pass_good;
+        double p = d->ents[inv[i]].p;
+        double den = p * lb + (1.0 - p) * lg;
+        double pn = den > 0.0 ? p * lb / den : p;
+        p_new[i] = pn < S_P_MIN ? S_P_MIN : (pn > S_P_MAX ? S_P_MAX : pn);
+    }
+    if (all_cleared) {
+        d->ff_tests += 1.0;
+        if (failed)
+            d->ff_fails += 1.0;
+    }
+
+    for (size_t i = 0; i < n_inv; i++) {
+        int ei = inv[i];
+        s_ent_t *e = &d->ents[ei];
+        int self_node = s_node_of(d, ei);
+        fb_diag_evidence_t ev = {0};
+        ev.test_id = xstrdup(test_id);
+        ev.partners = s_join_others(d, mem, n, self_node, &ev.n_trusted, trusted);
+        ev.failed = failed;
+        ev.p_before = e->p;
+        ev.p_after = p_new[i];
+        s_push_evidence(e, &ev);
+        e->p = p_new[i];
+        e->n_tests++;
+        for (size_t k = 0; k < n; k++) {
+            int on = s_node_of(d, mem[k]);
+            if (on == self_node)
+                continue;
+            s_ivec_add_unique(&e->partners, on);
+            if (failed && trusted[k])
+                s_ivec_add_unique(&e->fail_partners, on);
+        }
+        if (failed) {
+            e->n_failed++;
+            e->in_failed = true;
+        }
+    }
+    for (size_t i = 0; i < n_inv; i++) {
+        s_ent_t *e = &d->ents[inv[i]];
+        if (!e->bad && e->p >= d->par.bad_threshold &&
+            e->fail_partners.n >= d->par.min_trusted_partners)
+            e->bad = true;
+    }
+    free(p_new);
+    free(mem);
+    free(trusted);
+    free(inv);
+    return 0;
+}
+
+int fb_diag_record_measure(fb_diag_t *d, const char *test_id, const char *a, const char *b,
+                           double value)
+{
+    assert(d);
+    if (!test_id || isnan(value))
+        return -EINVAL;
+    int ia = s_find(d, a), ib = s_find(d, b);
+    if (ia < 0 || ib < 0)
+        return -ENOENT;
+    if (ia == ib)
+        return -EINVAL;
+    if (d->n_meas == d->cap_meas) {
+        d->cap_meas = d->cap_meas ? 2 * d->cap_meas : 64;
+        d->meas = xrealloc(d->meas, d->cap_meas * sizeof *d->meas);
+    }
+    d->meas[d->n_meas++] = (s_measure_t){xstrdup(test_id), ia, ib, value};
+    return 0;
+}
+
+static int s_cmp_p_desc_ctx_p(const void *a, const void *b, const double *p)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    if (p[x] != p[y])
+        return p[x] < p[y] ? 1 : -1;
+    return (x > y) - (x < y);
+}
+
+/* qsort has no context argument in C11: a small insertion sort is enough for suspect lists. */
+static void s_sort_by_p(const fb_diag_t *d, int *v, size_t n)
+{
+    double *p = xmalloc((d->n_ents ? d->n_ents : 1) * sizeof *p);
+    for (size_t i = 0; i < d->n_ents; i++)
+        p[i] = d->ents[i].p;
+    for (size_t i = 1; i < n; i++) {
+        int x = v[i];
+        size_t j = i;
+        while (j > 0 && s_cmp_p_desc_ctx_p(&v[j - 1], &x, p) > 0) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
+    free(p);
+}
+
+int fb_diag_plan_pairs(fb_diag_t *d, uint64_t seed, fb_pair_t **pairs, size_t *n_pairs,
+                       char ***rest, size_t *n_rest)
+{
+    assert(d && pairs && n_pairs && rest && n_rest);
+    size_t ne = d->n_ents;
+    int *sus = xmalloc((ne ? ne : 1) * sizeof *sus);
+    int *pool = xmalloc((ne ? ne : 1) * sizeof *pool);
+    bool *used = xcalloc(ne ? ne : 1, sizeof *used);
+    size_t n_sus = 0, n_pool = 0;
+    for (size_t i = 0; i < ne; i++) {
+        if (s_undecided(d, (int)i))
+            sus[n_sus++] = (int)i;
+        if (d->ents[i].parent < 0 && s_node_trusted(d, (int)i))
+            pool[n_pool++] = (int)i;
+    }
+    s_sort_by_p(d, sus, n_sus);
+    uint64_t st = seed;
+    for (size_t i = n_pool; i > 1; i--) {
+        size_t j = (size_t)(s_rand(&st) % i);
+        int t = pool[i - 1];
+        pool[i - 1] = pool[j];
+        pool[j] = t;
+    }
+    fb_pair_t *out = xmalloc((n_sus ? n_sus : 1) * sizeof *out);
+    size_t n_out = 0;
+    for (size_t k = 0; k < n_sus; k++) {
+        int s = sus[k], sn = s_node_of(d, s);
+        if (used[sn])
+            continue; /* another suspect of this node is tested this round */
+        int pick = -1;
+        for (int pass = 0; pass < 2 && pick < 0; pass++)
+            for (size_t j = 0; j < n_pool && pick < 0; j++) {
+                int t = pool[j];
+                if (used[t] || t == sn)
+                    continue;
+                if (pass == 0 && s_ivec_has(&d->ents[s].partners, t))
+                    continue;
+                pick = t;
+            }
+        if (pick < 0)
+            continue;
+        used[sn] = used[pick] = true;
+        out[n_out].suspect = xstrdup(d->ents[s].name);
+        out[n_out].partner = xstrdup(d->ents[pick].name);
+        n_out++;
+    }
+    char **r = xmalloc((ne ? ne : 1) * sizeof *r);
+    size_t n_r = 0;
+    for (size_t i = 0; i < ne; i++)
+        if (d->ents[i].parent < 0 && !used[i] && !d->ents[i].bad)
+            r[n_r++] = xstrdup(d->ents[i].name);
+    free(sus);
+    free(pool);
+    free(used);
+    *pairs = out;
+    *n_pairs = n_out;
+    *rest = r;
+    *n_rest = n_r;
+    return 0;
+}
+
+void fb_diag_pairs_free(fb_pair_t **pairs, size_t n)
+{
+    assert(pairs);
+    if (!*pairs)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        free((*pairs)[i].suspect);
+        free((*pairs)[i].partner);
+    }
+    free(*pairs);
+    *pairs = NULL;
+}
+
+void fb_diag_names_free(char ***names, size_t n)
+{
+    assert(names);
+    if (!*names)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free((*names)[i]);
+    free(*names);
+    *names = NULL;
+}
+
+bool fb_diag_done(const fb_diag_t *d)
+{
+    assert(d);
+    for (size_t i = 0; i < d->n_ents; i++)
+        if (s_undecided(d, (int)i))
+            return false;
+    return true;
+}
+
+static void s_push_slow(s_ent_t *e, const fb_diag_slow_evidence_t *sv)
+{
+    if (e->n_sev == e->cap_sev) {
+        e->cap_sev = e->cap_sev ? 2 * e->cap_sev : 4;
+        e->sev = xrealloc(e->sev, e->cap_sev * sizeof *e->sev);
+    }
+    e->sev[e->n_sev++] = *sv;
+}
+
+/* Scores every pair measurement against all of them; a node is slow when at least
+ * slow_min_partners distinct partners measured slow with it, each trusted (not bad, not an
+ * undecided suspect) and without a slow measurement with anyone else. */
+static void s_compute_slow(fb_diag_t *d)
+{
+    for (size_t i = 0; i < d->n_ents; i++) {
+        d->ents[i].n_sev = 0;
+        d->ents[i].n_slow_partners = 0;
+    }
+    if (d->n_meas < 3)
+        return;
+    double *vals = xmalloc(d->n_meas * sizeof *vals);
+    for (size_t k = 0; k < d->n_meas; k++)
+        vals[k] = d->meas[k].value;
+    double med = fb_robust_median(vals, d->n_meas);
+    double mad = fb_robust_mad(vals, d->n_meas);
+    bool *slow = xcalloc(d->n_meas, sizeof *slow);
+    for (size_t k = 0; k < d->n_meas; k++) {
+        vals[k] = fb_robust_score_from(d->meas[k].value, med, mad);
+        slow[k] = vals[k] >= d->par.slow_threshold;
+    }
+    s_ivec_t seen = {0};
+    for (size_t i = 0; i < d->n_ents; i++) {
+        s_ent_t *e = &d->ents[i];
+        seen.n = 0;
+        for (size_t k = 0; k < d->n_meas; k++) {
+            const s_measure_t *m = &d->meas[k];
+            if (!slow[k] || (m->a != (int)i && m->b != (int)i))
+                continue;
+            int o = m->a == (int)i ? m->b : m->a;
+            bool ptrust = s_node_trusted(d, s_node_of(d, o));
+            for (size_t j = 0; j < d->n_meas && ptrust; j++) {
+                const s_measure_t *m2 = &d->meas[j];
+                if (slow[j] && (m2->a == o || m2->b == o) && m2->a != (int)i && m2->b != (int)i)
+                    ptrust = false;
+            }
+            fb_diag_slow_evidence_t sv = {m->test_id, d->ents[o].name, m->value, vals[k], ptrust};
+            s_push_slow(e, &sv);
+            if (ptrust)
+                s_ivec_add_unique(&seen, o);
+        }
+        e->n_slow_partners = (unsigned)seen.n;
+    }
+    free(seen.v);
+    free(slow);
+    free(vals);
+}
+
+size_t fb_diag_verdicts(fb_diag_t *d, fb_diag_verdict_t **out)
+{
+    assert(d && out);
+    s_compute_slow(d);
+    fb_diag_verdict_t *v = xcalloc(d->n_ents ? d->n_ents : 1, sizeof *v);
+    for (size_t i = 0; i < d->n_ents; i++) {
+        const s_ent_t *e = &d->ents[i];
+        fb_diag_verdict_t *x = &v[i];
+        x->suspect = e->name;
+        x->parent = e->parent >= 0 ? d->ents[e->parent].name : NULL;
+        x->state = e->bad ? FB_DIAG_BAD
+                          : (s_undecided(d, (int)i) ? FB_DIAG_UNDECIDED : FB_DIAG_CLEARED);
+        x->p_bad = e->p;
+        x->n_tests = e->n_tests;
+        x->n_failed = e->n_failed;
+        x->n_trusted_fail_partners = (unsigned)e->fail_partners.n;
+        x->evidence = e->ev;
+        x->n_evidence = e->n_ev;
+        x->n_slow_partners = e->n_slow_partners;
+        x->slow = e->n_slow_partners >= d->par.slow_min_partners;
+        x->slow_evidence = e->sev;
+        x->n_slow_evidence = e->n_sev;
+    }
+    *out = v;
+    return d->n_ents;
+}
+
+/* ---- split planning ---- */
+
+int fb_diag_split(size_t n, size_t k, size_t *starts)
+{
+    if (n == 0 || k < 2 || !starts)
+        return -EINVAL;
+    size_t parts = k < n ? k : n;
+    size_t base = n / parts, extra = n % parts, at = 0;
+    for (size_t i = 0; i < parts; i++) {
+        starts[i] = at;
+        at += base + (i < extra ? 1 : 0);
+    }
+    starts[parts] = n;
+    return (int)parts;
+}
+
+typedef struct {
+    char **names; /* borrowed from fb_split's own copies */
+    size_t n;
+    unsigned runs, fails;
+    int group; /* index of the group it was split from */
+} s_part_t;
+
+struct fb_split {
+    char **all; /* owned copies of the member names */
+    size_t n_all;
+    size_t k;
+    unsigned repeat, levels;
+    s_part_t *parts;
+    size_t n_parts;
+    s_part_t *groups; /* the failing groups being split at this level */
+    size_t n_groups;
+    s_part_t *found;
+    size_t n_found, cap_found;
+};
+
+static void s_split_level(fb_split_t *s)
+{
+    free(s->parts);
+    s->parts = xcalloc(s->n_groups * s->k + 1, sizeof *s->parts);
+    s->n_parts = 0;
+    size_t *starts = xmalloc((s->k + 1) * sizeof *starts);
+    for (size_t g = 0; g < s->n_groups; g++) {
+        int np = fb_diag_split(s->groups[g].n, s->k, starts);
+        for (int i = 0; i < np; i++) {
+            s_part_t *p = &s->parts[s->n_parts++];
+            p->names = s->groups[g].names + starts[i];
+            p->n = starts[i + 1] - starts[i];
+            p->group = (int)g;
+        }
+    }
+    free(starts);
+    s->levels++;
+}
+
+static void s_split_found(fb_split_t *s, const s_part_t *p)
+{
+    if (s->n_found == s->cap_found) {
+        s->cap_found = s->cap_found ? 2 * s->cap_found : 4;
+        s->found = xrealloc(s->found, s->cap_found * sizeof *s->found);
+    }
+    s->found[s->n_found++] = *p;
+}
+
+fb_split_t *fb_split_new(const char *const *members, size_t n, size_t k, unsigned repeat)
+{
+    if (!members || n == 0 || k < 2 || repeat == 0)
+        return NULL;
+    fb_split_t *s = xcalloc(1, sizeof *s);
+    s->all = xmalloc(n * sizeof *s->all);
+    for (size_t i = 0; i < n; i++)
+        s->all[i] = xstrdup(members[i]);
+    s->n_all = n;
+    s->k = k;
+    s->repeat = repeat;
+    s->groups = xcalloc(1, sizeof *s->groups);
+    s->groups[0].names = s->all;
+    s->groups[0].n = n;
+    s->n_groups = 1;
+    if (n == 1) { /* nothing to split: the member is the finding */
+        s_split_found(s, &s->groups[0]);
+        s->n_groups = 0;
+        return s;
+    }
+    s_split_level(s);
+    return s;
+}
+
+void fb_split_destroy(fb_split_t **self_p)
+{
+    assert(self_p);
+    fb_split_t *s = *self_p;
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n_all; i++)
+        free(s->all[i]);
+    free(s->all);
+    free(s->parts);
+    free(s->groups);
+    free(s->found);
+    free(s);
+    *self_p = NULL;
+}
+
+size_t fb_split_n_parts(const fb_split_t *s)
+{
+    assert(s);
+    return s->n_groups ? s->n_parts : 0;
+}
+
+const char *const *fb_split_part(const fb_split_t *s, size_t i, size_t *size)
+{
+    assert(s);
+    if (i >= fb_split_n_parts(s))
+        return NULL;
+    if (size)
+        *size = s->parts[i].n;
+    return (const char *const *)s->parts[i].names;
+}
+
+int fb_split_record(fb_split_t *s, size_t part, bool failed)
+{
+    assert(s);
+    if (part >= fb_split_n_parts(s) || s->parts[part].runs >= s->repeat)
+        return -EINVAL;
+    s->parts[part].runs++;
+    if (failed)
+        s->parts[part].fails++;
+    return 0;
+}
+
+int fb_split_next(fb_split_t *s)
+{
+    assert(s);
+    if (s->n_groups == 0)
+        return 0;
+    for (size_t i = 0; i < s->n_parts; i++)
+        if (s->parts[i].runs < s->repeat)
+            return -EAGAIN;
+    s_part_t *next = xcalloc(s->n_parts + 1, sizeof *next);
+    size_t n_next = 0;
+    for (size_t g = 0; g < s->n_groups; g++) {
+        bool any = false;
+        for (size_t i = 0; i < s->n_parts; i++) {
+            s_part_t *p = &s->parts[i];
+            if (p->group != (int)g || p->fails == 0)
+                continue;
+            any = true;
+            s_part_t np = {p->names, p->n, 0, 0, 0};
+            if (p->n == 1)
+                s_split_found(s, &np);
+            else
+                next[n_next++] = np;
+        }
+        if (!any) /* no part fails alone: the fault needs this scale, or it hid */
+            s_split_found(s, &s->groups[g]);
+    }
+    free(s->groups);
+    s->groups = next;
+    s->n_groups = n_next;
+    if (n_next == 0)
+        return 0;
+    s_split_level(s);
+    return 1;
+}
+
+unsigned fb_split_levels(const fb_split_t *s)
+{
+    assert(s);
+    return s->levels;
+}
+
+size_t fb_split_n_findings(const fb_split_t *s)
+{
+    assert(s);
+    return s->n_found;
+}
+
+const char *const *fb_split_finding(const fb_split_t *s, size_t i, size_t *size)
+{
+    assert(s);
+    if (i >= s->n_found)
+        return NULL;
+    if (size)
+        *size = s->found[i].n;
+    return (const char *const *)s->found[i].names;
+}
