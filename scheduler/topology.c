@@ -743,6 +743,31 @@ static void s_pair(fb_plan_t *out, const char *const *nodes, size_t i, size_t j,
     used[i] = used[j] = true;
 }
 
+/* The most cross-leaf pairs that leaves with these unpaired counts still allow: all but the
+ * excess of the largest leaf, at most half of them. */
+static size_t s_achievable(const size_t *left, size_t m)
+{
+    size_t total = 0, max = 0;
+    for (size_t l = 0; l < m; l++) {
+        total += left[l];
+        if (left[l] > max)
+            max = left[l];
+    }
+    return total / 2 < total - max ? total / 2 : total - max;
+}
+
+/* The first unused node of leaf a at or after position start (cyclically), as an index into
+ * a->nodes, or SIZE_MAX. */
+static size_t s_first_unused(const s_active_t *a, size_t start, const bool *used)
+{
+    for (size_t k = 0; k < a->n_nodes; k++) {
+        size_t i = (start + k) % a->n_nodes;
+        if (!used[a->nodes[i]])
+            return i;
+    }
+    return SIZE_MAX;
+}
+
 int fb_plan_pairs_topology(const fb_topology_t *topo, const char *const *nodes, size_t n,
                            unsigned round, fb_plan_t *out)
 {
@@ -759,11 +784,18 @@ int fb_plan_pairs_topology(const fb_topology_t *topo, const char *const *nodes, 
         return rc;
     }
     bool *used = xcalloc(n ? n : 1, sizeof *used);
+    size_t *partner = xcalloc(m ? m : 1, sizeof *partner);
+    size_t *left = xcalloc(m ? m : 1, sizeof *left);
+    for (size_t l = 0; l < m; l++) {
+        partner[l] = SIZE_MAX;
+        left[l] = act[l].n_nodes;
+    }
     unsigned rounds = fb_round_robin_rounds(m);
+    size_t cycle = rounds ? round / rounds : 0;
     if (rounds) {
-        /* Which leaves meet this round: a round-robin tournament over the active leaves, by
-         * position (names are placeholders; fb_plan_pairs_round_robin checks uniqueness). */
-        char (*pos)[24] = xcalloc(m, sizeof *pos);
+        /* Which leaves meet this round: a round-robin tournament over the active leaves by
+         * position (the names are placeholders). */
+        char(*pos)[24] = xcalloc(m, sizeof *pos);
         const char **pnames = xcalloc(m, sizeof *pnames);
         for (size_t i = 0; i < m; i++) {
             snprintf(pos[i], sizeof pos[i], "%zu", i);
@@ -772,51 +804,57 @@ int fb_plan_pairs_topology(const fb_topology_t *topo, const char *const *nodes, 
         fb_plan_t leaves;
         rc = fb_plan_pairs_round_robin(pnames, m, round % rounds, &leaves);
         assert(rc == 0);
-        size_t cycle = round / rounds;
         for (size_t g = 0; g < leaves.n_groups; g++) {
-            const s_active_t *x = &act[strtoul(leaves.groups[g].members[0], NULL, 10)];
-            const s_active_t *y = &act[strtoul(leaves.groups[g].members[1], NULL, 10)];
-            const s_active_t *small = x->n_nodes <= y->n_nodes ? x : y;
-            const s_active_t *big = small == x ? y : x;
-            for (size_t i = 0; i < small->n_nodes; i++)
-                s_pair(out, nodes, small->nodes[i], big->nodes[(i + cycle) % big->n_nodes], used);
+            size_t x = strtoul(leaves.groups[g].members[0], NULL, 10);
+            size_t y = strtoul(leaves.groups[g].members[1], NULL, 10);
+            partner[x] = y;
+            partner[y] = x;
         }
         fb_plan_clear(&leaves);
         free(pnames);
         free(pos);
     }
-    /* Leftovers, across leaves, the leaf with the most unpaired nodes first. */
-    size_t *left = xcalloc(m ? m : 1, sizeof *left);
+    /* Greedy, largest leaf first (which keeps the matching as large as the leaf sizes allow):
+     * the largest leaf's next node is paired into the leaf it meets this round when that still
+     * allows the largest matching, else into the next largest leaf. Within two leaves, node i
+     * of one meets node i + cycle of the other, so partners change from cycle to cycle. */
+    size_t *next = xcalloc(m ? m : 1, sizeof *next);
     for (;;) {
-        size_t best = SIZE_MAX, second = SIZE_MAX;
+        size_t x = SIZE_MAX, y2 = SIZE_MAX;
         for (size_t l = 0; l < m; l++) {
-            left[l] = 0;
-            for (size_t i = 0; i < act[l].n_nodes; i++)
-                left[l] += !used[act[l].nodes[i]];
             if (!left[l])
                 continue;
-            if (best == SIZE_MAX || left[l] > left[best]) {
-                second = best;
-                best = l;
-            } else if (second == SIZE_MAX || left[l] > left[second]) {
-                second = l;
+            if (x == SIZE_MAX || left[l] > left[x]) {
+                y2 = x;
+                x = l;
+            } else if (y2 == SIZE_MAX || left[l] > left[y2]) {
+                y2 = l;
             }
         }
-        if (second == SIZE_MAX)
+        if (y2 == SIZE_MAX)
             break;
-        size_t a = SIZE_MAX, b = SIZE_MAX;
-        for (size_t i = 0; i < act[best].n_nodes && a == SIZE_MAX; i++)
-            if (!used[act[best].nodes[i]])
-                a = act[best].nodes[i];
-        for (size_t i = 0; i < act[second].n_nodes && b == SIZE_MAX; i++)
-            if (!used[act[second].nodes[i]])
-                b = act[second].nodes[i];
-        s_pair(out, nodes, a, b, used);
+        size_t goal = s_achievable(left, m);
+        size_t y = y2, p = partner[x];
+        if (p != SIZE_MAX && left[p]) {
+            left[x]--, left[p]--;
+            if (s_achievable(left, m) + 1 == goal)
+                y = p;
+            left[x]++, left[p]++;
+        }
+        size_t ix = s_first_unused(&act[x], next[x], used);
+        size_t iy = s_first_unused(&act[y], ix + cycle, used);
+        assert(ix != SIZE_MAX && iy != SIZE_MAX);
+        s_pair(out, nodes, act[x].nodes[ix], act[y].nodes[iy], used);
+        next[x] = ix + 1;
+        left[x]--;
+        left[y]--;
     }
     for (size_t i = 0; i < n; i++)
         if (!used[i])
             fb_plan_add_idle(out, nodes[i]);
+    free(next);
     free(left);
+    free(partner);
     free(used);
     s_active_free(act, m);
     return 0;
