@@ -27,13 +27,15 @@ typedef struct {
 
 typedef struct {
     char *name;
-    int parent;         /* index of the node of a rail, -1 for a node */
-    s_ivec_t children;  /* rails of a node */
-    double p;           /* posterior P(bad) */
+    int parent;        /* index of the node of a rail, -1 for a node */
+    s_ivec_t children; /* rails of a node */
+    double *post;      /* node only: P(all good), P(node bad), P(rail c bad)... (sum 1) */
+    size_t n_post;
+    double p; /* posterior P(bad) */
     unsigned n_tests, n_failed;
-    bool in_failed;     /* has been in a failed test */
-    bool bad;           /* named bad (sticky) */
-    s_ivec_t partners;  /* nodes it was tested with (any result) */
+    bool in_failed;         /* has been in a failed test */
+    bool bad;               /* named bad (sticky) */
+    s_ivec_t partners;      /* nodes it was tested with (any result) */
     s_ivec_t fail_partners; /* distinct nodes, trusted at the time, in its failed tests */
     fb_diag_evidence_t *ev;
     size_t n_ev, cap_ev;
@@ -53,7 +55,7 @@ struct fb_diag {
     fb_diag_params_t par;
     s_ent_t *ents;
     size_t n_ents, cap_ents;
-    strmap_t *index; /* name -> (index + 1) */
+    strmap_t *index;           /* name -> (index + 1) */
     double ff_tests, ff_fails; /* tests whose members were all cleared, and their failures */
     s_measure_t *meas;
     size_t n_meas, cap_meas;
@@ -117,7 +119,8 @@ fb_diag_t *fb_diag_new(const fb_diag_params_t *params)
         par = *params;
     else
         fb_diag_params_default(&par);
-    if (!(par.q > 0.0 && par.q <= 1.0) || !(par.false_fail_rate >= 0.0 && par.false_fail_rate < 1.0) ||
+    if (!(par.q > 0.0 && par.q <= 1.0) ||
+        !(par.false_fail_rate >= 0.0 && par.false_fail_rate < 1.0) ||
         !(par.false_fail_weight >= 0.0) || !s_prob_ok(par.prior_bad) ||
         !s_prob_ok(par.bad_threshold) || !s_prob_ok(par.clear_threshold) ||
         par.clear_threshold >= par.prior_bad || par.prior_bad >= par.bad_threshold ||
@@ -139,6 +142,7 @@ void fb_diag_destroy(fb_diag_t **self_p)
         s_ent_t *e = &d->ents[i];
         free(e->name);
         free(e->children.v);
+        free(e->post);
         free(e->partners.v);
         free(e->fail_partners.v);
         for (size_t k = 0; k < e->n_ev; k++) {
@@ -228,6 +232,18 @@ int fb_diag_add_node(fb_diag_t *d, const char *node, const char *rails_csv)
             p = c + 1;
         }
     }
+    s_ent_t *ne = &d->ents[ni];
+    ne->n_post = 2 + ne->children.n;
+    ne->post = xmalloc(ne->n_post * sizeof *ne->post);
+    double prior = d->par.prior_bad;
+    if (prior * (double)(ne->n_post - 1) > 0.5) /* many rails: keep P(all good) >= 1/2 */
+        prior = 0.5 / (double)(ne->n_post - 1);
+    ne->post[0] = 1.0 - prior * (double)(ne->n_post - 1);
+    for (size_t h = 1; h < ne->n_post; h++)
+        ne->post[h] = prior;
+    ne->p = prior;
+    for (size_t c = 0; c < ne->children.n; c++)
+        d->ents[ne->children.v[c]].p = prior;
     return 0;
 }
 
@@ -320,6 +336,21 @@ static char *s_join_others(const fb_diag_t *d, const int *mem, size_t n, int sel
     return s;
 }
 
+/* Does hypothesis h of node unit `unit` (1 = the node, 2 + c = its rail c) put the fault in a
+ * test with these members? A node fault shows in the node's own tests and its rails' tests; a
+ * rail fault only in tests of that rail. */
+static bool s_hyp_in_test(const fb_diag_t *d, int unit, size_t h, const int *mem, size_t n)
+{
+    if (h == 0)
+        return false;
+    int target = h == 1 ? unit : d->ents[unit].children.v[h - 2];
+    for (size_t k = 0; k < n; k++) {
+        if (h == 1 ? s_node_of(d, mem[k]) == unit : mem[k] == target)
+            return true;
+    }
+    return false;
+}
+
 int fb_diag_record(fb_diag_t *d, const char *test_id, const char *const *members, size_t n,
                    bool failed)
 {
@@ -360,30 +391,90 @@ int fb_diag_record(fb_diag_t *d, const char *test_id, const char *const *members
         }
     }
 
-    /* Bayes for each involved suspect against the others' current marginals (mean field):
-     *   P(fail | bad)  = 1 - (1-q) * prod_{j != i} (1 - q p_j) * (1-f)
-     *   P(fail | good) = 1 -         prod_{j != i} (1 - q p_j) * (1-f)
-     * All updates use the marginals from before this result. */
+    /* Bayes per node unit. A node with rails R keeps an exact posterior over single-fault
+     * hypotheses {all good, node bad, rail r bad (r in R)}; a faulty part shows in a test that
+     * involves it with probability q (a node fault shows in its rail tests too). Other units of
+     * the test enter through their current marginal chance to show (mean field):
+     *   P(pass | h) = (1 - s_h) * prod_{other units v} (1 - q * P(v has a part in the test bad))
+     *                 * (1 - f),      s_h = q if hypothesis h puts the fault in this test, else 0.
+     * For a node without rails this is the two-hypothesis rule of docs/diagnosis.md. All units
+     * are updated from the posteriors as they were before this result. */
     const double q = d->par.q;
     const double f = fb_diag_false_fail_rate(d);
-    double *p_new = xmalloc(n_inv * sizeof *p_new);
     bool all_cleared = true;
-    for (size_t i = 0; i < n_inv; i++) {
+    for (size_t i = 0; i < n_inv; i++)
         if (d->ents[inv[i]].p > d->par.clear_threshold)
             all_cleared = false;
-        double prod = 1.0;
-        for (size_t j = 0; j < n_inv; j++)
-            if (j != i)
-                prod *= 1.0 - q * d->ents[inv[j]].p;
-        double pass_bad = (1.0 - q) * prod * (1.0 - f);
-        double pass_good = prod * (1.0 - f);
-        double lb = failed ? 1.0 - pass_bad : pass_bad;
-        double lg = failed ? 1.0 - pass_good : pass_good;
-        double p = d->ents[inv[i]].p;
-        double den = p * lb + (1.0 - p) * lg;
-        double pn = den > 0.0 ? p * lb / den : p;
+    int *units = xmalloc(n * sizeof *units);
+    size_t n_units = 0;
+    for (size_t k = 0; k < n; k++) {
+        int u = s_node_of(d, mem[k]);
+        bool seen = false;
+        for (size_t j = 0; j < n_units; j++)
+            seen = seen || units[j] == u;
+        if (!seen)
+            units[n_units++] = u;
+    }
+    double *show = xmalloc(n_units * sizeof *show);
+    double **post_new = xmalloc(n_units * sizeof *post_new);
+    for (size_t j = 0; j < n_units; j++) {
+        const s_ent_t *u = &d->ents[units[j]];
+        double m = 0.0;
+        for (size_t h = 1; h < u->n_post; h++)
+            if (s_hyp_in_test(d, units[j], h, mem, n))
+                m += u->post[h];
+        show[j] = q * m;
+    }
+    for (size_t j = 0; j < n_units; j++) {
+        const s_ent_t *u = &d->ents[units[j]];
+        double others = 1.0;
+        for (size_t o = 0; o < n_units; o++)
+            if (o != j)
+                others *= 1.0 - show[o];
+        double *pn = xmalloc(u->n_post * sizeof *pn);
+        double sum = 0.0;
+        for (size_t h = 0; h < u->n_post; h++) {
+            double sh = (h > 0 && s_hyp_in_test(d, units[j], h, mem, n)) ? q : 0.0;
+            double pass = (1.0 - sh) * others * (1.0 - f);
+            double lik = failed ? 1.0 - pass : pass;
+            if (lik < 1e-12)
+                lik = 1e-12; /* never rule a hypothesis out for good */
+            pn[h] = u->post[h] * lik;
+            sum += pn[h];
+        }
+        for (size_t h = 0; h < u->n_post; h++)
+            pn[h] /= sum;
+        post_new[j] = pn;
+    }
+    /* new marginals: entity p = posterior of "this part is the bad one" */
+    double *p_new = xmalloc(n_inv * sizeof *p_new);
+    for (size_t i = 0; i < n_inv; i++) {
+        int ei = inv[i], un = s_node_of(d, ei);
+        size_t h = 1;
+        if (ei != un) {
+            const s_ivec_t *ch = &d->ents[un].children;
+            for (size_t c = 0; c < ch->n; c++)
+                if (ch->v[c] == ei)
+                    h = 2 + c;
+        }
+        double pn = d->ents[ei].p;
+        for (size_t j = 0; j < n_units; j++)
+            if (units[j] == un)
+                pn = post_new[j][h];
         p_new[i] = pn < S_P_MIN ? S_P_MIN : (pn > S_P_MAX ? S_P_MAX : pn);
     }
+    /* commit the unit posteriors; rails of a unit that were not in the test move too */
+    for (size_t j = 0; j < n_units; j++) {
+        s_ent_t *u = &d->ents[units[j]];
+        free(u->post);
+        u->post = post_new[j];
+        u->p = u->post[1];
+        for (size_t c = 0; c < u->children.n; c++)
+            d->ents[u->children.v[c]].p = u->post[2 + c];
+    }
+    free(post_new);
+    free(show);
+    free(units);
     if (all_cleared) {
         d->ff_tests += 1.0;
         if (failed)
@@ -503,6 +594,19 @@ int fb_diag_plan_pairs(fb_diag_t *d, uint64_t seed, fb_pair_t **pairs, size_t *n
         int s = sus[k], sn = s_node_of(d, s);
         if (used[sn])
             continue; /* another suspect of this node is tested this round */
+        if (s != sn && s_undecided(d, sn))
+            s = sn; /* node and rail both suspect: test the node on another rail first */
+        const char *rail = NULL;
+        if (s != sn) {
+            rail = strchr(d->ents[s].name, '/') + 1;
+        } else if (d->ents[sn].children.n) {
+            const s_ivec_t *ch = &d->ents[sn].children;
+            int best = ch->v[0];
+            for (size_t c = 1; c < ch->n; c++)
+                if (d->ents[ch->v[c]].p < d->ents[best].p)
+                    best = ch->v[c];
+            rail = strchr(d->ents[best].name, '/') + 1;
+        }
         int pick = -1;
         for (int pass = 0; pass < 2 && pick < 0; pass++)
             for (size_t j = 0; j < n_pool && pick < 0; j++) {
@@ -518,6 +622,7 @@ int fb_diag_plan_pairs(fb_diag_t *d, uint64_t seed, fb_pair_t **pairs, size_t *n
         used[sn] = used[pick] = true;
         out[n_out].suspect = xstrdup(d->ents[s].name);
         out[n_out].partner = xstrdup(d->ents[pick].name);
+        out[n_out].rail = xstrdup(rail);
         n_out++;
     }
     char **r = xmalloc((ne ? ne : 1) * sizeof *r);
@@ -543,6 +648,7 @@ void fb_diag_pairs_free(fb_pair_t **pairs, size_t n)
     for (size_t i = 0; i < n; i++) {
         free((*pairs)[i].suspect);
         free((*pairs)[i].partner);
+        free((*pairs)[i].rail);
     }
     free(*pairs);
     *pairs = NULL;
@@ -635,8 +741,8 @@ size_t fb_diag_verdicts(fb_diag_t *d, fb_diag_verdict_t **out)
         fb_diag_verdict_t *x = &v[i];
         x->suspect = e->name;
         x->parent = e->parent >= 0 ? d->ents[e->parent].name : NULL;
-        x->state = e->bad ? FB_DIAG_BAD
-                          : (s_undecided(d, (int)i) ? FB_DIAG_UNDECIDED : FB_DIAG_CLEARED);
+        x->state =
+            e->bad ? FB_DIAG_BAD : (s_undecided(d, (int)i) ? FB_DIAG_UNDECIDED : FB_DIAG_CLEARED);
         x->p_bad = e->p;
         x->n_tests = e->n_tests;
         x->n_failed = e->n_failed;

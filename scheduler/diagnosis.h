@@ -44,8 +44,8 @@ typedef struct {
     const char *test_id;  /* the caller's test id */
     const char *partners; /* the other members, comma-separated ("" for a node-local test) */
     bool failed;
-    unsigned n_trusted;   /* how many of the partners were trusted when the result came in */
-    double p_before;      /* this suspect's P(bad) before and after the update */
+    unsigned n_trusted; /* how many of the partners were trusted when the result came in */
+    double p_before;    /* this suspect's P(bad) before and after the update */
     double p_after;
 } fb_diag_evidence_t;
 
@@ -54,20 +54,20 @@ typedef struct {
     const char *test_id;
     const char *partner;
     double value;
-    double score;          /* robust score of value against all pair measurements */
-    bool partner_trusted;  /* the partner had no slow measurement with anyone else */
+    double score;         /* robust score of value against all pair measurements */
+    bool partner_trusted; /* the partner had no slow measurement with anyone else */
 } fb_diag_slow_evidence_t;
 
 typedef struct {
-    const char *suspect;   /* "node" or "node/rail" */
-    const char *parent;    /* the node of a rail; NULL for a node */
+    const char *suspect; /* "node" or "node/rail" */
+    const char *parent;  /* the node of a rail; NULL for a node */
     fb_diag_state_t state;
     double p_bad;
     unsigned n_tests, n_failed;
-    unsigned n_trusted_fail_partners; /* distinct trusted partners in its failed tests */
+    unsigned n_trusted_fail_partners;   /* distinct trusted partners in its failed tests */
     const fb_diag_evidence_t *evidence; /* every test result of this suspect, in order */
     size_t n_evidence;
-    bool slow;             /* named slow: >= slow_min_partners trusted partners agree */
+    bool slow; /* named slow: >= slow_min_partners trusted partners agree */
     unsigned n_slow_partners;
     const fb_diag_slow_evidence_t *slow_evidence; /* its slow measurements (only when > 0) */
     size_t n_slow_evidence;
@@ -77,7 +77,10 @@ typedef struct {
  * the array returned from fb_diag_plan_pairs; free with fb_diag_pairs_free). */
 typedef struct {
     char *suspect; /* "node" or "node/rail" */
-    char *partner; /* a trusted node (for a rail suspect: test the same rail on it) */
+    char *partner; /* a trusted node */
+    char *rail;    /* NULL for nodes without rails; else the rail to test on both nodes: the
+                    * suspect's rail, or for a node suspect its least suspected rail, so that a
+                    * node fault and a rail fault can be told apart */
 } fb_pair_t;
 
 /* NULL when params are out of range (q not in (0,1], thresholds not 0 < clear < bad < 1 ...).
@@ -100,10 +103,11 @@ int fb_diag_record_measure(fb_diag_t *d, const char *test_id, const char *a, con
                            double value);
 
 /* Plans the next pair round: each undecided suspect (highest P first) gets a trusted node it has
- * not been tested with before (a repeat only when none is left); *rest gets every other node
- * that is neither named bad nor used in a pair, for the caller to match freely. Partners are
- * drawn in an order shuffled by seed. Returns 0; arrays are the caller's (fb_diag_pairs_free,
- * fb_diag_names_free). A suspect with no trusted node left goes to *rest. */
+ * not been tested with before. One test per node per round: where a node and one of its rails
+ * are both undecided, the node is tested (on another rail) first (a repeat only when none is left);
+ * *rest gets every other node that is neither named bad nor used in a pair, for the caller to match
+ * freely. Partners are drawn in an order shuffled by seed. Returns 0; arrays are the caller's
+ * (fb_diag_pairs_free, fb_diag_names_free). A suspect with no trusted node left goes to *rest. */
 int fb_diag_plan_pairs(fb_diag_t *d, uint64_t seed, fb_pair_t **pairs, size_t *n_pairs,
                        char ***rest, size_t *n_rest);
 void fb_diag_pairs_free(fb_pair_t **pairs, size_t n);
