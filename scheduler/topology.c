@@ -814,33 +814,45 @@ int fb_plan_pairs_topology(const fb_topology_t *topo, const char *const *nodes, 
         free(pnames);
         free(pos);
     }
-    /* Greedy, largest leaf first (which keeps the matching as large as the leaf sizes allow):
-     * the largest leaf's next node is paired into the leaf it meets this round when that still
-     * allows the largest matching, else into the next largest leaf. Within two leaves, node i
-     * of one meets node i + cycle of the other, so partners change from cycle to cycle. */
+    /* Each step pairs one node of leaf x with one of leaf y and must keep the matching as
+     * large as the leaf sizes allow (s_achievable drops by exactly one). Preferred: two leaves
+     * that meet in this round's tournament, the pair with the most unpaired nodes first; else
+     * the largest leaf with the next largest (which always keeps the matching maximal). Within
+     * two leaves, node i of one meets node i + cycle of the other, so partners change from
+     * cycle to cycle. */
     size_t *next = xcalloc(m ? m : 1, sizeof *next);
     for (;;) {
-        size_t x = SIZE_MAX, y2 = SIZE_MAX;
+        size_t goal = s_achievable(left, m);
+        if (goal == 0)
+            break;
+        size_t x = SIZE_MAX, y = SIZE_MAX;
         for (size_t l = 0; l < m; l++) {
-            if (!left[l])
+            size_t p = partner[l];
+            if (p == SIZE_MAX || p < l || !left[l] || !left[p])
                 continue;
-            if (x == SIZE_MAX || left[l] > left[x]) {
-                y2 = x;
-                x = l;
-            } else if (y2 == SIZE_MAX || left[l] > left[y2]) {
-                y2 = l;
+            if (x != SIZE_MAX && left[l] + left[p] <= left[x] + left[y])
+                continue;
+            left[l]--, left[p]--;
+            bool keeps = s_achievable(left, m) + 1 == goal;
+            left[l]++, left[p]++;
+            if (keeps) {
+                x = left[l] >= left[p] ? l : p;
+                y = x == l ? p : l;
             }
         }
-        if (y2 == SIZE_MAX)
-            break;
-        size_t goal = s_achievable(left, m);
-        size_t y = y2, p = partner[x];
-        if (p != SIZE_MAX && left[p]) {
-            left[x]--, left[p]--;
-            if (s_achievable(left, m) + 1 == goal)
-                y = p;
-            left[x]++, left[p]++;
+        if (x == SIZE_MAX) {
+            for (size_t l = 0; l < m; l++) {
+                if (!left[l])
+                    continue;
+                if (x == SIZE_MAX || left[l] > left[x]) {
+                    y = x;
+                    x = l;
+                } else if (y == SIZE_MAX || left[l] > left[y]) {
+                    y = l;
+                }
+            }
         }
+        assert(x != SIZE_MAX && y != SIZE_MAX);
         size_t ix = s_first_unused(&act[x], next[x], used);
         size_t iy = s_first_unused(&act[y], ix + cycle, used);
         assert(ix != SIZE_MAX && iy != SIZE_MAX);

@@ -82,14 +82,17 @@ int fb_topology_path(const fb_topology_t *self, const char *a, const char *b, fb
  * nodes at least once: the round-robin rounds over those leaves (L-1 for even L, L for odd). */
 unsigned fb_topology_pair_rounds(const fb_topology_t *self, const char *const *nodes, size_t n);
 
-/* scope: pairs, pairing: topology. Round `round` of cross-leaf matchings: the leaves holding
- * selected nodes meet in a round-robin tournament (each round pairs leaves), the nodes of two
- * met leaves are paired index by index (rotated by the round so that partners change from cycle
- * to cycle), and nodes left over (unequal leaves, the idle leaf of an odd tournament) are paired
- * across leaves largest-leaf-first. Every pair is cross-leaf; nodes that cannot be paired with a
- * node of another leaf are idle. Over fb_topology_pair_rounds() consecutive rounds every two
- * leaves meet, so every leaf-spine uplink carries traffic. -ENOENT when a node is not in the
- * topology; -EINVAL as in pairing.h. Deterministic for (topology, node list, round). */
+/* scope: pairs, pairing: topology. Round `round` of cross-leaf matchings. The leaves holding
+ * selected nodes meet in a round-robin tournament (fb_plan_pairs_round_robin over the leaves);
+ * nodes are then paired one pair at a time, always across leaves and always keeping the matching
+ * as large as the leaf sizes allow (min(N/2, N - largest leaf) pairs): two leaves that meet this
+ * round first, otherwise the largest leaf with the next largest. Within two leaves node i of one
+ * meets node i + cycle of the other (cycle = round / rounds), so partners change from cycle to
+ * cycle. Nodes no other leaf can take are idle. With leaves of equal size (the usual case)
+ * every two leaves meet within fb_topology_pair_rounds() consecutive rounds, so traffic crosses
+ * every leaf's uplinks towards every other leaf; with very unequal leaves a larger matching wins
+ * over meeting every leaf pair. -ENOENT when a node is not in the topology; -EINVAL as in
+ * pairing.h. Deterministic for (topology, node list, round). */
 int fb_plan_pairs_topology(const fb_topology_t *topo, const char *const *nodes, size_t n,
                            unsigned round, fb_plan_t *out);
 

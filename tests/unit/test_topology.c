@@ -247,6 +247,82 @@ static void test_topology_pairs(void **state)
     fb_topology_destroy(&t);
 }
 
+/* Random fabrics (2-8 leaves of 1-6 nodes, random subsets): every round is a cross-leaf
+ * matching as large as the leaf sizes allow, deterministic, and with equal leaves every two
+ * leaves meet within fb_topology_pair_rounds() rounds. */
+static void test_topology_pairs_random_fabrics(void **state)
+{
+    (void)state;
+    srand(11);
+    for (int iter = 0; iter < 300; iter++) {
+        size_t n_leaves = 2 + (size_t)(rand() % 7);
+        bool equal = rand() % 3 == 0;
+        size_t same = 1 + (size_t)(rand() % 6);
+        char text[2048] = "";
+        char names[64][16];
+        const char *nodes[64];
+        size_t leaf_of[64], size[8] = {0}, n = 0, node_no = 0;
+        for (size_t l = 0; l < n_leaves; l++) {
+            size_t k = equal ? same : 1 + (size_t)(rand() % 6);
+            char line[128];
+            snprintf(line, sizeof line, "leaf%zu: n[%zu-%zu]\n", l, node_no, node_no + k - 1);
+            strcat(text, line);
+            for (size_t i = 0; i < k; i++, node_no++) {
+                if (!equal && rand() % 4 == 0)
+                    continue; /* not selected */
+                snprintf(names[n], sizeof names[n], "n%zu", node_no);
+                nodes[n] = names[n];
+                leaf_of[n++] = l;
+                size[l]++;
+            }
+        }
+        strcat(text, "spine: leaf[0-7]\n");
+        /* leaf[0-7] names leaves that may not exist: only keep those that do. */
+        char *sp = strstr(text, "spine: ");
+        snprintf(sp, 64, "spine: leaf[0-%zu]\n", n_leaves - 1);
+        fb_topology_t *t = NULL;
+        char err[256];
+        if (fb_topology_parse(text, &t, err, sizeof err) != 0)
+            fprintf(stderr, "%s\n%s\n", err, text);
+        assert_non_null(t);
+        size_t total = 0, max = 0, active = 0;
+        for (size_t l = 0; l < n_leaves; l++) {
+            total += size[l];
+            max = size[l] > max ? size[l] : max;
+            active += size[l] > 0;
+        }
+        size_t best = total / 2 < total - max ? total / 2 : total - max;
+        unsigned rounds = fb_topology_pair_rounds(t, nodes, n);
+        assert_int_equal(rounds, active < 2 ? 0 : active % 2 ? active : active - 1);
+        int met[8][8] = {{0}};
+        for (unsigned r = 0; r < (rounds ? rounds : 1); r++) {
+            fb_plan_t plan, again;
+            assert_int_equal(fb_plan_pairs_topology(t, nodes, n, r, &plan), 0);
+            assert_int_equal(fb_plan_pairs_topology(t, nodes, n, r, &again), 0);
+            assert_int_equal(plan.n_groups, best);
+            assert_int_equal(plan.n_groups * 2 + plan.n_idle, n);
+            for (size_t g = 0; g < plan.n_groups; g++) {
+                assert_string_equal(plan.groups[g].members[0], again.groups[g].members[0]);
+                assert_string_equal(plan.groups[g].members[1], again.groups[g].members[1]);
+                size_t a = 0, b = 0;
+                while (strcmp(nodes[a], plan.groups[g].members[0]) != 0)
+                    a++;
+                while (strcmp(nodes[b], plan.groups[g].members[1]) != 0)
+                    b++;
+                assert_true(leaf_of[a] != leaf_of[b]);
+                met[leaf_of[a]][leaf_of[b]] = met[leaf_of[b]][leaf_of[a]] = 1;
+            }
+            fb_plan_clear(&plan);
+            fb_plan_clear(&again);
+        }
+        if (equal)
+            for (size_t x = 0; x < n_leaves; x++)
+                for (size_t y = x + 1; y < n_leaves; y++)
+                    assert_true(met[x][y]);
+        fb_topology_destroy(&t);
+    }
+}
+
 /* Three rounds of topology pairs; every pair that touches leaf02 is slow. */
 static void test_implicate_leaf_uplink(void **state)
 {
@@ -328,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_ibnetdiscover),
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_topology_pairs),
+        cmocka_unit_test(test_topology_pairs_random_fabrics),
         cmocka_unit_test(test_implicate_leaf_uplink),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
