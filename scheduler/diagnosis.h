@@ -7,7 +7,8 @@
  *
  * Ownership: the engine copies every string it is given. Strings and evidence inside returned
  * verdict entries are borrowed from the engine and valid until the next fb_diag_record*() /
- * fb_diag_add_node() or fb_diag_destroy(); the entry array itself is the caller's (free()). */
+ * fb_diag_add_node() / fb_diag_verdicts() or fb_diag_destroy(); the entry array itself is the
+ * caller's (free()). */
 #ifndef FB_DIAGNOSIS_H
 #define FB_DIAGNOSIS_H
 
@@ -83,8 +84,8 @@ typedef struct {
                     * node fault and a rail fault can be told apart */
 } fb_pair_t;
 
-/* NULL when params are out of range (q not in (0,1], thresholds not 0 < clear < bad < 1 ...).
- * params NULL = defaults. */
+/* NULL when params are out of range: q not in (0,1], f not in [0,1), or not
+ * 0 < clear_threshold < prior_bad < bad_threshold < 1. params NULL = defaults. */
 fb_diag_t *fb_diag_new(const fb_diag_params_t *params);
 void fb_diag_destroy(fb_diag_t **self_p);
 
@@ -102,12 +103,13 @@ int fb_diag_record(fb_diag_t *d, const char *test_id, const char *const *members
 int fb_diag_record_measure(fb_diag_t *d, const char *test_id, const char *a, const char *b,
                            double value);
 
-/* Plans the next pair round: each undecided suspect (highest P first) gets a trusted node it has
- * not been tested with before. One test per node per round: where a node and one of its rails
- * are both undecided, the node is tested (on another rail) first (a repeat only when none is left);
- * *rest gets every other node that is neither named bad nor used in a pair, for the caller to match
- * freely. Partners are drawn in an order shuffled by seed. Returns 0; arrays are the caller's
- * (fb_diag_pairs_free, fb_diag_names_free). A suspect with no trusted node left goes to *rest. */
+/* Plans the next pair round. Each undecided suspect (highest P first) gets a trusted node it has
+ * not been tested with before (a repeat only when none is left); partners are drawn in an order
+ * shuffled by seed. One test per node per round: where a node and one of its rails are both
+ * undecided, the node is tested first, on its least suspected rail (fb_pair_t.rail). *rest gets
+ * every other node that is not named bad, for the caller to match freely (a node with a rail
+ * named bad stays in: the caller leaves that rail out); a suspect with no trusted node left goes
+ * there too. Returns 0; arrays are the caller's (fb_diag_pairs_free, fb_diag_names_free). */
 int fb_diag_plan_pairs(fb_diag_t *d, uint64_t seed, fb_pair_t **pairs, size_t *n_pairs,
                        char ***rest, size_t *n_rest);
 void fb_diag_pairs_free(fb_pair_t **pairs, size_t n);

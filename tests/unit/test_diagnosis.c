@@ -395,6 +395,19 @@ static void test_split(void **state)
            exact[0], exact[1]);
     assert_true(exact[1] >= 165); /* expected (1 - 0.5^5)^3 = 91% at 3 levels: 182 */
     assert_true(exact[1] > exact[0]);
+    /* a single member is its own finding; a level cannot advance before every part ran */
+    s = fb_split_new(names, 1, 4, 1);
+    assert_int_equal(fb_split_n_parts(s), 0);
+    assert_int_equal(fb_split_n_findings(s), 1);
+    assert_int_equal(fb_split_next(s), 0);
+    fb_split_destroy(&s);
+    s = fb_split_new(names, 8, 4, 2);
+    assert_int_equal(fb_split_n_parts(s), 4);
+    assert_int_equal(fb_split_record(s, 0, true), 0);
+    assert_int_equal(fb_split_next(s), -EAGAIN);
+    assert_null(fb_split_part(s, 4, &sz));
+    assert_int_equal(fb_split_record(s, 4, true), -EINVAL);
+    fb_split_destroy(&s);
     assert_null(fb_split_new(names, 0, 4, 1));
     assert_null(fb_split_new(names, 4, 1, 1));
 }
