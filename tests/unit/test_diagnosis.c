@@ -488,6 +488,7 @@ static void test_rails(void **state)
     size_t n = fb_diag_verdicts(d, &v);
     assert_int_equal(n, 48);
     for (size_t i = 0; i < n; i++) {
+        /* FB_DIAG_DEBUG=1 prints the evidence trail of every suspect that failed a test */
         if (getenv("FB_DIAG_DEBUG") && v[i].n_failed) {
             printf("dbg %s st=%d p=%.4f tests=%u failed=%u tfp=%u:", v[i].suspect, (int)v[i].state,
                    v[i].p_bad, v[i].n_tests, v[i].n_failed, v[i].n_trusted_fail_partners);
