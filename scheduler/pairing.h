@@ -10,8 +10,8 @@
  *  - Every node appears in at most one group per plan, and every node given appears exactly once
  *    in the plan: in a group or in idle.
  *  - A plan is a pure function of (the node list in its order, the seed or round): the same
- *    inputs give the same plan on every host and every run. The coordinator passes a stage's
- *    nodes in the order of the stage's node list.
+ *    inputs give the same plan on every host and every run. Callers pass a stage's nodes in
+ *    the order of the stage's node list.
  *  - Member rank is the index in fb_group_t.members.
  *  - The plan owns copies of the names; fb_plan_clear() frees them. `out` is always
  *    initialised (to an empty plan on error).

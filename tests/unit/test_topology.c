@@ -323,6 +323,47 @@ static void test_topology_pairs_random_fabrics(void **state)
     }
 }
 
+/* Truncated and corrupted inputs give a topology or -EINVAL with a message, never a crash
+ * (run under ASan/UBSan in CI). */
+static void test_parsers_survive_mutations(void **state)
+{
+    (void)state;
+    const char *files[] = {FIX "fabric-2s4l16n.ibnetdiscover", FIX "fabric-2s4l16n.topo"};
+    const char junk[] = "[]\"#:;, \n\t\rSCa-0Hx";
+    srand(5);
+    for (size_t f = 0; f < 2; f++) {
+        FILE *fp = fopen(files[f], "r");
+        assert_non_null(fp);
+        static char orig[32768];
+        size_t len = fread(orig, 1, sizeof orig - 1, fp);
+        fclose(fp);
+        orig[len] = '\0';
+        for (int iter = 0; iter < 400; iter++) {
+            char *text = malloc(len + 1);
+            memcpy(text, orig, len + 1);
+            int flips = 1 + rand() % 8;
+            for (int i = 0; i < flips; i++)
+                text[(size_t)rand() % len] = junk[(size_t)rand() % (sizeof junk - 1)];
+            if (rand() % 3 == 0)
+                text[(size_t)rand() % len] = '\0';
+            char err[256] = "";
+            fb_topology_t *t = NULL;
+            int rc = f == 0 ? fb_topology_parse_ibnetdiscover(text, &t, err, sizeof err)
+                            : fb_topology_parse(text, &t, err, sizeof err);
+            if (rc == 0) {
+                assert_non_null(t);
+                assert_true(fb_topology_n_leaves(t) > 0);
+            } else {
+                assert_int_equal(rc, -EINVAL);
+                assert_null(t);
+                assert_true(err[0] != '\0');
+            }
+            fb_topology_destroy(&t);
+            free(text);
+        }
+    }
+}
+
 /* Three rounds of topology pairs; every pair that touches leaf02 is slow. */
 static void test_implicate_leaf_uplink(void **state)
 {
@@ -405,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_topology_pairs),
         cmocka_unit_test(test_topology_pairs_random_fabrics),
+        cmocka_unit_test(test_parsers_survive_mutations),
         cmocka_unit_test(test_implicate_leaf_uplink),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
