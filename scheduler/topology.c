@@ -366,8 +366,8 @@ typedef struct {
     char *desc; /* node description, may be NULL */
     bool is_switch;
     unsigned line;
-    bool has_ca;    /* switch: links to a CA */
-    size_t idx;     /* leaf or spine index once classified */
+    bool has_ca; /* switch: links to a CA */
+    size_t idx;  /* leaf or spine index once classified */
 } s_ent_t;
 
 typedef struct {
@@ -443,8 +443,7 @@ static bool s_starts(const char *s, const char *word)
     return strncmp(s, word, len) == 0 && (s[len] == ' ' || s[len] == '\t');
 }
 
-int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char *err,
-                                    size_t errlen)
+int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char *err, size_t errlen)
 {
     assert(out);
     *out = NULL;
@@ -480,10 +479,8 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
                 free(guid);
             } else {
                 ents = xrealloc(ents, (n_ents + 1) * sizeof *ents);
-                ents[n_ents] = (s_ent_t){.guid = guid,
-                                         .desc = s_comment_desc(p),
-                                         .is_switch = sw,
-                                         .line = lineno};
+                ents[n_ents] = (s_ent_t){
+                    .guid = guid, .desc = s_comment_desc(p), .is_switch = sw, .line = lineno};
                 cur = n_ents++;
                 in_other = false;
             }
@@ -494,8 +491,7 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
             if (in_other) {
                 /* router ports: not part of the leaf/spine model */
             } else if (cur == SIZE_MAX) {
-                rc = s_fail(err, errlen, "line %u: port line outside a Switch or Ca block",
-                            lineno);
+                rc = s_fail(err, errlen, "line %u: port line outside a Switch or Ca block", lineno);
             } else {
                 const char *p = strchr(s, ']');
                 if (p) {
@@ -511,10 +507,8 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
                                 lineno, fb_show_value(s, sbuf, sizeof sbuf));
                 } else {
                     links = xrealloc(links, (n_links + 1) * sizeof *links);
-                    links[n_links++] = (s_iblink_t){.from = cur,
-                                                    .peer = peer,
-                                                    .peer_desc = s_comment_desc(p),
-                                                    .line = lineno};
+                    links[n_links++] = (s_iblink_t){
+                        .from = cur, .peer = peer, .peer_desc = s_comment_desc(p), .line = lineno};
                 }
             }
         } else if (*s == '\0') {
@@ -557,7 +551,8 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
         const s_ent_t *from = &ents[links[i].from];
         size_t k = s_ent_find(ents, n_ents, links[i].peer);
         const s_ent_t *peer = k ? &ents[k - 1] : NULL;
-        if (from->is_switch && from->has_ca && (peer ? !peer->is_switch : links[i].peer[0] == 'H')) {
+        if (from->is_switch && from->has_ca &&
+            (peer ? !peer->is_switch : links[i].peer[0] == 'H')) {
             const char *desc = links[i].peer_desc ? links[i].peer_desc : peer ? peer->desc : NULL;
             char *host = desc ? s_ca_host(desc) : NULL;
             if (!host)
@@ -681,8 +676,8 @@ int fb_topology_path(const fb_topology_t *self, const char *a, const char *b, fb
 /* --- topology pairing -------------------------------------------------------------------- */
 
 typedef struct {
-    size_t leaf;    /* topology leaf index */
-    size_t *nodes;  /* indices into the input node list */
+    size_t leaf;   /* topology leaf index */
+    size_t *nodes; /* indices into the input node list */
     size_t n_nodes;
 } s_active_t;
 

@@ -110,9 +110,9 @@ typedef enum {
 
 typedef struct {
     fb_suspect_kind_t kind;
-    const char *name;  /* borrowed from the topology */
-    size_t slow;       /* slow pairs whose path crosses it */
-    size_t passed;     /* passing pairs whose path crosses it */
+    const char *name; /* borrowed from the topology */
+    size_t slow;      /* slow pairs whose path crosses it */
+    size_t passed;    /* passing pairs whose path crosses it */
 } fb_suspect_t;
 
 /* Which part of the fabric a round's pair results implicate. Every node link, leaf uplink set

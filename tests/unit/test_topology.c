@@ -99,12 +99,14 @@ static void test_text_errors(void **state)
 {
     (void)state;
     s_assert_error("leaf01: n[1-2]\nleaf02 n[3-4]\n", "line 2: expected 'switch: members'");
-    s_assert_error("# c\nleaf01: n[1-2]\n\nleaf01: n3\n", "line 4: switch leaf01 is already defined on line 2");
+    s_assert_error("# c\nleaf01: n[1-2]\n\nleaf01: n3\n",
+                   "line 4: switch leaf01 is already defined on line 2");
     s_assert_error("leaf01: n[1-2]\nleaf02: n[2-3]\n", "line 2: n2 is on leaf01 and leaf02");
     s_assert_error("leaf01: n[1-2\n", "line 1: leaf01:");
     s_assert_error("leaf01: n1\nleaf02: n2\nspine01: leaf01 leaf05\n",
                    "line 3: spine01 lists switch leaf01 and leaf05");
-    s_assert_error("leaf01: n1\nspine01: leaf01\ncore: spine01\n", "line 3: spine core lists spine spine01");
+    s_assert_error("leaf01: n1\nspine01: leaf01\ncore: spine01\n",
+                   "line 3: spine core lists spine spine01");
     s_assert_error("leaf01:   # nothing\n", "line 1: switch leaf01 lists no members");
     s_assert_error("le af: n1\n", "line 1: bad switch name");
     s_assert_error("# only comments\n\n", "no leaf switches");
@@ -123,9 +125,11 @@ static void test_ibnetdiscover(void **state)
     fb_topology_destroy(&t);
 
     char err[256] = "";
-    const char *bad_port = "Switch\t36 \"S-0002c9020040f0d0\"\t\t# \"MF0;leaf01:SX6036/U1\" enhanced port 0 lid 3 lmc 0\n"
-                           "[1]\t\"H-0002c903000a1b2c\"[1](2c903000a1b2d) \t\t# \"node01 mlx5_0\" lid 5 4xHDR\n"
-                           "[2]\tH-0002c903000a1b3c[1]\n";
+    const char *bad_port =
+        "Switch\t36 \"S-0002c9020040f0d0\"\t\t# \"MF0;leaf01:SX6036/U1\" enhanced port 0 lid 3 lmc "
+        "0\n"
+        "[1]\t\"H-0002c903000a1b2c\"[1](2c903000a1b2d) \t\t# \"node01 mlx5_0\" lid 5 4xHDR\n"
+        "[2]\tH-0002c903000a1b3c[1]\n";
     assert_int_equal(fb_topology_parse_ibnetdiscover(bad_port, &t, err, sizeof err), -EINVAL);
     assert_null(t);
     assert_non_null(strstr(err, "line 3: port line without a quoted peer GUID"));
@@ -176,7 +180,8 @@ static void test_paths(void **state)
     fb_topology_destroy(&t);
 
     char err[128];
-    assert_int_equal(fb_topology_parse("l1: a\nl2: b\nl3: c\ns1: l1 l2\ns2: l3\n", &t, err, sizeof err), 0);
+    assert_int_equal(
+        fb_topology_parse("l1: a\nl2: b\nl3: c\ns1: l1 l2\ns2: l3\n", &t, err, sizeof err), 0);
     assert_int_equal(fb_topology_path(t, "a", "b", links, 4), 4);
     assert_string_equal(links[1].b, "s1"); /* one common spine: named */
     assert_int_equal(fb_topology_path(t, "a", "c", links, 4), -EHOSTUNREACH);
@@ -382,10 +387,9 @@ static void test_implicate_leaf_uplink(void **state)
         assert_int_equal(fb_plan_pairs_topology(t, nodes, 16, r, &plans[r]), 0);
         for (size_t g = 0; g < plans[r].n_groups; g++) {
             const char *a = plans[r].groups[g].members[0], *b = plans[r].groups[g].members[1];
-            results[n++] = (fb_pair_result_t){
-                a, b,
-                strcmp(fb_topology_leaf_of(t, a), "leaf02") == 0 ||
-                    strcmp(fb_topology_leaf_of(t, b), "leaf02") == 0};
+            results[n++] = (fb_pair_result_t){a, b,
+                                              strcmp(fb_topology_leaf_of(t, a), "leaf02") == 0 ||
+                                                  strcmp(fb_topology_leaf_of(t, b), "leaf02") == 0};
         }
     }
     fb_suspect_t s[8];
@@ -416,8 +420,8 @@ static void test_implicate_leaf_uplink(void **state)
     for (unsigned r = 0; r < 3; r++)
         for (size_t g = 0; g < plans[r].n_groups; g++) {
             const char *a = plans[r].groups[g].members[0], *b = plans[r].groups[g].members[1];
-            results[n++] = (fb_pair_result_t){
-                a, b, strcmp(a, "node07") == 0 || strcmp(b, "node07") == 0};
+            results[n++] =
+                (fb_pair_result_t){a, b, strcmp(a, "node07") == 0 || strcmp(b, "node07") == 0};
         }
     k = fb_topology_implicate(t, results, n, s, 8);
     assert_true(k >= 2);
