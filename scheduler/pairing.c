@@ -224,6 +224,19 @@ int fb_plan_pairs_round_robin(const char *const *nodes, size_t n, unsigned round
     return 0;
 }
 
+size_t fb_round_robin_partner(size_t n, unsigned round, size_t i)
+{
+    if (n < 2 || i >= n)
+        return SIZE_MAX;
+    size_t m = n % 2 ? n : n - 1;
+    size_t r = round % m;
+    if (n % 2 == 0 && i == n - 1)
+        return r;
+    if (i == r)
+        return n % 2 ? SIZE_MAX : n - 1;
+    return (2 * r + m - i) % m; /* (r+k, r-k): i + j = 2r (mod m) */
+}
+
 const fb_group_t *fb_plan_group_of(const fb_plan_t *plan, const char *node, size_t *rank_out)
 {
     for (size_t g = 0; plan && node && g < plan->n_groups; g++)

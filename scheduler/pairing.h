@@ -79,6 +79,10 @@ unsigned fb_round_robin_rounds(size_t n);
  * each pair the node earlier in the input is rank 0. */
 int fb_plan_pairs_round_robin(const char *const *nodes, size_t n, unsigned round, fb_plan_t *out);
 
+/* The same tournament by position: the index that i (< n) meets in round `round` of
+ * fb_plan_pairs_round_robin over n nodes, or SIZE_MAX when i is idle in that round (or n < 2). */
+size_t fb_round_robin_partner(size_t n, unsigned round, size_t i);
+
 /* The group holding node, or NULL (borrowed from plan); *rank_out (may be NULL) gets its rank. */
 const fb_group_t *fb_plan_group_of(const fb_plan_t *plan, const char *node, size_t *rank_out);
 

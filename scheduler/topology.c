@@ -787,28 +787,9 @@ int fb_plan_pairs_topology(const fb_topology_t *topo, const char *const *nodes, 
     }
     unsigned rounds = fb_round_robin_rounds(m);
     size_t cycle = rounds ? round / rounds : 0;
-    if (rounds) {
-        /* Which leaves meet this round: a round-robin tournament over the active leaves by
-         * position (the names are placeholders). */
-        char(*pos)[24] = xcalloc(m, sizeof *pos);
-        const char **pnames = xcalloc(m, sizeof *pnames);
-        for (size_t i = 0; i < m; i++) {
-            snprintf(pos[i], sizeof pos[i], "%zu", i);
-            pnames[i] = pos[i];
-        }
-        fb_plan_t leaves;
-        rc = fb_plan_pairs_round_robin(pnames, m, round % rounds, &leaves);
-        assert(rc == 0);
-        for (size_t g = 0; g < leaves.n_groups; g++) {
-            size_t x = strtoul(leaves.groups[g].members[0], NULL, 10);
-            size_t y = strtoul(leaves.groups[g].members[1], NULL, 10);
-            partner[x] = y;
-            partner[y] = x;
-        }
-        fb_plan_clear(&leaves);
-        free(pnames);
-        free(pos);
-    }
+    /* Which leaves meet this round: a round-robin tournament over the active leaves. */
+    for (size_t l = 0; l < m && rounds; l++)
+        partner[l] = fb_round_robin_partner(m, round % rounds, l);
     /* Each step pairs one node of leaf x with one of leaf y and must keep the matching as
      * large as the leaf sizes allow (s_achievable drops by exactly one). Preferred: two leaves
      * that meet in this round's tournament, the pair with the most unpaired nodes first; else

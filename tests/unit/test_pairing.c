@@ -87,10 +87,14 @@ static void test_round_robin_covers_every_pair_once(void **state)
                 size_t a = s_index(plan.groups[g].members[0]);
                 size_t b = s_index(plan.groups[g].members[1]);
                 assert_true(a < b); /* earlier input node is rank 0 */
+                assert_int_equal(fb_round_robin_partner(n, r, a), b);
+                assert_int_equal(fb_round_robin_partner(n, r, b), a);
                 met[a][b]++;
             }
-            for (size_t i = 0; i < plan.n_idle; i++)
+            for (size_t i = 0; i < plan.n_idle; i++) {
                 idle[s_index(plan.idle[i])]++;
+                assert_int_equal(fb_round_robin_partner(n, r, s_index(plan.idle[i])), SIZE_MAX);
+            }
             fb_plan_clear(&plan);
         }
         for (size_t a = 0; a < n; a++) {
