@@ -79,7 +79,8 @@ int fb_topology_path(const fb_topology_t *self, const char *a, const char *b, fb
                      size_t cap);
 
 /* Rounds after which fb_plan_pairs_topology() has paired every two leaves holding selected
- * nodes at least once: the round-robin rounds over those leaves (L-1 for even L, L for odd). */
+ * nodes at least once (equal leaves; see below): the round-robin rounds over those leaves (L-1
+ * for even L, L for odd, 0 below two). Nodes the topology does not know are not counted. */
 unsigned fb_topology_pair_rounds(const fb_topology_t *self, const char *const *nodes, size_t n);
 
 /* scope: pairs, pairing: topology. Round `round` of cross-leaf matchings. The leaves holding
