@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "gpu/host/gpu_devices.h"
+
 #include "common/util.h"
 #include "gpu/host/burn_judge.h"
 #include "gpu/host/burn_verify.h"
@@ -537,22 +539,22 @@ static void test_devices(void **state)
     (void)state;
     int *list = NULL;
     size_t n = 0;
-    assert_int_equal(burn_parse_devices("all", 4, &list, &n), 0);
+    assert_int_equal(gpu_parse_devices("all", 4, &list, &n), 0);
     assert_int_equal(n, 4);
     assert_int_equal(list[3], 3);
     free(list);
-    assert_int_equal(burn_parse_devices(" 3 , 1 ", 4, &list, &n), 0);
+    assert_int_equal(gpu_parse_devices(" 3 , 1 ", 4, &list, &n), 0);
     assert_int_equal(n, 2);
     assert_int_equal(list[0], 3);
     assert_int_equal(list[1], 1);
     free(list);
-    assert_int_equal(burn_parse_devices("0,0", 4, &list, &n), -EINVAL);
-    assert_int_equal(burn_parse_devices("4", 4, &list, &n), -ENODEV);
-    assert_int_equal(burn_parse_devices("1,", 4, &list, &n), -EINVAL);
-    assert_int_equal(burn_parse_devices("", 4, &list, &n), -EINVAL);
-    assert_int_equal(burn_parse_devices("gpu0", 4, &list, &n), -EINVAL);
-    assert_int_equal(burn_parse_devices("1 2", 4, &list, &n), -EINVAL);
-    assert_int_equal(burn_parse_devices("all", 0, &list, &n), -ENODEV);
+    assert_int_equal(gpu_parse_devices("0,0", 4, &list, &n), -EINVAL);
+    assert_int_equal(gpu_parse_devices("4", 4, &list, &n), -ENODEV);
+    assert_int_equal(gpu_parse_devices("1,", 4, &list, &n), -EINVAL);
+    assert_int_equal(gpu_parse_devices("", 4, &list, &n), -EINVAL);
+    assert_int_equal(gpu_parse_devices("gpu0", 4, &list, &n), -EINVAL);
+    assert_int_equal(gpu_parse_devices("1 2", 4, &list, &n), -EINVAL);
+    assert_int_equal(gpu_parse_devices("all", 0, &list, &n), -ENODEV);
     assert_null(list);
 }
 

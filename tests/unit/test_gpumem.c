@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include "gpu/host/gpu_devices.h"
+
 #include "common/util.h"
 #include "gpu/host/gpumem_report.h"
 
@@ -59,23 +61,23 @@ static void test_parse_devices(void **state)
     (void)state;
     int *list = NULL;
     size_t n = 0;
-    assert_int_equal(gpumem_parse_devices("all", 4, &list, &n), 0);
+    assert_int_equal(gpu_parse_devices("all", 4, &list, &n), 0);
     assert_int_equal(n, 4);
     assert_int_equal(list[3], 3);
     free(list);
-    assert_int_equal(gpumem_parse_devices("3, 1", 4, &list, &n), 0);
+    assert_int_equal(gpu_parse_devices("3, 1", 4, &list, &n), 0);
     assert_int_equal(n, 2);
     assert_int_equal(list[0], 3);
     assert_int_equal(list[1], 1);
     free(list);
-    assert_int_equal(gpumem_parse_devices("4", 4, &list, &n), -ENODEV);
+    assert_int_equal(gpu_parse_devices("4", 4, &list, &n), -ENODEV);
     assert_null(list);
-    assert_int_equal(gpumem_parse_devices("all", 0, &list, &n), -ENODEV);
-    assert_int_equal(gpumem_parse_devices("1,1", 4, &list, &n), -EINVAL);
-    assert_int_equal(gpumem_parse_devices("-1", 4, &list, &n), -EINVAL);
-    assert_int_equal(gpumem_parse_devices("0,,1", 4, &list, &n), -EINVAL);
-    assert_int_equal(gpumem_parse_devices("gpu0", 4, &list, &n), -EINVAL);
-    assert_int_equal(gpumem_parse_devices("", 4, &list, &n), -EINVAL);
+    assert_int_equal(gpu_parse_devices("all", 0, &list, &n), -ENODEV);
+    assert_int_equal(gpu_parse_devices("1,1", 4, &list, &n), -EINVAL);
+    assert_int_equal(gpu_parse_devices("-1", 4, &list, &n), -EINVAL);
+    assert_int_equal(gpu_parse_devices("0,,1", 4, &list, &n), -EINVAL);
+    assert_int_equal(gpu_parse_devices("gpu0", 4, &list, &n), -EINVAL);
+    assert_int_equal(gpu_parse_devices("", 4, &list, &n), -EINVAL);
 }
 
 static gpumem_miscompare_t s_mc(uint64_t addr, uint64_t xor_bits, gpumem_pattern_t p, unsigned pass)

@@ -24,6 +24,7 @@
 
 #include "blas.h"
 #include "host/burn_judge.h"
+#include "host/gpu_devices.h"
 #include "gpu.h"
 
 extern "C" {
@@ -828,21 +829,6 @@ static void s_watch(run_t *run)
     }
 }
 
-/* No usable GPU runtime or no device: skipped on a node without GPUs of this vendor, error
- * where the agent saw them (FLEETBURN_GPU_VENDORS) but the runtime cannot use them. */
-static fb_verdict_t s_no_gpu(worker_ctx_t *ctx, const char *why)
-{
-    const char *vendors = getenv("FLEETBURN_GPU_VENDORS");
-    if (vendors && strstr(vendors, FB_GPU_VENDOR)) {
-        fb_result_set_error(worker_result(ctx),
-                            "gpuburn: this node has %s GPUs but the runtime sees none: %s",
-                            FB_GPU_VENDOR, why);
-        return FB_VERDICT_ERROR;
-    }
-    fb_result_set_error(worker_result(ctx), "gpuburn skipped: no GPU visible (%s)", why);
-    return FB_VERDICT_SKIPPED;
-}
-
 static fb_verdict_t s_run(worker_ctx_t *ctx)
 {
     fb_result_t *res = worker_result(ctx);
@@ -858,11 +844,11 @@ static fb_verdict_t s_run(worker_ctx_t *ctx)
     gpuError_t err = gpuGetDeviceCount(&visible);
     if (err != gpuSuccess || visible <= 0) {
         delete run;
-        return s_no_gpu(ctx, err != gpuSuccess ? gpuGetErrorString(err) : "no devices");
+        return gpu_no_devices(ctx, "gpuburn", FB_GPU_VENDOR, err != gpuSuccess ? gpuGetErrorString(err) : "no devices");
     }
     int *devs = NULL;
     size_t n = 0;
-    int rc = burn_parse_devices(run->cfg.devices, visible, &devs, &n);
+    int rc = gpu_parse_devices(run->cfg.devices, visible, &devs, &n);
     if (rc) {
         fb_result_set_error(res, "gpuburn: devices '%s' %s (%d GPU(s) visible: 0-%d)",
                             run->cfg.devices,

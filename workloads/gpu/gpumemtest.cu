@@ -15,6 +15,7 @@ extern "C" {
 #include "common/result.h"
 #include "common/units.h"
 #include "common/util.h"
+#include "gpu/host/gpu_devices.h"
 #include "gpu/host/gpumem_report.h"
 #include "worker.h"
 #if __has_include("gpu/host/telemetry.h")
@@ -725,7 +726,7 @@ static int s_parse(worker_ctx_t *ctx, gm_config_t *cfg, int n_visible)
     text = worker_param(ctx, "devices");
     if (!text)
         text = "all";
-    int rc = gpumem_parse_devices(text, n_visible, &cfg->devices, &cfg->n_devices);
+    int rc = gpu_parse_devices(text, n_visible, &cfg->devices, &cfg->n_devices);
     if (rc) {
         worker_error(ctx, "gpumemtest: devices '%s' %s (%d GPU%s visible)", text,
                  rc == -ENODEV ? "names a GPU that is not there"
@@ -749,17 +750,9 @@ fb_verdict_t gpumemtest_run(worker_ctx_t *ctx)
     setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
     int n_visible = 0;
     gpuError_t err = gpuGetDeviceCount(&n_visible);
-    if (err != gpuSuccess || n_visible <= 0) {
-        const char *vendors = getenv("FLEETBURN_GPU_VENDORS");
-        const char *why = err != gpuSuccess ? gpuGetErrorString(err) : "no devices";
-        if (!vendors || !*vendors) {
-            fb_result_set_error(res, "gpumemtest skipped: no GPUs on this node (%s)", why);
-            worker_log(ctx, "gpumemtest skipped: no GPUs (%s)", why);
-            return FB_VERDICT_SKIPPED;
-        }
-        return worker_error(ctx, "gpumemtest: the node has %s GPUs but the runtime sees none: %s",
-                        vendors, why);
-    }
+    if (err != gpuSuccess || n_visible <= 0)
+        return gpu_no_devices(ctx, "gpumemtest", FB_GPU_VENDOR,
+                              err != gpuSuccess ? gpuGetErrorString(err) : "no devices");
     if (s_parse(ctx, &cfg, n_visible)) {
         free(cfg.patterns);
         free(cfg.devices);

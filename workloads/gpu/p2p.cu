@@ -16,6 +16,7 @@ extern "C" {
 #include "common/result.h"
 #include "common/units.h"
 #include "common/util.h"
+#include "gpu/host/gpu_devices.h"
 #include "gpu/host/gpumem_report.h"
 #include "gpu/host/p2p_matrix.h"
 #include "worker.h"
@@ -748,7 +749,7 @@ static int s_parse(worker_ctx_t *ctx, p2p_config_t *cfg, int n_visible)
     text = worker_param(ctx, "devices");
     if (!text)
         text = "all";
-    int rc = gpumem_parse_devices(text, n_visible, &cfg->devices, &cfg->n);
+    int rc = gpu_parse_devices(text, n_visible, &cfg->devices, &cfg->n);
     if (rc) {
         worker_error(ctx, "p2p: devices '%s' %s (%d GPU%s visible)", text,
                  rc == -ENODEV ? "names a GPU that is not there"
@@ -805,17 +806,9 @@ fb_verdict_t p2p_run(worker_ctx_t *ctx)
     setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
     int n_visible = 0;
     gpuError_t err = gpuGetDeviceCount(&n_visible);
-    if (err != gpuSuccess || n_visible <= 0) {
-        const char *vendors = getenv("FLEETBURN_GPU_VENDORS");
-        const char *why = err != gpuSuccess ? gpuGetErrorString(err) : "no devices";
-        if (!vendors || !*vendors) {
-            fb_result_set_error(res, "p2p skipped: no GPUs on this node (%s)", why);
-            worker_log(ctx, "p2p skipped: no GPUs (%s)", why);
-            return FB_VERDICT_SKIPPED;
-        }
-        return worker_error(ctx, "p2p: the node has %s GPUs but the runtime sees none: %s", vendors,
-                        why);
-    }
+    if (err != gpuSuccess || n_visible <= 0)
+        return gpu_no_devices(ctx, "p2p", FB_GPU_VENDOR,
+                              err != gpuSuccess ? gpuGetErrorString(err) : "no devices");
     if (s_parse(ctx, &cfg, n_visible)) {
         free(cfg.devices);
         return FB_VERDICT_ERROR;

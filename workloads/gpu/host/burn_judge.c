@@ -125,69 +125,6 @@ int burn_config_parse(worker_ctx_t *ctx, burn_config_t *cfg)
     return 0;
 }
 
-int burn_parse_devices(const char *text, int n_visible, int **list_out, size_t *n_out)
-{
-    *list_out = NULL;
-    *n_out = 0;
-    if (!text)
-        return -EINVAL;
-    while (isspace((unsigned char)*text))
-        text++;
-    size_t len = strlen(text);
-    while (len && isspace((unsigned char)text[len - 1]))
-        len--;
-    if (len == 3 && !strncmp(text, "all", 3)) {
-        if (n_visible <= 0)
-            return -ENODEV;
-        int *list = xcalloc((size_t)n_visible, sizeof *list);
-        for (int i = 0; i < n_visible; i++)
-            list[i] = i;
-        *list_out = list;
-        *n_out = (size_t)n_visible;
-        return 0;
-    }
-    size_t cap = 1;
-    for (size_t i = 0; i < len; i++)
-        cap += text[i] == ',';
-    int *list = xcalloc(cap, sizeof *list);
-    size_t n = 0;
-    int rc = 0;
-    const char *p = text, *end = text + len;
-    while (rc == 0 && p <= end) {
-        while (p < end && isspace((unsigned char)*p))
-            p++;
-        const char *digits = p;
-        unsigned long v = 0;
-        while (p < end && isdigit((unsigned char)*p) && v < 100000)
-            v = v * 10 + (unsigned long)(*p++ - '0');
-        if (p == digits || v >= 100000) {
-            rc = -EINVAL;
-            break;
-        }
-        while (p < end && isspace((unsigned char)*p))
-            p++;
-        if (p < end && *p != ',') {
-            rc = -EINVAL;
-            break;
-        }
-        for (size_t i = 0; i < n; i++)
-            if (list[i] == (int)v)
-                rc = -EINVAL;
-        if (rc == 0 && (int)v >= n_visible)
-            rc = -ENODEV;
-        if (rc == 0)
-            list[n++] = (int)v;
-        p++; /* past the comma, or past the end */
-    }
-    if (rc) {
-        free(list);
-        return rc;
-    }
-    *list_out = list;
-    *n_out = n;
-    return 0;
-}
-
 /* ---- statistics ------------------------------------------------------------------------------ */
 
 static int s_cmp_double(const void *a, const void *b)

@@ -50,10 +50,6 @@ typedef struct {
  * down (logged), as the BLAS libraries need 16-element alignment for fp8 and run fastest so. */
 int burn_config_parse(worker_ctx_t *ctx, burn_config_t *cfg);
 
-/* Parses a `devices` value: "all" (every one of n_visible GPUs) or comma-separated indices, into
- * a heap array the caller frees, in the order given. Returns 0; -EINVAL for text that is not a
- * list of indices or names one twice; -ENODEV when an index is not below n_visible. */
-int burn_parse_devices(const char *text, int n_visible, int **list_out, size_t *n_out);
 
 /* The median of n values (NAN when n is 0); v is not modified. */
 double burn_median(const double *v, size_t n);

@@ -44,18 +44,6 @@ int gpumem_pattern_from_name(const char *name)
     return -1;
 }
 
-/* A heap copy of text[0..len) without surrounding whitespace. */
-static char *s_trimmed(const char *text, size_t len)
-{
-    while (len && isspace((unsigned char)*text)) {
-        text++;
-        len--;
-    }
-    while (len && isspace((unsigned char)text[len - 1]))
-        len--;
-    return xstrndup(text, len);
-}
-
 int gpumem_parse_patterns(const char *text, gpumem_pattern_t **list_out, size_t *n_out,
                           char **bad_out)
 {
@@ -73,59 +61,6 @@ int gpumem_parse_patterns(const char *text, gpumem_pattern_t **list_out, size_t 
     }
     free(ids);
     return rc;
-}
-
-int gpumem_parse_devices(const char *text, int n_visible, int **list_out, size_t *n_out)
-{
-    *list_out = NULL;
-    *n_out = 0;
-    if (!text)
-        return -EINVAL;
-    char *whole = s_trimmed(text, strlen(text));
-    bool all = !strcmp(whole, "all");
-    free(whole);
-    if (all) {
-        if (n_visible <= 0)
-            return -ENODEV;
-        int *list = xcalloc((size_t)n_visible, sizeof *list);
-        for (int i = 0; i < n_visible; i++)
-            list[i] = i;
-        *list_out = list;
-        *n_out = (size_t)n_visible;
-        return 0;
-    }
-    size_t cap = 1;
-    for (const char *s = text; *s; s++)
-        cap += *s == ',';
-    int *list = xcalloc(cap, sizeof *list);
-    size_t n = 0;
-    int rc = 0;
-    for (const char *s = text; rc == 0;) {
-        const char *end = strchr(s, ',');
-        char *item = s_trimmed(s, end ? (size_t)(end - s) : strlen(s));
-        uint64_t v = 0;
-        if (fb_parse_uint(item, 1u << 20, &v)) {
-            rc = -EINVAL;
-        } else if ((int64_t)v >= n_visible) {
-            rc = -ENODEV;
-        } else {
-            for (size_t k = 0; k < n; k++)
-                if (list[k] == (int)v)
-                    rc = -EINVAL;
-            list[n++] = (int)v;
-        }
-        free(item);
-        if (!end)
-            break;
-        s = end + 1;
-    }
-    if (rc) {
-        free(list);
-        return rc;
-    }
-    *list_out = list;
-    *n_out = n;
-    return 0;
 }
 
 /* ---- ranges ---------------------------------------------------------------------------------- */

@@ -42,11 +42,6 @@ int gpumem_pattern_from_name(const char *name);
 int gpumem_parse_patterns(const char *text, gpumem_pattern_t **list_out, size_t *n_out,
                           char **bad_out);
 
-/* Parses a `devices` value: "all" (every one of n_visible GPUs) or comma-separated indices, into
- * a heap array the caller frees, in the order given. Returns 0; -EINVAL for text that is not a
- * list of indices or names one twice; -ENODEV when an index is not below n_visible (or no GPU is
- * visible). */
-int gpumem_parse_devices(const char *text, int n_visible, int **list_out, size_t *n_out);
 
 /* One miscompare a verification kernel recorded. */
 typedef struct {
