@@ -153,46 +153,6 @@ static int s_read_hex(const char *path, uint64_t max, uint64_t *out)
     return rc;
 }
 
-static int s_name_cmp(const void *a, const void *b)
-{
-    return strverscmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Lists the entries of a directory (without . and ..), sorted in version order (eth2 before
- * eth10). Returns the count; *names_out is a heap array of heap strings (NULL when empty or the
- * directory is absent). */
-static size_t s_list_dir(const char *path, char ***names_out)
-{
-    *names_out = NULL;
-    DIR *dir = opendir(path);
-    if (!dir)
-        return 0;
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *de;
-    while ((de = readdir(dir)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            names = xrealloc(names, cap * sizeof *names);
-        }
-        names[n++] = xstrdup(de->d_name);
-    }
-    closedir(dir);
-    if (n > 1)
-        qsort(names, n, sizeof *names, s_name_cmp);
-    *names_out = names;
-    return n;
-}
-
-static void s_names_free(char **names, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-}
-
 /* A heap copy for a message field: never NULL. */
 static char *s_str(const char *s)
 {
@@ -288,7 +248,7 @@ static void s_read_numa(const char *root, Fleetburn__Inventory *inv)
 {
     char *path = s_path(root, "/sys/devices/system/node");
     char **names;
-    size_t n = s_list_dir(path, &names);
+    size_t n = fb_list_dir(path, &names);
     uint32_t nodes = 0;
     for (size_t i = 0; i < n; i++) {
         const char *s = names[i];
@@ -299,7 +259,7 @@ static void s_read_numa(const char *root, Fleetburn__Inventory *inv)
             nodes++;
         free(sub);
     }
-    s_names_free(names, n);
+    fb_names_free(names, n);
     free(path);
     inv->numa_nodes = nodes;
 }
@@ -428,7 +388,7 @@ static void s_read_gpus(const char *root, Fleetburn__Inventory *inv)
 {
     char *base = s_path(root, "/sys/bus/pci/devices");
     char **names;
-    size_t n = s_list_dir(base, &names);
+    size_t n = fb_list_dir(base, &names);
     for (size_t i = 0; i < n; i++) {
         if (!s_printable(names[i], S_PCI_ADDR_MAX))
             continue;
@@ -474,7 +434,7 @@ static void s_read_gpus(const char *root, Fleetburn__Inventory *inv)
         s_add_gpu(inv, gpu);
         free(dev);
     }
-    s_names_free(names, n);
+    fb_names_free(names, n);
     free(base);
 }
 
@@ -501,7 +461,7 @@ static void s_read_netdevs(const char *root, Fleetburn__Inventory *inv)
 {
     char *base = s_path(root, "/sys/class/net");
     char **names;
-    size_t n = s_list_dir(base, &names);
+    size_t n = fb_list_dir(base, &names);
     for (size_t i = 0; i < n; i++) {
         if (!strcmp(names[i], "lo") || !s_printable(names[i], 64))
             continue;
@@ -556,7 +516,7 @@ static void s_read_netdevs(const char *root, Fleetburn__Inventory *inv)
         s_add_nic(inv, nic);
         free(dev);
     }
-    s_names_free(names, n);
+    fb_names_free(names, n);
     free(base);
 }
 
@@ -628,13 +588,13 @@ static void s_read_hcas(const char *root, Fleetburn__Inventory *inv)
 {
     char *base = s_path(root, "/sys/class/infiniband");
     char **hcas;
-    size_t n = s_list_dir(base, &hcas);
+    size_t n = fb_list_dir(base, &hcas);
     for (size_t i = 0; i < n; i++) {
         if (!s_printable(hcas[i], 64))
             continue;
         char *ports_dir = xasprintf("%s/%s/ports", base, hcas[i]);
         char **ports;
-        size_t n_ports = s_list_dir(ports_dir, &ports);
+        size_t n_ports = fb_list_dir(ports_dir, &ports);
         for (size_t j = 0; j < n_ports; j++) {
             uint64_t port = 0;
             if (fb_parse_uint(ports[j], 255, &port) < 0) {
@@ -646,10 +606,10 @@ static void s_read_hcas(const char *root, Fleetburn__Inventory *inv)
                 s_read_hca_port(inv, hcas[i], dir, (uint32_t)port);
             free(dir);
         }
-        s_names_free(ports, n_ports);
+        fb_names_free(ports, n_ports);
         free(ports_dir);
     }
-    s_names_free(hcas, n);
+    fb_names_free(hcas, n);
     free(base);
 }
 

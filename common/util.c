@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -222,4 +223,41 @@ const char *fb_show_value(const char *text, char *buf, size_t buflen)
     }
     buf[o] = '\0';
     return buf;
+}
+
+static int s_version_cmp(const void *a, const void *b)
+{
+    return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+size_t fb_list_dir(const char *path, char ***names_out)
+{
+    *names_out = NULL;
+    DIR *dir = opendir(path);
+    if (!dir)
+        return 0;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            names = xrealloc(names, cap * sizeof *names);
+        }
+        names[n++] = xstrdup(de->d_name);
+    }
+    closedir(dir);
+    if (n > 1)
+        qsort(names, n, sizeof *names, s_version_cmp);
+    *names_out = names;
+    return n;
+}
+
+void fb_names_free(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
 }

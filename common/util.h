@@ -40,6 +40,11 @@ int fb_read_u64(const char *path, uint64_t *out);
 /* A printable, shortened copy of text for one-line messages: at most 48 characters, then
  * "..."; control bytes, non-ASCII bytes and quotes as \xHH. Returns buf. */
 const char *fb_show_value(const char *text, char *buf, size_t buflen);
+/* The entries of a directory, without those starting with '.', sorted in version order (eth2
+ * before eth10). Returns the count; *names_out is a heap array of heap strings, NULL when the
+ * directory is empty or absent. Free with fb_names_free. */
+size_t fb_list_dir(const char *path, char ***names_out);
+void fb_names_free(char **names, size_t n);
 /* mkdir -p with the given mode for created directories. 0 or negative errno. */
 int fb_mkdir_p(const char *path, unsigned mode);
 /* Directory holding the running executable (from /proc/self/exe), heap string; NULL on error. */

@@ -66,44 +66,6 @@ static char *s_attr(const char *fmt, ...)
     return text;
 }
 
-/* Entry names of a directory, sorted; returns the count (heap array of heap strings). */
-static int s_name_cmp(const void *a, const void *b)
-{
-    return strverscmp(*(char *const *)a, *(char *const *)b);
-}
-
-static size_t s_list(const char *path, char ***out)
-{
-    *out = NULL;
-    DIR *d = opendir(path);
-    if (!d)
-        return 0;
-    size_t n = 0, cap = 0;
-    char **names = NULL;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 8;
-            names = xrealloc(names, cap * sizeof *names);
-        }
-        names[n++] = xstrdup(de->d_name);
-    }
-    closedir(d);
-    if (n > 1)
-        qsort(names, n, sizeof *names, s_name_cmp);
-    *out = names;
-    return n;
-}
-
-static void s_free_list(char **names, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-}
-
 /* "200 Gb/sec", "200Gb/s", "200 Gbps", "200" -> 200. Returns 0 or -EINVAL. */
 static int s_parse_rate(const char *text, double *gbps)
 {
@@ -186,7 +148,7 @@ static void s_hca_firmware(const char *root, char *out, size_t len)
 {
     char *dir = xasprintf("%s/sys/class/infiniband", root);
     char **hcas;
-    size_t n = s_list(dir, &hcas);
+    size_t n = fb_list_dir(dir, &hcas);
     char first[64] = "";
     bool differ = false;
     out[0] = '\0';
@@ -211,7 +173,7 @@ static void s_hca_firmware(const char *root, char *out, size_t len)
     } else {
         fb_strlcpy(out, first, len);
     }
-    s_free_list(hcas, n);
+    fb_names_free(hcas, n);
     free(dir);
 }
 
@@ -363,7 +325,7 @@ static size_t s_read_ports(sweep_t *s, char **hcas, size_t n_hcas, port_t *ports
     for (size_t i = 0; i < n_hcas; i++) {
         char *dir = xasprintf("%s/sys/class/infiniband/%s/ports", s->root, hcas[i]);
         char **names;
-        size_t np = s_list(dir, &names);
+        size_t np = fb_list_dir(dir, &names);
         for (size_t j = 0; j < np && n < max; j++) {
             if (strspn(names[j], "0123456789") != strlen(names[j]))
                 continue;
@@ -392,7 +354,7 @@ static size_t s_read_ports(sweep_t *s, char **hcas, size_t n_hcas, port_t *ports
             p->active = !strcmp(p->state, "ACTIVE");
             n++;
         }
-        s_free_list(names, np);
+        fb_names_free(names, np);
         free(dir);
     }
     return n;
@@ -729,12 +691,12 @@ fb_verdict_t health_run_opts(worker_ctx_t *ctx, const health_opts_t *opts)
     worker_progress(ctx, 0.2, "health: PCIe links and InfiniBand ports");
     char *ibdir = xasprintf("%s/sys/class/infiniband", s.root);
     char **hcas;
-    size_t n_hcas = s_list(ibdir, &hcas);
+    size_t n_hcas = fb_list_dir(ibdir, &hcas);
     free(ibdir);
     s.hcas = (unsigned)n_hcas;
     s_check_links(&s, hcas, n_hcas);
     s_check_ports(&s, hcas, n_hcas);
-    s_free_list(hcas, n_hcas);
+    fb_names_free(hcas, n_hcas);
     worker_progress(ctx, 0.4, "health: EDAC and GPU counters");
     s_check_edac(&s);
     s_check_gpus(&s);
