@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 
 static int s_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -99,6 +100,20 @@ static int s_validate_inventory(const Fleetburn__Inventory *inv, char *err, size
     return 0;
 }
 
+/* A host name or an IPv4/IPv6 literal: [A-Za-z0-9.:_%-], 1..255 characters. */
+static int s_valid_address(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 255)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!isalnum(c) && !strchr(".:_%-", c))
+            return 0;
+    }
+    return 1;
+}
+
 static int s_validate_ids(char **ids, size_t n, const char *what, char *err, size_t errlen)
 {
     CHECK(n <= FB_WIRE_MAX_ITEMS, "%s: %zu ids, at most %u allowed", what, n, FB_WIRE_MAX_ITEMS);
@@ -114,6 +129,8 @@ static int s_validate_hello(const Fleetburn__Hello *m, char *err, size_t errlen)
     int rc = s_validate_inventory(m->inventory, err, errlen);
     if (rc)
         return rc;
+    CHECK(m->address[0] == '\0' || s_valid_address(m->address),
+          "hello: address is not a host name or IP address");
     rc = s_validate_ids(m->unacked_result_ids, m->n_unacked_result_ids, "hello.unacked", err,
                         errlen);
     return rc ? rc : s_validate_ids(m->running_task_ids, m->n_running_task_ids, "hello.running",
@@ -152,7 +169,29 @@ static int s_validate_run_task(const Fleetburn__RunTask *m, char *err, size_t er
               "run_task: group rank/size out of range");
         for (size_t i = 0; i < m->group->n_peers; i++)
             CHECK(wire_valid_name(m->group->peers[i]), "run_task: group peer %zu invalid", i);
+        CHECK(m->group->n_addresses == 0 || m->group->n_addresses == m->group->n_peers,
+              "run_task: group has %zu addresses for %zu peers", m->group->n_addresses,
+              m->group->n_peers);
+        for (size_t i = 0; i < m->group->n_addresses; i++)
+            CHECK(m->group->addresses[i][0] == '\0' || s_valid_address(m->group->addresses[i]),
+                  "run_task: group address %zu invalid", i);
     }
+    return 0;
+}
+
+static int s_validate_exchange(const Fleetburn__Exchange *m, char *err, size_t errlen)
+{
+    CHECK(s_valid_id(m->task_id), "exchange: invalid task id");
+    CHECK(wire_valid_name(m->key), "exchange: invalid key");
+    CHECK(m->rank < FB_WIRE_MAX_ITEMS, "exchange: rank %u out of range", m->rank);
+    CHECK(m->value.len <= FB_WIRE_MAX_EXCHANGE, "exchange: value of %zu bytes, at most %u",
+          m->value.len, FB_WIRE_MAX_EXCHANGE);
+    CHECK(m->n_values <= FB_WIRE_MAX_ITEMS, "exchange: %zu values, at most %u", m->n_values,
+          FB_WIRE_MAX_ITEMS);
+    for (size_t i = 0; i < m->n_values; i++)
+        CHECK(m->values[i].len <= FB_WIRE_MAX_EXCHANGE, "exchange: value %zu too long", i);
+    CHECK(s_text_ok(m->error, FB_WIRE_MAX_TEXT), "exchange: error too long");
+    CHECK(m->timeout_ms <= 86400ull * 1000, "exchange: timeout out of range");
     return 0;
 }
 
@@ -239,6 +278,8 @@ int wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen)
         return 0;
     case FLEETBURN__ENVELOPE__BODY_PROGRESS:
         return s_validate_progress(env->progress, err, errlen);
+    case FLEETBURN__ENVELOPE__BODY_EXCHANGE:
+        return s_validate_exchange(env->exchange, err, errlen);
     default:
         return s_fail(err, errlen, "envelope: no known body (case %d)", (int)env->body_case);
     }

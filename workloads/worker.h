@@ -54,10 +54,46 @@ fb_verdict_t worker_error(worker_ctx_t *ctx, const char *fmt, ...) __attribute__
  * the metric charset ([A-Za-z0-9._-]), e.g. "gpu0.temp_c". Thread-safe; not rate-limited. */
 void worker_telemetry(worker_ctx_t *ctx, const fb_metric_t *samples, size_t n);
 
+/* ---- Group tasks (scope: group | pairs) ------------------------------------------------------
+ *
+ * A member of a group task is started with `--rank R --size N --peers NODE,... --addresses
+ * ADDR,...` (peers and addresses by rank; an address is where peers reach that node: an IP
+ * literal or host name, "" when unknown). A task of scope node is a group of one: rank 0, size 1,
+ * peers = {its node}. */
+unsigned worker_rank(const worker_ctx_t *ctx);
+unsigned worker_size(const worker_ctx_t *ctx);
+/* Node name / address of rank r < worker_size (borrowed; address "" when unknown). */
+const char *worker_peer(const worker_ctx_t *ctx, unsigned r);
+const char *worker_peer_address(const worker_ctx_t *ctx, unsigned r);
+
+/* One rank's value in an exchange. */
+typedef struct {
+    void *data; /* owned by the array given back by worker_exchange */
+    size_t len;
+} worker_blob_t;
+
+/* An all-gather among the members of the group: posts value[0..len) (len <= 64 KiB; len 0 is
+ * fine) under key ([A-Za-z0-9._-], each key used once per task) and waits until every rank has
+ * posted, then *values_out gets worker_size() blobs by rank (free with worker_blobs_free).
+ * Goes through the agent and the coordinator (docs/protocol.md, Exchange); without an agent,
+ * when FLEETBURN_EXCHANGE_DIR names a directory shared by the ranks, through files there (tests
+ * and manual runs). A group of one returns at once with its own value.
+ * Returns 0, -ETIMEDOUT when the others did not all post within timeout_ms (err names the ranks
+ * and nodes missing when known), -ECONNABORTED when the coordinator ended the exchange (a member
+ * was lost; err says which), -ENOTCONN when there is no channel, -EINVAL for a bad key or
+ * length. Thread-safe, but one exchange at a time per worker. */
+int worker_exchange(worker_ctx_t *ctx, const char *key, const void *value, size_t len,
+                    uint64_t timeout_ms, worker_blob_t **values_out, char *err, size_t errlen);
+void worker_blobs_free(worker_blob_t **blobs_p, size_t n);
+
 /* For tests: a context with the given key=value parameters and no output channel. */
 worker_ctx_t *worker_ctx_new(const char *task_id, const char *node, const char *const *params,
                              size_t n_params, bool allow_fault_injection);
 void worker_ctx_destroy(worker_ctx_t **self_p);
+/* For tests and worker_main: sets the group (copies; peers/addresses may be NULL for a group of
+ * one, addresses may be NULL). */
+void worker_ctx_set_group(worker_ctx_t *ctx, unsigned rank, unsigned size,
+                          const char *const *peers, const char *const *addresses);
 
 /* Looks up a workload by name in the table of workloads this worker was built with. */
 const workload_entry_t *worker_find(const char *name);

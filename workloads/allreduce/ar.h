@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* allreduce: the parts shared by every way of running it — parameters, the message-size sweep,
+ * the nccl-tests bandwidth formulas, the input pattern and its exact expected result, the line
+ * format ranks report in, and the judging of a sweep into metrics, findings and a verdict.
+ *
+ * Ways of running (docs/workloads.md, allreduce):
+ *   launcher: mpirun  the group's rank 0 member runs OpenMPI's mpirun over the group's addresses;
+ *                     the ranks are fleetburn-mpirank (host MPI_Allreduce, CPU-only nodes) or
+ *                     fleetburn-mpirank-cuda (one rank per GPU, NCCL, unique id by MPI_Bcast).
+ *   launcher: native  every member's worker starts one process per local GPU; NCCL's unique id
+ *                     travels through the coordinator (worker_exchange). Needs GPUs.
+ * Every rank fills its send buffer with ar_input() of (rank, element, iteration) and checks every
+ * element of every iteration's output against ar_expected(); the values are small integers, exact
+ * in every dtype, so any difference is a real error, never rounding.
+ *
+ * Pure C, no I/O except through worker_ctx (ar_report); the inline pattern functions compile in
+ * CUDA/HIP device code too. */
+#ifndef FB_AR_H
+#define FB_AR_H
+
+#include "common/result.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define AR_HD __host__ __device__
+#else
+#define AR_HD
+#endif
+
+typedef enum { AR_DT_FLOAT = 0, AR_DT_HALF, AR_DT_BF16, AR_DT_DOUBLE, AR_DT_INT32 } ar_dtype_t;
+typedef enum { AR_OP_SUM = 0, AR_OP_PROD, AR_OP_MAX, AR_OP_MIN } ar_op_t;
+typedef enum { AR_LAUNCH_MPIRUN = 0, AR_LAUNCH_NATIVE } ar_launcher_t;
+
+typedef struct {
+    ar_launcher_t launcher;
+    uint64_t min_bytes, max_bytes; /* max_bytes 0: the default for the path (GPU or CPU) */
+    unsigned factor;               /* >= 2 */
+    ar_dtype_t dtype;
+    ar_op_t op;
+    unsigned iters, warmup;        /* timed iterations per size (each checked), untimed warm-ups */
+} ar_opts_t;
+
+/* Input of rank r at element i in iteration it: an integer in [1, 4] (prod: 1 or 2), so that the
+ * reduction stays exact in the dtype up to ar_exact_ranks() ranks. */
+AR_HD static inline int ar_input(ar_op_t op, unsigned r, uint64_t i, unsigned it)
+{
+    uint64_t h = (i * 2654435761u) ^ ((uint64_t)r * 40503u) ^ ((uint64_t)it * 97u);
+    h ^= h >> 13;
+    if (op == AR_OP_PROD)
+        return 1 + (int)((h >> 3) & 1u);
+    return 1 + (int)(h & 3u);
+}
+
+/* The exact reduction of ar_input over ranks 0..nranks-1. */
+AR_HD static inline double ar_expected(ar_op_t op, unsigned nranks, uint64_t i, unsigned it)
+{
+    double acc = op == AR_OP_PROD ? 1.0 : op == AR_OP_MAX ? -1e300 : op == AR_OP_MIN ? 1e300 : 0.0;
+    for (unsigned r = 0; r < nranks; r++) {
+        double v = (double)ar_input(op, r, i, it);
+        if (op == AR_OP_SUM)
+            acc += v;
+        else if (op == AR_OP_PROD)
+            acc *= v;
+        else if (op == AR_OP_MAX)
+            acc = v > acc ? v : acc;
+        else
+            acc = v < acc ? v : acc;
+    }
+    return acc;
+}
+
+/* Ranks up to which ar_expected is exact in dtype for op (sum in half/bf16 is exact up to 256,
+ * i.e. 64 ranks of values <= 4). Larger groups use fewer distinct values — see ar_opts_check. */
+unsigned ar_exact_ranks(ar_dtype_t dtype, ar_op_t op);
+
+size_t ar_dtype_size(ar_dtype_t dtype);
+const char *ar_dtype_name(ar_dtype_t dtype);
+const char *ar_op_name(ar_op_t op);
+
+struct worker_ctx;
+/* Reads launcher, min_size, max_size, factor, dtype, op, iters, warmup from the task's params.
+ * gpu selects the default max_size (8 GiB on GPUs; on the CPU path the smaller of 1 GiB and
+ * host_mem_bytes / (4 * ranks on this node)). 0, or -EINVAL with a message in err. */
+int ar_opts_from_params(const struct worker_ctx *ctx, bool gpu, uint64_t host_mem_bytes,
+                        unsigned ranks_per_node, ar_opts_t *out, char *err, size_t errlen);
+
+/* The sweep: min_bytes, *factor, ... up to max_bytes, each rounded down to a whole number of
+ * elements (at least one). *sizes_out is a heap array (caller frees); returns the count. */
+size_t ar_sweep(const ar_opts_t *opts, uint64_t **sizes_out);
+
+/* nccl-tests: algbw = bytes / time; busbw = algbw * 2 (n-1) / n for all-reduce. GB/s = 1e9 B/s. */
+double ar_algbw_gbs(uint64_t bytes, double seconds);
+double ar_busbw_gbs(uint64_t bytes, double seconds, unsigned nranks);
+
+/* One size of a sweep, from one rank (times) merged over ranks (errors summed, times max). */
+typedef struct {
+    uint64_t bytes, count;
+    double avg_us, min_us, max_us; /* per iteration */
+    double algbw_gbs, busbw_gbs;   /* from avg_us */
+    uint64_t errors;               /* wrong elements summed over iterations and ranks */
+    unsigned iters;
+    int first_bad_rank;            /* -1 when none: the lowest rank that saw a wrong element */
+} ar_size_result_t;
+
+/* The line a rank 0 prints per size so that the launching worker can read it from mpirun's output:
+ *   "fb-allreduce bytes=B count=C avg_us=.. min_us=.. max_us=.. errors=E bad_rank=R iters=I"
+ * ar_parse_line returns 0 for such a line, -EINVAL for anything else. */
+void ar_format_line(const ar_size_result_t *r, char *buf, size_t len);
+int ar_parse_line(const char *line, ar_size_result_t *out);
+
+/* Fills the result from a finished sweep: per-size metrics (allreduce.<bytes>.busbw_gbs, .algbw_gbs,
+ * .avg_us), headline metrics (busbw at the largest size, peak busbw, latency at the smallest size),
+ * a per-size table in the log, and findings for wrong results naming the rank's node and GPU
+ * (rank_names[r], e.g. "node-3/gpu1"). Returns pass, or fail when any element was wrong or a
+ * size's busbw fell below the min_busbw_gbs parameter (when given). */
+fb_verdict_t ar_report(struct worker_ctx *ctx, const ar_size_result_t *sizes, size_t n, unsigned nranks,
+              const char *const *rank_names);
+
+#endif
