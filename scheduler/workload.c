@@ -47,6 +47,9 @@ static const fb_param_spec_t s_sleep_params[] = {
     {"exit", FB_PARAM_ENUM, "pass", s_sleep_exits, 0, 0, false,
      "how it ends: pass, fail (a failed verdict), crash (killed by a signal), hang (never "
      "returns; the agent must kill it at its deadline)"},
+    {"exchange", FB_PARAM_BOOL, "false", NULL, 0, 0, false,
+     "in a group task: all-gather the members' names through the coordinator before sleeping "
+     "(tests the rendezvous)"},
 };
 
 /* GPU workloads. `devices` selects GPUs by index ("all", or "0,2,3"). Floors that are relative
@@ -98,6 +101,61 @@ static const fb_param_spec_t s_p2p_params[] = {
     {"inject_corrupt", FB_PARAM_BOOL, NULL, NULL, 0, 0, true,
      "test-only: corrupt one received buffer to prove transfer verification"},
 };
+/* Multi-node workloads (scope: group | pairs; allreduce also runs with scope: node). */
+static const char *const s_ar_launchers[] = {"mpirun", "native", NULL};
+static const char *const s_ar_dtypes[] = {"float", "half", "bfloat16", "double", "int32", NULL};
+static const char *const s_ar_ops[] = {"sum", "prod", "max", "min", NULL};
+static const fb_param_spec_t s_allreduce_params[] = {
+    {"launcher", FB_PARAM_ENUM, "mpirun", s_ar_launchers, 0, 0, false,
+     "mpirun: rank 0's agent runs OpenMPI's mpirun over the group (CPU-only nodes: host "
+     "MPI_Allreduce); native: every agent starts one rank per GPU, NCCL's id via the coordinator"},
+    {"min_size", FB_PARAM_BYTES, "8", NULL, 0, 0, false, "smallest message of the sweep"},
+    {"max_size", FB_PARAM_BYTES, NULL, NULL, 0, 0, false,
+     "largest message (default 8GiB on GPUs; on CPUs the smaller of 1GiB and a quarter of "
+     "memory per rank)"},
+    {"factor", FB_PARAM_UINT, "2", NULL, 2, 1024, false, "size multiplier between steps"},
+    {"dtype", FB_PARAM_ENUM, "float", s_ar_dtypes, 0, 0, false, "element type"},
+    {"op", FB_PARAM_ENUM, "sum", s_ar_ops, 0, 0, false, "reduction"},
+    {"iters", FB_PARAM_UINT, "20", NULL, 1, 100000, false,
+     "timed iterations per size, each one's result checked"},
+    {"warmup", FB_PARAM_UINT, "5", NULL, 0, 100000, false, "untimed iterations per size"},
+    {"min_busbw_gbs", FB_PARAM_DOUBLE, NULL, NULL, 0, 0, false,
+     "fail when busbw at the largest size is below this (GB/s)"},
+    {"mpirun", FB_PARAM_STRING, "mpirun", NULL, 0, 0, false, "mpirun to use (path or name)"},
+    {"mpirun_args", FB_PARAM_STRING, "", NULL, 0, 0, false,
+     "extra mpirun arguments, split on spaces (e.g. --mca btl tcp,self)"},
+    {"rsh_agent", FB_PARAM_STRING, NULL, NULL, 0, 0, false,
+     "remote shell mpirun starts ranks with (plm_rsh_agent; default ssh)"},
+    {"inject_corrupt", FB_PARAM_BOOL, NULL, NULL, 0, 0, true,
+     "test-only: rank 0 corrupts one element of its result to prove the check"},
+};
+static const char *const s_rdma_modes[] = {"write", "read", "send", NULL};
+static const fb_param_spec_t s_rdmabw_params[] = {
+    {"modes", FB_PARAM_ENUM_LIST, "write,read,send", s_rdma_modes, 0, 0, false,
+     "RC operations measured"},
+    {"min_size", FB_PARAM_BYTES, "2", NULL, 0, 0, false, "smallest message"},
+    {"max_size", FB_PARAM_BYTES, "8MiB", NULL, 0, 0, false, "largest message"},
+    {"iters", FB_PARAM_UINT, "1000", NULL, 1, 100000000, false, "messages per size"},
+    {"lat_iters", FB_PARAM_UINT, "10000", NULL, 0, 100000000, false,
+     "ping-pongs for latency percentiles (0: none)"},
+    {"device", FB_PARAM_STRING, "all", NULL, 0, 0, false,
+     "HCA and port (mlx5_0 or mlx5_0:1), or all active ports"},
+    {"gpu_memory", FB_PARAM_STRING, "auto", NULL, 0, 0, false,
+     "auto (GPU buffers when GPUDirect RDMA is available), yes, no"},
+    {"loopback", FB_PARAM_BOOL, "false", NULL, 0, 0, false,
+     "each HCA to itself (scope: node), no peer needed"},
+    {"min_gbps", FB_PARAM_DOUBLE, NULL, NULL, 0, 0, false,
+     "floor for peak write bandwidth in Gb/s (default: 90% of the port rate)"},
+};
+static const fb_param_spec_t s_netbw_params[] = {
+    {"duration", FB_PARAM_DURATION, "10s", NULL, 0, 0, false,
+     "time per direction for the bandwidth measurement"},
+    {"streams", FB_PARAM_UINT, "4", NULL, 1, 256, false, "parallel TCP streams per direction"},
+    {"lat_iters", FB_PARAM_UINT, "2000", NULL, 0, 10000000, false,
+     "TCP ping-pongs for latency percentiles (0: none)"},
+    {"min_gbps", FB_PARAM_DOUBLE, NULL, NULL, 0, 0, false,
+     "fail a direction below this many Gb/s"},
+};
 static const fb_param_spec_t s_health_params[] = {
     {"ib_rate", FB_PARAM_STRING, NULL, NULL, 0, 0, false,
      "expected InfiniBand port rate in Gb/sec, e.g. \"200 Gb/sec\" or \"400\"; slower ports are "
@@ -122,6 +180,12 @@ static const fb_workload_spec_t s_workloads[] = {
                 s_p2p_params),
     FB_WORKLOAD("health", "passive pre-stress sweep of links, counters, logs and versions",
                 s_health_params),
+    FB_WORKLOAD("allreduce", "all-reduce bandwidth sweep (NCCL/RCCL or host MPI), every result "
+                "checked", s_allreduce_params),
+    FB_WORKLOAD("rdmabw", "RDMA RC bandwidth and latency between HCAs (verbs), port counters",
+                s_rdmabw_params),
+    FB_WORKLOAD("netbw", "TCP bandwidth (several streams, both directions) and latency",
+                s_netbw_params),
 };
 
 const fb_workload_spec_t *fb_workload_find(const char *name)

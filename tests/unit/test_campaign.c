@@ -373,10 +373,10 @@ static void test_inline_errors(void **state)
 static void test_workload_schema(void **state)
 {
     (void)state;
-    assert_int_equal(fb_workload_count(), 6);
+    assert_int_equal(fb_workload_count(), 9);
     assert_string_equal(fb_workload_at(0)->name, "memtest");
     assert_string_equal(fb_workload_at(1)->name, "sleep");
-    assert_null(fb_workload_at(6));
+    assert_null(fb_workload_at(9));
     assert_non_null(fb_workload_find("gpuburn"));
     assert_null(fb_workload_find("gpuburnn"));
     assert_null(fb_workload_find(NULL));
