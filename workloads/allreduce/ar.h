@@ -24,6 +24,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define AR_HD __host__ __device__
 #else
@@ -41,6 +45,7 @@ typedef struct {
     ar_dtype_t dtype;
     ar_op_t op;
     unsigned iters, warmup;        /* timed iterations per size (each checked), untimed warm-ups */
+    bool inject_corrupt;           /* test-only: rank 0 corrupts one element of one result */
 } ar_opts_t;
 
 /* Input of rank r at element i in iteration it: an integer in [1, 4] (prod: 1 or 2), so that the
@@ -81,7 +86,8 @@ const char *ar_dtype_name(ar_dtype_t dtype);
 const char *ar_op_name(ar_op_t op);
 
 struct worker_ctx;
-/* Reads launcher, min_size, max_size, factor, dtype, op, iters, warmup from the task's params.
+/* Reads launcher, min_size, max_size, factor, dtype, op, iters, warmup and inject_corrupt (refused
+ * unless the worker allows fault injection) from the task's params.
  * gpu selects the default max_size (8 GiB on GPUs; on the CPU path the smaller of 1 GiB and
  * host_mem_bytes / (4 * ranks on this node)). 0, or -EINVAL with a message in err. */
 int ar_opts_from_params(const struct worker_ctx *ctx, bool gpu, uint64_t host_mem_bytes,
@@ -118,5 +124,72 @@ int ar_parse_line(const char *line, ar_size_result_t *out);
  * size's busbw fell below the min_busbw_gbs parameter (when given). */
 fb_verdict_t ar_report(struct worker_ctx *ctx, const ar_size_result_t *sizes, size_t n, unsigned nranks,
               const char *const *rank_names);
+
+/* ---- rank binaries (fleetburn-mpirank, fleetburn-mpirank-cuda/-hip) --------------------------
+ *
+ * The launcher hands the sweep to the ranks as words "key=value" after the binary's name
+ * (min_bytes, max_bytes, factor, dtype, op, iters, warmup, inject_corrupt), so that every rank
+ * binary runs the sweep the worker decided. max_bytes is always resolved (never 0). */
+#define AR_ARGS_N 8
+#define AR_ARG_MAX 48
+void ar_opts_to_args(const ar_opts_t *opts, char words[AR_ARGS_N][AR_ARG_MAX]);
+/* Parses such words (other words are ignored; absent ones keep the defaults of the schema).
+ * 0, or -EINVAL with a message in err. */
+int ar_opts_from_args(int argc, char *const *argv, ar_opts_t *out, char *err, size_t errlen);
+
+/* Which group member a rank runs on: the launcher exports FLEETBURN_AR_NODES (member node names
+ * by group rank, comma-separated), FLEETBURN_AR_ADDRS (their addresses) and FLEETBURN_AR_SLOTS
+ * (ranks per member) to every rank. ar_rank.h finds the member by the rank's own interface
+ * addresses, then by host name, then by its place in the slot order (mpirun --map-by slot). */
+
+/* Rank 0 prints one line per rank before the sweep so the launcher can name ranks in findings:
+ *   "fb-allreduce-rank rank=R name=NAME"  (NAME: node, or node/gpuN; no spaces)
+ * ar_parse_rank_line returns 0 and copies the name (truncated to namelen), -EINVAL otherwise. */
+void ar_format_rank_line(unsigned rank, const char *name, char *buf, size_t len);
+int ar_parse_rank_line(const char *line, unsigned *rank, char *name, size_t namelen);
+
+/* Where a rank saw wrong elements (optional: rank 0 prints at most one line per rank and size
+ * with errors, before that size's "fb-allreduce" line):
+ *   "fb-allreduce-error bytes=B rank=R errors=E index=I iter=T expected=X got=Y" */
+typedef struct {
+    uint64_t bytes;
+    unsigned rank;
+    uint64_t errors; /* wrong elements of this rank at this size, over all iterations */
+    uint64_t index;  /* its first wrong element */
+    unsigned iter;
+    double expected, got;
+} ar_rank_error_t;
+void ar_format_error_line(const ar_rank_error_t *e, char *buf, size_t len);
+int ar_parse_error_line(const char *line, ar_rank_error_t *out);
+
+/* ar_report with per-rank details: the findings then name every rank that saw wrong elements
+ * (not only the lowest) with its first wrong element. ar_report is ar_report_detail(.., NULL, 0). */
+fb_verdict_t ar_report_detail(struct worker_ctx *ctx, const ar_size_result_t *sizes, size_t n,
+                              unsigned nranks, const char *const *rank_names,
+                              const ar_rank_error_t *errors, size_t n_errors);
+
+/* ---- the GPU path hook ------------------------------------------------------------------------
+ *
+ * allreduce_run (allreduce.c, in every worker) decides the path. The vendor workers
+ * (fleetburn-worker-cuda / -hip) define ar_gpu_path (ar_gpu*.cu, extern "C"); the plain
+ * fleetburn-worker does not, and there the weak reference is NULL. With the hook and
+ * count_gpus() > 0:
+ *   launcher mpirun  allreduce_run runs the launcher (launch_mpirun.h) with slots = count_gpus()
+ *                    per member and the rank binary rank_binary, found next to the worker;
+ *   launcher native  allreduce_run calls run_native, which owns the run on this member.
+ * Without GPUs: mpirun runs the host path (fleetburn-mpirank); native is skipped. */
+typedef struct {
+    const char *rank_binary; /* "fleetburn-mpirank-cuda" or "fleetburn-mpirank-hip" */
+    /* GPUs this worker drives on this node (the task's device selection applied): > 0, 0 for
+     * none, or -errno with a message in err (the task then ends with error). */
+    int (*count_gpus)(struct worker_ctx *ctx, char *err, size_t errlen);
+    /* launcher native: this member's ranks, one per GPU, start to finish (result filled). */
+    fb_verdict_t (*run_native)(struct worker_ctx *ctx, const ar_opts_t *opts, unsigned ngpus);
+} ar_gpu_path_t;
+extern const ar_gpu_path_t ar_gpu_path;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
