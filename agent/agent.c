@@ -12,6 +12,7 @@
 #include "inventory.h"
 #include "spool.h"
 #include "task.h"
+#include "common/exline.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "common/wire.h"
@@ -19,7 +20,9 @@
 #include "scheduler/workload.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,12 +37,14 @@
 typedef struct running {
     task_t *task;
     char *id;
+    unsigned rank; /* in its group (0 for tasks of scope node) */
     struct running *next;
 } running_t;
 
 struct agent {
     uv_loop_t *loop;
     char *coordinator, *name, *worker_path, *sysfs_root;
+    char *address; /* Hello.address: where peers reach this node */
     char work_dir[256];
     char gpu_vendors[64]; /* "nvidia", "amd", "nvidia,amd" or "" from the inventory */
     bool allow_fault_injection;
@@ -100,6 +105,7 @@ static void s_send_hello(agent_t *self)
     Fleetburn__Hello hello = FLEETBURN__HELLO__INIT;
     hello.name = self->name;
     hello.inventory = self->inventory;
+    hello.address = self->address;
     char **unacked = NULL;
     size_t n_unacked = 0;
     if (spool_list(self->spool, &unacked, &n_unacked) == 0) {
@@ -270,10 +276,83 @@ static void s_send_telemetry(agent_t *self, const char *task_id, const char *tex
     free(copy);
 }
 
+static running_t *s_find_running(agent_t *self, const char *id)
+{
+    for (running_t *r = self->running; r; r = r->next)
+        if (!strcmp(r->id, id))
+            return r;
+    return NULL;
+}
+
+/* A worker's exchange post goes to the coordinator as an Exchange with the member's rank. */
+static void s_send_exchange(agent_t *self, task_t *task, const char *line)
+{
+    char *key = NULL;
+    uint64_t timeout_ms = 0;
+    uint8_t *value = NULL;
+    size_t len = 0;
+    running_t *r = s_find_running(self, task_id(task));
+    if (!r || exline_post_parse(line, &key, &timeout_ms, &value, &len)) {
+        log_warn("task %s: malformed exchange line from the worker", task_id(task));
+        if (r) {
+            char *reply = exline_reply_error_format("invalid", "malformed exchange line");
+            task_write_line(task, reply);
+            free(reply);
+        }
+        return;
+    }
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__Exchange ex = FLEETBURN__EXCHANGE__INIT;
+    ex.task_id = r->id;
+    ex.key = key;
+    ex.rank = r->rank;
+    ex.value.data = value;
+    ex.value.len = len;
+    ex.timeout_ms = timeout_ms;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_EXCHANGE;
+    env.exchange = &ex;
+    if (s_send(self, &env)) {
+        /* Not connected: the worker's own timeout ends it, but say why at once. */
+        char *reply = exline_reply_error_format(key, "the agent is not connected to the coordinator");
+        task_write_line(task, reply);
+        free(reply);
+    }
+    free(key);
+    free(value);
+}
+
+/* The coordinator's answer to an exchange goes to the worker's stdin. */
+static void s_on_exchange(agent_t *self, const Fleetburn__Exchange *m)
+{
+    running_t *r = s_find_running(self, m->task_id);
+    if (!r) {
+        log_debug("exchange %s for task %s that is not running here", m->key, m->task_id);
+        return;
+    }
+    char *line;
+    if (m->error && *m->error) {
+        line = exline_reply_error_format(m->key, m->error);
+    } else {
+        exline_blob_t *values = xcalloc(m->n_values, sizeof *values);
+        for (size_t i = 0; i < m->n_values; i++) {
+            values[i].data = m->values[i].data;
+            values[i].len = m->values[i].len;
+        }
+        line = exline_reply_ok_format(m->key, values, m->n_values);
+        free(values);
+    }
+    task_write_line(r->task, line);
+    free(line);
+}
+
 static void s_on_task_line(task_t *task, const char *kind, double progress, const char *text,
                            void *arg)
 {
     agent_t *self = arg;
+    if (!strcmp(kind, "exchange")) {
+        s_send_exchange(self, task, text);
+        return;
+    }
     if (!strcmp(kind, "telemetry")) {
         s_send_telemetry(self, task_id(task), text);
         return;
@@ -373,11 +452,19 @@ static void s_note_gpu_vendors(agent_t *self)
     setenv("FLEETBURN_GPU_VENDORS", self->gpu_vendors, 1);
 }
 
+/* A member of a group task reports as <task>@<node> (worker_main does the same). */
+static char *s_result_id(agent_t *self, const Fleetburn__RunTask *m)
+{
+    return m->group ? xasprintf("%s@%s", m->task_id, self->name) : xstrdup(m->task_id);
+}
+
 static fb_result_t *s_refusal(agent_t *self, const Fleetburn__RunTask *m, const char *fmt,
                               const char *arg)
 {
     fb_result_t *r = fb_result_new();
-    fb_result_set_ids(r, m->task_id, m->task_id, self->name);
+    char *result_id = s_result_id(self, m);
+    fb_result_set_ids(r, result_id, m->task_id, self->name);
+    free(result_id);
     r->verdict = FB_VERDICT_ERROR;
     fb_result_set_error(r, fmt, arg);
     r->started_ms = r->finished_ms = fb_now_ms();
@@ -389,10 +476,13 @@ static void s_on_run_task(agent_t *self, const Fleetburn__RunTask *m)
     /* Delivery may repeat: a running task keeps running, a finished one is re-sent. */
     if (s_is_running(self, m->task_id))
         return;
-    if (s_is_spooled(self, m->task_id)) {
-        s_send_spooled_result(self, m->task_id);
+    char *result_id = s_result_id(self, m);
+    bool spooled = s_is_spooled(self, result_id);
+    if (spooled)
+        s_send_spooled_result(self, result_id);
+    free(result_id);
+    if (spooled)
         return;
-    }
     size_t n_params = m->n_params;
     const char **params = xcalloc(m->n_params + self->n_inject, sizeof(char *));
     char **owned = xcalloc(m->n_params, sizeof(char *));
@@ -419,7 +509,17 @@ static void s_on_run_task(agent_t *self, const Fleetburn__RunTask *m)
     }
     if (!refused) {
         char *worker = s_worker_for(self, m->workload);
-        task_env_t env = {worker, self->work_dir, self->name, self->allow_fault_injection};
+        task_env_t env = {worker, self->work_dir, self->name, self->allow_fault_injection,
+                          false, 0, 1, NULL, NULL};
+        const Fleetburn__Group *g = m->group;
+        if (g && g->size == g->n_peers) {
+            env.group = true;
+            env.rank = g->rank;
+            env.size = g->size;
+            env.peers = (const char *const *)g->peers;
+            env.addresses = g->n_addresses == g->n_peers ? (const char *const *)g->addresses
+                                                         : NULL;
+        }
         task_callbacks_t cb = {s_on_task_line, s_on_task_done, self};
         task_t *task = task_start(self->loop, &env, m->task_id, m->workload, params, n_params,
                                   m->timeout_ms, &cb, &refused);
@@ -428,6 +528,7 @@ static void s_on_run_task(agent_t *self, const Fleetburn__RunTask *m)
             running_t *r = xcalloc(1, sizeof *r);
             r->task = task;
             r->id = xstrdup(m->task_id);
+            r->rank = env.group ? env.rank : 0;
             r->next = self->running;
             self->running = r;
             s_send_task_event(self, m->task_id, FLEETBURN__TASK_EVENT__KIND__KIND_STARTED, 0,
@@ -501,6 +602,9 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
     case FLEETBURN__ENVELOPE__BODY_CANCEL_TASK:
         s_on_cancel(self, env->cancel_task);
         break;
+    case FLEETBURN__ENVELOPE__BODY_EXCHANGE:
+        s_on_exchange(self, env->exchange);
+        break;
     case FLEETBURN__ENVELOPE__BODY_ACK:
         for (size_t i = 0; i < env->ack->n_result_ids; i++)
             if (spool_remove(self->spool, env->ack->result_ids[i]) == 0)
@@ -515,6 +619,42 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
 
 /* --- lifecycle ------------------------------------------------------------------------------ */
 
+/* The local address of the route to the coordinator: the interface peers most likely reach too
+ * (a UDP connect sends nothing, it only picks the route). "" when it cannot be found. */
+static char *s_default_address(const char *endpoint)
+{
+    const char *host = strstr(endpoint, "://");
+    if (!host || strncmp(endpoint, "tcp", 3))
+        return xstrdup("127.0.0.1");
+    host += 3;
+    char name[256];
+    const char *colon = strrchr(host, ':');
+    size_t n = colon ? (size_t)(colon - host) : strlen(host);
+    if (n >= sizeof name)
+        return xstrdup("");
+    memcpy(name, host, n);
+    name[n] = '\0';
+    if (name[0] == '[' && n > 1 && name[n - 1] == ']') {
+        memmove(name, name + 1, n - 2);
+        name[n - 2] = '\0';
+    }
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_socktype = SOCK_DGRAM;
+    if (getaddrinfo(name, "9", &hints, &res) != 0 || !res)
+        return xstrdup("");
+    char out[INET6_ADDRSTRLEN] = "";
+    int fd = socket(res->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_storage local;
+    socklen_t len = sizeof local;
+    if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+        getsockname(fd, (struct sockaddr *)&local, &len) == 0)
+        getnameinfo((struct sockaddr *)&local, len, out, sizeof out, NULL, 0, NI_NUMERICHOST);
+    if (fd >= 0)
+        close(fd);
+    freeaddrinfo(res);
+    return xstrdup(out);
+}
+
 agent_t *agent_new(uv_loop_t *loop, const agent_options_t *opts, char *err, size_t errlen)
 {
     agent_t *self = xcalloc(1, sizeof *self);
@@ -523,6 +663,9 @@ agent_t *agent_new(uv_loop_t *loop, const agent_options_t *opts, char *err, size
     self->name = xstrdup(opts->name);
     self->worker_path = xstrdup(opts->worker_path);
     self->sysfs_root = xstrdup(opts->sysfs_root ? opts->sysfs_root : "");
+    self->address = opts->address && *opts->address ? xstrdup(opts->address)
+                                                    : s_default_address(opts->coordinator);
+    log_info("peers reach this node at %s", *self->address ? self->address : "(unknown)");
     self->allow_fault_injection = opts->allow_fault_injection;
     self->inject = xcalloc(opts->n_inject, sizeof(char *));
     for (size_t i = 0; i < opts->n_inject; i++)
@@ -600,6 +743,7 @@ void agent_destroy(agent_t **self_p)
     free(self->name);
     free(self->worker_path);
     free(self->sysfs_root);
+    free(self->address);
     for (size_t i = 0; i < self->n_inject; i++)
         free(self->inject[i]);
     free(self->inject);

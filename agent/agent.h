@@ -14,6 +14,7 @@ typedef struct {
     const char *spool_dir;      /* results waiting for an Ack */
     const char *worker_path;    /* fleetburn-worker */
     const char *sysfs_root;     /* "" for the live machine */
+    const char *address;        /* where peers reach this node; NULL: the route to the coordinator */
     bool allow_fault_injection; /* test-only: honour inject_* parameters */
     /* Test-only: parameters added to tasks, "KEY=VALUE" for every task or
      * "WORKLOAD.KEY=VALUE" for one workload; needs allow_fault_injection. */

@@ -8,6 +8,7 @@
 #include "common/wire.h"
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,9 @@ static void s_usage(FILE *out)
             "  --spool DIR              results awaiting acknowledgement\n"
             "                           (default /var/lib/fleetburn/spool/NAME as root,\n"
             "                            else ~/.local/state/fleetburn/spool/NAME)\n"
+            "  --address ADDR           where peers reach this node for multi-node workloads\n"
+            "                           (default: the local address of the route to the\n"
+            "                            coordinator)\n"
             "  --worker PATH            fleetburn-worker to run tasks with\n"
             "                           (default: next to this program)\n"
             "  --allow-fault-injection  honour test-only inject_* parameters\n"
@@ -43,6 +47,14 @@ static char *s_default_spool(const char *name)
     return xasprintf("%s/.local/state/fleetburn/spool/%s", home ? home : "/tmp", name);
 }
 
+/* Host name or IP literal: [A-Za-z0-9.:_%-], what the wire accepts in Hello.address. */
+static bool s_valid_address(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 0 && n <= 255 && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789.:_%-") == n;
+}
+
 static char *s_default_name(void)
 {
     char host[256] = "";
@@ -59,8 +71,10 @@ int main(int argc, char **argv)
         {"coordinator", required_argument, 0, 'c'}, {"name", required_argument, 0, 'n'},
         {"spool", required_argument, 0, 's'},       {"worker", required_argument, 0, 'w'},
         {"allow-fault-injection", no_argument, 0, 'F'}, {"verbose", no_argument, 0, 'v'},
-        {"inject", required_argument, 0, 'i'},
+        {"inject", required_argument, 0, 'i'},      {"address", required_argument, 0, 'a'},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    /* A worker that exits while its exchange reply is being written must not kill the agent. */
+    signal(SIGPIPE, SIG_IGN);
     agent_options_t opts = {0};
     char *name = NULL, *spool = NULL, *worker = NULL;
     bool verbose = false;
@@ -68,13 +82,22 @@ int main(int argc, char **argv)
     const char **inject = xcalloc((size_t)argc, sizeof(char *));
     size_t n_inject = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "c:n:s:w:Fvhi:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:n:s:w:Fvhi:a:", longopts, NULL)) != -1) {
         switch (c) {
         case 'c': opts.coordinator = optarg; break;
         case 'n': free(name); name = xstrdup(optarg); break;
         case 's': free(spool); spool = xstrdup(optarg); break;
         case 'w': free(worker); worker = xstrdup(optarg); break;
         case 'F': opts.allow_fault_injection = true; break;
+        case 'a':
+            if (!s_valid_address(optarg)) {
+                fprintf(stderr, "fleetburn-agent: --address '%s' is not a host name or IP "
+                                "address\n", optarg);
+                status = 2;
+                goto out;
+            }
+            opts.address = optarg;
+            break;
         case 'i':
             if (!strchr(optarg, '=')) {
                 fprintf(stderr, "fleetburn-agent: --inject: expected [WORKLOAD.]KEY=VALUE, got '%s'\n",

@@ -16,7 +16,8 @@
 #include <unistd.h>
 
 #define TASK_KILL_GRACE_MS 3000
-#define TASK_LINE_MAX 8192
+/* Room for an exchange post: a 64 KiB value as hex plus the head. */
+#define TASK_LINE_MAX (2 * 65536 + 256)
 
 struct task {
     uv_loop_t *loop;
@@ -26,6 +27,7 @@ struct task {
     char *result_path;
     uv_process_t process;
     uv_pipe_t out;
+    uv_pipe_t in; /* the worker's stdin: exchange replies */
     uv_timer_t deadline;
     uv_timer_t kill_timer;
     int open_handles;
@@ -59,7 +61,8 @@ static void s_close(task_t *t)
     uv_timer_stop(&t->deadline);
     uv_timer_stop(&t->kill_timer);
     uv_handle_t *handles[] = {(uv_handle_t *)&t->process, (uv_handle_t *)&t->out,
-                              (uv_handle_t *)&t->deadline, (uv_handle_t *)&t->kill_timer};
+                              (uv_handle_t *)&t->in, (uv_handle_t *)&t->deadline,
+                              (uv_handle_t *)&t->kill_timer};
     for (size_t i = 0; i < FB_ARRAY_LEN(handles); i++)
         if (!uv_is_closing(handles[i]))
             uv_close(handles[i], s_on_handle_closed);
@@ -110,6 +113,10 @@ static void s_handle_line(task_t *t, char *line)
     }
     if (!strncmp(line, "telemetry ", 10)) {
         t->cb.on_line(t, "telemetry", 0, line + 10, t->cb.arg);
+        return;
+    }
+    if (!strncmp(line, "exchange ", 9)) {
+        t->cb.on_line(t, "exchange", 0, line, t->cb.arg);
         return;
     }
     if (!strncmp(line, "log ", 4))
@@ -202,10 +209,32 @@ static void s_on_exit(uv_process_t *p, int64_t status, int term_signal)
     s_close(t);
 }
 
-static char **s_build_args(const task_env_t *env, const char *task_id, const char *workload,
-                           const char *result_path, const char *const *params, size_t n_params)
+/* "a,b,c" of n strings (heap). */
+static char *s_join(const char *const *items, unsigned n)
 {
-    char **args = xcalloc(n_params + 14, sizeof(char *));
+    size_t len = 1;
+    for (unsigned i = 0; i < n; i++)
+        len += strlen(items && items[i] ? items[i] : "") + 1;
+    char *out = xcalloc(1, len);
+    for (unsigned i = 0; i < n; i++) {
+        if (i)
+            strcat(out, ",");
+        strcat(out, items && items[i] ? items[i] : "");
+    }
+    return out;
+}
+
+/* Strings the argument vector points at besides the caller's. */
+typedef struct {
+    char rank[16], size[16];
+    char *peers, *addresses;
+} group_args_t;
+
+static char **s_build_args(const task_env_t *env, const char *task_id, const char *workload,
+                           const char *result_path, const char *const *params, size_t n_params,
+                           group_args_t *g)
+{
+    char **args = xcalloc(n_params + 22, sizeof(char *));
     size_t n = 0;
     args[n++] = (char *)env->worker_path;
     args[n++] = "--workload";
@@ -218,6 +247,22 @@ static char **s_build_args(const task_env_t *env, const char *task_id, const cha
     args[n++] = (char *)env->node;
     if (env->allow_fault_injection)
         args[n++] = "--allow-fault-injection";
+    if (env->group) {
+        snprintf(g->rank, sizeof g->rank, "%u", env->rank);
+        snprintf(g->size, sizeof g->size, "%u", env->size);
+        g->peers = s_join(env->peers, env->size);
+        args[n++] = "--rank";
+        args[n++] = g->rank;
+        args[n++] = "--size";
+        args[n++] = g->size;
+        args[n++] = "--peers";
+        args[n++] = g->peers;
+        if (env->addresses) {
+            g->addresses = s_join(env->addresses, env->size);
+            args[n++] = "--addresses";
+            args[n++] = g->addresses;
+        }
+    }
     for (size_t i = 0; i < n_params; i++)
         args[n++] = (char *)params[i];
     args[n] = NULL;
@@ -251,13 +296,16 @@ task_t *task_start(uv_loop_t *loop, const task_env_t *env, const char *task_id,
     unlink(t->result_path);
 
     uv_pipe_init(loop, &t->out, 0);
+    uv_pipe_init(loop, &t->in, 0);
     uv_timer_init(loop, &t->deadline);
     uv_timer_init(loop, &t->kill_timer);
-    t->out.data = t->deadline.data = t->kill_timer.data = t->process.data = t;
+    t->out.data = t->in.data = t->deadline.data = t->kill_timer.data = t->process.data = t;
 
-    char **args = s_build_args(env, task_id, workload, t->result_path, params, n_params);
+    group_args_t g = {{0}, {0}, NULL, NULL};
+    char **args = s_build_args(env, task_id, workload, t->result_path, params, n_params, &g);
     uv_stdio_container_t stdio[3];
-    stdio[0].flags = UV_IGNORE;
+    stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
+    stdio[0].data.stream = (uv_stream_t *)&t->in;
     stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
     stdio[1].data.stream = (uv_stream_t *)&t->out;
     stdio[2].flags = UV_INHERIT_FD;
@@ -271,6 +319,8 @@ task_t *task_start(uv_loop_t *loop, const task_env_t *env, const char *task_id,
     opts.flags = UV_PROCESS_DETACHED;
     int rc = uv_spawn(loop, &t->process, &opts);
     free(args);
+    free(g.peers);
+    free(g.addresses);
     if (rc) {
         fb_result_t *r = fb_result_new();
         r->verdict = FB_VERDICT_ERROR;
@@ -278,13 +328,13 @@ task_t *task_start(uv_loop_t *loop, const task_env_t *env, const char *task_id,
         fb_result_set_ids(r, task_id, task_id, env->node);
         r->started_ms = r->finished_ms = t->started_ms;
         *result_out = r;
-        t->open_handles = 4;
+        t->open_handles = 5;
         t->exited = true;
         /* A failed spawn still initialised the process handle; close everything. */
         s_close(t);
         return NULL;
     }
-    t->open_handles = 4;
+    t->open_handles = 5;
     uv_read_start((uv_stream_t *)&t->out, s_on_alloc, s_on_read);
     uv_timer_start(&t->deadline, s_on_deadline, timeout_ms, 0);
     log_info("task %s: started %s (pid %d, deadline %.1f s)", task_id, workload, t->process.pid,
@@ -313,4 +363,28 @@ void task_abort(task_t *t)
 const char *task_id(const task_t *t)
 {
     return t->id;
+}
+
+static void s_on_written(uv_write_t *req, int status)
+{
+    (void)status; /* a worker that exited meanwhile is not an error worth a message */
+    free(req->data);
+    free(req);
+}
+
+void task_write_line(task_t *t, const char *line)
+{
+    if (t->exited || t->aborted || uv_is_closing((uv_handle_t *)&t->in))
+        return;
+    uv_write_t *req = xmalloc(sizeof *req);
+    size_t len = strlen(line);
+    req->data = xmalloc(len);
+    memcpy(req->data, line, len);
+    uv_buf_t buf = uv_buf_init(req->data, (unsigned)len);
+    int rc = uv_write(req, (uv_stream_t *)&t->in, &buf, 1, s_on_written);
+    if (rc) {
+        log_warn("task %s: cannot write to the worker: %s", t->id, uv_strerror(rc));
+        free(req->data);
+        free(req);
+    }
 }

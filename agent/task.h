@@ -18,11 +18,17 @@ typedef struct {
     const char *work_dir; /* where the worker writes its result file */
     const char *node;
     bool allow_fault_injection;
+    /* A member of a group task: rank, size, peers and addresses by rank (size entries each;
+     * addresses may be NULL). group false: a task of scope node. */
+    bool group;
+    unsigned rank, size;
+    const char *const *peers;
+    const char *const *addresses;
 } task_env_t;
 
 typedef struct {
-    /* A line from the worker: kind is "progress", "log" or "telemetry" (text then holds
-     * "name=value:unit ..." samples). */
+    /* A line from the worker: kind is "progress", "log", "telemetry" (text then holds
+     * "name=value:unit ..." samples) or "exchange" (text is the whole post line, common/exline.h). */
     void (*on_line)(task_t *task, const char *kind, double progress, const char *text, void *arg);
     /* The task ended; result ownership passes to the callee. The task is closed right after. */
     void (*on_done)(task_t *task, fb_result_t **result, void *arg);
@@ -39,5 +45,8 @@ void task_cancel(task_t *task, const char *reason);
 /* Kills the worker without reporting (agent shutdown). Frees the task. */
 void task_abort(task_t *task);
 const char *task_id(const task_t *task);
+/* Writes one line (ending in '\n') to the worker's stdin: an exchange reply (common/exline.h).
+ * Copied; dropped silently once the worker has exited. */
+void task_write_line(task_t *task, const char *line);
 
 #endif

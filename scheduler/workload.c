@@ -47,7 +47,7 @@ static const fb_param_spec_t s_sleep_params[] = {
     {"exit", FB_PARAM_ENUM, "pass", s_sleep_exits, 0, 0, false,
      "how it ends: pass, fail (a failed verdict), crash (killed by a signal), hang (never "
      "returns; the agent must kill it at its deadline)"},
-    {"exchange", FB_PARAM_BOOL, "false", NULL, 0, 0, false,
+    {"exchange", FB_PARAM_BOOL, NULL, NULL, 0, 0, false,
      "in a group task: all-gather the members' names through the coordinator before sleeping "
      "(tests the rendezvous)"},
 };

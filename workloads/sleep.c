@@ -10,6 +10,34 @@
 #include <time.h>
 #include <unistd.h>
 
+/* All-gathers the members' node names through the coordinator and checks that rank r's value is
+ * the node the group says holds rank r: proves the rendezvous end to end. */
+static fb_verdict_t s_exchange_names(worker_ctx_t *ctx)
+{
+    const char *me = worker_node(ctx);
+    worker_blob_t *values = NULL;
+    char err[512];
+    int rc = worker_exchange(ctx, "names", me, strlen(me), 60000, &values, err, sizeof err);
+    if (rc)
+        return worker_error(ctx, "%s", err);
+    fb_verdict_t verdict = FB_VERDICT_PASS;
+    for (unsigned r = 0; r < worker_size(ctx); r++) {
+        const char *peer = worker_peer(ctx, r);
+        if (values[r].len != strlen(peer) || memcmp(values[r].data, peer, values[r].len)) {
+            verdict = worker_error(ctx, "exchange: rank %u posted '%.*s', expected '%s'", r,
+                                   (int)values[r].len, (const char *)values[r].data, peer);
+            break;
+        }
+    }
+    worker_blobs_free(&values, worker_size(ctx));
+    if (verdict == FB_VERDICT_PASS) {
+        worker_log(ctx, "exchange: %u members agree on the group (rank %u)", worker_size(ctx),
+                   worker_rank(ctx));
+        fb_result_add_metric(worker_result(ctx), "sleep.group_size", worker_size(ctx), "");
+    }
+    return verdict;
+}
+
 static void s_sleep_ms(uint64_t ms)
 {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
@@ -29,6 +57,17 @@ fb_verdict_t sleep_run(worker_ctx_t *ctx)
     }
     if (!exit_mode)
         exit_mode = "pass";
+    const char *exchange = worker_param(ctx, "exchange");
+    bool do_exchange = false;
+    if (exchange && fb_parse_bool(exchange, &do_exchange)) {
+        fb_result_set_error(result, "exchange: '%s' is not a boolean", exchange);
+        return FB_VERDICT_ERROR;
+    }
+    if (do_exchange) {
+        fb_verdict_t v = s_exchange_names(ctx);
+        if (v != FB_VERDICT_PASS)
+            return v;
+    }
     uint64_t step = ms / 10 ? ms / 10 : 1;
     for (uint64_t done = 0; done < ms; done += step) {
         worker_progress(ctx, (double)done / (double)ms, "sleeping");

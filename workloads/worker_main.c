@@ -55,16 +55,72 @@ static int s_write_result(const char *path, const fb_result_t *result)
     return rc;
 }
 
+/* Splits "a,b,c" into exactly n heap strings (empty items allowed); -EINVAL on another count. */
+static int s_split(const char *text, unsigned n, char ***out)
+{
+    char **items = xcalloc(n, sizeof(char *));
+    const char *p = text;
+    unsigned i = 0;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        if (i == n) {
+            fb_names_free(items, n);
+            return -EINVAL;
+        }
+        items[i++] = xstrndup(p, len);
+        if (!p[len])
+            break;
+        p += len + 1;
+    }
+    if (i != n) {
+        fb_names_free(items, n);
+        return -EINVAL;
+    }
+    *out = items;
+    return 0;
+}
+
+/* --rank/--size/--peers/--addresses: all or none. */
+static int s_set_group(worker_ctx_t *ctx, const char *rank_arg, const char *size_arg,
+                       const char *peers_arg, const char *addresses_arg)
+{
+    if (!rank_arg && !size_arg && !peers_arg && !addresses_arg)
+        return 0;
+    char *end = NULL;
+    unsigned long rank = rank_arg ? strtoul(rank_arg, &end, 10) : 0;
+    bool rank_ok = rank_arg && end && !*end;
+    unsigned long size = size_arg ? strtoul(size_arg, &end, 10) : 0;
+    bool size_ok = size_arg && end && !*end && size >= 1 && size <= 4096;
+    char **peers = NULL, **addresses = NULL;
+    if (!rank_ok || !size_ok || rank >= size || !peers_arg ||
+        s_split(peers_arg, (unsigned)size, &peers) ||
+        (addresses_arg && s_split(addresses_arg, (unsigned)size, &addresses))) {
+        fprintf(stderr, "fleetburn-worker: --rank R --size N --peers P0,... [--addresses A0,...] "
+                        "must agree (R < N, N names)\n");
+        if (peers)
+            fb_names_free(peers, size);
+        return -EINVAL;
+    }
+    worker_ctx_set_group(ctx, (unsigned)rank, (unsigned)size, (const char *const *)peers,
+                         (const char *const *)addresses);
+    fb_names_free(peers, size);
+    if (addresses)
+        fb_names_free(addresses, size);
+    return 0;
+}
+
 static void s_usage(void)
 {
     fprintf(stderr, "usage: fleetburn-worker --workload NAME --task-id ID --result FILE "
-                    "[--node NAME] [--allow-fault-injection] [key=value ...]\n");
+                    "[--node NAME] [--rank R --size N --peers P0,... [--addresses A0,...]] "
+                    "[--allow-fault-injection] [key=value ...]\n");
 }
 
 int main(int argc, char **argv)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     const char *workload = NULL, *task_id = "manual", *result_path = NULL, *node = "";
+    const char *rank_arg = NULL, *size_arg = NULL, *peers_arg = NULL, *addresses_arg = NULL;
     bool allow_injection = false;
     const char **params = xcalloc((size_t)argc, sizeof(char *));
     size_t n_params = 0;
@@ -78,6 +134,14 @@ int main(int argc, char **argv)
             result_path = argv[++i];
         else if (!strcmp(a, "--node") && i + 1 < argc)
             node = argv[++i];
+        else if (!strcmp(a, "--rank") && i + 1 < argc)
+            rank_arg = argv[++i];
+        else if (!strcmp(a, "--size") && i + 1 < argc)
+            size_arg = argv[++i];
+        else if (!strcmp(a, "--peers") && i + 1 < argc)
+            peers_arg = argv[++i];
+        else if (!strcmp(a, "--addresses") && i + 1 < argc)
+            addresses_arg = argv[++i];
         else if (!strcmp(a, "--allow-fault-injection"))
             allow_injection = true;
         else if (a[0] != '-' && strchr(a, '='))
@@ -100,6 +164,11 @@ int main(int argc, char **argv)
 
     worker_ctx_t *ctx = worker_ctx_new(task_id, node, params, n_params, allow_injection);
     worker_ctx_set_emit(ctx, true);
+    if (s_set_group(ctx, rank_arg, size_arg, peers_arg, addresses_arg)) {
+        worker_ctx_destroy(&ctx);
+        free(params);
+        return 2;
+    }
     fb_result_t *result = worker_result(ctx);
     result->started_ms = fb_now_ms();
     const workload_entry_t *entry = worker_find(workload);
@@ -115,8 +184,15 @@ int main(int argc, char **argv)
         fb_result_set_error(result, "workload %s returned no verdict", workload);
     }
     result->finished_ms = fb_now_ms();
-    /* The agent's result id is the task id: one result per task makes delivery idempotent. */
-    fb_result_set_ids(result, task_id, task_id, node);
+    /* The agent's result id is the task id: one result per task makes delivery idempotent. A
+     * group task has one result per member: the member's node is part of the id. */
+    if (size_arg) {
+        char *result_id = xasprintf("%s@%s", task_id, node);
+        fb_result_set_ids(result, result_id, task_id, node);
+        free(result_id);
+    } else {
+        fb_result_set_ids(result, task_id, task_id, node);
+    }
     int rc = s_write_result(result_path, result);
     worker_ctx_destroy(&ctx);
     free(params);

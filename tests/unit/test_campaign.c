@@ -207,7 +207,7 @@ static void test_fixture_errors(void **state)
     s_expect_fixture_error(
         "unknown-workload.yaml",
         "unknown-workload.yaml:5: stages[1].workload: unknown workload 'gpuburnn'; expected one "
-        "of memtest, sleep, gpuburn, gpumemtest, p2p, health");
+        "of memtest, sleep, gpuburn, gpumemtest, p2p, health, allreduce, rdmabw, netbw");
     s_expect_fixture_error(
         "bad-timeout.yaml",
         "bad-timeout.yaml:6: stages[0].timeout: '30x' is not a duration; expected e.g. 90s, 30m, "
@@ -255,7 +255,7 @@ static void test_fixture_errors(void **state)
                            "expected an integer from 1 to 1000000");
     s_expect_fixture_error("missing-workload.yaml",
                            "missing-workload.yaml:3: stages[0].workload: missing; expected one of "
-                           "memtest, sleep, gpuburn, gpumemtest, p2p, health");
+                           "memtest, sleep, gpuburn, gpumemtest, p2p, health, allreduce, rdmabw, netbw");
 
     fb_campaign_t *c = (fb_campaign_t *)1;
     char *err = NULL;
@@ -326,7 +326,7 @@ static void test_inline_errors(void **state)
            "t.yaml:5: stages[1].name: 'b c' is not a valid stage name; expected");
     S_WITH("  - just-a-string\n", "t.yaml:5: stages[1]: is a single value; expected a mapping");
     S_WITH("  - name: b\n    workload: [memtest]\n",
-           "t.yaml:6: stages[1].workload: is a list; expected one of memtest, sleep, gpuburn, gpumemtest, p2p, health");
+           "t.yaml:6: stages[1].workload: is a list; expected one of memtest, sleep, gpuburn, gpumemtest, p2p, health, allreduce, rdmabw, netbw");
     S_WITH("---\nname: y\n", "t.yaml:6: (top level): a second YAML document; expected one");
     S_WITH("nodes: a\nnodes: b\n", "t.yaml:6: nodes: key given twice");
     S_WITH("nodes:\n", "t.yaml:5: nodes: no value; expected all, or hostlist notation");
@@ -482,7 +482,7 @@ static void test_workload_schema(void **state)
     assert_string_equal(err, "expected an integer of at least 5");
 
     char names[256];
-    assert_string_equal(fb_workload_names(names, sizeof names), "memtest, sleep, gpuburn, gpumemtest, p2p, health");
+    assert_string_equal(fb_workload_names(names, sizeof names), "memtest, sleep, gpuburn, gpumemtest, p2p, health, allreduce, rdmabw, netbw");
     assert_string_equal(fb_workload_param_names(m, names, sizeof names),
                         "size, passes, threads, patterns, seed, lock");
     assert_string_equal(fb_workload_names(names, 5), "memt");
