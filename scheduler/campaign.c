@@ -7,6 +7,7 @@
  * sequence gives either a campaign or one error line. */
 #include "campaign.h"
 
+#include "topology.h"
 #include "workload.h"
 #include "common/hostlist.h"
 #include "common/units.h"
@@ -22,7 +23,11 @@
 #define S_STAGE_NAME_MAX 64
 #define S_CAMPAIGN_NAME_MAX 200
 #define S_TOP_KEYS "name, nodes, stages"
-#define S_STAGE_KEYS "name, workload, timeout, on_fail, nodes, params"
+#define S_STAGE_KEYS                                                                               \
+    "name, workload, timeout, on_fail, nodes, params, scope, group_size, pairing, seed, "        \
+    "topology, rounds"
+#define S_GROUP_SIZE_MAX 4096
+#define S_ROUNDS_MAX 10000
 #define S_HOSTLIST_EXPECTED "expected all, or hostlist notation such as node[01-16,20],gpu-a[1-4]"
 
 typedef struct {
@@ -295,6 +300,8 @@ static void s_stage_fini(fb_stage_t *st)
         free(st->params[i].value);
     }
     free(st->params);
+    free(st->topology_path);
+    fb_topology_destroy(&st->topology);
     memset(st, 0, sizeof *st);
 }
 
@@ -310,6 +317,138 @@ static yaml_node_t *s_lookup(s_ctx_t *ctx, const yaml_node_t *map, const char *k
     return NULL;
 }
 
+/* ---- multi-node keys ---- */
+
+/* Where each multi-node key of a stage was written (0 = absent). Whether a key applies depends
+ * on scope and pairing, which may be written after it, so those checks run on the whole stage. */
+typedef struct {
+    int scope, group_size, pairing, seed, topology, rounds;
+} s_scope_lines_t;
+
+static int *s_scope_line(s_scope_lines_t *lines, const char *key)
+{
+    return !strcmp(key, "scope")        ? &lines->scope
+           : !strcmp(key, "group_size") ? &lines->group_size
+           : !strcmp(key, "pairing")    ? &lines->pairing
+           : !strcmp(key, "seed")       ? &lines->seed
+           : !strcmp(key, "topology")   ? &lines->topology
+           : !strcmp(key, "rounds")     ? &lines->rounds
+                                        : NULL;
+}
+
+/* An integer value from min to max; exp is the whole "expected ..." text. */
+static int s_uint_value(s_ctx_t *ctx, const yaml_node_t *v, const char *kpath, uint64_t min,
+                        uint64_t max, const char *exp, uint64_t *out)
+{
+    const char *text;
+    char shown[256];
+    if (s_scalar(ctx, v, kpath, exp, &text))
+        return -EINVAL;
+    uint64_t n;
+    if (fb_parse_uint(text, UINT64_MAX, &n))
+        return s_fail(ctx, s_line(v), kpath, "'%s' is not an integer; %s",
+                      fb_show_value(text, shown, sizeof shown), exp);
+    if (n < min || n > max)
+        return s_fail(ctx, s_line(v), kpath, "'%s' is out of range; %s",
+                      fb_show_value(text, shown, sizeof shown), exp);
+    *out = n;
+    return 0;
+}
+
+/* Parses the value of one multi-node key into st. */
+static int s_scope_value(s_ctx_t *ctx, const char *key, const yaml_node_t *v, const char *kpath,
+                         fb_stage_t *st)
+{
+    const char *text;
+    char shown[256];
+    uint64_t n;
+    if (!strcmp(key, "scope")) {
+        const char *exp = "expected node, group or pairs";
+        if (s_scalar(ctx, v, kpath, exp, &text))
+            return -EINVAL;
+        if (fb_scope_parse(text, &st->scope))
+            return s_fail(ctx, s_line(v), kpath, "unknown scope '%s'; %s",
+                          fb_show_value(text, shown, sizeof shown), exp);
+    } else if (!strcmp(key, "group_size")) {
+        const char *exp = "expected 0 (every selected node in one group) or a group size from 2 "
+                          "to 4096";
+        if (s_uint_value(ctx, v, kpath, 0, S_GROUP_SIZE_MAX, exp, &n))
+            return -EINVAL;
+        if (n == 1)
+            return s_fail(ctx, s_line(v), kpath,
+                          "a group of one node tests nothing between nodes (scope: node runs "
+                          "each node alone); %s",
+                          exp);
+        st->group_size = (size_t)n;
+    } else if (!strcmp(key, "pairing")) {
+        const char *exp = "expected random, round-robin or topology";
+        if (s_scalar(ctx, v, kpath, exp, &text))
+            return -EINVAL;
+        if (fb_pairing_parse(text, &st->pairing))
+            return s_fail(ctx, s_line(v), kpath, "unknown pairing '%s'; %s",
+                          fb_show_value(text, shown, sizeof shown), exp);
+    } else if (!strcmp(key, "seed")) {
+        if (s_uint_value(ctx, v, kpath, 0, UINT64_MAX,
+                         "expected an integer from 0 to 18446744073709551615", &st->seed))
+            return -EINVAL;
+        st->has_seed = true;
+    } else if (!strcmp(key, "topology")) {
+        if (s_scalar(ctx, v, kpath,
+                     "expected the path of a topology file or of ibnetdiscover output", &text))
+            return -EINVAL;
+        st->topology_path = xstrdup(text);
+        st->topology_line = s_line(v);
+    } else if (!strcmp(key, "rounds")) {
+        if (s_uint_value(ctx, v, kpath, 1, S_ROUNDS_MAX, "expected an integer from 1 to 10000",
+                         &n))
+            return -EINVAL;
+        st->rounds = (unsigned)n;
+    }
+    return 0;
+}
+
+/* A key written where it does not apply: "KEY applies only to WHAT (this stage has NOW)". */
+static int s_not_applicable(s_ctx_t *ctx, int line, const char *path, const char *key,
+                            const char *applies, const char *now)
+{
+    char *kpath = s_path(path, key);
+    s_fail(ctx, line, kpath, "applies only to %s, and this stage has %s; expected %s removed, or %s",
+           applies, now, key, applies);
+    free(kpath);
+    return -EINVAL;
+}
+
+/* The checks that need the whole stage: keys that do not apply to its scope or pairing, and a
+ * topology for pairing topology. */
+static int s_scope_check(s_ctx_t *ctx, const char *path, int stage_line,
+                         const s_scope_lines_t *lines, const fb_stage_t *st)
+{
+    char now[64];
+    snprintf(now, sizeof now, "scope: %s", fb_scope_name(st->scope));
+    if (lines->group_size && st->scope != FB_SCOPE_GROUP)
+        return s_not_applicable(ctx, lines->group_size, path, "group_size", "scope: group", now);
+    if (lines->pairing && st->scope != FB_SCOPE_PAIRS)
+        return s_not_applicable(ctx, lines->pairing, path, "pairing", "scope: pairs", now);
+    if (lines->rounds && st->scope != FB_SCOPE_PAIRS)
+        return s_not_applicable(ctx, lines->rounds, path, "rounds", "scope: pairs", now);
+    if (st->scope == FB_SCOPE_PAIRS)
+        snprintf(now, sizeof now, "pairing: %s", fb_pairing_name(st->pairing));
+    bool pairs = st->scope == FB_SCOPE_PAIRS;
+    if (lines->seed && !(pairs && st->pairing == FB_PAIRING_RANDOM))
+        return s_not_applicable(ctx, lines->seed, path, "seed", "pairing: random", now);
+    if (lines->topology && !(pairs && st->pairing == FB_PAIRING_TOPOLOGY))
+        return s_not_applicable(ctx, lines->topology, path, "topology", "pairing: topology", now);
+    if (pairs && st->pairing == FB_PAIRING_TOPOLOGY && !lines->topology) {
+        char *kpath = s_path(path, "topology");
+        s_fail(ctx, stage_line, kpath,
+               "missing: pairing: topology pairs nodes by the fabric; expected topology: FILE, a "
+               "topology file or ibnetdiscover output");
+        free(kpath);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campaign_t *c,
                    fb_stage_t *st)
 {
@@ -319,6 +458,9 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
     st->line = s_line(node);
     st->timeout_ms = 3600000;
     st->on_fail = FB_ON_FAIL_CONTINUE;
+    st->scope = FB_SCOPE_NODE;
+    st->pairing = FB_PAIRING_ROUND_ROBIN;
+    st->rounds = 1;
     if (node->type != YAML_MAPPING_NODE)
         return s_fail(ctx, s_line(node), path,
                       "is %s; expected a mapping with name, workload and optionally timeout, "
@@ -352,6 +494,7 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
 
     bool seen_name = false, seen_workload = false, seen_timeout = false, seen_on_fail = false,
          seen_nodes = false, seen_params = false;
+    s_scope_lines_t scope_lines = {0};
     for (yaml_node_pair_t *pair = node->data.mapping.pairs.start;
          pair < node->data.mapping.pairs.top && !rc; pair++) {
         yaml_node_t *k = s_node(ctx, pair->key), *v = s_node(ctx, pair->value);
@@ -366,7 +509,14 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
                      : !strcmp(key, "nodes")    ? &seen_nodes
                      : !strcmp(key, "params")   ? &seen_params
                                                 : NULL;
-        if (!seen) {
+        int *scope_line = seen ? NULL : s_scope_line(&scope_lines, key);
+        if (scope_line) {
+            if (*scope_line)
+                rc = s_fail(ctx, s_line(k), kpath, "key given twice; expected each key once");
+            else
+                rc = s_scope_value(ctx, key, v, kpath, st);
+            *scope_line = s_line(k);
+        } else if (!seen) {
             rc = s_fail(ctx, s_line(k), kpath, "unknown key; expected one of %s", S_STAGE_KEYS);
         } else if (*seen) {
             rc = s_fail(ctx, s_line(k), kpath, "key given twice; expected each key once");
@@ -410,8 +560,8 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
                 st->on_fail = FB_ON_FAIL_STOP;
             else if (!strcmp(text, "bisect"))
                 rc = s_fail(ctx, s_line(v), kpath,
-                            "'bisect' is not supported yet: bisection needs a stage whose "
-                            "scope is group or pairs, which stages cannot declare yet; %s",
+                            "'bisect' is not supported yet: the runner does not split failing "
+                            "groups or pairs; %s",
                             exp);
             else
                 rc = s_fail(ctx, s_line(v), kpath, "unknown policy '%s'; %s",
@@ -434,6 +584,8 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
         free(kpath);
         return rc;
     }
+    if (s_scope_check(ctx, path, st->line, &scope_lines, st))
+        return -EINVAL;
     if (!seen_params) /* defaults */
         return s_params(ctx, NULL, path, w, st);
     return 0;
@@ -615,6 +767,8 @@ out_parser:
     return 0;
 }
 
+static char *s_dirname(const char *path);
+
 int fb_campaign_load(const char *path, fb_campaign_t **out, char **error_out)
 {
     *out = NULL;
@@ -658,7 +812,65 @@ int fb_campaign_load(const char *path, fb_campaign_t **out, char **error_out)
         rc = fb_campaign_parse(buf, len, path, out, error_out);
     }
     free(buf);
+    if (rc == 0) {
+        char *dir = s_dirname(path);
+        rc = fb_campaign_load_files(*out, dir, error_out);
+        free(dir);
+        if (rc)
+            fb_campaign_destroy(out);
+    }
     return rc;
+}
+
+/* The directory part of path ("." when it has none), heap. */
+static char *s_dirname(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return xstrdup(".");
+    return slash == path ? xstrdup("/") : xstrndup(path, (size_t)(slash - path));
+}
+
+static int s_load_topology(const fb_campaign_t *c, size_t i, const char *base_dir,
+                           char **error_out)
+{
+    fb_stage_t *st = &c->stages[i];
+    char *path = st->topology_path[0] == '/' || !base_dir || !base_dir[0]
+                     ? xstrdup(st->topology_path)
+                     : xasprintf("%s/%s", base_dir, st->topology_path);
+    char err[512];
+    int rc = fb_topology_load(path, &st->topology, err, sizeof err);
+    if (rc) {
+        s_ctx_t ctx = {c->source, "", 0, NULL, NULL};
+        char kpath[64];
+        snprintf(kpath, sizeof kpath, "stages[%zu].topology", i);
+        /* err starts with the path as resolved: the file that was actually tried */
+        s_fail(&ctx, st->topology_line, kpath,
+               "cannot load %s; expected a topology file (lines 'leaf01: node[01-04]') or "
+               "ibnetdiscover output",
+               err);
+        if (error_out)
+            *error_out = ctx.error;
+        else
+            free(ctx.error);
+    }
+    free(path);
+    return rc;
+}
+
+int fb_campaign_load_files(fb_campaign_t *c, const char *base_dir, char **error_out)
+{
+    if (error_out)
+        *error_out = NULL;
+    for (size_t i = 0; i < c->n_stages; i++) {
+        const fb_stage_t *st = &c->stages[i];
+        if (!st->topology_path || st->topology)
+            continue;
+        int rc = s_load_topology(c, i, base_dir, error_out);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 void fb_campaign_destroy(fb_campaign_t **self_p)

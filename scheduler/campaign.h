@@ -11,6 +11,15 @@
  *       on_fail: continue       # continue (default) | stop
  *       nodes: local-[0-1]      # optional; default: the campaign's nodes
  *       params: {size: 80%, passes: 2}
+ *     - name: net
+ *       workload: netbw
+ *       scope: pairs            # node (default) | group | pairs
+ *       pairing: round-robin    # pairs: random | round-robin (default) | topology
+ *       rounds: 3               # pairs: successive matchings, each after the last has ended
+ *
+ * Multi-node keys (docs/campaign-file.md): scope; group_size (scope group); pairing and rounds
+ * (scope pairs); seed (pairing random); topology (pairing topology, required there). A key that
+ * does not apply to the stage's scope or pairing is an error, wherever it is written.
  *
  * Parsing validates everything it can without I/O: keys, workload names, every parameter against
  * the workload schema (scheduler/workload.h), durations, hostlists. The result holds effective
@@ -24,9 +33,13 @@
 #ifndef FB_CAMPAIGN_H
 #define FB_CAMPAIGN_H
 
+#include "pairing.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct fb_topology;
 
 typedef enum { FB_ON_FAIL_CONTINUE, FB_ON_FAIL_STOP } fb_on_fail_t;
 
@@ -44,6 +57,16 @@ typedef struct fb_stage {
     fb_kv_t *params;  /* effective parameters, in the workload's schema order */
     size_t n_params;
     int line; /* 1-based line where the stage starts in the source */
+    /* How nodes are put together (scheduler/pairing.h, docs/scheduling.md). */
+    fb_scope_t scope;      /* default FB_SCOPE_NODE */
+    size_t group_size;     /* scope group: 0 = every selected node in one group, else >= 2 */
+    fb_pairing_t pairing;  /* scope pairs: default FB_PAIRING_ROUND_ROBIN */
+    unsigned rounds;       /* scope pairs: matchings run one after the other, >= 1; 1 otherwise */
+    bool has_seed;         /* pairing random: seed given; absent, the runner picks one */
+    uint64_t seed;
+    char *topology_path;   /* pairing topology: the file as written; NULL otherwise */
+    int topology_line;     /* where topology_path was written */
+    struct fb_topology *topology; /* owned; loaded by fb_campaign_load_files, NULL before */
 } fb_stage_t;
 
 /* Tagged so that other headers can forward-declare it as struct fb_campaign. */
@@ -64,10 +87,19 @@ typedef struct fb_campaign {
 int fb_campaign_parse(const char *text, size_t len, const char *source, fb_campaign_t **out,
                       char **error_out);
 
-/* Reads and parses the file at path. Besides fb_campaign_parse's results, returns a negative
+/* Reads and parses the file at path, then loads the files it refers to (fb_campaign_load_files,
+ * relative to the directory of path). Besides fb_campaign_parse's results, returns a negative
  * errno from opening or reading the file (message "PATH: cannot read: ..."), or -EFBIG past
  * FB_CAMPAIGN_MAX_BYTES. */
 int fb_campaign_load(const char *path, fb_campaign_t **out, char **error_out);
+
+/* Loads the files a parsed campaign refers to: the topology of every stage with pairing
+ * topology that has none loaded yet. A relative path is taken relative to base_dir (the
+ * campaign file's directory; NULL or "" = the current directory). The only I/O of this module
+ * besides fb_campaign_load. Returns 0, or -EINVAL (or the errno of reading) with a one-line
+ * heap message in *error_out (when not NULL) in the parser's format:
+ *   rack.yaml:7: stages[1].topology: cannot load /racks/fabric.topo: line 3: ...; expected ... */
+int fb_campaign_load_files(fb_campaign_t *c, const char *base_dir, char **error_out);
 
 /* NULL-safe; nulls the pointer. */
 void fb_campaign_destroy(fb_campaign_t **self_p);

@@ -5,6 +5,7 @@
  * parameter validation per type; and truncated or randomly mutated files never crash the parser,
  * only produce errors. */
 #include "scheduler/campaign.h"
+#include "scheduler/topology.h"
 #include "scheduler/workload.h"
 #include "common/hostlist.h"
 #include "common/util.h"
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -230,16 +232,17 @@ static void test_fixture_errors(void **state)
                                                 "campaign's name, e.g. name: rack12-burnin");
     s_expect_fixture_error("unknown-key.yaml",
                            "unknown-key.yaml:6: stages[0].retries: unknown key; expected one of "
-                           "name, workload, timeout, on_fail, nodes, params");
+                           "name, workload, timeout, on_fail, nodes, params, scope, group_size, "
+                           "pairing, seed, topology, rounds");
     s_expect_fixture_error("unknown-top-key.yaml", "unknown-top-key.yaml:2: node: unknown key; "
                                                    "expected one of name, nodes, stages");
     s_expect_fixture_error("duplicate-stage.yaml",
                            "duplicate-stage.yaml:5: stages[1].name: duplicate stage name 'dram' "
                            "(also stages[0] at line 3); expected a unique name");
     s_expect_fixture_error("bisect.yaml",
-                           "bisect.yaml:5: stages[0].on_fail: 'bisect' is not supported yet: "
-                           "bisection needs a stage whose scope is group or pairs, which stages "
-                           "cannot declare yet; expected continue or stop");
+                           "bisect.yaml:5: stages[0].on_fail: 'bisect' is not supported yet: the "
+                           "runner does not split failing groups or pairs; expected continue or "
+                           "stop");
     s_expect_fixture_error("bad-nodes.yaml",
                            "bad-nodes.yaml:2: nodes: reversed range '16-01' in 'node[16-01]'; "
                            "expected all, or hostlist notation such as node[01-16,20],gpu-a[1-4]");
@@ -573,12 +576,218 @@ static void test_robustness(void **state)
                   s_robust_syntax, s_robust_schema);
 }
 
+/* Multi-node keys: defaults, every key where it applies, and the values kept. */
+static void test_scope_keys(void **state)
+{
+    (void)state;
+    fb_campaign_t *c = s_parse_ok("name: x\nstages:\n"
+                                  "  - {name: a, workload: sleep}\n"
+                                  "  - {name: b, workload: sleep, scope: group}\n"
+                                  "  - {name: c, workload: sleep, scope: group, group_size: 4}\n"
+                                  "  - {name: d, workload: netbw, scope: pairs}\n"
+                                  "  - {name: e, workload: netbw, pairing: random, seed: 7,\n"
+                                  "     rounds: 3, scope: pairs}\n"
+                                  "  - {name: f, workload: netbw, scope: pairs, pairing: topology,\n"
+                                  "     topology: fabric.topo, rounds: 2}\n"
+                                  "  - {name: g, workload: sleep, scope: group, group_size: 0}\n"
+                                  "  - {name: h, workload: netbw, scope: pairs, pairing: random}\n");
+    const fb_stage_t *s = c->stages;
+    assert_int_equal(s[0].scope, FB_SCOPE_NODE);
+    assert_int_equal(s[0].rounds, 1);
+    assert_int_equal(s[0].group_size, 0);
+    assert_null(s[0].topology_path);
+    assert_int_equal(s[1].scope, FB_SCOPE_GROUP);
+    assert_int_equal(s[1].group_size, 0);
+    assert_int_equal(s[2].group_size, 4);
+    assert_int_equal(s[3].scope, FB_SCOPE_PAIRS);
+    assert_int_equal(s[3].pairing, FB_PAIRING_ROUND_ROBIN);
+    assert_int_equal(s[3].rounds, 1);
+    assert_false(s[3].has_seed);
+    assert_int_equal(s[4].pairing, FB_PAIRING_RANDOM);
+    assert_true(s[4].has_seed);
+    assert_int_equal(s[4].seed, 7);
+    assert_int_equal(s[4].rounds, 3);
+    assert_int_equal(s[5].pairing, FB_PAIRING_TOPOLOGY);
+    assert_string_equal(s[5].topology_path, "fabric.topo");
+    assert_int_equal(s[5].topology_line, 10);
+    assert_null(s[5].topology); /* parsing reads no file */
+    assert_int_equal(s[5].rounds, 2);
+    assert_int_equal(s[6].group_size, 0);
+    assert_false(s[7].has_seed);
+    fb_campaign_destroy(&c);
+
+    c = s_parse_ok("name: x\nstages:\n  - {name: a, workload: netbw, scope: pairs, pairing: "
+                   "random, seed: 18446744073709551615, rounds: 10000}\n");
+    assert_true(c->stages[0].seed == UINT64_MAX);
+    assert_int_equal(c->stages[0].rounds, 10000);
+    fb_campaign_destroy(&c);
+}
+
+static void test_scope_errors(void **state)
+{
+    (void)state;
+    const char *head = "name: x\nstages:\n  - name: a\n    workload: netbw\n";
+    char *t;
+#define S_EXACT(tail, expected)                                                                    \
+    do {                                                                                           \
+        fb_campaign_t *c_ = (fb_campaign_t *)1;                                                    \
+        char *err_ = NULL;                                                                         \
+        t = xasprintf("%s%s", head, tail);                                                         \
+        assert_int_equal(fb_campaign_parse(t, strlen(t), "t.yaml", &c_, &err_), -EINVAL);          \
+        assert_null(c_);                                                                           \
+        if (strcmp(err_, expected))                                                                \
+            fail_msg("for:\n%s\n got      '%s'\n expected '%s'", t, err_, expected);              \
+        free(err_);                                                                                \
+        free(t);                                                                                   \
+    } while (0)
+    S_EXACT("    scope: ring\n",
+            "t.yaml:5: stages[0].scope: unknown scope 'ring'; expected node, group or pairs");
+    S_EXACT("    scope: [group]\n",
+            "t.yaml:5: stages[0].scope: is a list; expected node, group or pairs");
+    S_EXACT("    scope: group\n    group_size: 1\n",
+            "t.yaml:6: stages[0].group_size: a group of one node tests nothing between nodes "
+            "(scope: node runs each node alone); expected 0 (every selected node in one group) or "
+            "a group size from 2 to 4096");
+    S_EXACT("    scope: group\n    group_size: 5000\n",
+            "t.yaml:6: stages[0].group_size: '5000' is out of range; expected 0 (every selected "
+            "node in one group) or a group size from 2 to 4096");
+    S_EXACT("    scope: group\n    group_size: four\n",
+            "t.yaml:6: stages[0].group_size: 'four' is not an integer; expected 0 (every selected "
+            "node in one group) or a group size from 2 to 4096");
+    /* A key that does not apply, whether written before or after the scope. */
+    S_EXACT("    group_size: 4\n    scope: pairs\n",
+            "t.yaml:5: stages[0].group_size: applies only to scope: group, and this stage has "
+            "scope: pairs; expected group_size removed, or scope: group");
+    S_EXACT("    group_size: 4\n",
+            "t.yaml:5: stages[0].group_size: applies only to scope: group, and this stage has "
+            "scope: node; expected group_size removed, or scope: group");
+    S_EXACT("    scope: group\n    pairing: random\n",
+            "t.yaml:6: stages[0].pairing: applies only to scope: pairs, and this stage has "
+            "scope: group; expected pairing removed, or scope: pairs");
+    S_EXACT("    rounds: 3\n",
+            "t.yaml:5: stages[0].rounds: applies only to scope: pairs, and this stage has scope: "
+            "node; expected rounds removed, or scope: pairs");
+    S_EXACT("    scope: pairs\n    seed: 3\n",
+            "t.yaml:6: stages[0].seed: applies only to pairing: random, and this stage has "
+            "pairing: round-robin; expected seed removed, or pairing: random");
+    S_EXACT("    seed: 3\n",
+            "t.yaml:5: stages[0].seed: applies only to pairing: random, and this stage has scope: "
+            "node; expected seed removed, or pairing: random");
+    S_EXACT("    scope: pairs\n    topology: f.topo\n",
+            "t.yaml:6: stages[0].topology: applies only to pairing: topology, and this stage has "
+            "pairing: round-robin; expected topology removed, or pairing: topology");
+    S_EXACT("    scope: pairs\n    pairing: topology\n",
+            "t.yaml:3: stages[0].topology: missing: pairing: topology pairs nodes by the fabric; "
+            "expected topology: FILE, a topology file or ibnetdiscover output");
+    S_EXACT("    scope: pairs\n    pairing: best\n",
+            "t.yaml:6: stages[0].pairing: unknown pairing 'best'; expected random, round-robin or "
+            "topology");
+    S_EXACT("    scope: pairs\n    rounds: 0\n",
+            "t.yaml:6: stages[0].rounds: '0' is out of range; expected an integer from 1 to "
+            "10000");
+    S_EXACT("    scope: pairs\n    pairing: random\n    seed: -4\n",
+            "t.yaml:7: stages[0].seed: '-4' is not an integer; expected an integer from 0 to "
+            "18446744073709551615");
+    S_EXACT("    scope: pairs\n    pairing: random\n    seed: 18446744073709551616\n",
+            "t.yaml:7: stages[0].seed: '18446744073709551616' is not an integer; expected an "
+            "integer from 0 to 18446744073709551615");
+    S_EXACT("    scope: pairs\n    scope: group\n",
+            "t.yaml:6: stages[0].scope: key given twice; expected each key once");
+    S_EXACT("    scope: pairs\n    pairing: topology\n    topology:\n",
+            "t.yaml:7: stages[0].topology: no value; expected the path of a topology file or of "
+            "ibnetdiscover output");
+#undef S_EXACT
+}
+
+/* Writes text to a new file under dir; returns its path (heap). */
+static char *s_write(const char *dir, const char *name, const char *text)
+{
+    char *path = xasprintf("%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* Topology files are loaded with the campaign: relative to the campaign file's directory, with
+ * errors that name the file and the stage's line. */
+static void test_topology_files(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/fbcampaign-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    const char *stage = "name: x\nstages:\n  - name: net\n    workload: netbw\n    scope: pairs\n"
+                        "    pairing: topology\n";
+    char *text = xasprintf("%s    topology: fabric.topo\n", stage);
+    char *campaign = s_write(dir, "c.yaml", text);
+    free(text);
+    char *topo = s_write(dir, "fabric.topo", "leaf01: n[1-2]\nleaf02: n[3-4]\n"
+                                             "spine01: leaf[01-02]\n");
+    fb_campaign_t *c = NULL;
+    char *err = NULL;
+    assert_int_equal(fb_campaign_load(campaign, &c, &err), 0);
+    assert_null(err);
+    assert_non_null(c->stages[0].topology);
+    fb_campaign_destroy(&c);
+
+    /* Parsed text, files loaded separately against a base directory (what the coordinator does
+     * with a submitted campaign); an absolute path ignores the base. */
+    text = xasprintf("%s    topology: fabric.topo\n", stage);
+    assert_int_equal(fb_campaign_parse(text, strlen(text), "sub.yaml", &c, &err), 0);
+    assert_int_equal(fb_campaign_load_files(c, "/nonexistent-dir", &err), -ENOENT);
+    assert_string_equal(err, "sub.yaml:7: stages[0].topology: cannot load "
+                             "/nonexistent-dir/fabric.topo: No such file or directory; expected "
+                             "a topology file (lines 'leaf01: node[01-04]') or ibnetdiscover "
+                             "output");
+    free(err);
+    assert_int_equal(fb_campaign_load_files(c, dir, &err), 0);
+    assert_null(err);
+    assert_non_null(c->stages[0].topology);
+    assert_int_equal(fb_campaign_load_files(c, "/nonexistent-dir", NULL), 0); /* loaded once */
+    fb_campaign_destroy(&c);
+    free(text);
+    text = xasprintf("%s    topology: %s\n", stage, FB_FIXTURES "/topology/fabric-2s4l16n.topo");
+    assert_int_equal(fb_campaign_parse(text, strlen(text), "abs.yaml", &c, &err), 0);
+    assert_int_equal(fb_campaign_load_files(c, "/nonexistent-dir", &err), 0);
+    assert_int_equal(fb_topology_n_nodes(c->stages[0].topology), 16);
+    fb_campaign_destroy(&c);
+    free(text);
+
+    /* A topology that does not parse: its own line-numbered error inside the campaign's. */
+    char *bad = s_write(dir, "bad.topo", "leaf01: n[1-2]\nleaf02 n3\n");
+    text = xasprintf("%s    topology: bad.topo\n", stage);
+    char *bad_campaign = s_write(dir, "bad.yaml", text);
+    assert_int_equal(fb_campaign_load(bad_campaign, &c, &err), -EINVAL);
+    assert_null(c);
+    char *want = xasprintf("%s:7: stages[0].topology: cannot load %s: line 2: expected "
+                           "'switch: members', got 'leaf02 n3'; expected a topology file (lines "
+                           "'leaf01: node[01-04]') or ibnetdiscover output",
+                           bad_campaign, bad);
+    assert_string_equal(err, want);
+    free(want);
+    free(err);
+    free(text);
+
+    unlink(bad);
+    unlink(bad_campaign);
+    unlink(topo);
+    unlink(campaign);
+    rmdir(dir);
+    free(bad);
+    free(bad_campaign);
+    free(topo);
+    free(campaign);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_file),       cmocka_unit_test(test_defaults_and_all),
         cmocka_unit_test(test_fixture_errors),  cmocka_unit_test(test_inline_errors),
         cmocka_unit_test(test_workload_schema), cmocka_unit_test(test_robustness),
+        cmocka_unit_test(test_scope_keys),      cmocka_unit_test(test_scope_errors),
+        cmocka_unit_test(test_topology_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
