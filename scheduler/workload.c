@@ -119,6 +119,8 @@ static const fb_param_spec_t s_allreduce_params[] = {
     {"iters", FB_PARAM_UINT, "20", NULL, 1, 100000, false,
      "timed iterations per size, each one's result checked"},
     {"warmup", FB_PARAM_UINT, "5", NULL, 0, 100000, false, "untimed iterations per size"},
+    {"ranks_per_node", FB_PARAM_UINT, "1", NULL, 1, 1024, false,
+     "host path (nodes without GPUs): MPI ranks per node; GPU nodes run one rank per GPU"},
     {"min_busbw_gbs", FB_PARAM_DOUBLE, NULL, NULL, 0, 0, false,
      "fail when busbw at the largest size is below this (GB/s)"},
     {"mpirun", FB_PARAM_STRING, "mpirun", NULL, 0, 0, false, "mpirun to use (path or name)"},
@@ -459,7 +461,7 @@ const char *fb_workload_names(char *buf, size_t len)
 
 bool fb_workload_needs_gpu(const char *name)
 {
-    static const char *const gpu[] = {"gpuburn", "gpumemtest", "p2p"};
+    static const char *const gpu[] = {"gpuburn", "gpumemtest", "p2p", "allreduce"};
     for (size_t i = 0; name && i < FB_ARRAY_LEN(gpu); i++)
         if (!strcmp(name, gpu[i]))
             return true;
