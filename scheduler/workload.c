@@ -157,6 +157,8 @@ static const fb_param_spec_t s_netbw_params[] = {
      "TCP ping-pongs for latency percentiles (0: none)"},
     {"min_gbps", FB_PARAM_DOUBLE, NULL, NULL, 0, 0, false,
      "fail a direction below this many Gb/s"},
+    {"inject_corrupt", FB_PARAM_UINT, NULL, NULL, 0, 1000000, true,
+     "test-only: flip one bit in this many 4 KiB blocks of each direction, to prove detection"},
 };
 static const fb_param_spec_t s_health_params[] = {
     {"ib_rate", FB_PARAM_STRING, NULL, NULL, 0, 0, false,

@@ -5,6 +5,7 @@
 #include "sleep.h"
 #include "gpu/gpu.h"
 #include "health/health.h"
+#include "net/netbw.h"
 
 #include <string.h>
 
@@ -15,6 +16,7 @@ static const workload_entry_t s_workloads[] = {
     {"gpumemtest", gpumemtest_run},
     {"p2p", p2p_run},
     {"health", health_run},
+    {"netbw", netbw_run},
 };
 
 const workload_entry_t *worker_find(const char *name)
