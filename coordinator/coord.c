@@ -6,7 +6,12 @@
  * A Hello from a name already known replaces the old connection (the agent restarted or
  * reconnected). Every message refreshes liveness; missing liveness x heartbeat intervals makes
  * an agent `lost` and the runner gives its unfinished tasks the verdict `lost`. Results are
- * stored once per result id and always acknowledged, so a re-sent result is harmless. */
+ * stored once per result id and always acknowledged, so a re-sent result is harmless.
+ *
+ * Exchanges of group tasks (docs/protocol.md) are relayed here: a post is accepted only from the
+ * node that holds that rank of a group task that is still running, goes to the broker
+ * (scheduler/rendezvous.h), and a completed exchange goes back to every member; a failed or
+ * expired one, as an error, to the members that posted. Expiry runs from a timer. */
 #include "coord.h"
 #include "report.h"
 #include "runner.h"
@@ -16,6 +21,7 @@
 #include "common/wire.h"
 #include "common/zsock.h"
 #include "scheduler/campaign.h"
+#include "scheduler/rendezvous.h"
 #include "common/inventory_format.h"
 
 #include <errno.h>
@@ -31,10 +37,13 @@
 /* How often an agent's last-seen time is written: fresh enough for `fleetburn nodes`, few
  * enough writes for thousands of agents. */
 #define COORD_SEEN_STORE_MS 30000
+/* How often exchange deadlines are checked. */
+#define COORD_EXCHANGE_TICK_MS 250
 
 typedef struct {
     char *name;
     char *identity; /* hex of the ROUTER identity of the current connection */
+    char *address;  /* Hello.address: where peers reach it */
     bool alive;
     uint64_t last_seen;        /* monotonic ms */
     uint64_t last_progress_ms; /* last progress event stored */
@@ -57,6 +66,8 @@ struct coord {
     strmap_t *identities; /* identity hex -> node_t */
     uint32_t heartbeat_ms, liveness;
     uv_timer_t liveness_timer;
+    fb_rendezvous_t *rendezvous; /* exchanges of group tasks */
+    uv_timer_t exchange_timer;
     runner_t *runner;
     client_t *client; /* the CLI that submitted the running campaign, if any */
 };
@@ -170,6 +181,8 @@ static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hel
     free(node->identity);
     node->identity = xstrdup(identity);
     strmap_put(self->identities, identity, node);
+    free(node->address);
+    node->address = xstrdup(m->address ? m->address : "");
     bool was_alive = node->alive;
     node->alive = true;
     node->last_seen = node->last_seen_stored = fb_mono_ms();
@@ -248,7 +261,7 @@ static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
                     "result", "%s%s%s", fb_verdict_name(r->verdict), r->error ? ": " : "",
                     r->error ? r->error : "");
         if (self->runner)
-            runner_on_result(self->runner, r->task_id, r->verdict);
+            runner_on_result(self->runner, r);
     } else if (rc == -EEXIST) {
         log_debug("result %s from %s already stored", r->result_id, node->name);
     } else {
@@ -267,6 +280,135 @@ static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
     env.ack = &ack;
     s_send_to(self, identity, &env);
     fb_result_destroy(&r);
+}
+
+/* --- exchanges of group tasks ----------------------------------------------------------------- */
+
+static void s_send_exchange(coord_t *self, const char *node_name, Fleetburn__Exchange *ex)
+{
+    node_t *node = strmap_get(self->nodes, node_name);
+    if (!node || !node->alive)
+        return; /* a member that is gone: its task is being decided without it */
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_EXCHANGE;
+    env.exchange = ex;
+    s_send_to(self, node->identity, &env);
+}
+
+/* Sends a broker reply (all values, or the error) to its recipients. */
+static void s_send_reply(coord_t *self, const fb_rdv_reply_t *reply)
+{
+    Fleetburn__Exchange ex = FLEETBURN__EXCHANGE__INIT;
+    ex.task_id = reply->task_id;
+    ex.key = reply->key;
+    ProtobufCBinaryData *values = xcalloc(reply->n_values + 1, sizeof *values);
+    if (reply->ok) {
+        for (size_t i = 0; i < reply->n_values; i++) {
+            values[i].data = reply->values[i].data;
+            values[i].len = reply->values[i].len;
+        }
+        ex.values = values;
+        ex.n_values = reply->n_values;
+    } else {
+        ex.error = reply->error;
+        log_warn("task %s: %s", reply->task_id, reply->error);
+        coord_event(self, self->runner ? runner_id(self->runner) : NULL, reply->task_id, NULL,
+                    "exchange", "%s", reply->error);
+    }
+    for (size_t i = 0; i < reply->n_to; i++) {
+        ex.rank = reply->ranks[i];
+        s_send_exchange(self, reply->nodes[i], &ex);
+    }
+    free(values);
+}
+
+static void s_send_replies(coord_t *self, fb_rdv_reply_t **replies, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        s_send_reply(self, &(*replies)[i]);
+    fb_rdv_replies_free(replies, n);
+}
+
+/* An Exchange that cannot be accepted: the error goes straight back to the poster. */
+static void s_refuse_exchange(coord_t *self, node_t *node, const Fleetburn__Exchange *m,
+                              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void s_refuse_exchange(coord_t *self, node_t *node, const Fleetburn__Exchange *m,
+                              const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *error = xvasprintf(fmt, ap);
+    va_end(ap);
+    log_warn("exchange %s of task %s from %s refused: %s", m->key, m->task_id, node->name, error);
+    Fleetburn__Exchange ex = FLEETBURN__EXCHANGE__INIT;
+    ex.task_id = m->task_id;
+    ex.key = m->key;
+    ex.rank = m->rank;
+    ex.error = error;
+    s_send_exchange(self, node->name, &ex);
+    free(error);
+}
+
+static void s_on_exchange(coord_t *self, node_t *node, const Fleetburn__Exchange *m)
+{
+    size_t size = 0;
+    const char *const *members = self->runner ? runner_group(self->runner, m->task_id, &size)
+                                              : NULL;
+    if (!members) {
+        s_refuse_exchange(self, node, m, "exchange %s: task %s is not a running group task",
+                          m->key, m->task_id);
+        return;
+    }
+    if (m->rank >= size || strcmp(members[m->rank], node->name)) {
+        s_refuse_exchange(self, node, m, "exchange %s: %s is not rank %u of task %s", m->key,
+                          node->name, m->rank, m->task_id);
+        return;
+    }
+    fb_rdv_reply_t reply;
+    int rc = fb_rendezvous_post(self->rendezvous, m->task_id, m->key, m->rank, members, size,
+                                m->value.data, m->value.len, m->timeout_ms, fb_mono_ms(), &reply);
+    if (rc < 0) {
+        fb_rdv_reply_clear(&reply);
+        s_refuse_exchange(self, node, m, "exchange %s: %s", m->key,
+                          rc == -ENOSPC ? "too many exchanges in one task" : "invalid post");
+        return;
+    }
+    if (rc == FB_RDV_COMPLETE)
+        log_debug("task %s: exchange %s complete (%zu ranks)", m->task_id, m->key, size);
+    if (rc != FB_RDV_WAITING)
+        s_send_reply(self, &reply);
+    fb_rdv_reply_clear(&reply);
+}
+
+static void s_on_exchange_tick(uv_timer_t *h)
+{
+    coord_t *self = h->data;
+    fb_rdv_reply_t *replies = NULL;
+    size_t n = fb_rendezvous_expire(self->rendezvous, fb_mono_ms(), &replies);
+    s_send_replies(self, &replies, n);
+}
+
+void coord_exchange_task_ended(coord_t *self, const char *task_id, const char *why)
+{
+    fb_rdv_reply_t *replies = NULL;
+    size_t n = fb_rendezvous_fail_task(self->rendezvous, task_id, why, &replies);
+    s_send_replies(self, &replies, n);
+    fb_rendezvous_end_task(self->rendezvous, task_id);
+}
+
+void coord_exchange_member_ended(coord_t *self, const char *task_id, unsigned rank,
+                                 const char *why)
+{
+    fb_rdv_reply_t *replies = NULL;
+    size_t n = fb_rendezvous_fail_rank(self->rendezvous, task_id, rank, why, &replies);
+    s_send_replies(self, &replies, n);
+}
+
+const char *coord_node_address(const coord_t *self, const char *name)
+{
+    node_t *node = strmap_get(self->nodes, name);
+    return node && node->address ? node->address : "";
 }
 
 /* --- submissions from the CLI --------------------------------------------------------------- */
@@ -322,7 +464,19 @@ static void s_on_submit(coord_t *self, const char *identity, const Fleetburn__Su
     fb_campaign_t *campaign = NULL;
     char *error = NULL;
     const char *source = m->source[0] ? m->source : "submitted campaign";
-    if (fb_campaign_parse(m->campaign_yaml, strlen(m->campaign_yaml), source, &campaign, &error)) {
+    int prc = fb_campaign_parse(m->campaign_yaml, strlen(m->campaign_yaml), source, &campaign,
+                                &error);
+    if (prc == 0) {
+        /* Files the campaign names (topology) are read here, relative to the campaign file's
+         * directory when the client sent an absolute path, else to this process's. */
+        char *dir = source[0] == '/' ? xstrndup(source, (size_t)(strrchr(source, '/') - source))
+                                     : NULL;
+        prc = fb_campaign_load_files(campaign, dir && dir[0] ? dir : (dir ? "/" : NULL), &error);
+        free(dir);
+        if (prc)
+            fb_campaign_destroy(&campaign);
+    }
+    if (prc) {
         log_warn("refused a campaign: %s", error);
         s_send_progress(self, identity, NULL, error, NULL);
         free(error);
@@ -408,6 +562,9 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
             case FLEETBURN__ENVELOPE__BODY_TASK_RESULT:
                 s_on_task_result(self, identity, node, env->task_result);
                 break;
+            case FLEETBURN__ENVELOPE__BODY_EXCHANGE:
+                s_on_exchange(self, node, env->exchange);
+                break;
             default:
                 log_warn("agent %s sent an unexpected message (body %d)", node->name,
                          (int)env->body_case);
@@ -459,6 +616,11 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     self->liveness_timer.data = self;
     uv_timer_start(&self->liveness_timer, s_on_liveness, self->heartbeat_ms / 2 + 1,
                    self->heartbeat_ms / 2 + 1);
+    self->rendezvous = fb_rendezvous_new();
+    uv_timer_init(loop, &self->exchange_timer);
+    self->exchange_timer.data = self;
+    uv_timer_start(&self->exchange_timer, s_on_exchange_tick, COORD_EXCHANGE_TICK_MS,
+                   COORD_EXCHANGE_TICK_MS);
     return self;
 }
 
@@ -480,6 +642,8 @@ void coord_destroy(coord_t **self_p)
     }
     if (self->liveness_timer.data)
         uv_close((uv_handle_t *)&self->liveness_timer, s_noop_close);
+    if (self->exchange_timer.data)
+        uv_close((uv_handle_t *)&self->exchange_timer, s_noop_close);
     zsock_close(&self->zs);
     /* Let the loop run the close callbacks (which close the ZeroMQ socket) before the context
      * is terminated. */
@@ -492,11 +656,13 @@ void coord_destroy(coord_t **self_p)
         node_t *node = value;
         free(node->name);
         free(node->identity);
+        free(node->address);
         free(node);
     }
     strmap_destroy(&self->nodes);
     strmap_destroy(&self->identities);
     store_destroy(&self->store);
+    fb_rendezvous_destroy(&self->rendezvous);
     free(self);
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The coordinator: the ROUTER socket, the registry of agents and their liveness, message
- * handling, and the campaign that is running. One loop thread owns all of it. */
+ * handling, the exchange relay of group tasks, and the campaign that is running. One loop
+ * thread owns all of it. */
 #ifndef FB_COORD_H
 #define FB_COORD_H
 
@@ -59,5 +60,14 @@ int coord_send_cancel(coord_t *self, const char *node, const char *task_id, cons
 void coord_event(coord_t *self, const char *campaign_id, const char *task_id, const char *node,
                  const char *kind, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 uv_loop_t *coord_loop(coord_t *self);
+/* Where peers reach node name (its Hello.address); "" when unknown. Borrowed. */
+const char *coord_node_address(const coord_t *self, const char *name);
+/* A group task was decided: its pending exchanges fail with why (the members that posted are
+ * told), and the exchange broker forgets the task. */
+void coord_exchange_task_ended(coord_t *self, const char *task_id, const char *why);
+/* A member (rank) of a running group task ended: the exchanges it never posted to fail with
+ * why; the others may still complete. */
+void coord_exchange_member_ended(coord_t *self, const char *task_id, unsigned rank,
+                                 const char *why);
 
 #endif

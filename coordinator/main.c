@@ -577,7 +577,16 @@ static int s_cmd_run(cli_t *cli)
     }
     fb_campaign_t *campaign = NULL;
     char *error = NULL;
-    if (fb_campaign_parse(yaml, len, path, &campaign, &error)) {
+    /* The files it names (topology) are checked here too, relative to the campaign file. */
+    char *dir = xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[slash == dir ? 1 : 0] = '\0';
+    int prc = fb_campaign_parse(yaml, len, path, &campaign, &error);
+    if (prc == 0 && (prc = fb_campaign_load_files(campaign, slash ? dir : NULL, &error)))
+        fb_campaign_destroy(&campaign);
+    free(dir);
+    if (prc) {
         fprintf(stderr, "fleetburn: %s\n", error);
         free(error);
         free(yaml);
@@ -586,7 +595,10 @@ static int s_cmd_run(cli_t *cli)
     int rc;
     if (cli->coordinator) {
         fb_campaign_destroy(&campaign);
-        rc = s_run_remote(cli, yaml, path);
+        /* An absolute name lets the coordinator find the files the campaign names. */
+        char *absolute = realpath(path, NULL);
+        rc = s_run_remote(cli, yaml, absolute ? absolute : path);
+        free(absolute);
     } else {
         rc = s_run_local(cli, &campaign, yaml);
     }

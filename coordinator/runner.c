@@ -1,9 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Campaign runner. Every stage and its tasks are written to the store before anything is sent,
- * so the timeline shows what was planned even if the coordinator dies. A stage's tasks end by a
- * result, by their agent being lost, or by the stage deadline (the task timeout plus a grace
- * period for the agent's own timeout result to arrive). Stage transitions run from a timer so
- * that they never happen inside a message handler. */
+ * so the timeline shows what was planned even if the coordinator dies. A stage's tasks end by
+ * results, by an agent being lost, or by the deadline (the task timeout plus a grace period for
+ * the agent's own timeout result to arrive). Stage and round transitions run from a timer so
+ * that they never begin inside a message handler.
+ *
+ * Scopes (docs/scheduling.md): a stage's nodes are planned into rounds once, when it starts
+ * (pure planners in scheduler/pairing.h and topology.h). Scope node is one task per node, as
+ * always. Scope group and pairs make one task per group with several members: each member gets
+ * the same RunTask plus its Group (rank, peers, addresses, rendezvous = the task id) and reports
+ * its own result (<task id>@<node>). A group task is decided by its members' results
+ * (fb_group_verdict): a member that fails, errs, times out or is lost decides it at once, and
+ * the members still running are cancelled so that none waits for a peer that will never come.
+ * Each pair round starts when every task of the previous one has a verdict and its cancelled
+ * members have wound down (briefly: S_WIND_DOWN_MS at most). When a pair stage ends, the pair
+ * judgment (scheduler/pairjudge.h) compares every pair against the stage and stores what it
+ * finds as a coordinator result on the tasks involved. */
 #include "runner.h"
 #include "common/hostlist.h"
 #include "common/json.h"
@@ -11,16 +23,36 @@
 #include "common/strmap.h"
 #include "common/util.h"
 #include "scheduler/campaign.h"
+#include "scheduler/pairing.h"
+#include "scheduler/pairjudge.h"
 #include "scheduler/stage.h"
+#include "scheduler/topology.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* How long a round waits for the members of early-decided group tasks to report after their
+ * cancellation (the agent's kill grace is 3 s), so that the next round does not overlap them. */
+#define S_WIND_DOWN_MS 10000
+
+typedef struct {
+    fb_verdict_t verdict; /* the member's own result; NONE while it runs */
+    bool sent;            /* its RunTask went out */
+    bool winding_down;    /* cancelled because its group was decided early */
+    double tx, rx;        /* pair stages: judged metrics from its result, NaN when absent */
+} rmember_t;
+
 typedef struct {
     char *id;
-    char *node;
+    char **nodes;       /* by rank */
+    rmember_t *members; /* by rank */
+    size_t n_members;
+    bool group;         /* scope group or pairs: members get a Group */
+    unsigned round;
     fb_verdict_t verdict;
 } rtask_t;
 
@@ -33,9 +65,16 @@ struct runner {
     int64_t *stage_ids;
     size_t stage; /* index of the running stage */
     bool stage_running;
-    rtask_t *tasks;
-    size_t n_tasks;
+    /* the running stage's plan: one fb_plan_t per round */
+    fb_plan_t *plans;
+    unsigned n_rounds, round;
+    size_t planned_tasks;
+    uint64_t seed; /* pairing random: seed of round 0 (round r uses seed + r) */
+    rtask_t **tasks; /* every task of the stage so far, in creation order */
+    size_t n_tasks, round_first;
     strmap_t *task_index; /* task id -> rtask_t of the running stage */
+    bool winding_down;    /* the round waits for cancelled members */
+    bool next_is_round;   /* what the next timer begins: a round, else a stage */
     uint64_t started_mono;
     bool finished, any_failed;
     fb_verdict_t verdict;
@@ -59,12 +98,13 @@ static void s_progress(runner_t *self)
     p.stage_count = (unsigned)self->campaign->n_stages;
     p.stage_index = (unsigned)self->stage;
     p.stage = self->stage < self->campaign->n_stages ? s_stage(self)->name : "";
-    p.tasks_total = (unsigned)self->n_tasks;
+    p.tasks_total = (unsigned)(self->planned_tasks > self->n_tasks ? self->planned_tasks
+                                                                   : self->n_tasks);
     for (size_t i = 0; i < self->n_tasks; i++) {
-        if (self->tasks[i].verdict == FB_VERDICT_NONE)
+        if (self->tasks[i]->verdict == FB_VERDICT_NONE)
             continue;
         p.tasks_done++;
-        if (!fb_verdict_ok(self->tasks[i].verdict))
+        if (!fb_verdict_ok(self->tasks[i]->verdict))
             p.tasks_failed++;
     }
     p.elapsed_ms = fb_mono_ms() - self->started_mono;
@@ -73,16 +113,67 @@ static void s_progress(runner_t *self)
     self->cb(&p, self->arg);
 }
 
+/* ---- tasks ---- */
+
+static rtask_t *s_task_new(runner_t *self, char *id, const fb_group_t *g, bool group,
+                           unsigned round)
+{
+    rtask_t *t = xcalloc(1, sizeof *t);
+    t->id = id;
+    t->group = group;
+    t->round = round;
+    t->n_members = g->n_members;
+    t->nodes = xcalloc(g->n_members, sizeof *t->nodes);
+    t->members = xcalloc(g->n_members, sizeof *t->members);
+    for (size_t i = 0; i < g->n_members; i++) {
+        t->nodes[i] = xstrdup(g->members[i]);
+        t->members[i].tx = t->members[i].rx = NAN;
+    }
+    self->tasks = xrealloc(self->tasks, (self->n_tasks + 1) * sizeof *self->tasks);
+    self->tasks[self->n_tasks++] = t;
+    strmap_put(self->task_index, t->id, t);
+    return t;
+}
+
+static void s_task_free(rtask_t *t)
+{
+    for (size_t i = 0; i < t->n_members; i++)
+        free(t->nodes[i]);
+    free(t->nodes);
+    free(t->members);
+    free(t->id);
+    free(t);
+}
+
 static void s_clear_tasks(runner_t *self)
 {
-    for (size_t i = 0; i < self->n_tasks; i++) {
-        free(self->tasks[i].id);
-        free(self->tasks[i].node);
-    }
+    for (size_t i = 0; i < self->n_tasks; i++)
+        s_task_free(self->tasks[i]);
     free(self->tasks);
     self->tasks = NULL;
-    self->n_tasks = 0;
+    self->n_tasks = self->round_first = 0;
     strmap_destroy(&self->task_index);
+    for (unsigned r = 0; r < self->n_rounds; r++)
+        fb_plan_clear(&self->plans[r]);
+    free(self->plans);
+    self->plans = NULL;
+    self->n_rounds = self->round = 0;
+    self->planned_tasks = 0;
+    self->winding_down = false;
+}
+
+static size_t s_rank_of(const rtask_t *t, const char *node)
+{
+    for (size_t i = 0; node && i < t->n_members; i++)
+        if (!strcmp(t->nodes[i], node))
+            return i;
+    return SIZE_MAX;
+}
+
+/* "n3 (rank 2)" for a group member, "n3" for a task of scope node. */
+static char *s_member_name(const rtask_t *t, size_t rank)
+{
+    return t->group ? xasprintf("%s (rank %zu)", t->nodes[rank], rank) : xstrdup(t->nodes[rank]);
 }
 
 static char *s_params_json(const fb_stage_t *stage)
@@ -99,8 +190,9 @@ static char *s_params_json(const fb_stage_t *stage)
 
 static void s_on_next_cb(uv_timer_t *h);
 
-static void s_schedule_next(runner_t *self)
+static void s_schedule_next(runner_t *self, bool round)
 {
+    self->next_is_round = round;
     uv_timer_start(&self->next, s_on_next_cb, 0, 0);
 }
 
@@ -118,13 +210,95 @@ static void s_finish_campaign(runner_t *self)
     s_progress(self);
 }
 
+/* ---- pair judgment ---- */
+
+/* The findings of judgment j that rest on task t's samples, as one coordinator result that
+ * fails t. sample_task maps each sample to its task. */
+static void s_store_judgment(runner_t *self, rtask_t *t, const fb_pair_judgment_t *j,
+                             rtask_t *const *sample_task)
+{
+    fb_result_t *r = NULL;
+    for (size_t f = 0; f < j->n_findings; f++) {
+        const fb_pair_finding_t *finding = &j->findings[f];
+        bool cites = false;
+        for (size_t k = 0; k < finding->n_samples && !cites; k++)
+            cites = sample_task[finding->samples[k]] == t;
+        if (!cites)
+            continue;
+        if (!r) {
+            r = fb_result_new();
+            char *result_id = xasprintf("%s/judge", t->id);
+            fb_result_set_ids(r, result_id, t->id, finding->node);
+            free(result_id);
+            r->verdict = FB_VERDICT_FAIL;
+            r->started_ms = r->finished_ms = fb_now_ms();
+            fb_result_set_error(r, "pair judgment: %s %s is slow",
+                                fb_pair_finding_kind_name(finding->kind), finding->part);
+        }
+        fb_result_add_finding(r, finding->part, fb_pair_finding_kind_name(finding->kind),
+                              finding->what);
+    }
+    if (!r)
+        return;
+    store_t *store = coord_store(self->coord);
+    if (store_result_insert(store, r, fb_now_ms()))
+        log_error("cannot store the pair judgment of task %s: %s", t->id, store_errmsg(store));
+    if (fb_verdict_ok(t->verdict))
+        t->verdict = FB_VERDICT_FAIL;
+    fb_result_destroy(&r);
+}
+
+/* Judges a pair stage as a whole once its rounds are over (scheduler/pairjudge.h). */
+static void s_judge_pairs(runner_t *self)
+{
+    const fb_stage_t *stage = s_stage(self);
+    const fb_pair_metrics_t *m = fb_pairjudge_metrics(stage->workload);
+    if (stage->scope != FB_SCOPE_PAIRS || !m)
+        return;
+    fb_pair_sample_t *samples = xcalloc(2 * self->n_tasks + 1, sizeof *samples);
+    rtask_t **sample_task = xcalloc(2 * self->n_tasks + 1, sizeof *sample_task);
+    size_t n = 0;
+    for (size_t i = 0; i < self->n_tasks; i++) {
+        rtask_t *t = self->tasks[i];
+        for (size_t k = 0; t->n_members == 2 && k < 2; k++) {
+            if (!isfinite(t->members[k].tx) && !isfinite(t->members[k].rx))
+                continue;
+            samples[n] = (fb_pair_sample_t){t->nodes[k], t->nodes[1 - k], t->round,
+                                            t->members[k].tx, t->members[k].rx};
+            sample_task[n++] = t;
+        }
+    }
+    fb_pair_judgment_t j;
+    int found = fb_pairjudge(m, samples, n, &j);
+    for (int f = 0; f < found; f++) {
+        const fb_pair_finding_t *finding = &j.findings[f];
+        coord_event(self->coord, self->id, NULL, finding->node, "judgment", "%s %s: %s",
+                    fb_pair_finding_kind_name(finding->kind), finding->part, finding->what);
+        log_warn("stage %s: %s %s: %s", stage->name, fb_pair_finding_kind_name(finding->kind),
+                 finding->part, finding->what);
+    }
+    for (size_t i = 0; found > 0 && i < self->n_tasks; i++)
+        s_store_judgment(self, self->tasks[i], &j, sample_task);
+    if (found == 0 && n)
+        coord_event(self->coord, self->id, NULL, NULL, "judgment",
+                    "%s: %zu results of %zu pair tests judged, no slow pair (medians %s %.2f, %s "
+                    "%.2f)",
+                    stage->name, n, self->n_tasks, m->tx, j.median_tx, m->rx, j.median_rx);
+    fb_pair_judgment_clear(&j);
+    free(samples);
+    free(sample_task);
+}
+
+/* ---- stage end ---- */
+
 static void s_end_stage(runner_t *self)
 {
     uv_timer_stop(&self->deadline);
     self->stage_running = false;
-    fb_verdict_t *verdicts = xcalloc(self->n_tasks, sizeof *verdicts);
+    s_judge_pairs(self);
+    fb_verdict_t *verdicts = xcalloc(self->n_tasks + 1, sizeof *verdicts);
     for (size_t i = 0; i < self->n_tasks; i++)
-        verdicts[i] = self->tasks[i].verdict;
+        verdicts[i] = self->tasks[i]->verdict;
     fb_verdict_t verdict = fb_stage_verdict(verdicts, self->n_tasks);
     free(verdicts);
     const fb_stage_t *stage = s_stage(self);
@@ -145,21 +319,69 @@ static void s_end_stage(runner_t *self)
         }
     }
     s_progress(self);
-    s_schedule_next(self);
+    s_schedule_next(self, false);
 }
 
-static void s_check_stage_done(runner_t *self)
+/* True while a member cancelled by an early decision has not reported yet (and its agent is
+ * still there to report). */
+static bool s_round_winding_down(const runner_t *self)
+{
+    for (size_t i = self->round_first; i < self->n_tasks; i++) {
+        const rtask_t *t = self->tasks[i];
+        for (size_t k = 0; k < t->n_members; k++)
+            if (t->members[k].winding_down && coord_node_alive(self->coord, t->nodes[k]))
+                return true;
+    }
+    return false;
+}
+
+static void s_on_deadline(uv_timer_t *h);
+
+/* Ends the round when every task has a verdict and cancelled members have wound down: then the
+ * next round begins (from a timer), or the stage ends. */
+static void s_check_round_done(runner_t *self)
 {
     if (!self->stage_running)
         return;
-    for (size_t i = 0; i < self->n_tasks; i++)
-        if (self->tasks[i].verdict == FB_VERDICT_NONE)
+    for (size_t i = self->round_first; i < self->n_tasks; i++)
+        if (self->tasks[i]->verdict == FB_VERDICT_NONE)
             return;
+    if (!self->winding_down && s_round_winding_down(self)) {
+        self->winding_down = true; /* the deadline timer now bounds the wait */
+        uv_timer_start(&self->deadline, s_on_deadline, S_WIND_DOWN_MS, 0);
+        return;
+    }
+    if (self->winding_down && s_round_winding_down(self))
+        return;
+    self->winding_down = false;
+    if (self->round + 1 < self->n_rounds) {
+        uv_timer_stop(&self->deadline);
+        self->round++;
+        s_schedule_next(self, true);
+        return;
+    }
     s_end_stage(self);
 }
 
-/* A verdict the coordinator decides itself (lost, timeout, error); results carry their own. */
-static void s_decide(runner_t *self, rtask_t *t, fb_verdict_t verdict, const char *why)
+/* ---- deciding ---- */
+
+/* Cancels the members of t that still run, with reason. Those are waited for briefly before the
+ * next round (wind_down), except at the deadline, which is a hard stop. */
+static void s_cancel_running(runner_t *self, rtask_t *t, const char *reason, bool wind_down)
+{
+    for (size_t k = 0; k < t->n_members; k++) {
+        if (t->members[k].verdict != FB_VERDICT_NONE || !t->members[k].sent)
+            continue;
+        if (coord_send_cancel(self->coord, t->nodes[k], t->id, reason) == 0 && wind_down)
+            t->members[k].winding_down = true;
+    }
+}
+
+/* Sets t's verdict (the first one stands). The coordinator stores it when it decided it itself
+ * (lost, timeout, error; a result already set its own), the members still running are cancelled,
+ * and the task's exchanges end. */
+static void s_decide(runner_t *self, rtask_t *t, fb_verdict_t verdict, const char *why,
+                     const char *node, bool wind_down)
 {
     if (t->verdict != FB_VERDICT_NONE)
         return;
@@ -167,26 +389,62 @@ static void s_decide(runner_t *self, rtask_t *t, fb_verdict_t verdict, const cha
     store_t *store = coord_store(self->coord);
     if (store_task_finish(store, t->id, verdict, why, fb_now_ms()) == -EALREADY)
         log_debug("task %s already had a verdict", t->id);
-    coord_event(self->coord, self->id, t->id, t->node, "verdict", "%s: %s",
-                fb_verdict_name(verdict), why);
-    log_warn("task %s on %s: %s: %s", t->id, t->node, fb_verdict_name(verdict), why);
+    coord_event(self->coord, self->id, t->id, node, "verdict", "%s: %s", fb_verdict_name(verdict),
+                why);
+    log_warn("task %s on %s: %s: %s", t->id, node ? node : t->nodes[0], fb_verdict_name(verdict),
+             why);
+    if (t->group) {
+        s_cancel_running(self, t, why, wind_down);
+        coord_exchange_task_ended(self->coord, t->id, why);
+    }
 }
 
-static void s_dispatch(runner_t *self, rtask_t *t)
+/* A member of t ended with verdict (lost, or the agent restarted: no result will come). */
+static void s_member_gone(runner_t *self, rtask_t *t, size_t rank, fb_verdict_t verdict,
+                          const char *why)
+{
+    rmember_t *m = &t->members[rank];
+    if (m->verdict != FB_VERDICT_NONE)
+        return;
+    m->verdict = verdict;
+    m->winding_down = false;
+    char *who = s_member_name(t, rank);
+    char *reason = t->group ? xasprintf("member %s %s: %s", who, fb_verdict_name(verdict), why)
+                            : xstrdup(why);
+    s_decide(self, t, verdict, reason, t->nodes[rank], true);
+    free(reason);
+    free(who);
+}
+
+/* ---- dispatch ---- */
+
+static void s_fill_group(runner_t *self, const rtask_t *t, size_t rank, Fleetburn__Group *g,
+                         const char **addresses)
+{
+    fleetburn__group__init(g);
+    g->rank = (uint32_t)rank;
+    g->size = (uint32_t)t->n_members;
+    g->peers = t->nodes;
+    g->n_peers = t->n_members;
+    g->rendezvous = t->id;
+    for (size_t i = 0; i < t->n_members; i++)
+        addresses[i] = coord_node_address(self->coord, t->nodes[i]);
+    g->addresses = (char **)addresses;
+    g->n_addresses = t->n_members;
+}
+
+/* Sends t's RunTask to its member of rank `rank`. */
+static int s_send_member(runner_t *self, const rtask_t *t, size_t rank)
 {
     const fb_stage_t *stage = s_stage(self);
-    if (!coord_node_alive(self->coord, t->node)) {
-        s_decide(self, t, FB_VERDICT_LOST, "node not connected when the stage started");
-        return;
-    }
     Fleetburn__RunTask m = FLEETBURN__RUN_TASK__INIT;
     m.task_id = t->id;
     m.campaign_id = self->id;
     m.stage = stage->name;
     m.workload = stage->workload;
     m.timeout_ms = stage->timeout_ms;
-    Fleetburn__Param *params = xcalloc(stage->n_params, sizeof *params);
-    Fleetburn__Param **ptrs = xcalloc(stage->n_params, sizeof *ptrs);
+    Fleetburn__Param *params = xcalloc(stage->n_params + 1, sizeof *params);
+    Fleetburn__Param **ptrs = xcalloc(stage->n_params + 1, sizeof *ptrs);
     for (size_t i = 0; i < stage->n_params; i++) {
         fleetburn__param__init(&params[i]);
         params[i].key = stage->params[i].key;
@@ -195,33 +453,81 @@ static void s_dispatch(runner_t *self, rtask_t *t)
     }
     m.params = ptrs;
     m.n_params = stage->n_params;
-    int rc = coord_send_run_task(self->coord, t->node, &m);
+    Fleetburn__Group group;
+    const char **addresses = xcalloc(t->n_members, sizeof *addresses);
+    if (t->group) {
+        s_fill_group(self, t, rank, &group, addresses);
+        m.group = &group;
+    }
+    int rc = coord_send_run_task(self->coord, t->nodes[rank], &m);
+    free(addresses);
     free(ptrs);
     free(params);
-    if (rc) {
-        char why[128];
-        snprintf(why, sizeof why, "could not send the task: %s", strerror(-rc));
-        s_decide(self, t, FB_VERDICT_ERROR, why);
-        return;
+    return rc;
+}
+
+static void s_dispatch(runner_t *self, rtask_t *t)
+{
+    const fb_stage_t *stage = s_stage(self);
+    for (size_t k = 0; k < t->n_members; k++) {
+        if (coord_node_alive(self->coord, t->nodes[k]))
+            continue;
+        char *who = s_member_name(t, k);
+        char *why = t->group ? xasprintf("member %s not connected when the round started", who)
+                             : xstrdup("node not connected when the stage started");
+        t->members[k].verdict = FB_VERDICT_LOST;
+        s_decide(self, t, FB_VERDICT_LOST, why, t->nodes[k], false);
+        free(why);
+        free(who);
+        return; /* nothing was sent: no member waits for it */
     }
-    coord_event(self->coord, self->id, t->id, t->node, "dispatch", "%s", stage->workload);
+    for (size_t k = 0; k < t->n_members; k++) {
+        int rc = s_send_member(self, t, k);
+        if (rc) {
+            char *why = xasprintf("could not send the task to %s: %s", t->nodes[k], strerror(-rc));
+            t->members[k].verdict = FB_VERDICT_ERROR;
+            s_decide(self, t, FB_VERDICT_ERROR, why, t->nodes[k], true);
+            free(why);
+            return;
+        }
+        t->members[k].sent = true;
+        if (t->group)
+            coord_event(self->coord, self->id, t->id, t->nodes[k], "dispatch",
+                        "%s rank %zu of %zu", stage->workload, k, t->n_members);
+        else
+            coord_event(self->coord, self->id, t->id, t->nodes[k], "dispatch", "%s",
+                        stage->workload);
+    }
 }
 
 static void s_on_deadline(uv_timer_t *h)
 {
     runner_t *self = h->data;
+    if (self->winding_down) { /* stop waiting for cancelled members */
+        for (size_t i = self->round_first; i < self->n_tasks; i++)
+            for (size_t k = 0; k < self->tasks[i]->n_members; k++)
+                self->tasks[i]->members[k].winding_down = false;
+        s_check_round_done(self);
+        return;
+    }
     char why[128];
     snprintf(why, sizeof why, "no result within the stage deadline of %.1f s",
              (double)fb_stage_deadline_ms(s_stage(self)->timeout_ms) / 1000.0);
-    for (size_t i = 0; i < self->n_tasks; i++) {
-        rtask_t *t = &self->tasks[i];
+    for (size_t i = self->round_first; i < self->n_tasks; i++) {
+        rtask_t *t = self->tasks[i];
         if (t->verdict != FB_VERDICT_NONE)
             continue;
-        coord_send_cancel(self->coord, t->node, t->id, why);
-        s_decide(self, t, FB_VERDICT_TIMEOUT, why);
+        if (!t->group)
+            coord_send_cancel(self->coord, t->nodes[0], t->id, why);
+        s_decide(self, t, FB_VERDICT_TIMEOUT, why, t->group ? NULL : t->nodes[0], false);
     }
-    s_check_stage_done(self);
+    for (size_t i = self->round_first; i < self->n_tasks; i++)
+        for (size_t k = 0; k < self->tasks[i]->n_members; k++)
+            self->tasks[i]->members[k].winding_down = false;
+    s_check_round_done(self);
 }
+
+/* ---- planning ---- */
 
 static size_t s_select_nodes(runner_t *self, char ***names_out)
 {
@@ -244,6 +550,104 @@ static size_t s_select_nodes(runner_t *self, char ***names_out)
     return n;
 }
 
+/* Plans round `round` of the running stage over names. 0, or -errno with err. */
+static int s_plan_round(runner_t *self, const char *const *names, size_t n, unsigned round,
+                        fb_plan_t *out, char *err, size_t errlen)
+{
+    const fb_stage_t *st = s_stage(self);
+    int rc;
+    switch (st->scope) {
+    case FB_SCOPE_GROUP:
+        rc = fb_plan_groups(names, n, st->group_size, out);
+        break;
+    case FB_SCOPE_PAIRS:
+        if (st->pairing == FB_PAIRING_RANDOM) {
+            rc = fb_plan_pairs_random(names, n, self->seed + round, out);
+        } else if (st->pairing == FB_PAIRING_ROUND_ROBIN) {
+            rc = fb_plan_pairs_round_robin(names, n, round, out);
+        } else if (!st->topology) {
+            snprintf(err, errlen, "the topology %s was not loaded", st->topology_path);
+            return -ENOENT;
+        } else {
+            rc = fb_plan_pairs_topology(st->topology, names, n, round, out);
+            for (size_t i = 0; rc == -ENOENT && i < n; i++)
+                if (!fb_topology_leaf_of(st->topology, names[i])) {
+                    snprintf(err, errlen, "node %s is not in the topology %s", names[i],
+                             st->topology_path);
+                    return rc;
+                }
+        }
+        break;
+    default:
+        rc = fb_plan_nodes(names, n, out);
+    }
+    if (rc)
+        snprintf(err, errlen, "cannot plan round %u: %s", round, strerror(-rc));
+    return rc;
+}
+
+/* Plans every round of the running stage. 0, or -errno with err. */
+static int s_plan_stage(runner_t *self, char **names, size_t n, char *err, size_t errlen)
+{
+    const fb_stage_t *st = s_stage(self);
+    self->n_rounds = st->scope == FB_SCOPE_PAIRS ? st->rounds : 1;
+    self->seed = st->has_seed ? st->seed : fb_now_ms() ^ ((uint64_t)self->stage << 32);
+    self->plans = xcalloc(self->n_rounds, sizeof *self->plans);
+    for (unsigned r = 0; r < self->n_rounds; r++) {
+        int rc = s_plan_round(self, (const char *const *)names, n, r, &self->plans[r], err,
+                              errlen);
+        if (rc)
+            return rc;
+        self->planned_tasks += self->plans[r].n_groups;
+    }
+    return 0;
+}
+
+/* "round 1 of 3: 2 pairs (random, seed 7)" style description of the running round. */
+static void s_round_event(runner_t *self, const fb_plan_t *plan)
+{
+    const fb_stage_t *st = s_stage(self);
+    if (st->scope == FB_SCOPE_NODE)
+        return;
+    char how[96] = "";
+    if (st->scope == FB_SCOPE_PAIRS && st->pairing == FB_PAIRING_RANDOM)
+        snprintf(how, sizeof how, " (random, seed %" PRIu64 ")", self->seed + self->round);
+    else if (st->scope == FB_SCOPE_PAIRS)
+        snprintf(how, sizeof how, " (%s)", fb_pairing_name(st->pairing));
+    coord_event(self->coord, self->id, NULL, NULL, "round", "%s round %u of %u: %zu %s%s, %zu idle",
+                st->name, self->round + 1, self->n_rounds, plan->n_groups,
+                st->scope == FB_SCOPE_PAIRS ? "pair(s)" : "group(s)", how, plan->n_idle);
+    for (size_t i = 0; i < plan->n_idle; i++)
+        coord_event(self->coord, self->id, NULL, plan->idle[i], "idle",
+                    "idle in %s round %u: %s", st->name, self->round + 1,
+                    st->scope == FB_SCOPE_PAIRS ? "no partner this round (odd number of nodes)"
+                                                : "left over after the groups were formed");
+}
+
+static void s_begin_round(runner_t *self)
+{
+    const fb_stage_t *stage = s_stage(self);
+    const fb_plan_t *plan = &self->plans[self->round];
+    store_t *store = coord_store(self->coord);
+    bool group = stage->scope != FB_SCOPE_NODE;
+    self->round_first = self->n_tasks;
+    s_round_event(self, plan);
+    for (size_t g = 0; g < plan->n_groups; g++) {
+        char *id = group ? xasprintf("%s/%zu/r%u.g%zu", self->id, self->stage, self->round, g)
+                         : xasprintf("%s/%zu/%s", self->id, self->stage,
+                                     plan->groups[g].members[0]);
+        rtask_t *t = s_task_new(self, id, &plan->groups[g], group, self->round);
+        if (store_task_create(store, t->id, self->id, self->stage_ids[self->stage],
+                              (const char *const *)t->nodes, t->n_members, fb_now_ms()))
+            log_error("cannot store task %s: %s", t->id, store_errmsg(store));
+    }
+    for (size_t i = self->round_first; i < self->n_tasks; i++)
+        s_dispatch(self, self->tasks[i]);
+    uv_timer_start(&self->deadline, s_on_deadline, fb_stage_deadline_ms(stage->timeout_ms), 0);
+    s_progress(self);
+    s_check_round_done(self);
+}
+
 static void s_begin_stage(runner_t *self)
 {
     s_clear_tasks(self);
@@ -256,38 +660,43 @@ static void s_begin_stage(runner_t *self)
     store_stage_start(store, self->stage_ids[self->stage], fb_now_ms());
     char **names = NULL;
     size_t n = s_select_nodes(self, &names);
-    self->tasks = xcalloc(n, sizeof(rtask_t));
-    self->n_tasks = n;
     self->task_index = strmap_new();
-    for (size_t i = 0; i < n; i++) {
-        rtask_t *t = &self->tasks[i];
-        t->node = names[i];
-        t->id = xasprintf("%s/%zu/%s", self->id, self->stage, t->node);
-        strmap_put(self->task_index, t->id, t);
-        const char *nodes[] = {t->node};
-        if (store_task_create(store, t->id, self->id, self->stage_ids[self->stage], nodes, 1,
-                              fb_now_ms()))
-            log_error("cannot store task %s: %s", t->id, store_errmsg(store));
+    char err[512];
+    int rc = s_plan_stage(self, names, n, err, sizeof err);
+    hostlist_free(names, n);
+    self->stage_running = true;
+    if (rc) {
+        coord_event(self->coord, self->id, NULL, NULL, "stage", "%s cannot run: %s", stage->name,
+                    err);
+        log_error("stage %s cannot run: %s", stage->name, err);
+        s_end_stage(self); /* no tasks: the stage verdict is error */
+        return;
     }
-    free(names);
-    coord_event(self->coord, self->id, NULL, NULL, "stage", "%s started: %s on %zu node(s)",
-                stage->name, stage->workload, n);
+    coord_event(self->coord, self->id, NULL, NULL, "stage", "%s started: %s on %zu node(s)%s%s",
+                stage->name, stage->workload, n, stage->scope == FB_SCOPE_NODE ? "" : ", scope ",
+                stage->scope == FB_SCOPE_NODE ? "" : fb_scope_name(stage->scope));
     log_info("stage %zu/%zu %s: %s on %zu node(s)", self->stage + 1, self->campaign->n_stages,
              stage->name, stage->workload, n);
-    self->stage_running = true;
-    for (size_t i = 0; i < n; i++)
-        s_dispatch(self, &self->tasks[i]);
-    uv_timer_start(&self->deadline, s_on_deadline, fb_stage_deadline_ms(stage->timeout_ms), 0);
-    s_progress(self);
     if (n == 0)
         log_warn("stage %s selected no connected node", stage->name);
-    s_check_stage_done(self);
+    if (self->planned_tasks == 0) {
+        s_round_event(self, &self->plans[0]); /* says who was left idle */
+        s_end_stage(self);
+        return;
+    }
+    s_begin_round(self);
 }
 
 static void s_on_next_cb(uv_timer_t *h)
 {
-    s_begin_stage(h->data);
+    runner_t *self = h->data;
+    if (self->next_is_round)
+        s_begin_round(self);
+    else
+        s_begin_stage(self);
 }
+
+/* ---- lifecycle ---- */
 
 runner_t *runner_new(coord_t *coord, fb_campaign_t **campaign, const char *id, const char *yaml,
                      coord_progress_cb cb, void *arg)
@@ -329,7 +738,7 @@ runner_t *runner_new(coord_t *coord, fb_campaign_t **campaign, const char *id, c
 
 void runner_start(runner_t *self)
 {
-    uv_timer_start(&self->next, s_on_next_cb, 0, 0);
+    s_schedule_next(self, false);
 }
 
 static void s_on_closed(uv_handle_t *h)
@@ -364,25 +773,88 @@ bool runner_finished(const runner_t *self)
     return self->finished;
 }
 
-void runner_on_result(runner_t *self, const char *task_id, fb_verdict_t verdict)
+/* ---- events ---- */
+
+/* Keeps the judged metrics of a pair member's result. */
+static void s_note_metrics(const runner_t *self, rmember_t *m, const fb_result_t *r)
 {
-    rtask_t *t = self->task_index ? strmap_get(self->task_index, task_id) : NULL;
-    if (!t || t->verdict != FB_VERDICT_NONE)
-        return; /* a late result for a task already decided: stored, but the verdict stands */
-    t->verdict = verdict;
+    const fb_pair_metrics_t *pm = fb_pairjudge_metrics(s_stage(self)->workload);
+    if (s_stage(self)->scope != FB_SCOPE_PAIRS || !pm)
+        return;
+    const fb_metric_t *tx = fb_result_metric(r, pm->tx), *rx = fb_result_metric(r, pm->rx);
+    m->tx = tx ? tx->value : NAN;
+    m->rx = rx ? rx->value : NAN;
+}
+
+/* A member's result, while its task is undecided: decides the task when the group's verdict is
+ * known; otherwise the exchanges the member never posted to cannot complete any more. */
+static void s_member_result(runner_t *self, rtask_t *t, size_t rank, const fb_result_t *r)
+{
+    fb_verdict_t *verdicts = xcalloc(t->n_members, sizeof *verdicts);
+    for (size_t k = 0; k < t->n_members; k++)
+        verdicts[k] = t->members[k].verdict;
+    size_t who = rank;
+    fb_verdict_t v = fb_group_verdict(verdicts, t->n_members, &who);
+    free(verdicts);
+    if (v == FB_VERDICT_NONE) {
+        char *name = s_member_name(t, rank);
+        char *why = xasprintf("%s ended (%s) without posting", name, fb_verdict_name(r->verdict));
+        coord_exchange_member_ended(self->coord, t->id, (unsigned)rank, why);
+        free(why);
+        free(name);
+        return;
+    }
+    bool all_in = true;
+    for (size_t k = 0; k < t->n_members; k++)
+        all_in &= t->members[k].verdict != FB_VERDICT_NONE;
+    if (!t->group || all_in) { /* the results set the stored verdict themselves */
+        t->verdict = v;
+        if (t->group)
+            coord_exchange_task_ended(self->coord, t->id, "the task has ended");
+        return;
+    }
+    char *name = s_member_name(t, who);
+    const char *error = who == rank && r->error ? r->error : NULL;
+    char *why = xasprintf("member %s %s%s%s", name, fb_verdict_name(v), error ? ": " : "",
+                          error ? error : "");
+    s_decide(self, t, v, why, t->nodes[who], true);
+    free(why);
+    free(name);
+}
+
+void runner_on_result(runner_t *self, const fb_result_t *r)
+{
+    rtask_t *t = self->task_index ? strmap_get(self->task_index, r->task_id) : NULL;
+    size_t rank = t ? s_rank_of(t, r->node) : SIZE_MAX;
+    if (rank == SIZE_MAX)
+        return; /* not a task of this stage: stored, nothing to decide */
+    rmember_t *m = &t->members[rank];
+    bool was_winding_down = m->winding_down;
+    m->winding_down = false;
+    if (m->verdict == FB_VERDICT_NONE) {
+        m->verdict = r->verdict;
+        s_note_metrics(self, m, r);
+        if (t->verdict == FB_VERDICT_NONE)
+            s_member_result(self, t, rank, r);
+    }
+    /* a late result for a task already decided is stored, but the verdict stands */
     s_progress(self);
-    s_check_stage_done(self);
+    if (t->verdict != FB_VERDICT_NONE || was_winding_down)
+        s_check_round_done(self);
 }
 
 void runner_on_node_lost(runner_t *self, const char *node, const char *why)
 {
     char *reason = xasprintf("agent lost (%s)", why);
-    for (size_t i = 0; i < self->n_tasks; i++)
-        if (!strcmp(self->tasks[i].node, node))
-            s_decide(self, &self->tasks[i], FB_VERDICT_LOST, reason);
+    for (size_t i = self->round_first; i < self->n_tasks; i++) {
+        rtask_t *t = self->tasks[i];
+        size_t rank = s_rank_of(t, node);
+        if (rank != SIZE_MAX)
+            s_member_gone(self, t, rank, FB_VERDICT_LOST, reason);
+    }
     free(reason);
     s_progress(self);
-    s_check_stage_done(self);
+    s_check_round_done(self);
 }
 
 static bool s_listed(char **ids, size_t n, const char *id)
@@ -397,16 +869,31 @@ void runner_on_hello(runner_t *self, const char *node, char **running, size_t n_
                      char **unacked, size_t n_unacked)
 {
     bool changed = false;
-    for (size_t i = 0; i < self->n_tasks; i++) {
-        rtask_t *t = &self->tasks[i];
-        if (t->verdict != FB_VERDICT_NONE || strcmp(t->node, node) ||
-            s_listed(running, n_running, t->id) || s_listed(unacked, n_unacked, t->id))
+    for (size_t i = self->round_first; i < self->n_tasks; i++) {
+        rtask_t *t = self->tasks[i];
+        size_t rank = s_rank_of(t, node);
+        if (rank == SIZE_MAX || t->members[rank].verdict != FB_VERDICT_NONE ||
+            s_listed(running, n_running, t->id))
             continue;
-        s_decide(self, t, FB_VERDICT_LOST, "agent restarted; the task died with it");
+        char *result_id = t->group ? xasprintf("%s@%s", t->id, node) : xstrdup(t->id);
+        bool spooled = s_listed(unacked, n_unacked, result_id);
+        free(result_id);
+        if (spooled)
+            continue; /* its result is on the way */
+        s_member_gone(self, t, rank, FB_VERDICT_LOST, "agent restarted; the task died with it");
         changed = true;
     }
     if (changed) {
         s_progress(self);
-        s_check_stage_done(self);
+        s_check_round_done(self);
     }
+}
+
+const char *const *runner_group(const runner_t *self, const char *task_id, size_t *n_out)
+{
+    rtask_t *t = self->task_index ? strmap_get(self->task_index, task_id) : NULL;
+    if (!t || !t->group || t->verdict != FB_VERDICT_NONE)
+        return NULL;
+    *n_out = t->n_members;
+    return (const char *const *)t->nodes;
 }

@@ -231,11 +231,17 @@ static const char *const s_sql[S_COUNT] = {
         "   AND (SELECT COUNT(DISTINCT COALESCE(node, result_id)) FROM results"
         "        WHERE task_id = ?1) < MAX(1, json_array_length(nodes_json))))",
     [S_TASK_EXISTS] = "SELECT 1 FROM tasks WHERE id = ?1",
-    /* ?5: the result fails; a failing result replaces a passing task verdict. */
+    /* ?5: the result fails; a failing result replaces a passing task verdict, and a skipped one
+     * a pass (a group that did not run as a whole). ?6: the result's node, which prefixes the
+     * error of a task with several nodes so that the task's error says which member it was. */
     [S_TASK_FROM_RESULT] =
-        "UPDATE tasks SET verdict = ?2, error = ?3, finished_ms = ?4, state = 'finished',"
-        " verdict_by = 'result'"
-        " WHERE id = ?1 AND (verdict IS NULL OR (?5 AND verdict IN ('pass','skipped')))",
+        "UPDATE tasks SET verdict = ?2, finished_ms = ?4, state = 'finished',"
+        " verdict_by = 'result',"
+        " error = CASE WHEN ?3 IS NOT NULL AND ?6 IS NOT NULL"
+        "   AND json_array_length(nodes_json) > 1 AND substr(?3, 1, length(?6) + 1) != ?6 || ':'"
+        "   THEN ?6 || ': ' || ?3 ELSE ?3 END"
+        " WHERE id = ?1 AND (verdict IS NULL OR (?5 AND verdict IN ('pass','skipped'))"
+        "   OR (?2 = 'skipped' AND verdict = 'pass'))",
     [S_TASKS_OF] = "SELECT id, state, verdict, error, started_ms, finished_ms, nodes_json"
                    " FROM tasks WHERE stage_id = ?1 ORDER BY rowid",
     [S_TASK_NODES] = "SELECT CAST(value AS TEXT) FROM json_each(?1) ORDER BY key",
@@ -1023,6 +1029,7 @@ int store_result_insert(store_t *self, const fb_result_t *result, uint64_t recei
         s_bind_text(st, 3, result->error);
         s_bind_time(st, 4, received_ms);
         sqlite3_bind_int(st, 5, !fb_verdict_ok(result->verdict));
+        s_bind_text(st, 6, result->node && *result->node ? result->node : NULL);
         err = s_run(self, st, "setting a task's verdict from its result");
     }
     return s_end(self, err);

@@ -102,8 +102,10 @@ int store_task_finish(store_t *self, const char *task_id, fb_verdict_t verdict, 
 
 /* Stores a result with its metrics and findings in one transaction and sets the task's verdict
  * (and error) from it if the task has none yet. A failing result also replaces a pass/skipped
- * task verdict (a group task fails when any node fails); a failing task verdict is never
- * replaced. Idempotent on result_id: a result id already stored returns -EEXIST and changes
+ * task verdict (a group task fails when any node fails), and a skipped result a pass (a group
+ * that did not run as a whole is skipped); a failing task verdict is never replaced. On a task
+ * with several nodes the task's error names the member: "node07: <the result's error>" (unless
+ * the error already starts with "node07:"). Idempotent on result_id: a result id already stored returns -EEXIST and changes
  * nothing. A result for a task the store does not know is stored all the same (nothing is lost)
  * and changes no task. -EINVAL when result_id or task_id is missing or the verdict is NONE. */
 int store_result_insert(store_t *self, const fb_result_t *result, uint64_t received_ms);
