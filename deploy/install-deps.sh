@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs what fleetburn needs to build and test on Debian/Ubuntu. Idempotent: packages already
 # present are not reinstalled, and nothing is downloaded when everything is there.
-# GPU toolkits (CUDA, ROCm), MPI and verbs are optional and not installed here.
+# GPU toolkits (CUDA, ROCm) and verbs are optional and not installed here; OpenMPI is, because
+# allreduce's host path runs on every fleet and in CI.
 set -euo pipefail
 
 packages=(
@@ -10,6 +11,8 @@ packages=(
     libzmq3-dev libprotobuf-c-dev protobuf-c-compiler libuv1-dev libsqlite3-dev libyaml-dev
     libcmocka-dev
     python3 iproute2
+    # allreduce, launcher mpirun: OpenMPI's mpirun and the host path's rank program
+    libopenmpi-dev openmpi-bin
     # test oracles and peers for benchmarks
     python3-clustershell memtester
 )

@@ -9,11 +9,13 @@ set -euo pipefail
 build=${1:?usage: make-bundle.sh BUILD_DIR BUNDLE_DIR}
 out=${2:?usage: make-bundle.sh BUILD_DIR BUNDLE_DIR}
 mkdir -p "$out/bin" "$out/lib"
-for p in fleetburn fleetburn-agent fleetburn-worker fleetburn-worker-cuda fleetburn-worker-hip; do
+for p in fleetburn fleetburn-agent fleetburn-worker fleetburn-worker-cuda fleetburn-worker-hip \
+    fleetburn-mpirank fleetburn-mpirank-cuda fleetburn-mpirank-hip; do
     [ -x "$build/bin/$p" ] && cp "$build/bin/$p" "$out/bin/"
 done
-# glibc, the C++ runtime and vendor GPU libraries come from the node itself.
-skip='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.|libresolv\.|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libnvidia|libamdhip|librocm|libhsa)'
+# glibc, the C++ runtime and vendor GPU libraries come from the node itself; so does MPI, whose
+# library must match the node's mpirun and its plugins (the rank programs link libmpi.so.40).
+skip='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.|libresolv\.|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libnvidia|libamdhip|librocm|libhsa|libmpi|libopen-(rte|pal)|libhwloc|libevent|libpmix|libuc[pstm]|libfabric|libpsm)'
 for p in "$out"/bin/*; do
     ldd "$p" | awk '/=> \//{print $1, $3}' | while read -r name path; do
         [[ $name =~ $skip ]] && continue

@@ -44,8 +44,8 @@ typedef struct {
     unsigned factor;               /* >= 2 */
     ar_dtype_t dtype;
     ar_op_t op;
-    unsigned iters, warmup;        /* timed iterations per size (each checked), untimed warm-ups */
-    bool inject_corrupt;           /* test-only: rank 0 corrupts one element of one result */
+    unsigned iters, warmup; /* timed iterations per size (each checked), untimed warm-ups */
+    bool inject_corrupt;    /* test-only: rank 0 corrupts one element of one result */
 } ar_opts_t;
 
 /* Input of rank r at element i in iteration it: an integer in [1, 4] (prod: 1 or 2), so that the
@@ -77,8 +77,22 @@ AR_HD static inline double ar_expected(ar_op_t op, unsigned nranks, uint64_t i, 
     return acc;
 }
 
-/* Ranks up to which ar_expected is exact in dtype for op (sum in half/bf16 is exact up to 256,
- * i.e. 64 ranks of values <= 4). Larger groups use fewer distinct values — see ar_opts_check. */
+/* ar_expected in constant time per element. ar_input's hash is linear over XOR, so the rank's
+ * part and the element's part separate: ar_expect_table fills the four possible results once per
+ * (op, nranks), and ar_expect_index picks the entry of element i in iteration it:
+ *   ar_expected(op, n, i, it) == table[ar_expect_index(op, i, it)]   for every i and it. */
+AR_HD static inline unsigned ar_expect_index(ar_op_t op, uint64_t i, unsigned it)
+{
+    uint64_t h = (i * 2654435761u) ^ ((uint64_t)it * 97u);
+    h ^= h >> 13;
+    return op == AR_OP_PROD ? (unsigned)((h >> 3) & 1u) : (unsigned)(h & 3u);
+}
+void ar_expect_table(ar_op_t op, unsigned nranks, double table[4]);
+
+/* Ranks up to which ar_expected is exact in dtype for op (a sum stays below 4 * ranks, exact in
+ * bfloat16 up to 64 ranks, half 512, float 2^22; a product is a power of two up to 2^ranks: half
+ * 15 ranks, int32 30). The launchers refuse larger groups with a message naming a dtype that
+ * works. */
 unsigned ar_exact_ranks(ar_dtype_t dtype, ar_op_t op);
 
 size_t ar_dtype_size(ar_dtype_t dtype);
@@ -105,10 +119,10 @@ double ar_busbw_gbs(uint64_t bytes, double seconds, unsigned nranks);
 typedef struct {
     uint64_t bytes, count;
     double avg_us, min_us, max_us; /* per iteration */
-    double algbw_gbs, busbw_gbs;   /* from avg_us */
+    double algbw_gbs, busbw_gbs;   /* from avg_us (ar_report computes them itself) */
     uint64_t errors;               /* wrong elements summed over iterations and ranks */
     unsigned iters;
-    int first_bad_rank;            /* -1 when none: the lowest rank that saw a wrong element */
+    int first_bad_rank; /* -1 when none: the lowest rank that saw a wrong element */
 } ar_size_result_t;
 
 /* The line a rank 0 prints per size so that the launching worker can read it from mpirun's output:
@@ -117,13 +131,15 @@ typedef struct {
 void ar_format_line(const ar_size_result_t *r, char *buf, size_t len);
 int ar_parse_line(const char *line, ar_size_result_t *out);
 
-/* Fills the result from a finished sweep: per-size metrics (allreduce.<bytes>.busbw_gbs, .algbw_gbs,
- * .avg_us), headline metrics (busbw at the largest size, peak busbw, latency at the smallest size),
- * a per-size table in the log, and findings for wrong results naming the rank's node and GPU
- * (rank_names[r], e.g. "node-3/gpu1"). Returns pass, or fail when any element was wrong or a
- * size's busbw fell below the min_busbw_gbs parameter (when given). */
-fb_verdict_t ar_report(struct worker_ctx *ctx, const ar_size_result_t *sizes, size_t n, unsigned nranks,
-              const char *const *rank_names);
+/* Fills the result from a finished sweep: per-size metrics (allreduce.<bytes>.busbw_gbs,
+ * .algbw_gbs, .avg_us), headline metrics (busbw at the largest size, peak busbw, latency at the
+ * smallest size), a per-size table in the log, and findings for wrong results naming the rank's
+ * node and GPU (rank_names[r], e.g. "node-3/gpu1"). Returns pass, or fail when any element was
+ * wrong or the busbw at the largest size fell below the min_busbw_gbs parameter (when given; a
+ * group spread over several nodes gets no finding for that, since one run cannot tell which node is
+ * slow). algbw/busbw are computed here from avg_us. */
+fb_verdict_t ar_report(struct worker_ctx *ctx, const ar_size_result_t *sizes, size_t n,
+                       unsigned nranks, const char *const *rank_names);
 
 /* ---- rank binaries (fleetburn-mpirank, fleetburn-mpirank-cuda/-hip) --------------------------
  *
@@ -163,30 +179,15 @@ void ar_format_error_line(const ar_rank_error_t *e, char *buf, size_t len);
 int ar_parse_error_line(const char *line, ar_rank_error_t *out);
 
 /* ar_report with per-rank details: the findings then name every rank that saw wrong elements
- * (not only the lowest) with its first wrong element. ar_report is ar_report_detail(.., NULL, 0). */
+ * (not only the lowest) with its first wrong element; ar_report is ar_report_detail(.., NULL,
+ * 0). */
 fb_verdict_t ar_report_detail(struct worker_ctx *ctx, const ar_size_result_t *sizes, size_t n,
                               unsigned nranks, const char *const *rank_names,
                               const ar_rank_error_t *errors, size_t n_errors);
 
-/* ---- the GPU path hook ------------------------------------------------------------------------
- *
- * allreduce_run (allreduce.c, in every worker) decides the path. The vendor workers
- * (fleetburn-worker-cuda / -hip) define ar_gpu_path (ar_gpu*.cu, extern "C"); the plain
- * fleetburn-worker does not, and there the weak reference is NULL. With the hook and
- * count_gpus() > 0:
- *   launcher mpirun  allreduce_run runs the launcher (launch_mpirun.h) with slots = count_gpus()
- *                    per member and the rank binary rank_binary, found next to the worker;
- *   launcher native  allreduce_run calls run_native, which owns the run on this member.
- * Without GPUs: mpirun runs the host path (fleetburn-mpirank); native is skipped. */
-typedef struct {
-    const char *rank_binary; /* "fleetburn-mpirank-cuda" or "fleetburn-mpirank-hip" */
-    /* GPUs this worker drives on this node (the task's device selection applied): > 0, 0 for
-     * none, or -errno with a message in err (the task then ends with error). */
-    int (*count_gpus)(struct worker_ctx *ctx, char *err, size_t errlen);
-    /* launcher native: this member's ranks, one per GPU, start to finish (result filled). */
-    fb_verdict_t (*run_native)(struct worker_ctx *ctx, const ar_opts_t *opts, unsigned ngpus);
-} ar_gpu_path_t;
-extern const ar_gpu_path_t ar_gpu_path;
+/* The GPU side: allreduce_run (allreduce.c, every worker) asks native.h which GPUs this node's
+ * ranks use (ar_gpu_local_count) and which rank program launcher mpirun starts on them
+ * (ar_gpu_rank_program), and hands launcher native to ar_native_run. */
 
 #ifdef __cplusplus
 }

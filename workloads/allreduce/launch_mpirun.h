@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `launcher: mpirun` for the allreduce workload: the way operators run nccl-tests by hand, done
+ * by the group's rank 0 member.
+ *
+ * Every member posts what it brings (exchange "slots": host or GPU path, ranks, memory, the rank
+ * binary's path). Rank 0's worker then runs OpenMPI's mpirun over the members' addresses with
+ * those slots, reads the ranks' lines (ar.h) from its output, judges the sweep (ar_report) and
+ * posts its verdict (exchange "done"); the other members wait for that verdict and end with it,
+ * so the group ends together. A member that loses rank 0 ends with an error naming it.
+ *
+ * mpirun stays in the worker's process group, so the agent's deadline kill and a cancel reach
+ * it, and it gets SIGTERM if the worker dies alone (PR_SET_PDEATHSIG), which makes it stop the
+ * ranks on every node. */
+#ifndef FB_LAUNCH_MPIRUN_H
+#define FB_LAUNCH_MPIRUN_H
+
+#include "ar.h"
+#include "worker.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPIRUN_MEMBER_PATH_MAX 512
+#define MPIRUN_MEMBER_ERROR_MAX 512
+
+/* What one member brings to the group (posted as one text line, "slots" exchange). */
+typedef struct {
+    bool gpu;                               /* GPU path (one rank per GPU) or host path */
+    unsigned slots;                         /* ranks on this member */
+    uint64_t mem_bytes;                     /* MemAvailable: the host path's default max_size */
+    char rank_path[MPIRUN_MEMBER_PATH_MAX]; /* the rank binary, absolute */
+    char error[MPIRUN_MEMBER_ERROR_MAX];    /* non-empty: this member cannot take part, and why */
+} mpirun_member_t;
+
+/* "gpu=0 slots=1 mem=B path=/usr/bin/fleetburn-mpirank" or "error=TEXT" into a heap string. */
+char *mpirun_member_format(const mpirun_member_t *m);
+/* 0, or -EINVAL for anything else. */
+int mpirun_member_parse(const char *text, size_t len, mpirun_member_t *out);
+
+/* Everything mpirun's command line depends on. */
+typedef struct {
+    const char *mpirun;       /* program name or path */
+    const char *rank_path;    /* the rank binary, absolute */
+    const char *const *hosts; /* n host addresses as mpirun reaches them */
+    const unsigned *slots;    /* n: ranks per host */
+    size_t n;
+    const char *rsh_agent;  /* NULL or "": mpirun's default (ssh) */
+    const char *extra_args; /* mpirun_args, split on blanks; NULL for none */
+    bool as_root;           /* adds --allow-run-as-root */
+    const char *const *env; /* names of variables to export to the ranks (-x) */
+    size_t n_env;
+    const ar_opts_t *opts; /* the sweep handed to the ranks */
+} mpirun_plan_t;
+
+/* The command line, NULL-terminated (heap; free with mpirun_argv_free):
+ *   mpirun --host h0:s0,h1:s1 -np S [--allow-run-as-root] [--mca plm_rsh_agent A]
+ *          [--map-by slot] [--bind-to none] -x NAME ... EXTRA... RANK_PATH key=value ...
+ * --map-by and --bind-to are left to the extra arguments when they name a mapping or binding. */
+char **mpirun_argv(const mpirun_plan_t *plan, size_t *argc_out);
+void mpirun_argv_free(char ***argv_p);
+
+/* The whole run on this member (every member calls it; rank 0 runs mpirun). `me` describes this
+ * member; me->error set makes it tell the group and end with error. Fills ctx's result. */
+fb_verdict_t launch_mpirun(worker_ctx_t *ctx, const mpirun_member_t *me);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
