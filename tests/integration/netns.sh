@@ -86,6 +86,8 @@ netns_teardown() {
 # lib.sh's cleanup with the test's exit status.
 netns__on_exit() {
     local rc=$? pid
+    # Nothing may end this handler early: a failing command under set -e would skip the rest.
+    set +e
     # Programs stop politely first (sanitizer builds check them at exit), as in lib.sh; what is
     # left in the namespaces is killed with them.
     for pid in "${PIDS[@]:-}"; do
@@ -112,7 +114,7 @@ netns__on_exit() {
         exit 77
     fi
     (exit $rc)
-    cleanup
+    cleanup # lib.sh: reads the status from $?, exits with it
 }
 trap netns__on_exit EXIT
 trap 'exit 130' INT
