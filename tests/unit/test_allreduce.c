@@ -478,22 +478,24 @@ static void test_mpirun_argv(void **state)
     const unsigned slots[] = {1, 2};
     const char *env[] = {"FLEETBURN_AR_NODES", "LD_LIBRARY_PATH"};
     ar_opts_t o = {AR_LAUNCH_MPIRUN, 8, 1024, 2, AR_DT_FLOAT, AR_OP_SUM, 5, 1, false};
-    mpirun_plan_t plan = {"mpirun",
-                          "/opt/fb/bin/fleetburn-mpirank",
-                          hosts,
-                          slots,
-                          2,
-                          "/x/netns-rsh.sh",
-                          "--mca btl tcp,self  --mca oob_tcp_if_include 10.9.0.0/24",
-                          true,
-                          env,
-                          2,
-                          &o};
+    mpirun_plan_t plan = {.mpirun = "mpirun",
+                          .rank_path = "/opt/fb/bin/fleetburn-mpirank",
+                          .hosts = hosts,
+                          .slots = slots,
+                          .n = 2,
+                          .rsh_agent = "/x/netns-rsh.sh",
+                          .extra_args = "--mca btl tcp,self  --mca oob_tcp_if_include 10.9.0.0/24",
+                          .as_root = true,
+                          .yield_when_idle = true,
+                          .env = env,
+                          .n_env = 2,
+                          .opts = &o};
     size_t argc = 0;
     char **argv = mpirun_argv(&plan, &argc);
     char *cmd = s_join(argv);
     assert_string_equal(cmd, "mpirun --host 10.9.0.1:1,10.9.0.2:2 -np 3 --allow-run-as-root "
                              "--mca plm_rsh_agent /x/netns-rsh.sh --map-by slot --bind-to none "
+                             "--mca mpi_yield_when_idle 1 "
                              "-x FLEETBURN_AR_NODES -x LD_LIBRARY_PATH --mca btl tcp,self --mca "
                              "oob_tcp_if_include 10.9.0.0/24 /opt/fb/bin/fleetburn-mpirank "
                              "min_bytes=8 max_bytes=1024 factor=2 dtype=float op=sum iters=5 "
@@ -504,7 +506,7 @@ static void test_mpirun_argv(void **state)
     assert_null(argv);
 
     /* The operator's mapping and binding win; no rsh agent, not root. */
-    plan.extra_args = "--map-by ppr:1:node --bind-to=core";
+    plan.extra_args = "--map-by ppr:1:node --bind-to=core --mca mpi_yield_when_idle 0";
     plan.rsh_agent = NULL;
     plan.as_root = false;
     plan.n_env = 0;
@@ -514,7 +516,8 @@ static void test_mpirun_argv(void **state)
     assert_null(strstr(cmd, "--bind-to none"));
     assert_null(strstr(cmd, "plm_rsh_agent"));
     assert_null(strstr(cmd, "allow-run-as-root"));
-    assert_non_null(strstr(cmd, "--map-by ppr:1:node --bind-to=core /opt"));
+    assert_non_null(strstr(cmd, "--bind-to=core --mca mpi_yield_when_idle 0 /opt"));
+    assert_null(strstr(cmd, "mpi_yield_when_idle 1"));
     free(cmd);
     mpirun_argv_free(&argv);
 }

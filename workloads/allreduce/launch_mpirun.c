@@ -129,6 +129,16 @@ char **mpirun_argv(const mpirun_plan_t *plan, size_t *argc_out)
         s_push(argv, &n, xstrdup("--bind-to"));
         s_push(argv, &n, xstrdup("none"));
     }
+    /* Busy-polling ranks that share CPUs with each other or with other work (several ranks per
+     * node, agents in namespaces, CI) take scheduler ticks to meet: 64 B took 27 ms instead of
+     * 21 us with 3 ranks on 2 busy cores. Yielding costs next to nothing when no one else wants
+     * the CPU. The GPU path leaves it alone: NCCL, not MPI, carries its collective. */
+    static const char *const yield[] = {"mpi_yield_when_idle", NULL};
+    if (plan->yield_when_idle && !s_has_option(plan->extra_args, yield)) {
+        s_push(argv, &n, xstrdup("--mca"));
+        s_push(argv, &n, xstrdup("mpi_yield_when_idle"));
+        s_push(argv, &n, xstrdup("1"));
+    }
     for (size_t i = 0; i < plan->n_env; i++) {
         s_push(argv, &n, xstrdup("-x"));
         s_push(argv, &n, xstrdup(plan->env[i]));
@@ -515,6 +525,7 @@ static fb_verdict_t s_run_mpirun(worker_ctx_t *ctx, const mpirun_member_t *m, un
                           worker_param(ctx, "rsh_agent"),
                           worker_param(ctx, "mpirun_args"),
                           geteuid() == 0,
+                          !m[0].gpu,
                           (const char *const *)env,
                           n_env,
                           &opts};
@@ -557,7 +568,10 @@ static fb_verdict_t s_rank0(worker_ctx_t *ctx, mpirun_member_t *m)
 
 /* ---- every member ---------------------------------------------------------------------------- */
 
-/* A member other than rank 0 ends with rank 0's verdict. */
+/* A member other than rank 0 waits for rank 0's verdict and then passes: its part (hosting
+ * ranks) is done, and the group's verdict, metrics and findings are rank 0's result. Reporting
+ * rank 0's failure here too would race it: the coordinator cancels the members still running as
+ * soon as one fails, and rank 0's findings would be lost with it. */
 static fb_verdict_t s_follow(worker_ctx_t *ctx)
 {
     worker_blob_t *values = NULL;
@@ -572,15 +586,13 @@ static fb_verdict_t s_follow(worker_ctx_t *ctx)
     if (nl)
         *nl = '\0';
     int v = strncmp(text, "verdict=", 8) ? -1 : fb_verdict_parse(text + 8);
-    fb_verdict_t verdict = v > 0 ? (fb_verdict_t)v : FB_VERDICT_ERROR;
     const char *why = nl && nl[1] ? nl + 1 : "";
-    worker_log(ctx, "allreduce: rank 0 (%s) ran mpirun: %s%s%s", worker_peer(ctx, 0),
-               fb_verdict_name(verdict), *why ? ": " : "", why);
-    if (verdict != FB_VERDICT_PASS)
-        fb_result_set_error(worker_result(ctx), "rank 0 (%s): %s", worker_peer(ctx, 0),
-                            *why ? why : fb_verdict_name(verdict));
+    worker_log(ctx,
+               "allreduce: rank 0 (%s) ran mpirun: %s%s%s; its result holds the group's verdict",
+               worker_peer(ctx, 0), v > 0 ? fb_verdict_name((fb_verdict_t)v) : "(unreadable)",
+               *why ? ": " : "", why);
     free(text);
-    return verdict;
+    return FB_VERDICT_PASS;
 }
 
 fb_verdict_t launch_mpirun(worker_ctx_t *ctx, const mpirun_member_t *me)

@@ -5,8 +5,10 @@
  * Every member posts what it brings (exchange "slots": host or GPU path, ranks, memory, the rank
  * binary's path). Rank 0's worker then runs OpenMPI's mpirun over the members' addresses with
  * those slots, reads the ranks' lines (ar.h) from its output, judges the sweep (ar_report) and
- * posts its verdict (exchange "done"); the other members wait for that verdict and end with it,
- * so the group ends together. A member that loses rank 0 ends with an error naming it.
+ * posts its verdict (exchange "done"). The other members wait for it and then pass: the group's
+ * verdict, metrics and findings are rank 0's result (a member failing first would make the
+ * coordinator cancel rank 0 before its findings arrive). A member that loses rank 0 ends with an
+ * error naming it.
  *
  * mpirun stays in the worker's process group, so the agent's deadline kill and a cancel reach
  * it, and it gets SIGTERM if the worker dies alone (PR_SET_PDEATHSIG), which makes it stop the
@@ -52,6 +54,7 @@ typedef struct {
     const char *rsh_agent;  /* NULL or "": mpirun's default (ssh) */
     const char *extra_args; /* mpirun_args, split on blanks; NULL for none */
     bool as_root;           /* adds --allow-run-as-root */
+    bool yield_when_idle;   /* host path: ranks yield the CPU while they wait (see .c) */
     const char *const *env; /* names of variables to export to the ranks (-x) */
     size_t n_env;
     const ar_opts_t *opts; /* the sweep handed to the ranks */
@@ -59,8 +62,10 @@ typedef struct {
 
 /* The command line, NULL-terminated (heap; free with mpirun_argv_free):
  *   mpirun --host h0:s0,h1:s1 -np S [--allow-run-as-root] [--mca plm_rsh_agent A]
- *          [--map-by slot] [--bind-to none] -x NAME ... EXTRA... RANK_PATH key=value ...
- * --map-by and --bind-to are left to the extra arguments when they name a mapping or binding. */
+ *          [--map-by slot] [--bind-to none] [--mca mpi_yield_when_idle 1] -x NAME ...
+ *          EXTRA... RANK_PATH key=value ...
+ * --map-by, --bind-to and mpi_yield_when_idle are left to the extra arguments when they name
+ * them. */
 char **mpirun_argv(const mpirun_plan_t *plan, size_t *argc_out);
 void mpirun_argv_free(char ***argv_p);
 
