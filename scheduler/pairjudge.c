@@ -110,21 +110,38 @@ static size_t s_node(s_model_t *md, const char *name)
     return md->n_nodes++;
 }
 
-/* The stage median and MAD of each metric, and which directions are slow against them. */
+/* The median of node's finite values of metric (NaN when it has none). */
+static double s_node_median(const s_model_t *md, const char *node, int metric, double *scratch)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < md->n; i++)
+        if (!strcmp(md->samples[i].node, node) && isfinite(s_value(&md->samples[i], metric)))
+            scratch[k++] = s_value(&md->samples[i], metric);
+    return k ? fb_robust_median(scratch, k) : NAN;
+}
+
+/* The reference of each metric, and which directions are slow against it. The reference is
+ * taken over nodes (the median and MAD of each node's own median), not over samples: a node
+ * that is slow both ways slows every direction of every pair it is in, which in a small stage
+ * is half of all samples (4 nodes, 3 rounds), enough to drag a median over samples down and
+ * inflate its MAD; per node, it is one value among many. */
 static void s_judge_directions(s_model_t *md)
 {
-    double *values = xcalloc(md->n ? md->n : 1, sizeof *values);
+    double *scratch = xcalloc(md->n ? md->n : 1, sizeof *scratch);
+    double *per_node = xcalloc(md->n_nodes ? md->n_nodes : 1, sizeof *per_node);
     for (int metric = 0; metric < 2; metric++) {
         size_t k = 0;
-        for (size_t i = 0; i < md->n; i++)
-            if (isfinite(s_value(&md->samples[i], metric)))
-                values[k++] = s_value(&md->samples[i], metric);
+        for (size_t i = 0; i < md->n_nodes; i++) {
+            double v = s_node_median(md, md->nodes[i].name, metric, scratch);
+            if (isfinite(v))
+                per_node[k++] = v;
+        }
         md->med[metric] = md->mad[metric] = NAN;
         md->slow[metric] = xcalloc(md->n ? md->n : 1, sizeof(bool));
         if (k < 3)
             continue;
-        md->med[metric] = fb_robust_median(values, k);
-        md->mad[metric] = fb_robust_mad(values, k);
+        md->med[metric] = fb_robust_median(per_node, k);
+        md->mad[metric] = fb_robust_mad(per_node, k);
         for (size_t i = 0; i < md->n; i++) {
             double v = s_value(&md->samples[i], metric);
             md->slow[metric][i] =
@@ -132,7 +149,8 @@ static void s_judge_directions(s_model_t *md)
                 fb_robust_score_from(v, md->med[metric], md->mad[metric]) >= FB_PAIRJUDGE_MIN_SCORE;
         }
     }
-    free(values);
+    free(per_node);
+    free(scratch);
 }
 
 /* Gathers samples into pair tests: the two members of one pair in one round. */
@@ -159,9 +177,18 @@ static void s_build_tests(s_model_t *md)
         s_test_t *test = &md->tests[t - 1];
         if (test->n_samples < 2)
             test->samples[test->n_samples++] = i;
-        test->slow |= md->slow[0][i] || md->slow[1][i];
     }
     strmap_destroy(&index);
+}
+
+/* A test is slow when any direction measured in it is. */
+static void s_mark_slow_tests(s_model_t *md)
+{
+    for (size_t t = 0; t < md->n_tests; t++)
+        for (size_t k = 0; k < md->tests[t].n_samples; k++) {
+            size_t i = md->tests[t].samples[k];
+            md->tests[t].slow |= md->slow[0][i] || md->slow[1][i];
+        }
 }
 
 static void s_add_partner(s_node_t *node, size_t partner)
@@ -225,7 +252,7 @@ static void s_add_directions(s_buf_t *b, const s_model_t *md, const s_test_t *t)
 
 static void s_add_medians(s_buf_t *b, const s_model_t *md)
 {
-    s_add(b, "; stage medians");
+    s_add(b, "; stage medians (over nodes)");
     for (int metric = 0; metric < 2; metric++)
         if (isfinite(md->med[metric]))
             s_add(b, "%s %s %.2f", metric && isfinite(md->med[0]) ? "," : "",
@@ -337,8 +364,9 @@ int fb_pairjudge(const fb_pair_metrics_t *m, const fb_pair_sample_t *samples, si
     md.samples = samples;
     md.n = n;
     md.node_index = strmap_new();
-    s_judge_directions(&md);
     s_build_tests(&md);
+    s_judge_directions(&md);
+    s_mark_slow_tests(&md);
     s_attribute(&md);
     for (size_t i = 0; i < md.n_nodes; i++)
         if (md.nodes[i].named)

@@ -8,7 +8,9 @@
  * (round, two nodes) is slow when any of its up to four directions is slow. A direction is slow
  * when it is below FB_PAIRJUDGE_SLOW_FRACTION of the stage median of its metric AND at least
  * FB_PAIRJUDGE_MIN_SCORE robust deviations below it (robust.h): the first keeps ordinary spread
- * from counting, the second keeps a noisy fleet from naming anyone.
+ * from counting, the second keeps a noisy fleet from naming anyone. The stage median and MAD are
+ * taken over nodes, of each node's median: a node slow both ways slows half of all samples of a
+ * small stage (4 nodes, 3 rounds), but it is one node of four.
  *
  * Attribution: a node is named (a `node` finding) when it was slow with at least two different
  * partners that speak for themselves: each passed a pair test with some other node, and is slow
@@ -16,7 +18,7 @@
  * one stage are both named: their healthy partners are slow with both, but pass with everyone
  * else.) Every other slow pair is a `link` finding "a<->b": the evidence cannot tell which end is
  * at fault (e.g. a single round, where each node meets one partner). With fewer than three values of a
- * metric there is no median to judge against, and that metric is not judged.
+ * metric (nodes with a value) there is no median to judge against, and it is not judged.
  *
  * Pure: no I/O; the findings own their strings; deterministic for the same samples in the same
  * order. */

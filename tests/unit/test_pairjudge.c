@@ -24,16 +24,18 @@ typedef struct {
     char **names;
     size_t n;
     const char *slow[2]; /* nodes whose egress runs at 20% */
+    bool both_ways;      /* their ingress too (a shaped link, a bad cable) */
     double jitter;       /* relative spread of healthy values */
     fb_pair_sample_t *samples;
     size_t n_samples;
 } s_sim_t;
 
-static double s_bw(const s_sim_t *sim, const char *from, unsigned salt)
+static double s_bw(const s_sim_t *sim, const char *from, const char *to, unsigned salt)
 {
     double v = 9.4 * (1.0 + sim->jitter * (double)((salt * 2654435761u) % 1000) / 1000.0);
     for (size_t i = 0; i < 2; i++)
-        if (sim->slow[i] && !strcmp(sim->slow[i], from))
+        if (sim->slow[i] &&
+            (!strcmp(sim->slow[i], from) || (sim->both_ways && !strcmp(sim->slow[i], to))))
             v *= 0.2;
     return v;
 }
@@ -66,7 +68,7 @@ static void s_simulate(s_sim_t *sim, size_t n, unsigned rounds)
                 if (!strcmp(sim->names[i], plan.groups[g].members[1]))
                     b = sim->names[i];
             }
-            double ab = s_bw(sim, a, salt++), ba = s_bw(sim, b, salt++);
+            double ab = s_bw(sim, a, b, salt++), ba = s_bw(sim, b, a, salt++);
             s_add(sim, a, b, r, ab, ba);
             s_add(sim, b, a, r, ba, ab);
         }
@@ -126,12 +128,33 @@ static void test_throttled_node_named(void **state)
     assert_non_null(strstr(f->what, "n1 is slow with 3 partners, 3 of which pass with other nodes:"));
     assert_non_null(strstr(f->what, "n1 netbw.tx_gbps 1."));
     assert_non_null(strstr(f->what, "netbw.rx_gbps 1."));
-    assert_non_null(strstr(f->what, "stage medians netbw.tx_gbps 9."));
+    assert_non_null(strstr(f->what, "stage medians (over nodes) netbw.tx_gbps 9."));
     assert_non_null(strstr(f->what, "round 0 with n"));
     assert_non_null(strstr(f->what, "round 2 with n"));
     assert_true(j.median_tx > 9.0 && j.median_tx < 10.0);
     print_message("evidence: %s\n", f->what);
     fb_pair_judgment_clear(&j);
+    fb_pair_judgment_clear(&j);
+    s_sim_free(&sim);
+}
+
+/* Slow both ways on a small stage: half of all samples are slow, and still only ns2 is named. */
+static void test_both_ways_small_stage(void **state)
+{
+    (void)state;
+    s_sim_t sim = {0};
+    sim.slow[0] = "n2";
+    sim.both_ways = true;
+    sim.jitter = 0.3;
+    s_simulate(&sim, 4, 3);
+    fb_pair_judgment_t j;
+    assert_int_equal(s_judge(&sim, &j), 1);
+    assert_int_equal(j.slow_pairs, 3);
+    assert_string_equal(j.findings[0].part, "n2");
+    assert_int_equal(j.findings[0].kind, FB_PAIR_FINDING_NODE);
+    assert_non_null(strstr(j.findings[0].what, "n1"));
+    assert_non_null(strstr(j.findings[0].what, "n3"));
+    assert_non_null(strstr(j.findings[0].what, "n4"));
     fb_pair_judgment_clear(&j);
     s_sim_free(&sim);
 }
@@ -233,6 +256,7 @@ int main(void)
         cmocka_unit_test(test_throttled_node_named),
         cmocka_unit_test(test_single_round_is_a_link),
         cmocka_unit_test(test_two_bad_nodes),
+        cmocka_unit_test(test_both_ways_small_stage),
         cmocka_unit_test(test_nobody_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
