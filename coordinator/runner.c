@@ -372,8 +372,10 @@ static void s_cancel_running(runner_t *self, rtask_t *t, const char *reason, boo
     for (size_t k = 0; k < t->n_members; k++) {
         if (t->members[k].verdict != FB_VERDICT_NONE || !t->members[k].sent)
             continue;
-        if (coord_send_cancel(self->coord, t->nodes[k], t->id, reason) == 0 && wind_down)
-            t->members[k].winding_down = true;
+        /* Waited for even when the cancel cannot be sent: a member whose connection is gone
+         * is about to be declared lost, and the next stage should not be placed on it. */
+        coord_send_cancel(self->coord, t->nodes[k], t->id, reason);
+        t->members[k].winding_down = wind_down;
     }
 }
 
