@@ -51,8 +51,8 @@ int ar_gpu_local_count(worker_ctx_t *ctx, unsigned *n, char *why, size_t whylen)
 typedef struct {
     uint64_t probe_ms;    /* the device probe must answer within this (60 s) */
     uint64_t exchange_ms; /* "gpus" and "ncclid" exchanges (180 s) */
-    uint64_t stall_ms;    /* a rank silent this long has hung (300 s; its own watchdog fires
-                             first and aborts NCCL, the worker's a minute later) */
+    uint64_t stall_ms;    /* a size not done in this long is a hang (300 s): the rank aborts
+                             NCCL; the worker gives a silent rank min(stall, 60 s) more */
 } ar_native_limits_t;
 
 /* ar_native_run with a given GPU table (NULL: none) and limits (NULL: the defaults). */
