@@ -35,14 +35,17 @@
 #define AGENT_DEFAULT_LIVENESS 5
 
 typedef struct running {
-    task_t *task;
+    void *task; /* the executor's handle */
     char *id;
-    unsigned rank; /* in its group (0 for tasks of scope node) */
+    char *result_id; /* the task id, or <task>@<node> for a member of a group task */
+    unsigned rank;   /* in its group (0 for tasks of scope node) */
     struct running *next;
 } running_t;
 
 struct agent {
     uv_loop_t *loop;
+    const agent_executor_t *exec;
+    bool own_zctx, own_inventory;
     char *coordinator, *name, *worker_path, *sysfs_root;
     char *address; /* Hello.address: where peers reach this node */
     char work_dir[256];
@@ -285,20 +288,17 @@ static running_t *s_find_running(agent_t *self, const char *id)
 }
 
 /* A worker's exchange post goes to the coordinator as an Exchange with the member's rank. */
-static void s_send_exchange(agent_t *self, task_t *task, const char *line)
+static void s_send_exchange(agent_t *self, running_t *r, const char *line)
 {
     char *key = NULL;
     uint64_t timeout_ms = 0;
     uint8_t *value = NULL;
     size_t len = 0;
-    running_t *r = s_find_running(self, task_id(task));
-    if (!r || exline_post_parse(line, &key, &timeout_ms, &value, &len)) {
-        log_warn("task %s: malformed exchange line from the worker", task_id(task));
-        if (r) {
-            char *reply = exline_reply_error_format("invalid", "malformed exchange line");
-            task_write_line(task, reply);
-            free(reply);
-        }
+    if (exline_post_parse(line, &key, &timeout_ms, &value, &len)) {
+        log_warn("task %s: malformed exchange line from the worker", r->id);
+        char *reply = exline_reply_error_format("invalid", "malformed exchange line");
+        self->exec->write_line(r->task, reply);
+        free(reply);
         return;
     }
     Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
@@ -314,7 +314,7 @@ static void s_send_exchange(agent_t *self, task_t *task, const char *line)
     if (s_send(self, &env)) {
         /* Not connected: the worker's own timeout ends it, but say why at once. */
         char *reply = exline_reply_error_format(key, "the agent is not connected to the coordinator");
-        task_write_line(task, reply);
+        self->exec->write_line(r->task, reply);
         free(reply);
     }
     free(key);
@@ -341,24 +341,26 @@ static void s_on_exchange(agent_t *self, const Fleetburn__Exchange *m)
         line = exline_reply_ok_format(m->key, values, m->n_values);
         free(values);
     }
-    task_write_line(r->task, line);
+    self->exec->write_line(r->task, line);
     free(line);
 }
 
-static void s_on_task_line(task_t *task, const char *kind, double progress, const char *text,
-                           void *arg)
+static void s_on_task_line(const char *task_id, const char *kind, double progress,
+                           const char *text, void *arg)
 {
     agent_t *self = arg;
     if (!strcmp(kind, "exchange")) {
-        s_send_exchange(self, task, text);
+        running_t *r = s_find_running(self, task_id);
+        if (r)
+            s_send_exchange(self, r, text);
         return;
     }
     if (!strcmp(kind, "telemetry")) {
-        s_send_telemetry(self, task_id(task), text);
+        s_send_telemetry(self, task_id, text);
         return;
     }
     bool is_progress = !strcmp(kind, "progress");
-    s_send_task_event(self, task_id(task),
+    s_send_task_event(self, task_id,
                       is_progress ? FLEETBURN__TASK_EVENT__KIND__KIND_PROGRESS
                                   : FLEETBURN__TASK_EVENT__KIND__KIND_LOG,
                       progress, text);
@@ -371,6 +373,7 @@ static void s_forget_running(agent_t *self, const char *id)
             running_t *r = *pp;
             *pp = r->next;
             free(r->id);
+            free(r->result_id);
             free(r);
             return;
         }
@@ -397,19 +400,21 @@ static void s_finish_result(agent_t *self, fb_result_t *result)
     wire_result_view_free(&view);
 }
 
-static void s_on_task_done(task_t *task, fb_result_t **result, void *arg)
+static void s_on_task_done(const char *task_id, fb_result_t **result, void *arg)
 {
     agent_t *self = arg;
-    s_forget_running(self, task_id(task));
+    running_t *r = s_find_running(self, task_id);
+    /* The result id is the agent's to give: a group member's is <task>@<node>, whatever the
+     * executor wrote, so that the coordinator stores every member's result. */
+    if (r)
+        fb_result_set_ids(*result, r->result_id, r->id, self->name);
+    s_forget_running(self, task_id);
     s_finish_result(self, *result);
 }
 
 static bool s_is_running(agent_t *self, const char *id)
 {
-    for (running_t *r = self->running; r; r = r->next)
-        if (!strcmp(r->id, id))
-            return true;
-    return false;
+    return s_find_running(self, id) != NULL;
 }
 
 static bool s_is_spooled(agent_t *self, const char *id)
@@ -477,12 +482,11 @@ static void s_on_run_task(agent_t *self, const Fleetburn__RunTask *m)
     if (s_is_running(self, m->task_id))
         return;
     char *result_id = s_result_id(self, m);
-    bool spooled = s_is_spooled(self, result_id);
-    if (spooled)
+    if (s_is_spooled(self, result_id)) {
         s_send_spooled_result(self, result_id);
-    free(result_id);
-    if (spooled)
+        free(result_id);
         return;
+    }
     size_t n_params = m->n_params;
     const char **params = xcalloc(m->n_params + self->n_inject, sizeof(char *));
     char **owned = xcalloc(m->n_params, sizeof(char *));
@@ -508,9 +512,9 @@ static void s_on_run_task(agent_t *self, const Fleetburn__RunTask *m)
         params[n_params++] = spec;
     }
     if (!refused) {
-        char *worker = s_worker_for(self, m->workload);
-        task_env_t env = {worker, self->work_dir, self->name, self->allow_fault_injection,
-                          false, 0, 1, NULL, NULL};
+        char *worker = self->worker_path ? s_worker_for(self, m->workload) : NULL;
+        task_env_t env = {worker, self->work_dir, self->name, m->stage,
+                          self->allow_fault_injection, false, 0, 1, NULL, NULL};
         const Fleetburn__Group *g = m->group;
         if (g && g->size == g->n_peers) {
             env.group = true;
@@ -521,13 +525,16 @@ static void s_on_run_task(agent_t *self, const Fleetburn__RunTask *m)
                                                          : NULL;
         }
         task_callbacks_t cb = {s_on_task_line, s_on_task_done, self};
-        task_t *task = task_start(self->loop, &env, m->task_id, m->workload, params, n_params,
-                                  m->timeout_ms, &cb, &refused);
+        void *task = self->exec->start(self->exec->arg, self->loop, &env, m->task_id,
+                                       m->workload, params, n_params, m->timeout_ms, &cb,
+                                       &refused);
         free(worker);
         if (task) {
             running_t *r = xcalloc(1, sizeof *r);
             r->task = task;
             r->id = xstrdup(m->task_id);
+            r->result_id = result_id;
+            result_id = NULL;
             r->rank = env.group ? env.rank : 0;
             r->next = self->running;
             self->running = r;
@@ -536,9 +543,11 @@ static void s_on_run_task(agent_t *self, const Fleetburn__RunTask *m)
         }
     }
     if (refused) {
+        fb_result_set_ids(refused, result_id, m->task_id, self->name);
         s_finish_result(self, refused);
         fb_result_destroy(&refused);
     }
+    free(result_id);
     for (size_t i = 0; i < m->n_params; i++)
         free(owned[i]);
     free(owned);
@@ -547,9 +556,9 @@ static void s_on_run_task(agent_t *self, const Fleetburn__RunTask *m)
 
 static void s_on_cancel(agent_t *self, const Fleetburn__CancelTask *m)
 {
-    for (running_t *r = self->running; r; r = r->next)
-        if (!strcmp(r->id, m->task_id))
-            task_cancel(r->task, m->reason);
+    running_t *r = s_find_running(self, m->task_id);
+    if (r)
+        self->exec->cancel(r->task, m->reason);
 }
 
 static void s_on_welcome(agent_t *self, const Fleetburn__Welcome *m)
@@ -617,6 +626,35 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
     wire_free(&env);
 }
 
+/* --- the default executor: fleetburn-worker processes ---------------------------------------- */
+
+static void *s_worker_start(void *arg, uv_loop_t *loop, const task_env_t *env, const char *task_id,
+                            const char *workload, const char *const *params, size_t n_params,
+                            uint64_t timeout_ms, const task_callbacks_t *cb,
+                            fb_result_t **result_out)
+{
+    (void)arg;
+    return task_start(loop, env, task_id, workload, params, n_params, timeout_ms, cb, result_out);
+}
+
+static void s_worker_cancel(void *task, const char *reason)
+{
+    task_cancel(task, reason);
+}
+
+static void s_worker_abort(void *task)
+{
+    task_abort(task);
+}
+
+static void s_worker_write_line(void *task, const char *line)
+{
+    task_write_line(task, line);
+}
+
+static const agent_executor_t s_worker_executor = {s_worker_start, s_worker_cancel, s_worker_abort,
+                                                   s_worker_write_line, NULL};
+
 /* --- lifecycle ------------------------------------------------------------------------------ */
 
 /* The local address of the route to the coordinator: the interface peers most likely reach too
@@ -655,13 +693,30 @@ static char *s_default_address(const char *endpoint)
     return xstrdup(out);
 }
 
+/* Workers write their result files here. */
+static int s_make_work_dir(agent_t *self, char *err, size_t errlen)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(self->work_dir, sizeof self->work_dir, "%s/fleetburn-agent-XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(self->work_dir)) {
+        int rc = -errno;
+        snprintf(err, errlen, "cannot create a work directory in %s: %s", tmp ? tmp : "/tmp",
+                 strerror(errno));
+        self->work_dir[0] = '\0';
+        return rc;
+    }
+    return 0;
+}
+
 agent_t *agent_new(uv_loop_t *loop, const agent_options_t *opts, char *err, size_t errlen)
 {
     agent_t *self = xcalloc(1, sizeof *self);
     self->loop = loop;
+    self->exec = opts->executor ? opts->executor : &s_worker_executor;
     self->coordinator = xstrdup(opts->coordinator);
     self->name = xstrdup(opts->name);
-    self->worker_path = xstrdup(opts->worker_path);
+    self->worker_path = opts->executor ? NULL : xstrdup(opts->worker_path);
     self->sysfs_root = xstrdup(opts->sysfs_root ? opts->sysfs_root : "");
     self->address = opts->address && *opts->address ? xstrdup(opts->address)
                                                     : s_default_address(opts->coordinator);
@@ -672,29 +727,32 @@ agent_t *agent_new(uv_loop_t *loop, const agent_options_t *opts, char *err, size
         self->inject[self->n_inject++] = xstrdup(opts->inject[i]);
     self->heartbeat_ms = AGENT_DEFAULT_HEARTBEAT_MS;
     self->liveness = AGENT_DEFAULT_LIVENESS;
-    int rc = spool_open(opts->spool_dir, &self->spool);
+    int rc = opts->spool_dir ? spool_open(opts->spool_dir, &self->spool)
+                             : spool_open_memory(&self->spool);
     if (rc) {
         snprintf(err, errlen, "cannot open spool directory %s: %s", opts->spool_dir,
                  strerror(-rc));
         agent_destroy(&self);
         return NULL;
     }
-    const char *tmp = getenv("TMPDIR");
-    snprintf(self->work_dir, sizeof self->work_dir, "%s/fleetburn-agent-XXXXXX",
-             tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(self->work_dir)) {
-        snprintf(err, errlen, "cannot create a work directory in %s: %s", tmp ? tmp : "/tmp",
-                 strerror(errno));
-        self->work_dir[0] = '\0';
+    if (!opts->executor && (rc = s_make_work_dir(self, err, errlen)) != 0) {
         agent_destroy(&self);
         return NULL;
     }
-    self->inventory = inventory_read(self->sysfs_root);
-    s_note_gpu_vendors(self);
-    char *summary = inventory_summary(self->inventory);
-    log_info("inventory: %s", summary);
-    free(summary);
-    self->zctx = zmq_ctx_new();
+    if (opts->inventory) {
+        self->inventory = (Fleetburn__Inventory *)opts->inventory;
+    } else {
+        self->inventory = inventory_read(self->sysfs_root);
+        self->own_inventory = true;
+    }
+    if (!opts->executor) {
+        s_note_gpu_vendors(self);
+        char *summary = inventory_summary(self->inventory);
+        log_info("inventory: %s", summary);
+        free(summary);
+    }
+    self->own_zctx = !opts->zmq_context;
+    self->zctx = opts->zmq_context ? opts->zmq_context : zmq_ctx_new();
     rc = s_connect(self);
     if (rc) {
         snprintf(err, errlen, "cannot connect to '%s': %s", opts->coordinator, zmq_strerror(-rc));
@@ -707,35 +765,10 @@ agent_t *agent_new(uv_loop_t *loop, const agent_options_t *opts, char *err, size
     return self;
 }
 
-static void s_on_tick_closed(uv_handle_t *h)
+static void s_free(agent_t *self)
 {
-    (void)h;
-}
-
-void agent_destroy(agent_t **self_p)
-{
-    if (!self_p || !*self_p)
-        return;
-    agent_t *self = *self_p;
-    *self_p = NULL;
-    while (self->running) {
-        running_t *r = self->running;
-        self->running = r->next;
-        task_abort(r->task);
-        free(r->id);
-        free(r);
-    }
-    if (self->tick.data) {
-        uv_close((uv_handle_t *)&self->tick, s_on_tick_closed);
-    }
-    zsock_close(&self->zs);
-    /* Let libuv close every handle and reap the killed workers before the context goes; the
-     * caller has closed its own handles, so this returns once ours are gone. */
-    uv_run(self->loop, UV_RUN_DEFAULT);
-    if (self->zctx)
-        zmq_ctx_term(self->zctx);
     spool_destroy(&self->spool);
-    if (self->inventory)
+    if (self->own_inventory)
         inventory_free(&self->inventory);
     if (self->work_dir[0])
         rmdir(self->work_dir);
@@ -750,7 +783,56 @@ void agent_destroy(agent_t **self_p)
     free(self);
 }
 
+static void s_on_tick_closed(uv_handle_t *h)
+{
+    agent_t *self = h->data;
+    /* With a shared context nobody waits for this agent's handles: the last one frees it. */
+    if (!self->own_zctx)
+        s_free(self);
+}
+
+void agent_destroy(agent_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    agent_t *self = *self_p;
+    *self_p = NULL;
+    while (self->running) {
+        running_t *r = self->running;
+        self->running = r->next;
+        self->exec->abort(r->task);
+        free(r->id);
+        free(r->result_id);
+        free(r);
+    }
+    zsock_close(&self->zs);
+    bool closing = self->tick.data != NULL;
+    if (closing)
+        uv_close((uv_handle_t *)&self->tick, s_on_tick_closed);
+    if (!self->own_zctx) {
+        if (!closing)
+            s_free(self);
+        return;
+    }
+    /* Let libuv close every handle and reap the killed workers before the context goes; the
+     * caller has closed its own handles, so this returns once ours are gone. */
+    uv_run(self->loop, UV_RUN_DEFAULT);
+    if (self->zctx)
+        zmq_ctx_term(self->zctx);
+    s_free(self);
+}
+
 int agent_fatal(const agent_t *self)
 {
     return self->fatal;
+}
+
+bool agent_registered(const agent_t *self)
+{
+    return self->welcomed;
+}
+
+size_t agent_unacked(const agent_t *self)
+{
+    return spool_count(self->spool);
 }

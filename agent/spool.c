@@ -3,6 +3,8 @@
  * that neither an agent restart nor a coordinator restart loses a result. Each entry is one file,
  * written to a temporary name, fsynced, renamed into place and made durable by an fsync of the
  * directory; an in-memory index (id, store sequence) answers spool_list without touching the disk.
+ * A memory spool (spool_open_memory, for simulated agents) keeps the bytes in that index instead
+ * and skips every file operation; ordering and replacement rules are the same.
  *
  * Entry file layout (all integers little-endian):
  *   0  8  magic "FBSPOOL1"
@@ -40,9 +42,12 @@
 typedef struct {
     char *id;
     uint64_t seq;
+    uint8_t *data; /* memory spools only */
+    size_t len;
 } s_entry_t;
 
 struct spool {
+    bool memory; /* spool_open_memory: entries live in the index, dir is NULL */
     char *dir;
     int dir_fd;
     int lock_fd;
@@ -250,7 +255,7 @@ static void s_index_set(spool_t *self, const char *id, uint64_t seq)
         self->cap_entries = self->cap_entries ? self->cap_entries * 2 : 16;
         self->entries = xrealloc(self->entries, self->cap_entries * sizeof *self->entries);
     }
-    self->entries[self->n_entries++] = (s_entry_t){xstrdup(id), seq};
+    self->entries[self->n_entries++] = (s_entry_t){xstrdup(id), seq, NULL, 0};
 }
 
 static void s_index_remove(spool_t *self, const char *id)
@@ -259,6 +264,7 @@ static void s_index_remove(spool_t *self, const char *id)
     if (!e)
         return;
     free(e->id);
+    free(e->data);
     *e = self->entries[--self->n_entries];
 }
 
@@ -348,19 +354,48 @@ int spool_open(const char *dir, spool_t **out)
     return 0;
 }
 
+int spool_open_memory(spool_t **out)
+{
+    if (!out)
+        return -EINVAL;
+    spool_t *self = xcalloc(1, sizeof *self);
+    self->memory = true;
+    self->dir_fd = self->lock_fd = -1;
+    self->next_seq = 1;
+    *out = self;
+    return 0;
+}
+
 void spool_destroy(spool_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
     spool_t *self = *self_p;
-    for (size_t i = 0; i < self->n_entries; i++)
+    for (size_t i = 0; i < self->n_entries; i++) {
         free(self->entries[i].id);
+        free(self->entries[i].data);
+    }
     free(self->entries);
-    close(self->lock_fd); /* releases the flock */
-    close(self->dir_fd);
+    if (!self->memory) {
+        close(self->lock_fd); /* releases the flock */
+        close(self->dir_fd);
+    }
     free(self->dir);
     free(self);
     *self_p = NULL;
+}
+
+/* A memory spool's put: a replaced entry counts as stored now, as on disk. */
+static int s_memory_put(spool_t *self, const char *result_id, const uint8_t *data, size_t len)
+{
+    s_index_set(self, result_id, self->next_seq++);
+    s_entry_t *e = s_find(self, result_id);
+    free(e->data);
+    e->data = xmalloc(len ? len : 1);
+    if (len)
+        memcpy(e->data, data, len);
+    e->len = len;
+    return 0;
 }
 
 int spool_put(spool_t *self, const char *result_id, const uint8_t *data, size_t len)
@@ -369,6 +404,8 @@ int spool_put(spool_t *self, const char *result_id, const uint8_t *data, size_t 
         return -EINVAL;
     if (len > SPOOL_DATA_MAX)
         return -EFBIG;
+    if (self->memory)
+        return s_memory_put(self, result_id, data, len);
     uint64_t seq = self->next_seq;
     uint8_t header[S_HEADER_LEN];
     memcpy(header, S_MAGIC, 8);
@@ -411,6 +448,12 @@ int spool_remove(spool_t *self, const char *result_id)
 {
     if (!self || !spool_id_valid(result_id))
         return -EINVAL;
+    if (self->memory) {
+        if (!s_find(self, result_id))
+            return -ENOENT;
+        s_index_remove(self, result_id);
+        return 0;
+    }
     char *name = s_file_name(result_id);
     int rc = unlinkat(self->dir_fd, name, 0) < 0 ? -errno : 0;
     free(name);
@@ -458,6 +501,15 @@ int spool_get(spool_t *self, const char *result_id, uint8_t **data_out, size_t *
 {
     if (!self || !spool_id_valid(result_id) || !data_out || !len_out)
         return -EINVAL;
+    if (self->memory) {
+        const s_entry_t *e = s_find(self, result_id);
+        if (!e)
+            return -ENOENT;
+        *data_out = xmalloc(e->len ? e->len : 1);
+        memcpy(*data_out, e->data, e->len);
+        *len_out = e->len;
+        return 0;
+    }
     char *name = s_file_name(result_id);
     int rc = s_load(self, name, data_out, len_out, NULL);
     free(name);

@@ -32,7 +32,13 @@ typedef struct spool spool_t;
 /* Opens the spool in dir, creating the directory (mode 0700) if needed, and loads the index of
  * stored entries. Returns 0 and *out, or -errno (-EBUSY when already open elsewhere). */
 int spool_open(const char *dir, spool_t **out);
-/* Closes the spool (entries stay on disk) and sets *self_p to NULL. NULL-safe. */
+/* Opens a spool with the same contract that keeps its entries in memory only: nothing survives
+ * the process, and nothing touches a disk or holds a file descriptor. For simulated agents
+ * (fleetburn-simfleet runs thousands in one process, with no disk of their own to survive a
+ * restart on). Returns 0 and *out. */
+int spool_open_memory(spool_t **out);
+/* Closes the spool (entries stay on disk; a memory spool's are freed) and sets *self_p to NULL.
+ * NULL-safe. */
 void spool_destroy(spool_t **self_p);
 
 /* True when result_id is acceptable: 1..SPOOL_ID_MAX characters of [A-Za-z0-9._:@#/-], and as a

@@ -107,21 +107,21 @@ static void s_handle_line(task_t *t, char *line)
         if (end && end != line + 9 && p >= 0 && p <= 1) {
             while (*end == ' ')
                 end++;
-            t->cb.on_line(t, "progress", p, end, t->cb.arg);
+            t->cb.on_line(t->id, "progress", p, end, t->cb.arg);
             return;
         }
     }
     if (!strncmp(line, "telemetry ", 10)) {
-        t->cb.on_line(t, "telemetry", 0, line + 10, t->cb.arg);
+        t->cb.on_line(t->id, "telemetry", 0, line + 10, t->cb.arg);
         return;
     }
     if (!strncmp(line, "exchange ", 9)) {
-        t->cb.on_line(t, "exchange", 0, line, t->cb.arg);
+        t->cb.on_line(t->id, "exchange", 0, line, t->cb.arg);
         return;
     }
     if (!strncmp(line, "log ", 4))
         line += 4;
-    t->cb.on_line(t, "log", 0, line, t->cb.arg);
+    t->cb.on_line(t->id, "log", 0, line, t->cb.arg);
 }
 
 static void s_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -203,7 +203,7 @@ static void s_on_exit(uv_process_t *p, int64_t status, int term_signal)
             r->started_ms = t->started_ms;
         if (!r->finished_ms)
             r->finished_ms = fb_now_ms();
-        t->cb.on_done(t, &r, t->cb.arg);
+        t->cb.on_done(t->id, &r, t->cb.arg);
         fb_result_destroy(&r);
     }
     s_close(t);

@@ -17,6 +17,7 @@ typedef struct {
     const char *worker_path;
     const char *work_dir; /* where the worker writes its result file */
     const char *node;
+    const char *stage; /* the stage's name, from RunTask */
     bool allow_fault_injection;
     /* A member of a group task: rank, size, peers and addresses by rank (size entries each;
      * addresses may be NULL). group false: a task of scope node. */
@@ -26,12 +27,14 @@ typedef struct {
     const char *const *addresses;
 } task_env_t;
 
+/* Tasks are named by their id in callbacks, so that other executors (agent.h) share them. */
 typedef struct {
     /* A line from the worker: kind is "progress", "log", "telemetry" (text then holds
      * "name=value:unit ..." samples) or "exchange" (text is the whole post line, common/exline.h). */
-    void (*on_line)(task_t *task, const char *kind, double progress, const char *text, void *arg);
+    void (*on_line)(const char *task_id, const char *kind, double progress, const char *text,
+                    void *arg);
     /* The task ended; result ownership passes to the callee. The task is closed right after. */
-    void (*on_done)(task_t *task, fb_result_t **result, void *arg);
+    void (*on_done)(const char *task_id, fb_result_t **result, void *arg);
     void *arg;
 } task_callbacks_t;
 

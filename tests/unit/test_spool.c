@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of agent/spool: the round trip, order, persistence across a reopen (an agent restart),
- * hostile result ids, crash leftovers (temporary files, damaged entries) and exclusive
- * ownership. */
+ * hostile result ids, crash leftovers (temporary files, damaged entries), exclusive
+ * ownership, and the memory spool of simulated agents. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -327,6 +327,42 @@ static void test_exclusive(void **state)
     free(file);
 }
 
+/* A memory spool keeps the same contract without a directory: order, replacement, removal. */
+static void test_memory(void **state)
+{
+    (void)state;
+    spool_t *spool = NULL;
+    assert_int_equal(spool_open_memory(&spool), 0);
+    size_t len = 0;
+    uint8_t *a = s_result("t/1", &len);
+    assert_int_equal(spool_put(spool, "t/1", a, len), 0);
+    assert_int_equal(spool_put(spool, "t/2@node17", (const uint8_t *)"", 0), 0);
+    assert_int_equal(spool_put(spool, "../x", a, len), -EINVAL);
+    const char *both[] = {"t/1", "t/2@node17"};
+    s_assert_ids(spool, both, 2);
+    uint8_t *data = NULL;
+    size_t got = 0;
+    assert_int_equal(spool_get(spool, "t/1", &data, &got), 0);
+    assert_int_equal(got, len);
+    assert_memory_equal(data, a, len);
+    free(data);
+    assert_int_equal(spool_get(spool, "t/2@node17", &data, &got), 0);
+    assert_non_null(data);
+    assert_int_equal(got, 0);
+    free(data);
+    /* Replacing an entry makes it the newest. */
+    assert_int_equal(spool_put(spool, "t/1", a, len), 0);
+    const char *replaced[] = {"t/2@node17", "t/1"};
+    s_assert_ids(spool, replaced, 2);
+    assert_int_equal(spool_remove(spool, "t/2@node17"), 0);
+    assert_int_equal(spool_remove(spool, "t/2@node17"), -ENOENT);
+    assert_int_equal(spool_get(spool, "t/2@node17", &data, &got), -ENOENT);
+    assert_int_equal(spool_count(spool), 1);
+    free(a);
+    spool_destroy(&spool);
+    assert_null(spool);
+}
+
 int main(void)
 {
     fb_log_init("test", FB_LOG_ERROR);
@@ -336,6 +372,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hostile_ids, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_crash_leftovers, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_exclusive, s_setup, s_teardown),
+        cmocka_unit_test(test_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
