@@ -5,13 +5,20 @@
 #     members all-gather their names through the coordinator's exchange (sleep exchange: true),
 #     and each reports its own result (<task>@<node>);
 #  2. scope: pairs with rounds: 3 over 4 nodes is a round-robin tournament: 2 pair tasks per
-#     round, every two nodes meet exactly once, rounds one after the other;
+#     round, every two nodes meet exactly once, rounds one after the other; topology pairs cross
+#     leaves; an odd node out of a random matching is idle, on the timeline; a topology file that
+#     cannot be read is refused before anything runs;
 #  3. a member whose worker is killed ends its group task as `error` naming it, and a member whose
 #     agent is killed ends it as `lost`; in both cases the survivors are cancelled at once (no
 #     wait for the stage deadline) and the campaign goes on to the next stage.
 . "$(dirname "$0")/lib.sh"
 
 # --- 1 and 2: group and pair rounds ------------------------------------------------------------
+cat >"$WORK/fabric.topo" <<'TOPO'
+leaf01: local-[0-1]
+leaf02: local-[2-3]
+spine01: leaf[01-02]
+TOPO
 cat >"$WORK/campaign.yaml" <<'YAML'
 name: group-stage
 stages:
@@ -27,6 +34,19 @@ stages:
     rounds: 3
     timeout: 1m
     params: {duration: 200ms, exchange: true}
+  - name: cross-leaf
+    workload: sleep
+    scope: pairs
+    pairing: topology
+    topology: fabric.topo
+    params: {duration: 100ms, exchange: true}
+  - name: odd
+    workload: sleep
+    nodes: local-[0-2]
+    scope: pairs
+    pairing: random
+    seed: 5
+    params: {duration: 100ms}
 YAML
 "$FLEETBURN" run --local 4 --db "$WORK/g.db" "$WORK/campaign.yaml" >"$WORK/run.out" 2>"$WORK/run.log" ||
     fail "group campaign exited $?"
@@ -72,9 +92,39 @@ db = sqlite3.connect(sys.argv[1])
 rows = db.execute("select node, message from events where kind = 'dispatch' and task_id like '%/0/r0.g0' order by node").fetchall()
 assert rows == [("local-%d" % i, "sleep rank %d of 3" % i) for i in range(3)], rows
 rounds = db.execute("select message from events where kind = 'round' order by id").fetchall()
-assert [r[0] for r in rounds][1:] == ["pairs round %d of 3: 2 pair(s) (round-robin), 0 idle" % i for i in (1, 2, 3)], rounds
+assert [r[0] for r in rounds][1:4] == ["pairs round %d of 3: 2 pair(s) (round-robin), 0 idle" % i for i in (1, 2, 3)], rounds
 PY
 pass "the timeline records each member's rank and every round"
+
+python3 - "$WORK/g.json" "$WORK/g.db" <<'PY' || fail "topology and random pairs"
+import json, sys, sqlite3
+d = json.load(open(sys.argv[1]))
+leaf = {"local-0": 1, "local-1": 1, "local-2": 2, "local-3": 2}
+tasks = d["stages"][2]["tasks"]
+assert len(tasks) == 2 and all(t["verdict"] == "pass" for t in tasks), tasks
+for t in tasks:
+    a, b = t["nodes"]
+    assert leaf[a] != leaf[b], ("pair inside a leaf", t["nodes"])
+tasks = d["stages"][3]["tasks"]
+assert len(tasks) == 1 and len(tasks[0]["nodes"]) == 2 and tasks[0]["verdict"] == "pass", tasks
+paired = set(tasks[0]["nodes"])
+idle = sqlite3.connect(sys.argv[2]).execute("select node, message from events where kind = 'idle'").fetchall()
+assert len(idle) == 1 and idle[0][0] not in paired and "no partner" in idle[0][1], idle
+rounds = sqlite3.connect(sys.argv[2]).execute("select message from events where kind = 'round' and message like 'odd %'").fetchall()
+assert rounds == [("odd round 1 of 1: 1 pair(s) (random, seed 5), 1 idle",)], rounds
+PY
+pass "topology pairs cross leaves; an odd node out is idle, with an event"
+
+# A topology that cannot be read is refused before anything runs, naming the file.
+sed 's/fabric.topo/missing.topo/' "$WORK/campaign.yaml" >"$WORK/bad-topology.yaml"
+set +e
+"$FLEETBURN" run --local 1 --db "$WORK/bad.db" "$WORK/bad-topology.yaml" >/dev/null 2>"$WORK/bad.log"
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "a missing topology file: run exited $rc, expected 2"
+grep -q "bad-topology.yaml:[0-9]*: stages\[2\].topology: cannot load $WORK/missing.topo: No such file" "$WORK/bad.log" ||
+    fail "missing topology error: $(cat "$WORK/bad.log")"
+pass "a missing topology file is refused with the file named"
 
 # --- 3: members dying --------------------------------------------------------------------------
 start_coordinator
