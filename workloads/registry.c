@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The table of workloads this fleetburn-worker was built with. */
 #include "worker.h"
+#include "allreduce/allreduce.h"
 #include "memtest/memtest.h"
 #include "sleep.h"
 #include "gpu/gpu.h"
@@ -16,6 +17,7 @@ static const workload_entry_t s_workloads[] = {
     {"gpumemtest", gpumemtest_run},
     {"p2p", p2p_run},
     {"health", health_run},
+    {"allreduce", allreduce_run},
     {"netbw", netbw_run},
 };
 
