@@ -17,10 +17,10 @@ typedef struct coord coord_t;
 struct fb_campaign;
 
 typedef struct {
-    const char *bind;        /* e.g. tcp://0.0.0.0:7755, or port "*" for an ephemeral one */
+    const char *bind; /* e.g. tcp://0.0.0.0:7755, or port "*" for an ephemeral one */
     const char *db_path;
-    uint32_t heartbeat_ms;   /* interval agents heartbeat at */
-    uint32_t liveness;       /* heartbeats missed before an agent is lost */
+    uint32_t heartbeat_ms; /* interval agents heartbeat at */
+    uint32_t liveness;     /* heartbeats missed before an agent is lost */
 } coord_options_t;
 
 /* What a campaign's watchers see. */

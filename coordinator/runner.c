@@ -51,7 +51,7 @@ typedef struct {
     char **nodes;       /* by rank */
     rmember_t *members; /* by rank */
     size_t n_members;
-    bool group;         /* scope group or pairs: members get a Group */
+    bool group; /* scope group or pairs: members get a Group */
     unsigned round;
     fb_verdict_t verdict;
 } rtask_t;
@@ -69,7 +69,7 @@ struct runner {
     fb_plan_t *plans;
     unsigned n_rounds, round;
     size_t planned_tasks;
-    uint64_t seed; /* pairing random: seed of round 0 (round r uses seed + r) */
+    uint64_t seed;   /* pairing random: seed of round 0 (round r uses seed + r) */
     rtask_t **tasks; /* every task of the stage so far, in creation order */
     size_t n_tasks, round_first;
     strmap_t *task_index; /* task id -> rtask_t of the running stage */
@@ -98,8 +98,8 @@ static void s_progress(runner_t *self)
     p.stage_count = (unsigned)self->campaign->n_stages;
     p.stage_index = (unsigned)self->stage;
     p.stage = self->stage < self->campaign->n_stages ? s_stage(self)->name : "";
-    p.tasks_total = (unsigned)(self->planned_tasks > self->n_tasks ? self->planned_tasks
-                                                                   : self->n_tasks);
+    p.tasks_total =
+        (unsigned)(self->planned_tasks > self->n_tasks ? self->planned_tasks : self->n_tasks);
     for (size_t i = 0; i < self->n_tasks; i++) {
         if (self->tasks[i]->verdict == FB_VERDICT_NONE)
             continue;
@@ -312,7 +312,8 @@ static void s_end_stage(runner_t *self)
     self->stage++;
     if (failed && stage->on_fail == FB_ON_FAIL_STOP) {
         for (; self->stage < self->campaign->n_stages; self->stage++) {
-            store_stage_finish(store, self->stage_ids[self->stage], FB_VERDICT_SKIPPED, fb_now_ms());
+            store_stage_finish(store, self->stage_ids[self->stage], FB_VERDICT_SKIPPED,
+                               fb_now_ms());
             coord_event(self->coord, self->id, NULL, NULL, "stage",
                         "%s skipped: stage %s failed with on_fail: stop", s_stage(self)->name,
                         stage->name);
@@ -411,8 +412,8 @@ static void s_member_gone(runner_t *self, rtask_t *t, size_t rank, fb_verdict_t 
     m->verdict = verdict;
     m->winding_down = false;
     char *who = s_member_name(t, rank);
-    char *reason = t->group ? xasprintf("member %s %s: %s", who, fb_verdict_name(verdict), why)
-                            : xstrdup(why);
+    char *reason =
+        t->group ? xasprintf("member %s %s: %s", who, fb_verdict_name(verdict), why) : xstrdup(why);
     s_decide(self, t, verdict, reason, t->nodes[rank], true);
     free(reason);
     free(who);
@@ -494,8 +495,8 @@ static void s_dispatch(runner_t *self, rtask_t *t)
         }
         t->members[k].sent = true;
         if (t->group)
-            coord_event(self->coord, self->id, t->id, t->nodes[k], "dispatch",
-                        "%s rank %zu of %zu", stage->workload, k, t->n_members);
+            coord_event(self->coord, self->id, t->id, t->nodes[k], "dispatch", "%s rank %zu of %zu",
+                        stage->workload, k, t->n_members);
         else
             coord_event(self->coord, self->id, t->id, t->nodes[k], "dispatch", "%s",
                         stage->workload);
@@ -596,8 +597,7 @@ static int s_plan_stage(runner_t *self, char **names, size_t n, char *err, size_
     self->seed = st->has_seed ? st->seed : fb_now_ms() ^ ((uint64_t)self->stage << 32);
     self->plans = xcalloc(self->n_rounds, sizeof *self->plans);
     for (unsigned r = 0; r < self->n_rounds; r++) {
-        int rc = s_plan_round(self, (const char *const *)names, n, r, &self->plans[r], err,
-                              errlen);
+        int rc = s_plan_round(self, (const char *const *)names, n, r, &self->plans[r], err, errlen);
         if (rc)
             return rc;
         self->planned_tasks += self->plans[r].n_groups;
@@ -620,8 +620,8 @@ static void s_round_event(runner_t *self, const fb_plan_t *plan)
                 st->name, self->round + 1, self->n_rounds, plan->n_groups,
                 st->scope == FB_SCOPE_PAIRS ? "pair(s)" : "group(s)", how, plan->n_idle);
     for (size_t i = 0; i < plan->n_idle; i++)
-        coord_event(self->coord, self->id, NULL, plan->idle[i], "idle",
-                    "idle in %s round %u: %s", st->name, self->round + 1,
+        coord_event(self->coord, self->id, NULL, plan->idle[i], "idle", "idle in %s round %u: %s",
+                    st->name, self->round + 1,
                     st->scope == FB_SCOPE_PAIRS ? "no partner this round (odd number of nodes)"
                                                 : "left over after the groups were formed");
 }
@@ -635,9 +635,9 @@ static void s_begin_round(runner_t *self)
     self->round_first = self->n_tasks;
     s_round_event(self, plan);
     for (size_t g = 0; g < plan->n_groups; g++) {
-        char *id = group ? xasprintf("%s/%zu/r%u.g%zu", self->id, self->stage, self->round, g)
-                         : xasprintf("%s/%zu/%s", self->id, self->stage,
-                                     plan->groups[g].members[0]);
+        char *id = group
+                       ? xasprintf("%s/%zu/r%u.g%zu", self->id, self->stage, self->round, g)
+                       : xasprintf("%s/%zu/%s", self->id, self->stage, plan->groups[g].members[0]);
         rtask_t *t = s_task_new(self, id, &plan->groups[g], group, self->round);
         if (store_task_create(store, t->id, self->id, self->stage_ids[self->stage],
                               (const char *const *)t->nodes, t->n_members, fb_now_ms()))

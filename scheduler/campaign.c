@@ -24,7 +24,7 @@
 #define S_CAMPAIGN_NAME_MAX 200
 #define S_TOP_KEYS "name, nodes, stages"
 #define S_STAGE_KEYS                                                                               \
-    "name, workload, timeout, on_fail, nodes, params, scope, group_size, pairing, seed, "        \
+    "name, workload, timeout, on_fail, nodes, params, scope, group_size, pairing, seed, "          \
     "topology, rounds"
 #define S_GROUP_SIZE_MAX 4096
 #define S_ROUNDS_MAX 10000
@@ -399,8 +399,7 @@ static int s_scope_value(s_ctx_t *ctx, const char *key, const yaml_node_t *v, co
         st->topology_path = xstrdup(text);
         st->topology_line = s_line(v);
     } else if (!strcmp(key, "rounds")) {
-        if (s_uint_value(ctx, v, kpath, 1, S_ROUNDS_MAX, "expected an integer from 1 to 10000",
-                         &n))
+        if (s_uint_value(ctx, v, kpath, 1, S_ROUNDS_MAX, "expected an integer from 1 to 10000", &n))
             return -EINVAL;
         st->rounds = (unsigned)n;
     }
@@ -412,8 +411,9 @@ static int s_not_applicable(s_ctx_t *ctx, int line, const char *path, const char
                             const char *applies, const char *now)
 {
     char *kpath = s_path(path, key);
-    s_fail(ctx, line, kpath, "applies only to %s, and this stage has %s; expected %s removed, or %s",
-           applies, now, key, applies);
+    s_fail(ctx, line, kpath,
+           "applies only to %s, and this stage has %s; expected %s removed, or %s", applies, now,
+           key, applies);
     free(kpath);
     return -EINVAL;
 }
@@ -831,8 +831,7 @@ static char *s_dirname(const char *path)
     return slash == path ? xstrdup("/") : xstrndup(path, (size_t)(slash - path));
 }
 
-static int s_load_topology(const fb_campaign_t *c, size_t i, const char *base_dir,
-                           char **error_out)
+static int s_load_topology(const fb_campaign_t *c, size_t i, const char *base_dir, char **error_out)
 {
     fb_stage_t *st = &c->stages[i];
     char *path = st->topology_path[0] == '/' || !base_dir || !base_dir[0]

@@ -58,14 +58,14 @@ typedef struct fb_stage {
     size_t n_params;
     int line; /* 1-based line where the stage starts in the source */
     /* How nodes are put together (scheduler/pairing.h, docs/scheduling.md). */
-    fb_scope_t scope;      /* default FB_SCOPE_NODE */
-    size_t group_size;     /* scope group: 0 = every selected node in one group, else >= 2 */
-    fb_pairing_t pairing;  /* scope pairs: default FB_PAIRING_ROUND_ROBIN */
-    unsigned rounds;       /* scope pairs: matchings run one after the other, >= 1; 1 otherwise */
-    bool has_seed;         /* pairing random: seed given; absent, the runner picks one */
+    fb_scope_t scope;     /* default FB_SCOPE_NODE */
+    size_t group_size;    /* scope group: 0 = every selected node in one group, else >= 2 */
+    fb_pairing_t pairing; /* scope pairs: default FB_PAIRING_ROUND_ROBIN */
+    unsigned rounds;      /* scope pairs: matchings run one after the other, >= 1; 1 otherwise */
+    bool has_seed;        /* pairing random: seed given; absent, the runner picks one */
     uint64_t seed;
-    char *topology_path;   /* pairing topology: the file as written; NULL otherwise */
-    int topology_line;     /* where topology_path was written */
+    char *topology_path;          /* pairing topology: the file as written; NULL otherwise */
+    int topology_line;            /* where topology_path was written */
     struct fb_topology *topology; /* owned; loaded by fb_campaign_load_files, NULL before */
 } fb_stage_t;
 

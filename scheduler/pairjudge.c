@@ -329,8 +329,9 @@ static void s_link_findings(const s_model_t *md, fb_pair_judgment_t *j)
             s_cite(f, same);
         }
         s_add_medians(&b, md);
-        s_add(&b, "; undecided between %s and %s: neither is slow with two partners that pass "
-                  "with other nodes (more rounds, with other partners, tell them apart)",
+        s_add(&b,
+              "; undecided between %s and %s: neither is slow with two partners that pass "
+              "with other nodes (more rounds, with other partners, tell them apart)",
               a, b_name);
         f->what = b.text;
     }

@@ -17,8 +17,8 @@
  * with fewer partners than the node is. Its slow pairs are explained by it. (Two bad nodes in
  * one stage are both named: their healthy partners are slow with both, but pass with everyone
  * else.) Every other slow pair is a `link` finding "a<->b": the evidence cannot tell which end is
- * at fault (e.g. a single round, where each node meets one partner). With fewer than three values of a
- * metric (nodes with a value) there is no median to judge against, and it is not judged.
+ * at fault (e.g. a single round, where each node meets one partner). With fewer than three values
+ * of a metric (nodes with a value) there is no median to judge against, and it is not judged.
  *
  * Pure: no I/O; the findings own their strings; deterministic for the same samples in the same
  * order. */
@@ -54,9 +54,9 @@ typedef enum {
 
 typedef struct {
     fb_pair_finding_kind_t kind;
-    char *part; /* "node07" or "node03<->node07" */
-    char *node; /* the named node; for a link, its first node */
-    char *what; /* evidence: partners, rounds, values against the medians */
+    char *part;      /* "node07" or "node03<->node07" */
+    char *node;      /* the named node; for a link, its first node */
+    char *what;      /* evidence: partners, rounds, values against the medians */
     size_t *samples; /* indices of the samples of the slow pair tests it rests on */
     size_t n_samples;
 } fb_pair_finding_t;

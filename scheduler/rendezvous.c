@@ -273,9 +273,9 @@ static char *s_why_expired(const s_exchange_t *e, const void *arg)
 {
     (void)arg;
     char *missing = s_missing(e);
-    char *why = xasprintf("exchange %s: %s did not post within %.1f s (%zu of %zu ranks posted)",
-                          e->key, missing, (double)(e->deadline_ms - e->first_ms) / 1000.0,
-                          e->n_posted, e->size);
+    char *why =
+        xasprintf("exchange %s: %s did not post within %.1f s (%zu of %zu ranks posted)", e->key,
+                  missing, (double)(e->deadline_ms - e->first_ms) / 1000.0, e->n_posted, e->size);
     free(missing);
     return why;
 }

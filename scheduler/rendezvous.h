@@ -46,7 +46,7 @@ typedef struct {
     bool ok;                /* true: values; false: error */
     fb_rdv_value_t *values; /* ok: one per rank, by rank */
     size_t n_values;
-    char *error; /* !ok: why the exchange cannot complete */
+    char *error;     /* !ok: why the exchange cannot complete */
     unsigned *ranks; /* recipients */
     char **nodes;    /* their node names, by recipient ("" when the poster gave none) */
     size_t n_to;

@@ -256,9 +256,10 @@ static void test_fixture_errors(void **state)
     s_expect_fixture_error("bad-passes.yaml",
                            "bad-passes.yaml:5: stages[0].params.passes: '0' is out of range; "
                            "expected an integer from 1 to 1000000");
-    s_expect_fixture_error("missing-workload.yaml",
-                           "missing-workload.yaml:3: stages[0].workload: missing; expected one of "
-                           "memtest, sleep, gpuburn, gpumemtest, p2p, health, allreduce, rdmabw, netbw");
+    s_expect_fixture_error(
+        "missing-workload.yaml",
+        "missing-workload.yaml:3: stages[0].workload: missing; expected one of "
+        "memtest, sleep, gpuburn, gpumemtest, p2p, health, allreduce, rdmabw, netbw");
 
     fb_campaign_t *c = (fb_campaign_t *)1;
     char *err = NULL;
@@ -329,7 +330,8 @@ static void test_inline_errors(void **state)
            "t.yaml:5: stages[1].name: 'b c' is not a valid stage name; expected");
     S_WITH("  - just-a-string\n", "t.yaml:5: stages[1]: is a single value; expected a mapping");
     S_WITH("  - name: b\n    workload: [memtest]\n",
-           "t.yaml:6: stages[1].workload: is a list; expected one of memtest, sleep, gpuburn, gpumemtest, p2p, health, allreduce, rdmabw, netbw");
+           "t.yaml:6: stages[1].workload: is a list; expected one of memtest, sleep, gpuburn, "
+           "gpumemtest, p2p, health, allreduce, rdmabw, netbw");
     S_WITH("---\nname: y\n", "t.yaml:6: (top level): a second YAML document; expected one");
     S_WITH("nodes: a\nnodes: b\n", "t.yaml:6: nodes: key given twice");
     S_WITH("nodes:\n", "t.yaml:5: nodes: no value; expected all, or hostlist notation");
@@ -485,7 +487,9 @@ static void test_workload_schema(void **state)
     assert_string_equal(err, "expected an integer of at least 5");
 
     char names[256];
-    assert_string_equal(fb_workload_names(names, sizeof names), "memtest, sleep, gpuburn, gpumemtest, p2p, health, allreduce, rdmabw, netbw");
+    assert_string_equal(
+        fb_workload_names(names, sizeof names),
+        "memtest, sleep, gpuburn, gpumemtest, p2p, health, allreduce, rdmabw, netbw");
     assert_string_equal(fb_workload_param_names(m, names, sizeof names),
                         "size, passes, threads, patterns, seed, lock");
     assert_string_equal(fb_workload_names(names, 5), "memt");
@@ -580,17 +584,18 @@ static void test_robustness(void **state)
 static void test_scope_keys(void **state)
 {
     (void)state;
-    fb_campaign_t *c = s_parse_ok("name: x\nstages:\n"
-                                  "  - {name: a, workload: sleep}\n"
-                                  "  - {name: b, workload: sleep, scope: group}\n"
-                                  "  - {name: c, workload: sleep, scope: group, group_size: 4}\n"
-                                  "  - {name: d, workload: netbw, scope: pairs}\n"
-                                  "  - {name: e, workload: netbw, pairing: random, seed: 7,\n"
-                                  "     rounds: 3, scope: pairs}\n"
-                                  "  - {name: f, workload: netbw, scope: pairs, pairing: topology,\n"
-                                  "     topology: fabric.topo, rounds: 2}\n"
-                                  "  - {name: g, workload: sleep, scope: group, group_size: 0}\n"
-                                  "  - {name: h, workload: netbw, scope: pairs, pairing: random}\n");
+    fb_campaign_t *c =
+        s_parse_ok("name: x\nstages:\n"
+                   "  - {name: a, workload: sleep}\n"
+                   "  - {name: b, workload: sleep, scope: group}\n"
+                   "  - {name: c, workload: sleep, scope: group, group_size: 4}\n"
+                   "  - {name: d, workload: netbw, scope: pairs}\n"
+                   "  - {name: e, workload: netbw, pairing: random, seed: 7,\n"
+                   "     rounds: 3, scope: pairs}\n"
+                   "  - {name: f, workload: netbw, scope: pairs, pairing: topology,\n"
+                   "     topology: fabric.topo, rounds: 2}\n"
+                   "  - {name: g, workload: sleep, scope: group, group_size: 0}\n"
+                   "  - {name: h, workload: netbw, scope: pairs, pairing: random}\n");
     const fb_stage_t *s = c->stages;
     assert_int_equal(s[0].scope, FB_SCOPE_NODE);
     assert_int_equal(s[0].rounds, 1);
@@ -636,7 +641,7 @@ static void test_scope_errors(void **state)
         assert_int_equal(fb_campaign_parse(t, strlen(t), "t.yaml", &c_, &err_), -EINVAL);          \
         assert_null(c_);                                                                           \
         if (strcmp(err_, expected))                                                                \
-            fail_msg("for:\n%s\n got      '%s'\n expected '%s'", t, err_, expected);              \
+            fail_msg("for:\n%s\n got      '%s'\n expected '%s'", t, err_, expected);               \
         free(err_);                                                                                \
         free(t);                                                                                   \
     } while (0)
@@ -722,8 +727,9 @@ static void test_topology_files(void **state)
     char *text = xasprintf("%s    topology: fabric.topo\n", stage);
     char *campaign = s_write(dir, "c.yaml", text);
     free(text);
-    char *topo = s_write(dir, "fabric.topo", "leaf01: n[1-2]\nleaf02: n[3-4]\n"
-                                             "spine01: leaf[01-02]\n");
+    char *topo = s_write(dir, "fabric.topo",
+                         "leaf01: n[1-2]\nleaf02: n[3-4]\n"
+                         "spine01: leaf[01-02]\n");
     fb_campaign_t *c = NULL;
     char *err = NULL;
     assert_int_equal(fb_campaign_load(campaign, &c, &err), 0);

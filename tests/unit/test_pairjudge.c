@@ -125,7 +125,8 @@ static void test_throttled_node_named(void **state)
         const fb_pair_sample_t *s = &sim.samples[f->samples[i]];
         assert_true(!strcmp(s->node, "n1") || !strcmp(s->partner, "n1"));
     }
-    assert_non_null(strstr(f->what, "n1 is slow with 3 partners, 3 of which pass with other nodes:"));
+    assert_non_null(
+        strstr(f->what, "n1 is slow with 3 partners, 3 of which pass with other nodes:"));
     assert_non_null(strstr(f->what, "n1 netbw.tx_gbps 1."));
     assert_non_null(strstr(f->what, "netbw.rx_gbps 1."));
     assert_non_null(strstr(f->what, "stage medians (over nodes) netbw.tx_gbps 9."));
@@ -223,9 +224,8 @@ static void test_nobody_named(void **state)
         s_add(&noisy, nodes[i], nodes[i + 1], 0, (double)(i + 1), (double)(i + 2));
         s_add(&noisy, nodes[i + 1], nodes[i], 0, (double)(i + 2), (double)(i + 1));
     }
-    assert_int_equal(fb_pairjudge(fb_pairjudge_metrics("netbw"), noisy.samples, noisy.n_samples,
-                                  &j),
-                     0);
+    assert_int_equal(
+        fb_pairjudge(fb_pairjudge_metrics("netbw"), noisy.samples, noisy.n_samples, &j), 0);
     fb_pair_judgment_clear(&j);
     free(noisy.samples);
 
@@ -252,12 +252,9 @@ static void test_nobody_named(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_metric_table),
-        cmocka_unit_test(test_throttled_node_named),
-        cmocka_unit_test(test_single_round_is_a_link),
-        cmocka_unit_test(test_two_bad_nodes),
-        cmocka_unit_test(test_both_ways_small_stage),
-        cmocka_unit_test(test_nobody_named),
+        cmocka_unit_test(test_metric_table),           cmocka_unit_test(test_throttled_node_named),
+        cmocka_unit_test(test_single_round_is_a_link), cmocka_unit_test(test_two_bad_nodes),
+        cmocka_unit_test(test_both_ways_small_stage),  cmocka_unit_test(test_nobody_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

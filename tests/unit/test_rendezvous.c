@@ -21,9 +21,8 @@
 
 static const char *const s_members[] = {"n1", "n2", "n3", "n4"};
 
-static int s_post(fb_rendezvous_t *r, const char *task, const char *key, unsigned rank,
-                  size_t size, const char *value, uint64_t timeout_ms, uint64_t now,
-                  fb_rdv_reply_t *reply)
+static int s_post(fb_rendezvous_t *r, const char *task, const char *key, unsigned rank, size_t size,
+                  const char *value, uint64_t timeout_ms, uint64_t now, fb_rdv_reply_t *reply)
 {
     return fb_rendezvous_post(r, task, key, rank, s_members, size, value, value ? strlen(value) : 0,
                               timeout_ms, now, reply);
@@ -49,12 +48,11 @@ static void test_unique_id_reaches_every_rank(void **state)
     /* Ranks arrive in any order; only rank 0 has something to say (the unique id). */
     assert_int_equal(s_post(r, "c/1/r0.g0", "ncclid", 2, 4, NULL, 0, 100, &reply), FB_RDV_WAITING);
     assert_int_equal(reply.n_to, 0);
-    assert_int_equal(fb_rendezvous_post(r, "c/1/r0.g0", "ncclid", 0, s_members, 4, id, sizeof id,
-                                        0, 110, &reply),
+    assert_int_equal(fb_rendezvous_post(r, "c/1/r0.g0", "ncclid", 0, s_members, 4, id, sizeof id, 0,
+                                        110, &reply),
                      FB_RDV_WAITING);
     assert_int_equal(s_post(r, "c/1/r0.g0", "ncclid", 3, 4, NULL, 0, 120, &reply), FB_RDV_WAITING);
-    assert_int_equal(s_post(r, "c/1/r0.g0", "ncclid", 1, 4, NULL, 0, 130, &reply),
-                     FB_RDV_COMPLETE);
+    assert_int_equal(s_post(r, "c/1/r0.g0", "ncclid", 1, 4, NULL, 0, 130, &reply), FB_RDV_COMPLETE);
     assert_true(reply.ok);
     assert_string_equal(reply.task_id, "c/1/r0.g0");
     assert_string_equal(reply.key, "ncclid");
@@ -160,8 +158,7 @@ static void test_fail_task(void **state)
     assert_int_equal(s_post(r, "t", "pending", 1, 2, "b", 0, 0, &reply), 0);
     assert_int_equal(s_post(r, "other", "pending", 0, 2, "z", 0, 0, &reply), 0);
     /* Only the pending exchange of that task fails, and only the rank that posted hears it. */
-    assert_int_equal(fb_rendezvous_fail_task(r, "t", "n1 (rank 0) lost: agent lost", &replies),
-                     1);
+    assert_int_equal(fb_rendezvous_fail_task(r, "t", "n1 (rank 0) lost: agent lost", &replies), 1);
     assert_string_equal(replies[0].key, "pending");
     assert_string_equal(replies[0].error, "exchange pending: n1 (rank 0) lost: agent lost");
     const unsigned poster[] = {1};

@@ -35,9 +35,8 @@ static int s_setup(void **state)
     fx->path = xasprintf("%s/timeline.db", fx->dir);
     assert_int_equal(store_open(fx->path, &fx->store, NULL), 0);
     assert_int_equal(store_campaign_create(fx->store, "c", "c", "c.yaml", "", 1), 0);
-    assert_int_equal(store_stage_create(fx->store, "c", 0, "s", "netbw", NULL, "continue", 1000,
-                                        &fx->stage),
-                     0);
+    assert_int_equal(
+        store_stage_create(fx->store, "c", 0, "s", "netbw", NULL, "continue", 1000, &fx->stage), 0);
     *state = fx;
     return 0;
 }
