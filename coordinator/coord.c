@@ -70,6 +70,12 @@ struct coord {
     uv_timer_t exchange_timer;
     runner_t *runner;
     client_t *client; /* the CLI that submitted the running campaign, if any */
+    /* The store commits once per loop iteration (store_defer_commits), not once per record:
+     * results stored since the last commit are acknowledged only after it. */
+    uv_prepare_t flush;
+    char **ack_identities, **ack_ids;
+    size_t n_acks, cap_acks;
+    bool dispatched; /* a RunTask went out since the last commit */
 };
 
 static void s_hex(const uint8_t *data, size_t len, char *out, size_t outlen)
@@ -170,6 +176,15 @@ static void s_send_welcome(coord_t *self, const char *identity, bool accepted, c
 static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hello *m)
 {
     node_t *node = strmap_get(self->nodes, m->name);
+    if (node && node->alive && node->identity && !strcmp(node->identity, identity)) {
+        /* The same connection again: a Hello the agent repeated before our Welcome reached it
+         * (thousands of agents registering at once queue up for more than its one-second
+         * retry). Nothing changed; registering again would cost a store write and make the
+         * runner take tasks sent since then for lost. */
+        node->last_seen = fb_mono_ms();
+        s_send_welcome(self, identity, true, NULL);
+        return;
+    }
     if (!node) {
         node = xcalloc(1, sizeof *node);
         node->name = xstrdup(m->name);
@@ -271,15 +286,45 @@ static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
         fb_result_destroy(&r);
         return;
     }
-    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
-    Fleetburn__Ack ack = FLEETBURN__ACK__INIT;
-    char *ids[] = {r->result_id};
-    ack.result_ids = ids;
-    ack.n_result_ids = 1;
-    env.body_case = FLEETBURN__ENVELOPE__BODY_ACK;
-    env.ack = &ack;
-    s_send_to(self, identity, &env);
+    if (self->n_acks == self->cap_acks) {
+        self->cap_acks = self->cap_acks ? self->cap_acks * 2 : 256;
+        self->ack_identities = xrealloc(self->ack_identities, self->cap_acks * sizeof(char *));
+        self->ack_ids = xrealloc(self->ack_ids, self->cap_acks * sizeof(char *));
+    }
+    self->ack_identities[self->n_acks] = xstrdup(identity);
+    self->ack_ids[self->n_acks++] = xstrdup(r->result_id);
     fb_result_destroy(&r);
+}
+
+/* Commits what was stored since the last commit, then acknowledges the results among it: an Ack
+ * must never reach an agent (which then deletes its copy) before the result is on disk. A failed
+ * commit loses those writes; their results stay unacknowledged and are sent again. */
+static void s_flush(coord_t *self)
+{
+    int rc = store_flush(self->store);
+    if (rc)
+        log_error("cannot commit to the store: %s; %zu result(s) will be sent again",
+                  store_errmsg(self->store), self->n_acks);
+    for (size_t i = 0; i < self->n_acks; i++) {
+        if (!rc) {
+            Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+            Fleetburn__Ack ack = FLEETBURN__ACK__INIT;
+            ack.result_ids = &self->ack_ids[i];
+            ack.n_result_ids = 1;
+            env.body_case = FLEETBURN__ENVELOPE__BODY_ACK;
+            env.ack = &ack;
+            s_send_to(self, self->ack_identities[i], &env);
+        }
+        free(self->ack_identities[i]);
+        free(self->ack_ids[i]);
+    }
+    self->n_acks = 0;
+    self->dispatched = false;
+}
+
+static void s_on_flush(uv_prepare_t *h)
+{
+    s_flush(h->data);
 }
 
 /* --- exchanges of group tasks ----------------------------------------------------------------- */
@@ -450,6 +495,7 @@ static void s_client_progress(const coord_progress_t *p, void *arg)
     client->last_sent = now;
     char *summary = NULL;
     if (p->finished) {
+        s_flush(self); /* whoever hears "finished" may read the store at once */
         size_t len = 0;
         FILE *mem = open_memstream(&summary, &len);
         report_write_text(self->store, p->campaign_id, mem);
@@ -596,6 +642,10 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     if (stale > 0)
         log_warn("marked %d campaign(s) left running by an earlier coordinator as interrupted",
                  stale);
+    store_defer_commits(self->store, true);
+    uv_prepare_init(loop, &self->flush);
+    self->flush.data = self;
+    uv_prepare_start(&self->flush, s_on_flush);
     self->zctx = zmq_ctx_new();
     void *sock = zmq_socket(self->zctx, ZMQ_ROUTER);
     int one = 1, linger = 0, hwm = 100000;
@@ -644,6 +694,12 @@ void coord_destroy(coord_t **self_p)
         uv_close((uv_handle_t *)&self->liveness_timer, s_noop_close);
     if (self->exchange_timer.data)
         uv_close((uv_handle_t *)&self->exchange_timer, s_noop_close);
+    if (self->flush.data) {
+        s_flush(self);
+        uv_close((uv_handle_t *)&self->flush, s_noop_close);
+    }
+    free(self->ack_identities);
+    free(self->ack_ids);
     zsock_close(&self->zs);
     /* Let the loop run the close callbacks (which close the ZeroMQ socket) before the context
      * is terminated. */
@@ -719,6 +775,12 @@ int coord_send_run_task(coord_t *self, const char *name, Fleetburn__RunTask *tas
     node_t *node = strmap_get(self->nodes, name);
     if (!node || !node->alive)
         return -EHOSTUNREACH;
+    /* Tasks are on disk before the first agent hears of them (the runner's promise to the
+     * timeline); the rest of the burst shares that commit. */
+    if (!self->dispatched) {
+        s_flush(self);
+        self->dispatched = true;
+    }
     Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
     env.body_case = FLEETBURN__ENVELOPE__BODY_RUN_TASK;
     env.run_task = task;

@@ -269,6 +269,8 @@ struct store {
     char *path;
     char errmsg[512];
     sqlite3_stmt *stmts[S_COUNT];
+    bool deferred;  /* store_defer_commits: writes join one transaction until store_flush */
+    int savepoints; /* open per-call savepoints inside that transaction */
 };
 
 /* ---- Errors ------------------------------------------------------------------------------ */
@@ -391,11 +393,27 @@ static fb_verdict_t s_col_verdict(sqlite3_stmt *st, int i)
     return v <= 0 ? FB_VERDICT_ERROR : (fb_verdict_t)v;
 }
 
+static int s_exec(store_t *self, const char *sql, const char *what);
+
+/* With deferred commits, the first write since the last store_flush opens the transaction that
+ * every write joins until the next flush. */
+static int s_batch_open(store_t *self)
+{
+    if (!self->deferred || !sqlite3_get_autocommit(self->db))
+        return 0;
+    return s_exec(self, "BEGIN IMMEDIATE", "starting a transaction");
+}
+
 /* Runs a statement that returns no rows. */
 static int s_run(store_t *self, sqlite3_stmt *st, const char *what)
 {
+    int err = s_batch_open(self);
+    if (err) {
+        sqlite3_reset(st);
+        return err;
+    }
     int rc = sqlite3_step(st);
-    int err = rc == SQLITE_DONE ? 0 : s_sqlite_err(self, rc, what);
+    err = rc == SQLITE_DONE ? 0 : s_sqlite_err(self, rc, what);
     sqlite3_reset(st);
     return err;
 }
@@ -406,27 +424,57 @@ static int s_exec(store_t *self, const char *sql, const char *what)
     return rc == SQLITE_OK ? 0 : s_sqlite_err(self, rc, what);
 }
 
+/* Inside the open transaction of deferred commits, a call's own transaction is a savepoint: it
+ * still changes all or nothing. */
+static int s_savepoint(store_t *self)
+{
+    int err = s_exec(self, "SAVEPOINT fb", "starting a savepoint");
+    if (!err)
+        self->savepoints++;
+    return err;
+}
+
 /* Write transactions take the write lock up front, so the busy timeout applies to it instead of
  * failing at the first write of a deferred transaction. */
 static int s_begin(store_t *self)
 {
+    if (self->deferred) {
+        int err = s_batch_open(self);
+        return err ? err : s_savepoint(self);
+    }
     return s_exec(self, "BEGIN IMMEDIATE", "starting a transaction");
 }
 
-/* Read transactions: everything read until s_end sees one snapshot. */
+/* Read transactions: everything read until s_end sees one snapshot (inside the transaction of
+ * deferred commits, that one, with its writes). */
 static int s_begin_read(store_t *self)
 {
+    if (self->deferred && !sqlite3_get_autocommit(self->db))
+        return s_savepoint(self);
     return s_exec(self, "BEGIN DEFERRED", "starting a read transaction");
 }
 
 static void s_rollback(store_t *self)
 {
+    if (self->savepoints > 0) {
+        self->savepoints--;
+        sqlite3_exec(self->db, "ROLLBACK TO fb; RELEASE fb", NULL, NULL, NULL);
+        return;
+    }
     if (!sqlite3_get_autocommit(self->db))
         sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 static int s_commit(store_t *self)
 {
+    if (self->savepoints > 0) {
+        int err = s_exec(self, "RELEASE fb", "releasing a savepoint");
+        if (err)
+            s_rollback(self);
+        else
+            self->savepoints--;
+        return err;
+    }
     int err = s_exec(self, "COMMIT", "committing");
     if (err)
         s_rollback(self);
@@ -652,6 +700,8 @@ void store_destroy(store_t **self_p)
     if (!self_p || !*self_p)
         return;
     store_t *self = *self_p;
+    if (self->db && store_flush(self))
+        log_error("%s: the last writes were lost: %s", self->path, self->errmsg);
     for (int i = 0; i < S_COUNT; i++)
         sqlite3_finalize(self->stmts[i]);
     if (self->db) {
@@ -662,6 +712,20 @@ void store_destroy(store_t **self_p)
     free(self->path);
     free(self);
     *self_p = NULL;
+}
+
+int store_defer_commits(store_t *self, bool on)
+{
+    int err = on ? 0 : store_flush(self);
+    self->deferred = on;
+    return err;
+}
+
+int store_flush(store_t *self)
+{
+    if (!self->deferred || self->savepoints > 0 || sqlite3_get_autocommit(self->db))
+        return 0;
+    return s_commit(self);
 }
 
 /* ---- Agents ------------------------------------------------------------------------------ */

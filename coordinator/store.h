@@ -17,6 +17,7 @@
 
 #include "result.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,17 @@ int store_open(const char *path, store_t **out, char **error_out);
 int store_open_existing(const char *path, store_t **out, char **error_out);
 /* Closes the connection. NULL-safe; nulls *self_p. */
 void store_destroy(store_t **self_p);
+/* Deferred commits, for a writer that stores thousands of small records per second (the
+ * coordinator with thousands of agents): while on, every write joins one transaction, opened by
+ * the first write after the last store_flush, and each call's own transaction becomes a savepoint
+ * in it (a failing call still changes nothing). One commit per burst instead of one per record.
+ * Until store_flush returns 0 nothing written since the last flush is durable or visible to other
+ * connections (reads through this one see it): acknowledge what was stored only after the flush.
+ * Turning it off flushes. Returns 0 or the flush's error. */
+int store_defer_commits(store_t *self, bool on);
+/* Commits the open transaction of deferred commits (0 when there is none, or when deferral is
+ * off). On failure everything since the last flush is rolled back and the error returned. */
+int store_flush(store_t *self);
 /* The message of the last failure ("" when none). Borrowed, valid until the next call. */
 const char *store_errmsg(const store_t *self);
 /* The path the store was opened with (borrowed). */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the timeline store: schema creation, version refusal, WAL mode, round trips of
  * campaigns, stages, tasks and results, the task verdict rules, idempotent result insertion,
- * agents with inventory history, events, stale campaigns, and a reader beside a writer. Every
- * test works on its own database in a fresh temporary directory. */
+ * agents with inventory history, events, stale campaigns, a reader beside a writer, and deferred
+ * commits. Every test works on its own database in a fresh temporary directory. */
 #include "store.h"
 #include "util.h"
 
@@ -611,6 +611,42 @@ static void test_reader_beside_writer(void **state)
     sqlite3_close(reader);
 }
 
+/* Deferred commits: writes join one transaction, invisible to other connections until
+ * store_flush; a failing call inside it changes nothing and leaves the others; reads through the
+ * writer see its own writes; closing the store flushes. */
+static void test_deferred_commits(void **state)
+{
+    fixture_t *fx = *state;
+    s_campaign(fx->store);
+    assert_int_equal(store_defer_commits(fx->store, true), 0);
+    assert_int_equal(store_flush(fx->store), 0); /* nothing open: nothing to do */
+    sqlite3 *reader = s_raw(fx);
+    fb_result_t *r = s_result("r1", "t1", "node-a", FB_VERDICT_PASS);
+    fb_result_add_metric(r, "m", 1, "");
+    assert_int_equal(store_result_insert(fx->store, r, 5), 0);
+    assert_int_equal(store_result_insert(fx->store, r, 6), -EEXIST); /* rolled back alone */
+    fb_result_destroy(&r);
+    assert_int_equal(store_event(fx->store, 7, "c1", "t1", "node-a", "result", "pass"), 0);
+    assert_int_equal(store_campaign_create(fx->store, "c1", NULL, NULL, NULL, 8), -EEXIST);
+    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM results"), 0);
+    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM events"), 0);
+    assert_int_equal(s_task_verdict(fx->store, "c1", "t1"), FB_VERDICT_PASS); /* its own view */
+    assert_int_equal(store_flush(fx->store), 0);
+    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM results"), 1);
+    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM metrics"), 1);
+    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM events"), 1);
+
+    /* Closing flushes; turning deferral off flushes too. */
+    assert_int_equal(store_event(fx->store, 9, "c1", NULL, NULL, "note", "a"), 0);
+    assert_int_equal(store_defer_commits(fx->store, false), 0);
+    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM events"), 2);
+    assert_int_equal(store_defer_commits(fx->store, true), 0);
+    assert_int_equal(store_event(fx->store, 10, "c1", NULL, NULL, "note", "b"), 0);
+    store_destroy(&fx->store);
+    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM events"), 3);
+    sqlite3_close(reader);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -625,6 +661,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_interrupt_stale_and_latest, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_agents, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_reader_beside_writer, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_deferred_commits, s_setup, s_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
