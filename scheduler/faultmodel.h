@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The ground truth of a simulated fleet: which parts are bad and how (a fault file), and the
+ * outcome of any test over any set of nodes derived from it. fleetburn-simfleet's agents ask it
+ * for their results, and the diagnosis benchmarks ask it for theirs, so both judge the same way.
+ *
+ * Fault file (YAML; docs/simfleet.md):
+ *     seed: 7                      # default 1; every random draw derives from it
+ *     false_fail_rate: 0.01        # any test fails spuriously with this probability (default 0)
+ *     rails: 8                     # NICs (rails) per node, mlx5_0 ... (default 8)
+ *     faults:
+ *       - {node: sim-0017, kind: hard}                 # every test containing it fails
+ *       - {node: sim-0420, kind: intermittent, q: 0.5} # shows in a test with probability q
+ *       - {node: sim-0333, kind: slow, factor: 0.6}    # bandwidth/throughput x factor
+ *       - {nic: sim-0100/1, kind: hard}                # rail 1 of one node
+ *       - {link: leaf02<->spine01, kind: slow, factor: 0.5}
+ * A fault sits at a node, a NIC (NODE/RAIL) or a link (NODE<->LEAF or LEAF<->SPINE, either
+ * order). Errors are one line, `FILE:LINE: KEYPATH: what is wrong; expected WHAT`, as in
+ * scheduler/campaign.h.
+ *
+ * Which tests see a fault: a node fault, every test with the node as a member (node-local ones
+ * too); a NIC fault, tests of two or more members that include the node and run on that rail (or
+ * on every rail: rail -1); a link fault, tests of two or more members with a flow whose route
+ * crosses the link. Flows: both directions between the two members of a pair; in a larger group,
+ * both directions between neighbours of the ring of members in sorted order. Routes come from the
+ * topology: node -> leaf, and between leaves up to one spine and down; where the two leaves share
+ * several spines, the one at index hash(destination) mod count carries the flow (routing is
+ * destination-based and static, as a subnet manager's is), so a bad uplink affects some flows
+ * through its leaf, not all.
+ *
+ * How a test ends: each hard or intermittent fault in the test shows independently with its q
+ * (1 for hard); the test also fails spuriously with false_fail_rate. Every draw is a hash of
+ * (seed, test id, sorted member names, which draw): deterministic, independent of member order,
+ * so every member of a group derives the same verdict by itself. A slow part multiplies the
+ * bandwidth of every flow through it (and a slow node its node-local throughput) by its factor;
+ * a flow through several slow parts gets the smallest factor.
+ *
+ * Pure logic: fb_faultmodel_load() is the only function that reads a file. A model borrows the
+ * topology it is bound to, which must outlive it. */
+#ifndef FB_FAULTMODEL_H
+#define FB_FAULTMODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct fb_topology;
+
+typedef enum { FB_FAULT_HARD, FB_FAULT_INTERMITTENT, FB_FAULT_SLOW } fb_fault_kind_t;
+typedef enum { FB_FAULT_AT_NODE, FB_FAULT_AT_NIC, FB_FAULT_AT_LINK } fb_fault_site_t;
+
+typedef struct {
+    fb_fault_site_t site;
+    fb_fault_kind_t kind;
+    char *part;    /* as written: "sim-0017", "sim-0100/1", "leaf02<->spine01" */
+    char *a;       /* node (node, nic) or the first end of a link */
+    char *b;       /* the other end of a link; NULL otherwise */
+    unsigned rail; /* nic: the rail index */
+    double q;      /* P(shows in a test that contains it): 1 hard, q intermittent, 0 slow */
+    double factor; /* slow: bandwidth multiplier in (0, 1); 1 otherwise */
+    int line;      /* where it is written */
+} fb_fault_t;
+
+typedef struct fb_faultmodel fb_faultmodel_t;
+
+/* Parses a fault file (text[0..len), need not be NUL-terminated; source names it in messages,
+ * NULL: "<faults>"). 0 with *out, or -EINVAL with *out = NULL and a one-line heap message in
+ * *error_out when error_out is not NULL. */
+int fb_faultmodel_parse(const char *text, size_t len, const char *source, fb_faultmodel_t **out,
+                        char **error_out);
+/* Reads and parses path; -errno from reading with "PATH: cannot read: ..." as the message. */
+int fb_faultmodel_load(const char *path, fb_faultmodel_t **out, char **error_out);
+/* NULL-safe; nulls the pointer. */
+void fb_faultmodel_destroy(fb_faultmodel_t **self_p);
+
+/* Binds the model to the fleet's fabric (borrowed) and checks every fault against it: nodes of
+ * node and NIC faults are nodes of the topology, rails are below `rails`, links join a node and
+ * its leaf or a leaf and one of its spines. 0, or -EINVAL with a message in the parser's format
+ * naming the fault's line. Until bound, tests have no links (link faults never show). */
+int fb_faultmodel_bind(fb_faultmodel_t *self, const struct fb_topology *topo, char **error_out);
+
+uint64_t fb_faultmodel_seed(const fb_faultmodel_t *self);
+/* Overrides the file's seed (a command line's --seed). */
+void fb_faultmodel_set_seed(fb_faultmodel_t *self, uint64_t seed);
+double fb_faultmodel_false_fail_rate(const fb_faultmodel_t *self);
+unsigned fb_faultmodel_rails(const fb_faultmodel_t *self);
+size_t fb_faultmodel_count(const fb_faultmodel_t *self);
+/* Fault i in file order (i < count), borrowed; NULL when out of range. */
+const fb_fault_t *fb_faultmodel_fault(const fb_faultmodel_t *self, size_t i);
+
+/* One test to judge. Strings are borrowed for the call. */
+typedef struct {
+    const char *test_id;        /* unique per test (the task id); feeds every draw */
+    const char *const *members; /* node names, any order, no duplicates; 1 = node-local */
+    size_t n_members;
+    int rail; /* the rail the test runs on, or -1 for all rails */
+} fb_sim_test_t;
+
+#define FB_SIM_CAUSES_MAX 8
+
+typedef struct {
+    bool failed;
+    bool spurious;   /* failed only by the false-fail draw */
+    size_t n_causes; /* faults that showed; the first FB_SIM_CAUSES_MAX indices in causes */
+    size_t causes[FB_SIM_CAUSES_MAX];
+    double factor; /* smallest slow factor over the test's flows (node-local: the node); 1 */
+} fb_sim_outcome_t;
+
+/* Judges a test. 0, or -EINVAL for a test without members or id. */
+int fb_faultmodel_judge(const fb_faultmodel_t *self, const fb_sim_test_t *test,
+                        fb_sim_outcome_t *out);
+/* Bandwidth factor of the flow src -> dst on rail (-1: all rails): the smallest factor of the
+ * slow parts it crosses (both nodes, their NICs on that rail, the links of its route); 1 when
+ * none. */
+double fb_faultmodel_flow_factor(const fb_faultmodel_t *self, const char *src, const char *dst,
+                                 int rail);
+/* Throughput factor of a node-local test on node: its slow node faults; 1 when none. */
+double fb_faultmodel_node_factor(const fb_faultmodel_t *self, const char *node);
+/* A deterministic draw in [0, 1) from (seed, key, salt): for jitter and delays that must not
+ * disturb the outcome draws. */
+double fb_faultmodel_uniform(const fb_faultmodel_t *self, const char *key, const char *salt);
+
+/* "hard", "intermittent", "slow"; "node", "nic", "link". */
+const char *fb_fault_kind_name(fb_fault_kind_t kind);
+const char *fb_fault_site_name(fb_fault_site_t site);
+
+#endif
