@@ -10,10 +10,12 @@
  * always. Scope group and pairs make one task per group with several members: each member gets
  * the same RunTask plus its Group (rank, peers, addresses, rendezvous = the task id) and reports
  * its own result (<task id>@<node>). A group task is decided by its members' results
- * (fb_group_verdict): a member that fails, errs, times out or is lost decides it at once, and
- * the members still running are cancelled so that none waits for a peer that will never come.
- * Each pair round starts when every task of the previous one has a verdict and its cancelled
- * members have wound down (briefly: S_WIND_DOWN_MS at most). When a pair stage ends, the pair
+ * (fb_group_verdict): a member that fails, errs, times out or is lost decides it at once. After
+ * an error, a timeout or a loss the members still running are cancelled, so that none waits for a
+ * peer that will never come; after a plain failure they finish their own measurement. A round
+ * (and so the stage) ends when every task has a verdict and no member still runs: members that
+ * run on are waited for until the deadline, cancelled ones for S_WIND_DOWN_MS at most, so that
+ * the next round never overlaps them. When a pair stage ends, the pair
  * judgment (scheduler/pairjudge.h) compares every pair against the stage and stores what it
  * finds as a coordinator result on the tasks involved. */
 #include "runner.h"
@@ -42,7 +44,7 @@
 typedef struct {
     fb_verdict_t verdict; /* the member's own result; NONE while it runs */
     bool sent;            /* its RunTask went out */
-    bool winding_down;    /* cancelled because its group was decided early */
+    bool cancelled;       /* its task was decided while it ran: CancelTask sent */
     double tx, rx;        /* pair stages: judged metrics from its result, NaN when absent */
 } rmember_t;
 
@@ -73,7 +75,8 @@ struct runner {
     rtask_t **tasks; /* every task of the stage so far, in creation order */
     size_t n_tasks, round_first;
     strmap_t *task_index; /* task id -> rtask_t of the running stage */
-    bool winding_down;    /* the round waits for cancelled members */
+    bool winding_down;    /* the round waits (S_WIND_DOWN_MS) for cancelled members only */
+    bool stop_waiting;    /* the deadline or the wind-down passed: members still out are left */
     bool next_is_round;   /* what the next timer begins: a round, else a stage */
     uint64_t started_mono;
     bool finished, any_failed;
@@ -159,7 +162,7 @@ static void s_clear_tasks(runner_t *self)
     self->plans = NULL;
     self->n_rounds = self->round = 0;
     self->planned_tasks = 0;
-    self->winding_down = false;
+    self->winding_down = self->stop_waiting = false;
 }
 
 static size_t s_rank_of(const rtask_t *t, const char *node)
@@ -323,23 +326,30 @@ static void s_end_stage(runner_t *self)
     s_schedule_next(self, false);
 }
 
-/* True while a member cancelled by an early decision has not reported yet (and its agent is
- * still there to report). */
-static bool s_round_winding_down(const runner_t *self)
+/* Whether members of the round's tasks still run (their agent is there and has not reported):
+ * *uncancelled counts those nobody asked to stop. */
+static bool s_round_busy(const runner_t *self, bool *uncancelled)
 {
+    bool busy = false;
+    *uncancelled = false;
     for (size_t i = self->round_first; i < self->n_tasks; i++) {
         const rtask_t *t = self->tasks[i];
-        for (size_t k = 0; k < t->n_members; k++)
-            if (t->members[k].winding_down && coord_node_alive(self->coord, t->nodes[k]))
-                return true;
+        for (size_t k = 0; k < t->n_members; k++) {
+            const rmember_t *m = &t->members[k];
+            if (m->verdict != FB_VERDICT_NONE || !m->sent ||
+                !coord_node_alive(self->coord, t->nodes[k]))
+                continue;
+            busy = true;
+            *uncancelled |= !m->cancelled;
+        }
     }
-    return false;
+    return busy;
 }
 
 static void s_on_deadline(uv_timer_t *h);
 
-/* Ends the round when every task has a verdict and cancelled members have wound down: then the
- * next round begins (from a timer), or the stage ends. */
+/* Ends the round when every task has a verdict and no member still runs (see the top of the
+ * file): then the next round begins (from a timer), or the stage ends. */
 static void s_check_round_done(runner_t *self)
 {
     if (!self->stage_running)
@@ -347,16 +357,17 @@ static void s_check_round_done(runner_t *self)
     for (size_t i = self->round_first; i < self->n_tasks; i++)
         if (self->tasks[i]->verdict == FB_VERDICT_NONE)
             return;
-    if (!self->winding_down && s_round_winding_down(self)) {
-        self->winding_down = true; /* the deadline timer now bounds the wait */
-        uv_timer_start(&self->deadline, s_on_deadline, S_WIND_DOWN_MS, 0);
+    bool uncancelled;
+    if (!self->stop_waiting && s_round_busy(self, &uncancelled)) {
+        if (!uncancelled && !self->winding_down) { /* the wind-down replaces the deadline */
+            self->winding_down = true;
+            uv_timer_start(&self->deadline, s_on_deadline, S_WIND_DOWN_MS, 0);
+        }
         return;
     }
-    if (self->winding_down && s_round_winding_down(self))
-        return;
-    self->winding_down = false;
+    uv_timer_stop(&self->deadline);
+    self->winding_down = self->stop_waiting = false;
     if (self->round + 1 < self->n_rounds) {
-        uv_timer_stop(&self->deadline);
         self->round++;
         s_schedule_next(self, true);
         return;
@@ -366,25 +377,25 @@ static void s_check_round_done(runner_t *self)
 
 /* ---- deciding ---- */
 
-/* Cancels the members of t that still run, with reason. Those are waited for briefly before the
- * next round (wind_down), except at the deadline, which is a hard stop. */
-static void s_cancel_running(runner_t *self, rtask_t *t, const char *reason, bool wind_down)
+/* Cancels the members of t that still run, with reason. */
+static void s_cancel_running(runner_t *self, rtask_t *t, const char *reason)
 {
     for (size_t k = 0; k < t->n_members; k++) {
-        if (t->members[k].verdict != FB_VERDICT_NONE || !t->members[k].sent)
+        rmember_t *m = &t->members[k];
+        if (m->verdict != FB_VERDICT_NONE || !m->sent || m->cancelled)
             continue;
-        /* Waited for even when the cancel cannot be sent: a member whose connection is gone
-         * is about to be declared lost, and the next stage should not be placed on it. */
+        /* Sent even when the connection looks gone: the round waits for the member until its
+         * agent is declared lost, so the next stage is not placed on it. */
         coord_send_cancel(self->coord, t->nodes[k], t->id, reason);
-        t->members[k].winding_down = wind_down;
+        m->cancelled = true;
     }
 }
 
 /* Sets t's verdict (the first one stands). The coordinator stores it when it decided it itself
- * (lost, timeout, error; a result already set its own), the members still running are cancelled,
- * and the task's exchanges end. */
+ * (lost, timeout, error; a result already set its own), and the task's exchanges end. A group
+ * decided by anything but a plain failure has its running members cancelled. */
 static void s_decide(runner_t *self, rtask_t *t, fb_verdict_t verdict, const char *why,
-                     const char *node, bool wind_down)
+                     const char *node)
 {
     if (t->verdict != FB_VERDICT_NONE)
         return;
@@ -397,7 +408,8 @@ static void s_decide(runner_t *self, rtask_t *t, fb_verdict_t verdict, const cha
     log_warn("task %s on %s: %s: %s", t->id, node ? node : t->nodes[0], fb_verdict_name(verdict),
              why);
     if (t->group) {
-        s_cancel_running(self, t, why, wind_down);
+        if (verdict != FB_VERDICT_FAIL)
+            s_cancel_running(self, t, why);
         coord_exchange_task_ended(self->coord, t->id, why);
     }
 }
@@ -410,11 +422,10 @@ static void s_member_gone(runner_t *self, rtask_t *t, size_t rank, fb_verdict_t 
     if (m->verdict != FB_VERDICT_NONE)
         return;
     m->verdict = verdict;
-    m->winding_down = false;
     char *who = s_member_name(t, rank);
     char *reason =
         t->group ? xasprintf("member %s %s: %s", who, fb_verdict_name(verdict), why) : xstrdup(why);
-    s_decide(self, t, verdict, reason, t->nodes[rank], true);
+    s_decide(self, t, verdict, reason, t->nodes[rank]);
     free(reason);
     free(who);
 }
@@ -479,7 +490,7 @@ static void s_dispatch(runner_t *self, rtask_t *t)
         char *why = t->group ? xasprintf("member %s not connected when the round started", who)
                              : xstrdup("node not connected when the stage started");
         t->members[k].verdict = FB_VERDICT_LOST;
-        s_decide(self, t, FB_VERDICT_LOST, why, t->nodes[k], false);
+        s_decide(self, t, FB_VERDICT_LOST, why, t->nodes[k]);
         free(why);
         free(who);
         return; /* nothing was sent: no member waits for it */
@@ -489,7 +500,7 @@ static void s_dispatch(runner_t *self, rtask_t *t)
         if (rc) {
             char *why = xasprintf("could not send the task to %s: %s", t->nodes[k], strerror(-rc));
             t->members[k].verdict = FB_VERDICT_ERROR;
-            s_decide(self, t, FB_VERDICT_ERROR, why, t->nodes[k], true);
+            s_decide(self, t, FB_VERDICT_ERROR, why, t->nodes[k]);
             free(why);
             return;
         }
@@ -506,10 +517,8 @@ static void s_dispatch(runner_t *self, rtask_t *t)
 static void s_on_deadline(uv_timer_t *h)
 {
     runner_t *self = h->data;
-    if (self->winding_down) { /* stop waiting for cancelled members */
-        for (size_t i = self->round_first; i < self->n_tasks; i++)
-            for (size_t k = 0; k < self->tasks[i]->n_members; k++)
-                self->tasks[i]->members[k].winding_down = false;
+    self->stop_waiting = true; /* whatever still runs is left behind */
+    if (self->winding_down) {
         s_check_round_done(self);
         return;
     }
@@ -518,15 +527,10 @@ static void s_on_deadline(uv_timer_t *h)
              (double)fb_stage_deadline_ms(s_stage(self)->timeout_ms) / 1000.0);
     for (size_t i = self->round_first; i < self->n_tasks; i++) {
         rtask_t *t = self->tasks[i];
-        if (t->verdict != FB_VERDICT_NONE)
-            continue;
-        if (!t->group)
-            coord_send_cancel(self->coord, t->nodes[0], t->id, why);
-        s_decide(self, t, FB_VERDICT_TIMEOUT, why, t->group ? NULL : t->nodes[0], false);
+        if (t->verdict == FB_VERDICT_NONE)
+            s_decide(self, t, FB_VERDICT_TIMEOUT, why, t->group ? NULL : t->nodes[0]);
+        s_cancel_running(self, t, why);
     }
-    for (size_t i = self->round_first; i < self->n_tasks; i++)
-        for (size_t k = 0; k < self->tasks[i]->n_members; k++)
-            self->tasks[i]->members[k].winding_down = false;
     s_check_round_done(self);
 }
 
@@ -819,7 +823,7 @@ static void s_member_result(runner_t *self, rtask_t *t, size_t rank, const fb_re
     const char *error = who == rank && r->error ? r->error : NULL;
     char *why = xasprintf("member %s %s%s%s", name, fb_verdict_name(v), error ? ": " : "",
                           error ? error : "");
-    s_decide(self, t, v, why, t->nodes[who], true);
+    s_decide(self, t, v, why, t->nodes[who]);
     free(why);
     free(name);
 }
@@ -831,8 +835,6 @@ void runner_on_result(runner_t *self, const fb_result_t *r)
     if (rank == SIZE_MAX)
         return; /* not a task of this stage: stored, nothing to decide */
     rmember_t *m = &t->members[rank];
-    bool was_winding_down = m->winding_down;
-    m->winding_down = false;
     if (m->verdict == FB_VERDICT_NONE) {
         m->verdict = r->verdict;
         s_note_metrics(self, m, r);
@@ -841,7 +843,7 @@ void runner_on_result(runner_t *self, const fb_result_t *r)
     }
     /* a late result for a task already decided is stored, but the verdict stands */
     s_progress(self);
-    if (t->verdict != FB_VERDICT_NONE || was_winding_down)
+    if (t->verdict != FB_VERDICT_NONE)
         s_check_round_done(self);
 }
 
