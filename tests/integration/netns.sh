@@ -8,6 +8,7 @@
 #   netns_setup 4            # namespaces ${NETNS_NAME[1..4]} = fb-<pid>-<i>, addresses ${NETNS_ADDR[i]}
 #   netns_exec 2 cmd ...     # run a command inside namespace 2
 #   netns_throttle 2 50mbit  # shape everything to and from namespace 2 (tc tbf, both ways)
+#   netns_rsh_map            # host map for netns-rsh.sh (an rsh agent for mpirun)
 #
 # Layout: a bridge fbb<pid> in the root namespace holds NETNS_BRIDGE_IP (.1 of a /24 picked so
 # that it clashes with no route already there); namespace i has eth0 = .(10+i), plugged into the
@@ -188,13 +189,14 @@ netns_exec() {
     ip netns exec "${NETNS_NAME[$i]}" "$@"
 }
 
-# Shapes namespace i's link to RATE both ways (tc tbf on both ends of its veth): what leaves the
-# namespace and what the bridge sends into it.
+# Shapes namespace I's link to RATE both ways (tc tbf on both ends of its veth): what leaves the
+# namespace and what the bridge sends into it. BURST (default 64kb) must hold a few timer ticks of
+# traffic at RATE: 1mb for 1gbit.
 netns_throttle() {
-    local i=$1 rate=$2
-    tc qdisc add dev "${NETNS_HOSTIF[$i]}" root tbf rate "$rate" burst 64kb latency 100ms
-    ip netns exec "${NETNS_NAME[$i]}" tc qdisc add dev eth0 root tbf rate "$rate" burst 64kb \
-        latency 100ms
+    local i=$1 rate=$2 burst=${3:-64kb}
+    tc qdisc add dev "${NETNS_HOSTIF[$i]}" root tbf rate "$rate" burst "$burst" latency 100ms
+    ip netns exec "${NETNS_NAME[$i]}" tc qdisc add dev eth0 root tbf rate "$rate" \
+        burst "$burst" latency 100ms
 }
 
 # The namespace index holding address ADDR, or nothing.

@@ -413,6 +413,10 @@ static int s_rx_measure(nb_t *nb, nb_rx_t *rx)
         return s_fail(nb, rc, "receiving from partner %s (%s): %s", s_peer(nb), nb->host[sender],
                       err);
     dir_t *d = &nb->dir[sender];
+    worker_log(nb->ctx,
+               "netbw: %s->%s: %" PRIu64 " bytes received in all (warm-up and drain "
+               "included)",
+               nb->name[sender], s_me(nb), nb_rx_bytes(rx));
     d->measured = true;
     d->bytes = b1 - b0;
     d->ns = t1 - t0;
@@ -568,7 +572,9 @@ static int s_ping(nb_t *nb)
             nb->rtt_us[nb->n_rtt++] = (double)(t1 - t0) / 1000.0;
         if (fb_mono_ms() - last_tick >= NB_TICK_MS) {
             last_tick = fb_mono_ms();
-            worker_progress(nb->ctx, s_fraction(nb, 2, (double)(i + 1) / (double)(2 * total)),
+            /* Rank 0 pings in the first half of the latency phase, rank 1 in the second. */
+            double within = (nb->rank + (double)(i + 1) / (double)total) / 2.0;
+            worker_progress(nb->ctx, s_fraction(nb, 2, within),
                             "%s<->%s latency %" PRIu64 "/%" PRIu64, s_me(nb), s_peer(nb), i + 1,
                             total);
         }
