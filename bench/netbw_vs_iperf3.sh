@@ -13,7 +13,12 @@
 # Both tools count what the receiver got after a warm-up: iperf3 -O 1 leaves out its first second,
 # netbw its warm-up (duration/10, 0.2-1 s). Both directions are measured: iperf3 forward and -R,
 # netbw's two directions (it runs them one after the other). netbw also checks every byte it
-# receives; iperf3 checks nothing. Results are printed and appended to
+# receives; iperf3 checks nothing.
+#
+# The rate depends on the CPU time a tool gets, which other load on the machine takes away. So
+# the CPU time of both ends (user + system, from /usr/bin/time, kernel work done in the
+# processes' context included) per byte moved (all bytes, warm-up included) is printed as well:
+# it does not move with the load. Results are printed and appended to
 # bench/results/netbw-vs-iperf3.txt.
 set -euo pipefail
 
@@ -21,6 +26,8 @@ BUILD=${1:?usage: netbw_vs_iperf3.sh BUILD_DIR [IPERF3_PATH]}
 IPERF3=${2:-$(command -v iperf3 || true)}
 [ -x "$IPERF3" ] || { echo "iperf3 not found (give its path)" >&2; exit 2; }
 WORKER="$BUILD/bin/fleetburn-worker"
+TIME=/usr/bin/time
+[ -x "$TIME" ] || { echo "GNU time (/usr/bin/time) is needed for the CPU cost" >&2; exit 2; }
 [ -x "$WORKER" ] || { echo "$WORKER not found" >&2; exit 2; }
 STREAMS=${STREAMS:-4}
 DURATION=${DURATION:-5}
@@ -73,69 +80,94 @@ run_in() {
 
 free_port() { run_in "$1" python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])'; }
 
-# iperf3 SERVER_NS CLIENT_NS SERVER_ADDR [-R] -> Gb/s received, after the omitted second.
+# CPU seconds (user + system) in the /usr/bin/time outputs given.
+cpu_s() { cat "$@" | awk '{u += $1; s += $2} END {printf "%.3f", u + s}'; }
+
+# iperf3 SERVER_NS CLIENT_NS SERVER_ADDR [-R] -> "Gb/s ns_per_byte": the rate received after the
+# omitted second; CPU of both ends over every byte sent, the omitted second included.
 iperf3_gbps() {
     local sns=$1 cns=$2 addr=$3 rev=${4:-} port
     port=$(free_port "$sns")
-    run_in "$sns" "$IPERF3" -s -1 -B "$addr" -p "$port" >/dev/null 2>&1 &
+    run_in "$sns" "$TIME" -f "%U %S" -o "$TMP/srv.time" "$IPERF3" -s -1 -B "$addr" -p "$port" \
+        >/dev/null 2>&1 &
     local spid=$!
     sleep 0.3
-    run_in "$cns" "$IPERF3" -c "$addr" -p "$port" -P "$STREAMS" -t "$DURATION" -O 1 $rev -J \
-        >"$TMP/iperf3.json"
+    run_in "$cns" "$TIME" -f "%U %S" -o "$TMP/cli.time" "$IPERF3" -c "$addr" -p "$port" \
+        -P "$STREAMS" -t "$DURATION" -O 1 $rev -J >"$TMP/iperf3.json"
     wait $spid || true
-    python3 -c 'import json,sys; print("%.3f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]/1e9))' \
-        "$TMP/iperf3.json"
+    python3 - "$TMP/iperf3.json" "$(cpu_s "$TMP/srv.time" "$TMP/cli.time")" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+moved = sum(i["sum"]["bytes"] for i in d["intervals"])
+print("%.3f %.3f" % (d["end"]["sum_received"]["bits_per_second"] / 1e9,
+                     float(sys.argv[2]) * 1e9 / moved))
+PY
 }
 
-# netbw NS_A NS_B ADDR_A ADDR_B -> "a->b b->a" in Gb/s.
+# netbw NS_A NS_B ADDR_A ADDR_B -> "a->b b->a rtt_p50 ns_per_byte" (Gb/s, Gb/s, us, ns): CPU of
+# both members over every byte received both ways (each member logs its total).
 netbw_gbps() {
     local nsa=$1 nsb=$2 aa=$3 ab=$4
     rm -rf "$TMP/x" && mkdir "$TMP/x"
     for r in 0 1; do
         local ns=$([ $r = 0 ] && echo "$nsa" || echo "$nsb")
-        run_in "$ns" env FLEETBURN_EXCHANGE_DIR="$TMP/x" "$WORKER" --workload netbw \
+        run_in "$ns" env FLEETBURN_EXCHANGE_DIR="$TMP/x" "$TIME" -f "%U %S" -o "$TMP/w$r.time" \
+            "$WORKER" --workload netbw \
             --task-id bench --result "$TMP/r$r" --node "n$r" --rank $r --size 2 --peers n0,n1 \
             --addresses "$aa,$ab" duration="${DURATION}s" streams="$STREAMS" lat_iters=2000 \
             >"$TMP/netbw$r.log" 2>&1 &
         eval "pid$r=\$!"
     done
     wait "$pid0" "$pid1"
-    sed -nE 's/^log netbw: n0->n1 ([0-9.]+) Gb\/s, n1->n0 ([0-9.]+) Gb\/s, rtt p50 ([0-9.]+) us.*/\1 \2 \3/p' \
-        "$TMP/netbw0.log"
+    local moved rates
+    moved=$(sed -nE 's/^log netbw: .*: ([0-9]+) bytes received in all.*/\1/p' \
+        "$TMP/netbw0.log" "$TMP/netbw1.log" | awk '{s += $1} END {print s}')
+    rates=$(sed -nE 's/^log netbw: n0->n1 ([0-9.]+) Gb\/s, n1->n0 ([0-9.]+) Gb\/s, rtt p50 ([0-9.]+) us.*/\1 \2 \3/p' \
+        "$TMP/netbw0.log")
+    echo "$rates $(awk -v c="$(cpu_s "$TMP/w0.time" "$TMP/w1.time")" -v m="$moved" \
+        'BEGIN {printf "%.3f", c * 1e9 / m}')"
 }
 
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 # compare LABEL NS_A NS_B ADDR_A ADDR_B
 compare() {
-    local label=$1 nsa=$2 nsb=$3 aa=$4 ab=$5 i
-    : >"$TMP/if" ; : >"$TMP/ir" ; : >"$TMP/nf" ; : >"$TMP/nr" ; : >"$TMP/lat"
+    local label=$1 nsa=$2 nsb=$3 aa=$4 ab=$5 i f r l c
+    for k in if ir nf nr lat icpu ncpu; do : >"$TMP/$k"; done
     for i in $(seq 1 "$REPEAT"); do
-        iperf3_gbps "$nsb" "$nsa" "$ab" >>"$TMP/if"      # a -> b
-        iperf3_gbps "$nsb" "$nsa" "$ab" -R >>"$TMP/ir"   # b -> a
-        read -r f r l < <(netbw_gbps "$nsa" "$nsb" "$aa" "$ab")
+        read -r f c < <(iperf3_gbps "$nsb" "$nsa" "$ab")      # a -> b
+        echo "$f" >>"$TMP/if"
+        echo "$c" >>"$TMP/icpu"
+        read -r r c < <(iperf3_gbps "$nsb" "$nsa" "$ab" -R)   # b -> a
+        echo "$r" >>"$TMP/ir"
+        echo "$c" >>"$TMP/icpu"
+        read -r f r l c < <(netbw_gbps "$nsa" "$nsb" "$aa" "$ab")
         echo "$f" >>"$TMP/nf"
         echo "$r" >>"$TMP/nr"
         echo "$l" >>"$TMP/lat"
+        echo "$c" >>"$TMP/ncpu"
     done
-    local if_ ir nf nr lat
+    local if_ ir nf nr lat icpu ncpu
     if_=$(median <"$TMP/if"); ir=$(median <"$TMP/ir")
     nf=$(median <"$TMP/nf"); nr=$(median <"$TMP/nr"); lat=$(median <"$TMP/lat")
-    printf "%-22s a->b  iperf3 %8.3f Gb/s  netbw %8.3f Gb/s  ratio %.2f   (runs: iperf3 %s | netbw %s)\n" \
+    icpu=$(median <"$TMP/icpu"); ncpu=$(median <"$TMP/ncpu")
+    printf "%-16s a->b  iperf3 %7.3f Gb/s  netbw %7.3f Gb/s  ratio %.2f  (runs: iperf3 %s | netbw %s)\n" \
         "$label" "$if_" "$nf" "$(echo "$nf $if_" | awk '{print $1/$2}')" \
         "$(paste -sd, "$TMP/if")" "$(paste -sd, "$TMP/nf")"
-    printf "%-22s b->a  iperf3 %8.3f Gb/s  netbw %8.3f Gb/s  ratio %.2f   (runs: iperf3 %s | netbw %s)\n" \
+    printf "%-16s b->a  iperf3 %7.3f Gb/s  netbw %7.3f Gb/s  ratio %.2f  (runs: iperf3 %s | netbw %s)\n" \
         "$label" "$ir" "$nr" "$(echo "$nr $ir" | awk '{print $1/$2}')" \
         "$(paste -sd, "$TMP/ir")" "$(paste -sd, "$TMP/nr")"
-    printf "%-22s netbw rtt p50 %s us (32-byte ping-pong)\n" "$label" "$lat"
+    printf "%-16s CPU per byte, both ends: iperf3 %.3f ns  netbw %.3f ns  (runs: iperf3 %s | netbw %s)\n" \
+        "$label" "$icpu" "$ncpu" "$(paste -sd, "$TMP/icpu")" "$(paste -sd, "$TMP/ncpu")"
+    printf "%-16s netbw rtt p50 %s us (32-byte ping-pong)\n" "$label" "$lat"
 }
 
 {
-    echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $("$IPERF3" --version | head -1 | cut -d' ' -f1-2), streams $STREAMS, ${DURATION}s per direction, median of $REPEAT"
+    echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $("$IPERF3" --version | head -1 | cut -d' ' -f1-2), streams $STREAMS, ${DURATION}s per direction, median of $REPEAT"
     compare "loopback" "" "" 127.0.0.1 127.0.0.1
     if setup_ns; then
-        compare "netns veth pair" "$NS_A" "$NS_B" "$NS_ADDR_A" "$NS_ADDR_B"
+        compare "netns veth" "$NS_A" "$NS_B" "$NS_ADDR_A" "$NS_ADDR_B"
     else
-        echo "netns veth pair: skipped (needs root and ip netns)"
+        echo "netns veth: skipped (needs root and ip netns)"
     fi
 } | tee -a "$RESULTS"
