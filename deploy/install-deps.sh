@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs what fleetburn needs to build and test on Debian/Ubuntu. Idempotent: packages already
 # present are not reinstalled, and nothing is downloaded when everything is there.
-# GPU toolkits (CUDA, ROCm) and verbs are optional and not installed here; OpenMPI is, because
-# allreduce's host path runs on every fleet and in CI.
+# GPU toolkits (CUDA, ROCm) are optional and not installed here; OpenMPI is, because allreduce's
+# host path runs on every fleet and in CI, and so are the verbs headers, because rdmabw is built
+# against them (libibverbs itself is loaded at run time, so nodes without it still run workers).
 set -euo pipefail
 
 packages=(
@@ -13,6 +14,8 @@ packages=(
     python3 iproute2
     # allreduce, launcher mpirun: OpenMPI's mpirun and the host path's rank program
     libopenmpi-dev openmpi-bin
+    # rdmabw: verbs headers (build time only)
+    libibverbs-dev
     # test oracles and peers for benchmarks
     python3-clustershell memtester
 )

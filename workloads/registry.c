@@ -7,6 +7,7 @@
 #include "gpu/gpu.h"
 #include "health/health.h"
 #include "net/netbw.h"
+#include "rdma/rdmabw.h"
 
 #include <string.h>
 
@@ -19,6 +20,7 @@ static const workload_entry_t s_workloads[] = {
     {"health", health_run},
     {"allreduce", allreduce_run},
     {"netbw", netbw_run},
+    {"rdmabw", rdmabw_run},
 };
 
 const workload_entry_t *worker_find(const char *name)

@@ -12,6 +12,7 @@
 #include "common/kmsg.h"
 #include "common/util.h"
 #include "gpu/host/telemetry.h"
+#include "rdma/ibport.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -24,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define S_MAX_PORTS 256
 #define S_VERSIONS_MAX 2048
 
 typedef struct {
@@ -289,23 +289,6 @@ static void s_check_links(sweep_t *s, char **hcas, size_t n_hcas)
 
 /* ---- InfiniBand ports ------------------------------------------------------------------------ */
 
-typedef struct {
-    char part[160];
-    char state[32], phys[48], rate[64];
-    double gbps;
-    bool ib, active;
-} port_t;
-
-/* "4: ACTIVE" -> "ACTIVE", "5: LinkUp" -> "LinkUp"; the text itself when it has no number. */
-static void s_state_word(const char *text, char *out, size_t len)
-{
-    const char *colon = text ? strchr(text, ':') : NULL;
-    const char *w = colon ? colon + 1 : text ? text : "";
-    while (*w == ' ')
-        w++;
-    fb_strlcpy(out, *w ? w : "unknown", len);
-}
-
 static const char *s_phys_hint(const char *phys)
 {
     if (!strcmp(phys, "Polling"))
@@ -319,51 +302,12 @@ static const char *s_phys_hint(const char *phys)
     return "";
 }
 
-static size_t s_read_ports(sweep_t *s, char **hcas, size_t n_hcas, port_t *ports, size_t max)
+/* Ports come from the reader rdmabw uses too (rdma/ibport.h); a port whose state does not parse
+ * is told in a log line naming the file, and not judged. */
+static void s_check_ports(sweep_t *s)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < n_hcas; i++) {
-        char *dir = xasprintf("%s/sys/class/infiniband/%s/ports", s->root, hcas[i]);
-        char **names;
-        size_t np = fb_list_dir(dir, &names);
-        for (size_t j = 0; j < np && n < max; j++) {
-            if (strspn(names[j], "0123456789") != strlen(names[j]))
-                continue;
-            port_t *p = &ports[n];
-            memset(p, 0, sizeof *p);
-            snprintf(p->part, sizeof p->part, "%s/%s:%s", s->node, hcas[i], names[j]);
-            char *ll = s_attr("%s/%s/link_layer", dir, names[j]);
-            p->ib = !ll || !strcmp(ll, "InfiniBand");
-            free(ll);
-            char *st = s_attr("%s/%s/state", dir, names[j]);
-            if (!st) {
-                continue;
-            }
-            s_state_word(st, p->state, sizeof p->state);
-            free(st);
-            char *ph = s_attr("%s/%s/phys_state", dir, names[j]);
-            s_state_word(ph, p->phys, sizeof p->phys);
-            free(ph);
-            char *rate = s_attr("%s/%s/rate", dir, names[j]);
-            if (rate) {
-                fb_strlcpy(p->rate, rate, sizeof p->rate);
-                if (s_parse_rate(rate, &p->gbps) < 0)
-                    p->gbps = 0;
-            }
-            free(rate);
-            p->active = !strcmp(p->state, "ACTIVE");
-            n++;
-        }
-        fb_names_free(names, np);
-        free(dir);
-    }
-    return n;
-}
-
-static void s_check_ports(sweep_t *s, char **hcas, size_t n_hcas)
-{
-    port_t *ports = xcalloc(S_MAX_PORTS, sizeof *ports);
-    size_t n = s_read_ports(s, hcas, n_hcas, ports, S_MAX_PORTS);
+    ib_port_t *ports = NULL;
+    size_t n = ib_ports_list(s->root, &ports, NULL);
     s->ib_ports = (unsigned)n;
     /* Without an expected rate, the rate most active InfiniBand ports of this node run at. */
     double common = 0;
@@ -380,30 +324,37 @@ static void s_check_ports(sweep_t *s, char **hcas, size_t n_hcas)
     }
     bool use_common = s->ib_rate_gbps == 0 && active_ib >= 3 && common_n * 2 > active_ib;
     for (size_t i = 0; i < n; i++) {
-        port_t *p = &ports[i];
+        ib_port_t *p = &ports[i];
+        char part[IB_NAME_MAX + 200];
+        snprintf(part, sizeof part, "%s/%s", s->node, p->name);
+        if (p->problem[0])
+            worker_log(s->ctx, "health: %s", p->problem);
+        if (!p->state[0])
+            continue;
+        const char *phys = p->phys_state[0] ? p->phys_state : "unknown";
         if (!p->ib) {
             if (!p->active)
                 worker_log(s->ctx,
                            "health: %s (Ethernet/RoCE) is %s (not failing: unused Ethernet ports "
                            "are common)",
-                           p->part, p->state);
+                           part, p->state);
             continue;
         }
         if (!p->active) {
-            fb_result_add_findingf(s->result, p->part, "link",
-                                   "InfiniBand port %s, physical state %s%s", p->state, p->phys,
-                                   s_phys_hint(p->phys));
+            fb_result_add_findingf(s->result, part, "link",
+                                   "InfiniBand port %s, physical state %s%s", p->state, phys,
+                                   s_phys_hint(phys));
             s->ib_down++;
             continue;
         }
         if (s->ib_rate_gbps > 0 && p->gbps > 0 && p->gbps + 1e-9 < s->ib_rate_gbps) {
-            fb_result_add_findingf(s->result, p->part, "link",
+            fb_result_add_findingf(s->result, part, "link",
                                    "InfiniBand port runs at %s, below the expected %g Gb/sec "
                                    "(degraded width or speed: check the cable and both ends)",
                                    p->rate, s->ib_rate_gbps);
             s->ib_slow++;
         } else if (use_common && p->gbps > 0 && p->gbps < common) {
-            fb_result_add_findingf(s->result, p->part, "link",
+            fb_result_add_findingf(s->result, part, "link",
                                    "InfiniBand port runs at %s, below the %g Gb/sec of %zu of the "
                                    "%zu active ports on this node (degraded width or speed)",
                                    p->rate, common, common_n, active_ib);
@@ -695,7 +646,7 @@ fb_verdict_t health_run_opts(worker_ctx_t *ctx, const health_opts_t *opts)
     free(ibdir);
     s.hcas = (unsigned)n_hcas;
     s_check_links(&s, hcas, n_hcas);
-    s_check_ports(&s, hcas, n_hcas);
+    s_check_ports(&s);
     fb_names_free(hcas, n_hcas);
     worker_progress(ctx, 0.4, "health: EDAC and GPU counters");
     s_check_edac(&s);
