@@ -4,7 +4,8 @@
 # mpirun with two fleetburn-mpirank ranks on localhost; the task passes with busbw metrics for
 # every size. A group of two local agents (scope: group) passes as one task. A corrupted element (test-only inject_corrupt, which needs the agent's switch) fails
 # the task with a finding naming rank 0's node; without the switch it is refused. launcher native
-# on a node without GPUs is skipped with the reason, and a missing mpirun is a clear error.
+# on a node without GPUs is skipped with the reason, a missing mpirun is a clear error, and an
+# mpirun that never starts a rank is stopped.
 . "$(dirname "$0")/lib.sh"
 
 if [ ! -x "$FB_BIN/bin/fleetburn-mpirank" ]; then
@@ -133,3 +134,28 @@ json_q "$WORK/o.json" 'd["stages"][0]["tasks"][0]["error"]' | grep -q "needs GPU
 json_q "$WORK/o.json" 'd["stages"][1]["tasks"][0]["error"]' | grep -q "/nonexistent/mpirun" \
     || fail "missing mpirun not named: $(json_q "$WORK/o.json" 'd["stages"][1]["tasks"][0]["error"]')"
 pass "launcher native skipped without GPUs; a missing mpirun is named"
+
+# mpirun that never starts a rank (a daemon that died without a word) is stopped, not waited for
+# until the stage deadline.
+printf '#!/bin/sh\nexec sleep 617.25\n' >"$WORK/silent-mpirun"
+chmod +x "$WORK/silent-mpirun"
+cat >"$WORK/silent.yaml" <<YAML
+name: allreduce-silent
+stages:
+  - name: ar
+    workload: allreduce
+    timeout: 2m
+    params: {mpirun: "$WORK/silent-mpirun", max_size: 4KiB}
+YAML
+t0=$SECONDS
+set +e
+FLEETBURN_AR_START_TIMEOUT_MS=2000 "$FLEETBURN" run --local 1 --db "$WORK/s.db" "$WORK/silent.yaml" \
+    >"$WORK/s.out" 2>"$WORK/s.log"
+set -e
+[ $((SECONDS - t0)) -lt 60 ] || fail "a silent mpirun was waited for $((SECONDS - t0)) s"
+"$FLEETBURN" report --db "$WORK/s.db" --format json >"$WORK/s.json"
+[ "$(json_q "$WORK/s.json" "$task[\"verdict\"]")" = error ] || fail "silent mpirun verdict"
+json_q "$WORK/s.json" "$task[\"error\"]" | grep -q "no rank started within 2 s" \
+    || fail "silent mpirun error: $(json_q "$WORK/s.json" "$task[\"error\"]")"
+! pgrep -f "sleep 617.25" >/dev/null || fail "the silent mpirun was left running"
+pass "an mpirun that starts no rank is stopped after the start timeout"

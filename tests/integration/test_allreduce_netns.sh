@@ -27,6 +27,8 @@ SUBNET="${NETNS_BRIDGE_IP%.*}.0/24"
 # and ranks' connections: keep both to the namespaces' subnet. Daemons report straight to mpirun
 # (no tree of daemons relaying for each other): one run in seven failed with a daemon unable to
 # reach its relay on this busy two-core machine, and the relay tree is not what is tested here.
+# (fleetburn itself keeps daemons attached to their shell: detached, one in twenty died silently
+# and left mpirun waiting.)
 MPI_ARGS="--mca btl tcp,self --mca btl_tcp_if_include $SUBNET --mca oob_tcp_if_include $SUBNET"
 MPI_ARGS="$MPI_ARGS --mca routed direct --mca plm_rsh_no_tree_spawn 1"
 SWEEP="min_size=64 max_size=256KiB factor=4 iters=3 warmup=1"
@@ -69,6 +71,18 @@ for i in 1 2 3; do
 done
 for i in 1 2 3; do wait_for_log "$WORK/coordinator.log" "agent ns$i registered"; done
 
+# The latest campaign's log lines from the timeline, for a failure message.
+dump_events() {
+    python3 - "$WORK/fb.db" <<'PY' >&2 || true
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+cid = db.execute("SELECT campaign_id FROM events WHERE campaign_id IS NOT NULL ORDER BY time_ms DESC LIMIT 1").fetchone()
+for t, node, kind, msg in db.execute(
+        "SELECT time_ms, node, kind, message FROM events WHERE campaign_id = ? ORDER BY id", cid):
+    print(t, node, kind, (msg or "")[:300])
+PY
+}
+
 campaign() { # NAME ITERS EXTRA_PARAMS
     cat <<YAML
 name: $1
@@ -83,7 +97,7 @@ YAML
 }
 campaign netns-allreduce 3 "" >"$WORK/clean.yaml"
 "$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/clean.yaml" >"$WORK/clean.out" 2>"$WORK/clean.log" ||
-    fail "clean campaign exited $?"
+    { dump_events; fail "clean campaign exited $?"; }
 "$FLEETBURN" report --db "$WORK/fb.db" --format json >"$WORK/clean.json"
 python3 - "$WORK/clean.json" <<'PY' || fail "clean group stage"
 import json, sys

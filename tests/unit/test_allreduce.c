@@ -494,6 +494,7 @@ static void test_mpirun_argv(void **state)
     char **argv = mpirun_argv(&plan, &argc);
     char *cmd = s_join(argv);
     assert_string_equal(cmd, "mpirun --host 10.9.0.1:1,10.9.0.2:2 -np 3 --allow-run-as-root "
+                             "--leave-session-attached "
                              "--mca plm_rsh_agent /x/netns-rsh.sh --map-by slot --bind-to none "
                              "--mca mpi_yield_when_idle 1 "
                              "-x FLEETBURN_AR_NODES -x LD_LIBRARY_PATH --mca btl tcp,self --mca "

@@ -22,6 +22,7 @@
 #define LM_SLOTS_TIMEOUT_MS 120000ull
 /* Members wait for rank 0's verdict as long as the sweep takes; the agent's deadline bounds it. */
 #define LM_DONE_TIMEOUT_MS (24ull * 3600 * 1000)
+#define LM_START_TIMEOUT_MS 120000ull /* plus 1 s per node: until rank 0 prints rank lines */
 #define LM_STDERR_TAIL 8
 #define LM_OTHER_LINES_MAX 200 /* other output lines logged; the rest are counted */
 #define LM_MAX_ARGS 256
@@ -113,6 +114,10 @@ char **mpirun_argv(const mpirun_plan_t *plan, size_t *argc_out)
     s_push(argv, &n, xasprintf("%u", total));
     if (plan->as_root)
         s_push(argv, &n, xstrdup("--allow-run-as-root"));
+    /* Daemons stay attached to their remote shell: what they say on failure reaches mpirun's
+     * output (and so the error message), and a daemon that dies ends its shell, which mpirun
+     * notices. Detached, a daemon that died silently left mpirun waiting (1 run in 20 here). */
+    s_push(argv, &n, xstrdup("--leave-session-attached"));
     if (plan->rsh_agent && *plan->rsh_agent) {
         s_push(argv, &n, xstrdup("--mca"));
         s_push(argv, &n, xstrdup("plm_rsh_agent"));
@@ -197,7 +202,9 @@ static size_t s_env_names(char ***names_out)
 typedef struct {
     const uint64_t *sweep; /* the sizes asked for */
     size_t n_sweep;
-    unsigned per_size_iters; /* warmup + iters, for progress */
+    uint64_t start_limit_ms; /* the ranks must have reported by then */
+    bool started;            /* a rank line arrived */
+    bool start_timed_out;    /* mpirun was stopped because none did */
     ar_size_result_t *sizes; /* the sizes reported, in order */
     size_t n_sizes;
     ar_rank_error_t *errors;
@@ -249,6 +256,7 @@ static void s_stdout_line(worker_ctx_t *ctx, lm_run_t *run, const char *line)
         run->errors = xrealloc(run->errors, (run->n_errors + 1) * sizeof *run->errors);
         run->errors[run->n_errors++] = e;
     } else if (!ar_parse_rank_line(line, &rank, name, sizeof name)) {
+        run->started = true;
         if (rank < run->nranks) {
             free(run->names[rank]);
             run->names[rank] = xstrdup(name);
@@ -322,6 +330,27 @@ static void s_exec_child(char **argv, int out_fd, int err_fd)
     _exit(127);
 }
 
+/* mpirun waits for ever for a daemon that died without a word (seen with a remote shell that
+ * ended normally): when no rank has reported by the deadline, it is stopped (SIGTERM, which makes
+ * it stop every daemon and rank; SIGKILL 10 s later). */
+static void s_start_watchdog(worker_ctx_t *ctx, lm_run_t *run, pid_t pid, uint64_t deadline,
+                             uint64_t *kill_at)
+{
+    uint64_t now = fb_mono_ms();
+    if (run->started || now < deadline)
+        return;
+    if (!run->start_timed_out) {
+        run->start_timed_out = true;
+        *kill_at = now + 10000;
+        worker_log(ctx, "allreduce: no rank started within %.0f s; stopping mpirun",
+                   (double)run->start_limit_ms / 1000.0);
+        kill(pid, SIGTERM);
+    } else if (*kill_at && now >= *kill_at) {
+        *kill_at = 0;
+        kill(pid, SIGKILL);
+    }
+}
+
 /* Runs mpirun to the end; returns its wait status, or -errno when it could not start. */
 static int s_spawn_and_read(worker_ctx_t *ctx, char **argv, lm_run_t *run)
 {
@@ -348,7 +377,9 @@ static int s_spawn_and_read(worker_ctx_t *ctx, char **argv, lm_run_t *run)
     }
     lm_stream_t streams[2] = {{out[0], NULL, 0, 0}, {err[0], NULL, 0, 0}};
     bool open_[2] = {true, true};
+    uint64_t deadline = fb_mono_ms() + run->start_limit_ms, kill_at = 0;
     while (open_[0] || open_[1]) {
+        s_start_watchdog(ctx, run, pid, deadline, &kill_at);
         struct pollfd pfd[2];
         nfds_t n = 0;
         int which[2];
@@ -399,6 +430,15 @@ static fb_verdict_t s_judge(worker_ctx_t *ctx, lm_run_t *run, int status)
                             "allreduce: cannot run mpirun (%s); install openmpi-bin or set "
                             "the mpirun parameter",
                             run->n_tail ? run->tail[run->n_tail - 1] : "not found");
+    if (run->start_timed_out && !run->started) {
+        char *why = s_exit_text(run, status);
+        fb_verdict_t v = worker_error(ctx,
+                                      "allreduce: no rank started within %.0f s (a daemon "
+                                      "that never reported?); %s",
+                                      (double)run->start_limit_ms / 1000.0, why);
+        free(why);
+        return v;
+    }
     if (!complete || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         char *why = s_exit_text(run, status);
         fb_verdict_t v;
@@ -541,6 +581,12 @@ static fb_verdict_t s_run_mpirun(worker_ctx_t *ctx, const mpirun_member_t *m, un
     lm_run_t run = {0};
     run.n_sweep = ar_sweep(&opts, (uint64_t **)&run.sweep);
     run.nranks = total;
+    /* Launching through a remote shell takes longer the more nodes there are. Tests shorten it
+     * with FLEETBURN_AR_START_TIMEOUT_MS. */
+    run.start_limit_ms = LM_START_TIMEOUT_MS + 1000ull * n;
+    const char *limit = getenv("FLEETBURN_AR_START_TIMEOUT_MS");
+    if (limit && strtoull(limit, NULL, 10) > 0)
+        run.start_limit_ms = strtoull(limit, NULL, 10);
     run.names = xcalloc(total, sizeof(char *));
     worker_progress(ctx, 0.0, "allreduce: starting %u ranks through mpirun", total);
     int status = s_spawn_and_read(ctx, argv, &run);

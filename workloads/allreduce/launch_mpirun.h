@@ -61,7 +61,8 @@ typedef struct {
 } mpirun_plan_t;
 
 /* The command line, NULL-terminated (heap; free with mpirun_argv_free):
- *   mpirun --host h0:s0,h1:s1 -np S [--allow-run-as-root] [--mca plm_rsh_agent A]
+ *   mpirun --host h0:s0,h1:s1 -np S [--allow-run-as-root] --leave-session-attached
+ *          [--mca plm_rsh_agent A]
  *          [--map-by slot] [--bind-to none] [--mca mpi_yield_when_idle 1] -x NAME ...
  *          EXTRA... RANK_PATH key=value ...
  * --map-by, --bind-to and mpi_yield_when_idle are left to the extra arguments when they name
