@@ -451,9 +451,13 @@ static int s_measure_latency(p2p_run_t *run, size_t ia, size_t ib, double *us)
     for (unsigned h = 0; h < P2P_CHASE_HOPS; h++)
         expect = chain[expect / 8];
     free(order);
+    /* A copy from pageable memory may return before the data lands, and the chase runs on
+     * another GPU, which nothing orders after b's copy: wait for b before starting it. */
     gpuError_t err = gpuSetDevice(b->dev);
     if (err == gpuSuccess)
         err = gpuMemcpy(b->dst, chain, bytes, gpuMemcpyHostToDevice);
+    if (err == gpuSuccess)
+        err = gpuDeviceSynchronize();
     free(chain);
     if (err != gpuSuccess)
         return s_fail(run, "writing the pointer chain", err);
