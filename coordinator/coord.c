@@ -485,6 +485,20 @@ static void s_send_progress(coord_t *self, const char *identity, const coord_pro
     s_send_to(self, identity, &env);
 }
 
+/* A summary longer than a Progress may carry (a line per task: 8192 nodes make 1.4 MB) is cut
+ * at a line, with a note: a message over the limit would be dropped by the client, which would
+ * then wait for "finished" forever. */
+static void s_fit_summary(char *summary, size_t len)
+{
+    static const char note[] = "... (summary cut to fit a message; `fleetburn report` has all)\n";
+    if (!summary || len <= FB_WIRE_MAX_YAML)
+        return;
+    size_t cut = FB_WIRE_MAX_YAML - sizeof note;
+    while (cut > 0 && summary[cut - 1] != '\n')
+        cut--;
+    memcpy(summary + cut, note, sizeof note);
+}
+
 static void s_client_progress(const coord_progress_t *p, void *arg)
 {
     client_t *client = arg;
@@ -500,6 +514,7 @@ static void s_client_progress(const coord_progress_t *p, void *arg)
         FILE *mem = open_memstream(&summary, &len);
         report_write_text(self->store, p->campaign_id, mem);
         fclose(mem);
+        s_fit_summary(summary, len);
     }
     s_send_progress(self, client->identity, p, NULL, summary);
     free(summary);
