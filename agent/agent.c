@@ -60,6 +60,7 @@ struct agent {
     uv_timer_t tick;
     bool welcomed;
     int fatal;
+    uint32_t tick_ms;
     uint32_t heartbeat_ms, liveness;
     uint64_t last_heard, last_hello, last_heartbeat, last_resend;
     running_t *running;
@@ -97,6 +98,8 @@ static int s_connect(agent_t *self)
         return rc;
     }
     self->zs = zsock_new(self->loop, sock, s_on_message, self);
+    if (self->tick_ms != AGENT_TICK_MS)
+        zsock_set_safety_ms(self->zs, self->tick_ms);
     self->welcomed = false;
     self->last_hello = 0;
     return 0;
@@ -714,6 +717,7 @@ agent_t *agent_new(uv_loop_t *loop, const agent_options_t *opts, char *err, size
     agent_t *self = xcalloc(1, sizeof *self);
     self->loop = loop;
     self->exec = opts->executor ? opts->executor : &s_worker_executor;
+    self->tick_ms = opts->tick_ms ? opts->tick_ms : AGENT_TICK_MS;
     self->coordinator = xstrdup(opts->coordinator);
     self->name = xstrdup(opts->name);
     self->worker_path = opts->executor ? NULL : xstrdup(opts->worker_path);
@@ -761,7 +765,7 @@ agent_t *agent_new(uv_loop_t *loop, const agent_options_t *opts, char *err, size
     }
     uv_timer_init(loop, &self->tick);
     self->tick.data = self;
-    uv_timer_start(&self->tick, s_on_tick, 0, AGENT_TICK_MS);
+    uv_timer_start(&self->tick, s_on_tick, 0, self->tick_ms);
     return self;
 }
 

@@ -47,6 +47,9 @@ typedef struct {
     const agent_executor_t *executor; /* borrowed; NULL: fleetburn-worker processes */
     void *zmq_context;                /* borrowed, shared; NULL: the agent makes its own */
     const Fleetburn__Inventory *inventory; /* borrowed; NULL: read under sysfs_root */
+    /* How often the agent checks its timers and its socket (0: 100 ms). Thousands of agents in
+     * one process spend less with a longer one; heartbeats keep their interval within it. */
+    uint32_t tick_ms;
 } agent_options_t;
 
 typedef struct agent agent_t;

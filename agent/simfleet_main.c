@@ -53,6 +53,7 @@
 #define S_COORD_START_MS 15000
 #define S_LEAF_SIZE 32 /* nodes per leaf of the fabric made up when no topology is given */
 #define S_SPINES 4
+#define S_TICK_MS 250 /* agents' timer and socket checks (a real agent's: 100 ms) */
 
 typedef struct {
     unsigned agents;
@@ -60,7 +61,7 @@ typedef struct {
     bool has_seed;
     uint64_t seed;
     uint32_t delay_min_ms, delay_max_ms;
-    uint32_t heartbeat_ms, liveness;
+    uint32_t heartbeat_ms, liveness, tick_ms;
     bool keep, verbose;
 } cli_t;
 
@@ -116,10 +117,12 @@ static void s_usage(FILE *out)
             "  --seed S              overrides the fault file's seed\n"
             "  --delay-ms MIN[-MAX]  real time a simulated task takes (default 0-50)\n"
             "  --heartbeat-ms MS, --liveness N   passed to the coordinator\n"
+            "  --tick-ms MS          how often each agent checks its timers and socket\n"
+            "                        (default %d; a real agent: 100)\n"
             "  --stats FILE          timings as key=value lines (bench/scale.sh reads them)\n"
             "  --keep                keep the work directory (coordinator log, database)\n"
             "  --verbose             agent and coordinator details on stderr\n",
-            S_MAX_AGENTS, S_LEAF_SIZE, S_SPINES);
+            S_MAX_AGENTS, S_LEAF_SIZE, S_SPINES, S_TICK_MS);
 }
 
 static int s_parse_u32(const char *opt, const char *text, uint64_t min, uint64_t max, uint32_t *out)
@@ -156,12 +159,13 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"heartbeat-ms", required_argument, 0, 'H'}, {"liveness", required_argument, 0, 'L'},
         {"stats", required_argument, 0, 'S'},        {"keep", no_argument, 0, 'k'},
         {"verbose", no_argument, 0, 'v'},            {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"tick-ms", required_argument, 0, 'T'},      {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->delay_max_ms = 50;
+    cli->tick_ms = S_TICK_MS;
     int c;
     uint32_t v;
-    while ((c = getopt_long(argc, argv, "n:t:f:c:d:r:s:D:H:L:S:kvh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:t:f:c:d:r:s:D:H:L:S:T:kvh", longopts, NULL)) != -1) {
         switch (c) {
         case 'n':
             if (s_parse_u32("--agents", optarg, 1, S_MAX_AGENTS, &v))
@@ -191,6 +195,10 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             break;
         case 'L':
             if (s_parse_u32("--liveness", optarg, 1, 100, &cli->liveness))
+                return -EINVAL;
+            break;
+        case 'T':
+            if (s_parse_u32("--tick-ms", optarg, 10, 10000, &cli->tick_ms))
                 return -EINVAL;
             break;
         case 'k': cli->keep = true; break;
@@ -628,6 +636,7 @@ static int s_start_agents(fleet_t *f)
         o.executor = simtask_exec_executor(f->exec);
         o.zmq_context = f->zctx;
         o.inventory = f->inventories[i];
+        o.tick_ms = f->cli->tick_ms;
         char err[512];
         f->agents[i] = agent_new(f->loop, &o, err, sizeof err);
         if (!f->agents[i]) {

@@ -157,3 +157,9 @@ void *zsock_socket(zsock_t *zs)
 {
     return zs->socket;
 }
+
+void zsock_set_safety_ms(zsock_t *zs, uint64_t ms)
+{
+    if (!zs->closing && ms > 0)
+        uv_timer_start(&zs->safety, s_on_safety, ms, ms);
+}
