@@ -22,15 +22,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The spool lives one level inside a private directory, so that "nothing escaped" can look at
+ * its parent without meeting other programs' files in /tmp. */
 typedef struct {
-    char dir[64];
+    char parent[64];
+    char dir[80];
 } s_fixture_t;
 
 static int s_setup(void **state)
 {
     s_fixture_t *f = xcalloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/fb-test-spool-XXXXXX");
-    if (!mkdtemp(f->dir))
+    snprintf(f->parent, sizeof f->parent, "/tmp/fb-test-spool-XXXXXX");
+    if (!mkdtemp(f->parent))
+        return -1;
+    snprintf(f->dir, sizeof f->dir, "%s/spool", f->parent);
+    if (mkdir(f->dir, 0700) != 0)
         return -1;
     *state = f;
     return 0;
@@ -60,7 +66,7 @@ static void s_rm_rf(const char *dir)
 static int s_teardown(void **state)
 {
     s_fixture_t *f = *state;
-    s_rm_rf(f->dir);
+    s_rm_rf(f->parent);
     free(f);
     return 0;
 }
