@@ -25,7 +25,9 @@
 #define S_TOP_KEYS "name, nodes, stages"
 #define S_STAGE_KEYS                                                                               \
     "name, workload, timeout, on_fail, nodes, params, scope, group_size, pairing, seed, "          \
-    "topology, rounds"
+    "topology, rounds, bisect_rounds, bisect_repeat, rails, bisect_prior"
+#define S_BISECT_ROUNDS_MAX 1000
+#define S_BISECT_REPEAT_MAX 100
 #define S_GROUP_SIZE_MAX 4096
 #define S_ROUNDS_MAX 10000
 #define S_HOSTLIST_EXPECTED "expected all, or hostlist notation such as node[01-16,20],gpu-a[1-4]"
@@ -302,6 +304,8 @@ static void s_stage_fini(fb_stage_t *st)
     free(st->params);
     free(st->topology_path);
     fb_topology_destroy(&st->topology);
+    hostlist_free(st->rails, st->n_rails);
+    free(st->bisect_prior);
     memset(st, 0, sizeof *st);
 }
 
@@ -323,17 +327,22 @@ static yaml_node_t *s_lookup(s_ctx_t *ctx, const yaml_node_t *map, const char *k
  * on scope and pairing, which may be written after it, so those checks run on the whole stage. */
 typedef struct {
     int scope, group_size, pairing, seed, topology, rounds;
+    int on_fail, bisect_rounds, bisect_repeat, rails, bisect_prior;
 } s_scope_lines_t;
 
 static int *s_scope_line(s_scope_lines_t *lines, const char *key)
 {
-    return !strcmp(key, "scope")        ? &lines->scope
-           : !strcmp(key, "group_size") ? &lines->group_size
-           : !strcmp(key, "pairing")    ? &lines->pairing
-           : !strcmp(key, "seed")       ? &lines->seed
-           : !strcmp(key, "topology")   ? &lines->topology
-           : !strcmp(key, "rounds")     ? &lines->rounds
-                                        : NULL;
+    return !strcmp(key, "scope")           ? &lines->scope
+           : !strcmp(key, "group_size")    ? &lines->group_size
+           : !strcmp(key, "pairing")       ? &lines->pairing
+           : !strcmp(key, "seed")          ? &lines->seed
+           : !strcmp(key, "topology")      ? &lines->topology
+           : !strcmp(key, "rounds")        ? &lines->rounds
+           : !strcmp(key, "bisect_rounds") ? &lines->bisect_rounds
+           : !strcmp(key, "bisect_repeat") ? &lines->bisect_repeat
+           : !strcmp(key, "rails")         ? &lines->rails
+           : !strcmp(key, "bisect_prior")  ? &lines->bisect_prior
+                                           : NULL;
 }
 
 /* An integer value from min to max; exp is the whole "expected ..." text. */
@@ -352,6 +361,26 @@ static int s_uint_value(s_ctx_t *ctx, const yaml_node_t *v, const char *kpath, u
         return s_fail(ctx, s_line(v), kpath, "'%s' is out of range; %s",
                       fb_show_value(text, shown, sizeof shown), exp);
     *out = n;
+    return 0;
+}
+
+/* rails: hostlist notation (mlx5_[0-7]) or a YAML list of names. */
+static int s_rails_value(s_ctx_t *ctx, const yaml_node_t *v, const char *kpath, fb_stage_t *st)
+{
+    char *expr = NULL;
+    if (s_hostlist(ctx, v, kpath, &expr))
+        return -EINVAL;
+    char err[256];
+    int rc = hostlist_expand(expr, &st->rails, &st->n_rails, err, sizeof err);
+    if (rc || st->n_rails == 0 || !strcmp(expr, "all")) {
+        s_fail(ctx, s_line(v), kpath,
+               "'%s' names no rails; expected the rails of every node, "
+               "e.g. mlx5_[0-7]",
+               expr);
+        free(expr);
+        return -EINVAL;
+    }
+    free(expr);
     return 0;
 }
 
@@ -402,6 +431,23 @@ static int s_scope_value(s_ctx_t *ctx, const char *key, const yaml_node_t *v, co
         if (s_uint_value(ctx, v, kpath, 1, S_ROUNDS_MAX, "expected an integer from 1 to 10000", &n))
             return -EINVAL;
         st->rounds = (unsigned)n;
+    } else if (!strcmp(key, "bisect_rounds")) {
+        if (s_uint_value(ctx, v, kpath, 1, S_BISECT_ROUNDS_MAX,
+                         "expected an integer from 1 to 1000", &n))
+            return -EINVAL;
+        st->bisect_rounds = (unsigned)n;
+    } else if (!strcmp(key, "bisect_repeat")) {
+        if (s_uint_value(ctx, v, kpath, 1, S_BISECT_REPEAT_MAX, "expected an integer from 1 to 100",
+                         &n))
+            return -EINVAL;
+        st->bisect_repeat = (unsigned)n;
+    } else if (!strcmp(key, "rails")) {
+        return s_rails_value(ctx, v, kpath, st);
+    } else if (!strcmp(key, "bisect_prior")) {
+        if (s_scalar(ctx, v, kpath, "expected the name of an earlier stage with scope: node",
+                     &text))
+            return -EINVAL;
+        st->bisect_prior = xstrdup(text);
     }
     return 0;
 }
@@ -449,6 +495,67 @@ static int s_scope_check(s_ctx_t *ctx, const char *path, int stage_line,
     return 0;
 }
 
+/* on_fail: bisect and its keys: bisection needs tests between nodes (scope group or pairs);
+ * each key applies to the scope that uses it; rails need a workload that can be told which
+ * device to use; bisect_prior names an earlier node-local stage. */
+static int s_bisect_check(s_ctx_t *ctx, const char *path, const s_scope_lines_t *lines,
+                          const fb_campaign_t *c, size_t index, const fb_stage_t *st)
+{
+    bool bisect = st->on_fail == FB_ON_FAIL_BISECT;
+    char now[64];
+    snprintf(now, sizeof now, "scope: %s", fb_scope_name(st->scope));
+    if (bisect && st->scope == FB_SCOPE_NODE) {
+        char *kpath = s_path(path, "on_fail");
+        s_fail(ctx, lines->on_fail, kpath,
+               "'bisect' applies only to scope: group or pairs, and this stage has scope: node "
+               "(a node-local test names its failing node by itself); expected continue or stop, "
+               "or scope: group or pairs");
+        free(kpath);
+        return -EINVAL;
+    }
+    const char *keys[] = {"bisect_rounds", "bisect_repeat", "rails", "bisect_prior"};
+    const int at[] = {lines->bisect_rounds, lines->bisect_repeat, lines->rails,
+                      lines->bisect_prior};
+    for (size_t i = 0; i < 4; i++)
+        if (at[i] && !bisect)
+            return s_not_applicable(ctx, at[i], path, keys[i], "on_fail: bisect",
+                                    "no on_fail: bisect");
+    if (lines->bisect_repeat && st->scope != FB_SCOPE_GROUP)
+        return s_not_applicable(ctx, lines->bisect_repeat, path, "bisect_repeat", "scope: group",
+                                now);
+    if (lines->rails && st->scope != FB_SCOPE_PAIRS)
+        return s_not_applicable(ctx, lines->rails, path, "rails", "scope: pairs", now);
+    if (lines->bisect_prior && st->scope != FB_SCOPE_PAIRS)
+        return s_not_applicable(ctx, lines->bisect_prior, path, "bisect_prior", "scope: pairs",
+                                now);
+    if (lines->rails && !fb_workload_param(fb_workload_find(st->workload), "device")) {
+        char *kpath = s_path(path, "rails");
+        s_fail(ctx, lines->rails, kpath,
+               "workload %s cannot be told which rail to use (it has no device parameter); "
+               "expected rails removed, or a workload such as rdmabw",
+               st->workload);
+        free(kpath);
+        return -EINVAL;
+    }
+    if (st->bisect_prior) {
+        bool found = false;
+        for (size_t i = 0; i < index && !found; i++)
+            found =
+                !strcmp(c->stages[i].name, st->bisect_prior) && c->stages[i].scope == FB_SCOPE_NODE;
+        if (!found) {
+            char *kpath = s_path(path, "bisect_prior");
+            char shown[256];
+            s_fail(ctx, lines->bisect_prior, kpath,
+                   "'%s' is not an earlier stage with scope: node; expected the name of a "
+                   "node-local stage before this one",
+                   fb_show_value(st->bisect_prior, shown, sizeof shown));
+            free(kpath);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
 static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campaign_t *c,
                    fb_stage_t *st)
 {
@@ -461,6 +568,8 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
     st->scope = FB_SCOPE_NODE;
     st->pairing = FB_PAIRING_ROUND_ROBIN;
     st->rounds = 1;
+    st->bisect_rounds = 12;
+    st->bisect_repeat = 2;
     if (node->type != YAML_MAPPING_NODE)
         return s_fail(ctx, s_line(node), path,
                       "is %s; expected a mapping with name, workload and optionally timeout, "
@@ -549,9 +658,10 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
                             "e.g. 90s, 30m, 2h",
                             fb_show_value(text, shown, sizeof shown));
         } else if (seen == &seen_on_fail) {
-            const char *exp = "expected continue or stop";
+            const char *exp = "expected continue, stop or bisect";
             char shown[256];
             rc = s_scalar(ctx, v, kpath, exp, &text);
+            scope_lines.on_fail = s_line(v);
             if (rc)
                 ;
             else if (!strcmp(text, "continue"))
@@ -559,10 +669,7 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
             else if (!strcmp(text, "stop"))
                 st->on_fail = FB_ON_FAIL_STOP;
             else if (!strcmp(text, "bisect"))
-                rc = s_fail(ctx, s_line(v), kpath,
-                            "'bisect' is not supported yet: the runner does not split failing "
-                            "groups or pairs; %s",
-                            exp);
+                st->on_fail = FB_ON_FAIL_BISECT; /* scope group or pairs: s_bisect_check */
             else
                 rc = s_fail(ctx, s_line(v), kpath, "unknown policy '%s'; %s",
                             fb_show_value(text, shown, sizeof shown), exp);
@@ -584,7 +691,8 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
         free(kpath);
         return rc;
     }
-    if (s_scope_check(ctx, path, st->line, &scope_lines, st))
+    if (s_scope_check(ctx, path, st->line, &scope_lines, st) ||
+        s_bisect_check(ctx, path, &scope_lines, c, index, st))
         return -EINVAL;
     if (!seen_params) /* defaults */
         return s_params(ctx, NULL, path, w, st);
@@ -918,6 +1026,8 @@ const char *fb_on_fail_name(fb_on_fail_t on_fail)
         return "continue";
     case FB_ON_FAIL_STOP:
         return "stop";
+    case FB_ON_FAIL_BISECT:
+        return "bisect";
     }
     return "unknown";
 }

@@ -20,6 +20,9 @@
  * Multi-node keys (docs/campaign-file.md): scope; group_size (scope group); pairing and rounds
  * (scope pairs); seed (pairing random); topology (pairing topology, required there). A key that
  * does not apply to the stage's scope or pairing is an error, wherever it is written.
+ * on_fail: bisect applies to scope group and pairs only, with its keys bisect_rounds; rails and
+ * bisect_prior (pairs; rails only for a workload with a device parameter); bisect_repeat
+ * (group).
  *
  * Parsing validates everything it can without I/O: keys, workload names, every parameter against
  * the workload schema (scheduler/workload.h), durations, hostlists. The result holds effective
@@ -41,7 +44,9 @@
 
 struct fb_topology;
 
-typedef enum { FB_ON_FAIL_CONTINUE, FB_ON_FAIL_STOP } fb_on_fail_t;
+/* What follows a stage that failed: go on, stop the campaign, or (scope group or pairs) diagnose
+ * it with follow-up rounds until the bad part is named (scheduler/bisect.h), then go on. */
+typedef enum { FB_ON_FAIL_CONTINUE, FB_ON_FAIL_STOP, FB_ON_FAIL_BISECT } fb_on_fail_t;
 
 typedef struct fb_kv {
     char *key;
@@ -67,6 +72,13 @@ typedef struct fb_stage {
     char *topology_path;          /* pairing topology: the file as written; NULL otherwise */
     int topology_line;            /* where topology_path was written */
     struct fb_topology *topology; /* owned; loaded by fb_campaign_load_files, NULL before */
+    /* on_fail: bisect (docs/campaign-file.md) */
+    unsigned bisect_rounds; /* follow-up rounds at most (default 12) */
+    unsigned bisect_repeat; /* scope group: runs of every part of a split (default 2) */
+    char **rails;           /* scope pairs: rails every node has (the workload's device), or NULL */
+    size_t n_rails;
+    char *bisect_prior; /* scope pairs: an earlier node-scope stage whose verdicts seed the
+                         * suspicion, or NULL */
 } fb_stage_t;
 
 /* Tagged so that other headers can forward-declare it as struct fb_campaign. */
@@ -113,7 +125,7 @@ const char *fb_stage_param(const fb_stage_t *s, const char *key);
 int fb_stage_nodes(const fb_campaign_t *c, const fb_stage_t *s, bool *all, char ***names, size_t *n,
                    char *err, size_t errlen);
 
-/* "continue", "stop". */
+/* "continue", "stop", "bisect". */
 const char *fb_on_fail_name(fb_on_fail_t on_fail);
 
 #endif

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Diagnosis engine core: Bayesian suspicion per node and per (node, rail) from group/pair test
- * results, pair-round planning with trusted partners, the bad/cleared stopping rule with its
- * evidence, slow-node naming from pair measurements (robust scores, several trusted partners),
- * and split planning for faults that show only at scale. The coordinator feeds it results and
- * runs what it plans; this file does no I/O. The model and its approximations are in
- * docs/diagnosis.md. */
+ * results and port counters, round planning on every rail with trusted partners for suspects and
+ * fresh matchings for everyone else, fleet estimates of q and of the false-fail rate, the
+ * bad/cleared stopping rule with its evidence, and split planning for faults that show only at
+ * scale. The coordinator (and bench/diagnosis) feed it results and run what it plans; this file
+ * does no I/O. The model and its approximations are in docs/diagnosis.md. */
 #include "diagnosis.h"
 
 #include "common/strmap.h"
 #include "common/util.h"
-#include "robust.h"
+#include "pairing.h"
+#include "topology.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -28,6 +29,7 @@ typedef struct {
 typedef struct {
     char *name;
     int parent;        /* index of the node of a rail, -1 for a node */
+    int rail;          /* a rail: its index in fb_diag.rails; -1 for a node */
     s_ivec_t children; /* rails of a node */
     double *post;      /* node only: P(all good), P(node bad), P(rail c bad)... (sum 1) */
     size_t n_post;
@@ -35,21 +37,13 @@ typedef struct {
     unsigned n_tests, n_failed;
     bool in_failed;         /* has been in a failed test */
     bool bad;               /* named bad (sticky) */
+    unsigned n_counters;    /* port-counter increases recorded against it (rails) */
+    bool ambiguous;         /* a node named for itself or its only NIC */
     s_ivec_t partners;      /* nodes it was tested with (any result) */
     s_ivec_t fail_partners; /* distinct nodes, trusted at the time, in its failed tests */
     fb_diag_evidence_t *ev;
     size_t n_ev, cap_ev;
-    /* slow verdict cache, rebuilt by fb_diag_verdicts */
-    fb_diag_slow_evidence_t *sev;
-    size_t n_sev, cap_sev;
-    unsigned n_slow_partners;
 } s_ent_t;
-
-typedef struct {
-    char *test_id;
-    int a, b;
-    double value;
-} s_measure_t;
 
 struct fb_diag {
     fb_diag_params_t par;
@@ -57,8 +51,11 @@ struct fb_diag {
     size_t n_ents, cap_ents;
     strmap_t *index;           /* name -> (index + 1) */
     double ff_tests, ff_fails; /* tests whose members were all cleared, and their failures */
-    s_measure_t *meas;
-    size_t n_meas, cap_meas;
+    double q_tests, q_fails;   /* tests of named-bad parts with trusted partners (fb_diag_q) */
+    char **rails;              /* rail names over all nodes, in the order first added */
+    size_t n_rails;
+    bool unsettled; /* results came in since the last fb_diag_settle */
+    size_t n_nodes; /* node entities (the rest are rails) */
 };
 
 static void s_ivec_push(s_ivec_t *v, int x)
@@ -97,14 +94,15 @@ void fb_diag_params_default(fb_diag_params_t *p)
 {
     assert(p);
     p->q = 0.5;
+    p->q_weight = 5.0;
     p->false_fail_rate = 0.01;
     p->false_fail_weight = 200.0;
     p->prior_bad = 0.01;
     p->bad_threshold = 0.99;
     p->clear_threshold = 0.001;
     p->min_trusted_partners = 2;
-    p->slow_threshold = 3.5;
-    p->slow_min_partners = 3;
+    p->fleet_error = 0.001;
+    p->counter_lr = 100.0;
 }
 
 static bool s_prob_ok(double x)
@@ -124,7 +122,8 @@ fb_diag_t *fb_diag_new(const fb_diag_params_t *params)
         !(par.false_fail_weight >= 0.0) || !s_prob_ok(par.prior_bad) ||
         !s_prob_ok(par.bad_threshold) || !s_prob_ok(par.clear_threshold) ||
         par.clear_threshold >= par.prior_bad || par.prior_bad >= par.bad_threshold ||
-        isnan(par.slow_threshold))
+        !(par.q_weight >= 0.0) || !(par.counter_lr >= 1.0) ||
+        !(par.fleet_error >= 0.0 && par.fleet_error < 1.0))
         return NULL;
     fb_diag_t *d = xcalloc(1, sizeof *d);
     d->par = par;
@@ -148,14 +147,14 @@ void fb_diag_destroy(fb_diag_t **self_p)
         for (size_t k = 0; k < e->n_ev; k++) {
             free((char *)e->ev[k].test_id);
             free((char *)e->ev[k].partners);
+            free((char *)e->ev[k].counter);
         }
         free(e->ev);
-        free(e->sev);
     }
     free(d->ents);
-    for (size_t i = 0; i < d->n_meas; i++)
-        free(d->meas[i].test_id);
-    free(d->meas);
+    for (size_t i = 0; i < d->n_rails; i++)
+        free(d->rails[i]);
+    free(d->rails);
     strmap_destroy(&d->index);
     free(d);
     *self_p = NULL;
@@ -180,9 +179,21 @@ static int s_add_ent(fb_diag_t *d, const char *name, int parent)
     memset(e, 0, sizeof *e);
     e->name = xstrdup(name);
     e->parent = parent;
+    e->rail = -1;
     e->p = d->par.prior_bad;
     strmap_put(d->index, e->name, (void *)(uintptr_t)(idx + 1));
     return idx;
+}
+
+/* The index of rail name p[0..len) in d->rails, added when new. */
+static int s_rail_index(fb_diag_t *d, const char *p, size_t len)
+{
+    for (size_t i = 0; i < d->n_rails; i++)
+        if (strlen(d->rails[i]) == len && !strncmp(d->rails[i], p, len))
+            return (int)i;
+    d->rails = xrealloc(d->rails, (d->n_rails + 1) * sizeof *d->rails);
+    d->rails[d->n_rails] = xstrndup(p, len);
+    return (int)d->n_rails++;
 }
 
 static bool s_name_ok(const char *s, size_t len)
@@ -216,6 +227,7 @@ int fb_diag_add_node(fb_diag_t *d, const char *node, const char *rails_csv)
         }
     }
     int ni = s_add_ent(d, node, -1);
+    d->n_nodes++;
     if (rails_csv && *rails_csv) {
         const char *p = rails_csv;
         for (;;) {
@@ -224,6 +236,7 @@ int fb_diag_add_node(fb_diag_t *d, const char *node, const char *rails_csv)
             char *rail = xasprintf("%s/%.*s", node, (int)len, p);
             if (s_find(d, rail) < 0) { /* a rail listed twice is added once */
                 int ri = s_add_ent(d, rail, ni);
+                d->ents[ri].rail = s_rail_index(d, p, len);
                 s_ivec_push(&d->ents[ni].children, ri);
             }
             free(rail);
@@ -235,15 +248,17 @@ int fb_diag_add_node(fb_diag_t *d, const char *node, const char *rails_csv)
     s_ent_t *ne = &d->ents[ni];
     ne->n_post = 2 + ne->children.n;
     ne->post = xmalloc(ne->n_post * sizeof *ne->post);
+    /* The node and its NICs together: prior_bad for the node, and as much again shared by its
+     * rails (a NIC of eight is not as likely to be bad as the whole node). */
     double prior = d->par.prior_bad;
-    if (prior * (double)(ne->n_post - 1) > 0.5) /* many rails: keep P(all good) >= 1/2 */
-        prior = 0.5 / (double)(ne->n_post - 1);
-    ne->post[0] = 1.0 - prior * (double)(ne->n_post - 1);
-    for (size_t h = 1; h < ne->n_post; h++)
-        ne->post[h] = prior;
+    double rail_prior = ne->children.n ? prior / (double)ne->children.n : 0.0;
+    ne->post[0] = 1.0 - prior - rail_prior * (double)ne->children.n;
+    ne->post[1] = prior;
+    for (size_t h = 2; h < ne->n_post; h++)
+        ne->post[h] = rail_prior;
     ne->p = prior;
     for (size_t c = 0; c < ne->children.n; c++)
-        d->ents[ne->children.v[c]].p = prior;
+        d->ents[ne->children.v[c]].p = rail_prior;
     return 0;
 }
 
@@ -252,11 +267,27 @@ static int s_node_of(const fb_diag_t *d, int i)
     return d->ents[i].parent >= 0 ? d->ents[i].parent : i;
 }
 
-/* Trusted: not named bad, and either cleared or never in a failed test. */
-static bool s_ent_trusted(const fb_diag_t *d, int i)
+/* Undecided: in a failed test, neither bad nor cleared; a part of a unit whose bad part was
+ * named is decided with it (one bad part per unit). */
+static bool s_undecided(const fb_diag_t *d, int i)
 {
     const s_ent_t *e = &d->ents[i];
-    return !e->bad && (e->p <= d->par.clear_threshold || !e->in_failed);
+    if (e->bad || !e->in_failed || e->p <= d->par.clear_threshold)
+        return false;
+    const s_ent_t *u = &d->ents[e->parent >= 0 ? e->parent : i];
+    if (u->bad)
+        return false;
+    for (size_t c = 0; c < u->children.n; c++)
+        if (d->ents[u->children.v[c]].bad)
+            return false;
+    return true;
+}
+
+/* Trusted: neither named bad nor undecided (cleared, never in a failed test, or a healthy part
+ * of a unit whose bad part is named). */
+static bool s_ent_trusted(const fb_diag_t *d, int i)
+{
+    return !d->ents[i].bad && !s_undecided(d, i);
 }
 
 /* A test member is trusted when it and (for a rail) its node are. */
@@ -265,22 +296,17 @@ static bool s_member_trusted(const fb_diag_t *d, int i)
     return s_ent_trusted(d, i) && s_ent_trusted(d, s_node_of(d, i));
 }
 
-/* A node is a trusted pair partner when it and all its rails are trusted. */
+/* A node is a trusted pair partner when it and all its rails are trusted; a rail named bad only
+ * keeps it out of tests on that rail. */
 static bool s_node_trusted(const fb_diag_t *d, int ni)
 {
     if (!s_ent_trusted(d, ni))
         return false;
     const s_ivec_t *ch = &d->ents[ni].children;
     for (size_t k = 0; k < ch->n; k++)
-        if (!s_ent_trusted(d, ch->v[k]))
+        if (!d->ents[ch->v[k]].bad && !s_ent_trusted(d, ch->v[k]))
             return false;
     return true;
-}
-
-static bool s_undecided(const fb_diag_t *d, int i)
-{
-    const s_ent_t *e = &d->ents[i];
-    return !e->bad && e->in_failed && e->p > d->par.clear_threshold;
 }
 
 double fb_diag_false_fail_rate(const fb_diag_t *d)
@@ -291,6 +317,48 @@ double fb_diag_false_fail_rate(const fb_diag_t *d)
     if (tests <= 0.0)
         return d->par.false_fail_rate;
     return (d->par.false_fail_rate * w + d->ff_fails) / tests;
+}
+
+double fb_diag_q(const fb_diag_t *d)
+{
+    assert(d);
+    double w = d->par.q_weight;
+    if (w <= 0.0 || w + d->q_tests <= 0.0)
+        return d->par.q;
+    double q = (d->par.q * w + d->q_fails) / (w + d->q_tests);
+    return q < 0.01 ? 0.01 : q; /* a part named bad does show, now and then */
+}
+
+bool fb_diag_trusted(const fb_diag_t *d, const char *node)
+{
+    assert(d);
+    int i = s_find(d, node);
+    return i >= 0 && d->ents[i].parent < 0 && s_node_trusted(d, i);
+}
+
+/* Whether evidence e counts towards the estimate of q: a test (not a counter) whose partners
+ * were all trusted. */
+static bool s_q_evidence(const fb_diag_evidence_t *e)
+{
+    return !e->counter && e->n_trusted == e->n_partners;
+}
+
+/* A part was just named bad: its tests with trusted partners join the estimate of q, except its
+ * first failed one (the test that made it a suspect was selected for failing). */
+static void s_q_add_part(fb_diag_t *d, const s_ent_t *e)
+{
+    bool skipped = false;
+    for (size_t k = 0; k < e->n_ev; k++) {
+        const fb_diag_evidence_t *ev = &e->ev[k];
+        if (!skipped && ev->failed && !ev->counter) {
+            skipped = true;
+            continue;
+        }
+        if (!s_q_evidence(ev))
+            continue;
+        d->q_tests += 1.0;
+        d->q_fails += ev->failed ? 1.0 : 0.0;
+    }
 }
 
 double fb_diag_p_bad(const fb_diag_t *d, const char *suspect)
@@ -309,9 +377,10 @@ static void s_push_evidence(s_ent_t *e, const fb_diag_evidence_t *ev)
     e->ev[e->n_ev++] = *ev;
 }
 
-/* Comma-joined names of the members whose node differs from node `self_node`. */
+/* Comma-joined names of the members whose node differs from node `self_node`; counts them
+ * (distinct nodes) and the trusted ones. */
 static char *s_join_others(const fb_diag_t *d, const int *mem, size_t n, int self_node,
-                           unsigned *n_trusted, const bool *trusted)
+                           unsigned *n_partners, unsigned *n_trusted, const bool *trusted)
 {
     size_t len = 1;
     for (size_t k = 0; k < n; k++)
@@ -320,10 +389,16 @@ static char *s_join_others(const fb_diag_t *d, const int *mem, size_t n, int sel
     char *s = xmalloc(len);
     s[0] = '\0';
     size_t at = 0;
-    *n_trusted = 0;
+    *n_trusted = *n_partners = 0;
     for (size_t k = 0; k < n; k++) {
-        if (s_node_of(d, mem[k]) == self_node)
+        int on = s_node_of(d, mem[k]);
+        if (on == self_node)
             continue;
+        bool again = false;
+        for (size_t j = 0; j < k && !again; j++)
+            again = s_node_of(d, mem[j]) == on;
+        if (!again)
+            (*n_partners)++;
         size_t l = strlen(d->ents[mem[k]].name);
         if (at)
             s[at++] = ',';
@@ -349,6 +424,102 @@ static bool s_hyp_in_test(const fb_diag_t *d, int unit, size_t h, const int *mem
             return true;
     }
     return false;
+}
+
+/* P(X >= k) for X ~ Binomial(n, f): the chance that a healthy part fails k of n tests. */
+static double s_binom_tail(unsigned n, unsigned k, double f)
+{
+    if (k == 0)
+        return 1.0;
+    if (k > n || f <= 0.0)
+        return 0.0;
+    double sum = 0.0;
+    for (unsigned j = k; j <= n; j++)
+        sum += exp(lgamma(n + 1.0) - lgamma(j + 1.0) - lgamma(n - j + 1.0) + j * log(f) +
+                   (n - j) * log1p(-f));
+    return sum > 1.0 ? 1.0 : sum;
+}
+
+/* Whether entity i's failures are too many to be chance anywhere in the fleet: over its tests
+ * with trusted partners after the first failed one (which chose it as a suspect), the chance that
+ * a healthy part fails as often, times the number of parts of its kind, is at most fleet_error.
+ * A part with a port counter against it is exempt (the counter is direct evidence). */
+static bool s_significant(const fb_diag_t *d, int i)
+{
+    const s_ent_t *e = &d->ents[i];
+    if (d->par.fleet_error <= 0.0 || e->n_counters)
+        return true;
+    unsigned n = 0, k = 0;
+    bool skipped = false;
+    for (size_t j = 0; j < e->n_ev; j++) {
+        const fb_diag_evidence_t *ev = &e->ev[j];
+        if (!s_q_evidence(ev))
+            continue;
+        if (!skipped && ev->failed) {
+            skipped = true;
+            continue;
+        }
+        n++;
+        k += ev->failed;
+    }
+    size_t parts = e->parent < 0 ? d->n_nodes : d->n_ents - d->n_nodes;
+    return s_binom_tail(n, k, fb_diag_false_fail_rate(d)) * (double)parts <= d->par.fleet_error;
+}
+
+/* Enough evidence to name entity i: distinct trusted partners in its failed tests (a port
+ * counter pointing at it counts as one), and failures that chance does not explain. */
+static bool s_witnessed(const fb_diag_t *d, int i)
+{
+    const s_ent_t *e = &d->ents[i];
+    return e->fail_partners.n + (e->n_counters > 0 ? 1 : 0) >= d->par.min_trusted_partners &&
+           s_significant(d, i);
+}
+
+static void s_name_bad(fb_diag_t *d, int i)
+{
+    d->ents[i].bad = true;
+    s_q_add_part(d, &d->ents[i]);
+}
+
+/* Names the bad part of node unit u, if any: the smallest part that holds P >= bad_threshold
+ * and is witnessed, a rail before its node. A node with a single rail is a special case: its
+ * pair tests cannot tell the node from its NIC (only node-local tests can, and weakly), so once
+ * the unit as a whole holds P >= bad_threshold the node is named, as the part that holds both
+ * (its verdict says so). */
+static void s_check_unit(fb_diag_t *d, int u)
+{
+    s_ent_t *ue = &d->ents[u];
+    const double thr = d->par.bad_threshold;
+    for (size_t c = 0; c < ue->children.n; c++) {
+        int r = ue->children.v[c];
+        if (d->ents[r].bad)
+            return; /* one bad part per unit */
+        if (ue->post[2 + c] >= thr && s_witnessed(d, r)) {
+            s_name_bad(d, r);
+            return;
+        }
+    }
+    if (ue->bad)
+        return;
+    if (ue->post[1] >= thr && s_witnessed(d, u)) {
+        s_name_bad(d, u);
+        return;
+    }
+    if (ue->children.n == 1 && 1.0 - ue->post[0] >= thr && s_witnessed(d, u)) {
+        ue->ambiguous = true;
+        s_name_bad(d, u);
+    }
+}
+
+void fb_diag_settle(fb_diag_t *d)
+{
+    assert(d);
+    if (!d->unsettled)
+        return;
+    d->unsettled = false;
+    for (size_t i = 0; i < d->n_ents; i++)
+        if (d->ents[i].parent < 0)
+            s_check_unit(d, (int)i);
 }
 
 int fb_diag_record(fb_diag_t *d, const char *test_id, const char *const *members, size_t n,
@@ -399,7 +570,7 @@ int fb_diag_record(fb_diag_t *d, const char *test_id, const char *const *members
      *                 * (1 - f),      s_h = q if hypothesis h puts the fault in this test, else 0.
      * For a node without rails this is the two-hypothesis rule of docs/diagnosis.md. All units
      * are updated from the posteriors as they were before this result. */
-    const double q = d->par.q;
+    const double q = fb_diag_q(d);
     const double f = fb_diag_false_fail_rate(d);
     bool all_cleared = true;
     for (size_t i = 0; i < n_inv; i++)
@@ -463,6 +634,9 @@ int fb_diag_record(fb_diag_t *d, const char *test_id, const char *const *members
                 pn = post_new[j][h];
         p_new[i] = pn < S_P_MIN ? S_P_MIN : (pn > S_P_MAX ? S_P_MAX : pn);
     }
+    double *p_old = xmalloc(n_inv * sizeof *p_old);
+    for (size_t i = 0; i < n_inv; i++)
+        p_old[i] = d->ents[inv[i]].p;
     /* commit the unit posteriors; rails of a unit that were not in the test move too */
     for (size_t j = 0; j < n_units; j++) {
         s_ent_t *u = &d->ents[units[j]];
@@ -485,13 +659,20 @@ int fb_diag_record(fb_diag_t *d, const char *test_id, const char *const *members
         int ei = inv[i];
         s_ent_t *e = &d->ents[ei];
         int self_node = s_node_of(d, ei);
-        fb_diag_evidence_t ev = {0};
-        ev.test_id = xstrdup(test_id);
-        ev.partners = s_join_others(d, mem, n, self_node, &ev.n_trusted, trusted);
-        ev.failed = failed;
-        ev.p_before = e->p;
-        ev.p_after = p_new[i];
-        s_push_evidence(e, &ev);
+        if (e->in_failed || failed) { /* see fb_diag_evidence_t: from the first failure on */
+            fb_diag_evidence_t ev = {0};
+            ev.test_id = xstrdup(test_id);
+            ev.partners =
+                s_join_others(d, mem, n, self_node, &ev.n_partners, &ev.n_trusted, trusted);
+            ev.failed = failed;
+            ev.p_before = p_old[i];
+            ev.p_after = p_new[i];
+            s_push_evidence(e, &ev);
+            if (e->bad && s_q_evidence(&ev)) { /* a named part tested again */
+                d->q_tests += 1.0;
+                d->q_fails += failed ? 1.0 : 0.0;
+            }
+        }
         e->p = p_new[i];
         e->n_tests++;
         for (size_t k = 0; k < n; k++) {
@@ -507,12 +688,8 @@ int fb_diag_record(fb_diag_t *d, const char *test_id, const char *const *members
             e->in_failed = true;
         }
     }
-    for (size_t i = 0; i < n_inv; i++) {
-        s_ent_t *e = &d->ents[inv[i]];
-        if (!e->bad && e->p >= d->par.bad_threshold &&
-            e->fail_partners.n >= d->par.min_trusted_partners)
-            e->bad = true;
-    }
+    d->unsettled = true;
+    free(p_old);
     free(p_new);
     free(mem);
     free(trusted);
@@ -520,22 +697,43 @@ int fb_diag_record(fb_diag_t *d, const char *test_id, const char *const *members
     return 0;
 }
 
-int fb_diag_record_measure(fb_diag_t *d, const char *test_id, const char *a, const char *b,
-                           double value)
+int fb_diag_record_counter(fb_diag_t *d, const char *test_id, const char *rail, const char *what)
 {
     assert(d);
-    if (!test_id || isnan(value))
+    int ri = s_find(d, rail);
+    if (!test_id)
         return -EINVAL;
-    int ia = s_find(d, a), ib = s_find(d, b);
-    if (ia < 0 || ib < 0)
+    if (ri < 0)
         return -ENOENT;
-    if (ia == ib)
+    if (d->ents[ri].parent < 0)
         return -EINVAL;
-    if (d->n_meas == d->cap_meas) {
-        d->cap_meas = d->cap_meas ? 2 * d->cap_meas : 64;
-        d->meas = xrealloc(d->meas, d->cap_meas * sizeof *d->meas);
+    s_ent_t *u = &d->ents[d->ents[ri].parent], *e = &d->ents[ri];
+    size_t h = 0;
+    for (size_t c = 0; c < u->children.n; c++)
+        if (u->children.v[c] == ri)
+            h = 2 + c;
+    double sum = 0.0;
+    for (size_t k = 0; k < u->n_post; k++) {
+        if (k == h)
+            u->post[k] *= d->par.counter_lr;
+        sum += u->post[k];
     }
-    d->meas[d->n_meas++] = (s_measure_t){xstrdup(test_id), ia, ib, value};
+    for (size_t k = 0; k < u->n_post; k++)
+        u->post[k] /= sum;
+    fb_diag_evidence_t ev = {0};
+    ev.test_id = xstrdup(test_id);
+    ev.partners = xstrdup("");
+    ev.failed = true;
+    ev.p_before = e->p;
+    ev.counter = xstrdup(what ? what : "port counter increased");
+    u->p = u->post[1];
+    for (size_t c = 0; c < u->children.n; c++)
+        d->ents[u->children.v[c]].p = u->post[2 + c];
+    ev.p_after = e->p;
+    s_push_evidence(e, &ev);
+    e->n_counters++;
+    e->in_failed = u->in_failed = true;
+    d->unsettled = true;
     return 0;
 }
 
@@ -569,6 +767,7 @@ int fb_diag_plan_pairs(fb_diag_t *d, uint64_t seed, fb_pair_t **pairs, size_t *n
                        char ***rest, size_t *n_rest)
 {
     assert(d && pairs && n_pairs && rest && n_rest);
+    fb_diag_settle(d);
     size_t ne = d->n_ents;
     int *sus = xmalloc((ne ? ne : 1) * sizeof *sus);
     int *pool = xmalloc((ne ? ne : 1) * sizeof *pool);
@@ -665,6 +864,236 @@ void fb_diag_names_free(char ***names, size_t n)
     *names = NULL;
 }
 
+/* ---- a whole round, on every rail ---- */
+
+size_t fb_diag_rails(const fb_diag_t *d, const char *const **rails)
+{
+    assert(d && rails);
+    *rails = (const char *const *)d->rails;
+    return d->n_rails;
+}
+
+/* The entity of node ni's rail k, or -1 when it has none. */
+static int s_rail_of(const fb_diag_t *d, int ni, size_t k)
+{
+    const s_ivec_t *ch = &d->ents[ni].children;
+    for (size_t c = 0; c < ch->n; c++)
+        if (d->ents[ch->v[c]].rail == (int)k)
+            return ch->v[c];
+    return -1;
+}
+
+/* Whether node ni takes part in rail pass k: not named bad, and it has that rail and the rail is
+ * not named bad (a node without rails takes part in the first pass only). */
+static bool s_on_pass(const fb_diag_t *d, int ni, size_t k)
+{
+    if (d->ents[ni].bad)
+        return false;
+    if (d->ents[ni].children.n == 0)
+        return k == 0;
+    int r = s_rail_of(d, ni, k);
+    return r >= 0 && !d->ents[r].bad;
+}
+
+static uint64_t s_mix2(uint64_t a, uint64_t b)
+{
+    uint64_t st = a ^ (b * 0x9e3779b97f4a7c15ULL);
+    return s_rand(&st);
+}
+
+/* The largest P of a node and its rails: the order in which suspects get their partners. */
+static double s_unit_p(const fb_diag_t *d, int ni)
+{
+    double p = d->ents[ni].p;
+    const s_ivec_t *ch = &d->ents[ni].children;
+    for (size_t c = 0; c < ch->n; c++)
+        if (d->ents[ch->v[c]].p > p)
+            p = d->ents[ch->v[c]].p;
+    return p;
+}
+
+typedef struct {
+    fb_diag_t *d;
+    const fb_diag_round_opts_t *o;
+    fb_diag_round_t *out;
+    size_t cap;
+    int *retest; /* nodes re-tested with trusted partners, most suspected first */
+    size_t n_retest;
+    s_ivec_t *met; /* per retest node: partners of this round (a new one on every rail) */
+    bool *is_retest, *got_partner;
+    int *pool; /* trusted nodes */
+    size_t n_pool;
+} s_round_t;
+
+static void s_push_test(s_round_t *r, int a, int b, size_t k, const char *suspect)
+{
+    fb_diag_round_t *out = r->out;
+    if (out->n_tests == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 64;
+        out->tests = xrealloc(out->tests, r->cap * sizeof *out->tests);
+    }
+    const fb_diag_t *d = r->d;
+    bool rails = d->n_rails && s_rail_of(d, a, k) >= 0 && s_rail_of(d, b, k) >= 0;
+    fb_diag_test_t *t = &out->tests[out->n_tests++];
+    t->a = xstrdup(d->ents[a].name);
+    t->b = xstrdup(d->ents[b].name);
+    t->rail = rails ? xstrdup(d->rails[k]) : NULL;
+    t->suspect = suspect ? xstrdup(suspect) : NULL;
+}
+
+/* The trusted partner of retest node s on pass k: unused on this pass, not met this round, and
+ * (while there is one) never tested with s before. -1 when none is left. */
+static int s_pick_partner(s_round_t *r, size_t i, size_t k, const bool *used)
+{
+    const fb_diag_t *d = r->d;
+    int s = r->retest[i];
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t j = 0; j < r->n_pool; j++) {
+            int t = r->pool[j];
+            if (used[t] || t == s || !s_on_pass(d, t, k) || s_ivec_has(&r->met[i], t))
+                continue;
+            int tr = s_rail_of(d, t, k);
+            if (tr >= 0 && !s_ent_trusted(d, tr))
+                continue;
+            if (pass == 0 && s_ivec_has(&d->ents[s].partners, t))
+                continue;
+            return t;
+        }
+    return -1;
+}
+
+/* Matches the nodes of pass k that are left (trusted, unused) by the fresh pairing. */
+static int s_fresh_pass(s_round_t *r, size_t k, size_t n_pass, const bool *used)
+{
+    const fb_diag_t *d = r->d;
+    const fb_diag_round_opts_t *o = r->o;
+    const char **names = xmalloc((r->n_pool + 1) * sizeof *names);
+    size_t n = 0;
+    for (size_t i = 0; i < d->n_ents; i++) /* in the order added: planners want a stable list */
+        if (d->ents[i].parent < 0 && !used[i] && !r->is_retest[i] && s_on_pass(d, (int)i, k) &&
+            s_node_trusted(d, (int)i))
+            names[n++] = d->ents[i].name;
+    fb_plan_t plan = {0};
+    unsigned at = o->round * (unsigned)n_pass + (unsigned)k;
+    int rc;
+    if (o->pairing == FB_PAIRING_TOPOLOGY)
+        rc = o->topology ? fb_plan_pairs_topology(o->topology, names, n, at, &plan) : -EINVAL;
+    else if (o->pairing == FB_PAIRING_ROUND_ROBIN)
+        rc = fb_plan_pairs_round_robin(names, n, at, &plan);
+    else
+        rc = fb_plan_pairs_random(names, n, s_mix2(o->seed, at + 1), &plan);
+    for (size_t g = 0; rc == 0 && g < plan.n_groups; g++) {
+        if (plan.groups[g].n_members != 2)
+            continue;
+        int a = s_find(d, plan.groups[g].members[0]), b = s_find(d, plan.groups[g].members[1]);
+        s_push_test(r, a, b, k, NULL);
+    }
+    fb_plan_clear(&plan);
+    free(names);
+    return rc;
+}
+
+/* Pass k: every retest node gets a trusted partner, then (fresh) everyone else a matching. */
+static int s_plan_pass(s_round_t *r, size_t k, size_t n_pass)
+{
+    fb_diag_t *d = r->d;
+    bool *used = xcalloc(d->n_ents ? d->n_ents : 1, sizeof *used);
+    for (size_t i = 0; i < r->n_retest; i++) {
+        int s = r->retest[i];
+        if (!s_on_pass(d, s, k))
+            continue;
+        int t = s_pick_partner(r, i, k, used);
+        if (t < 0)
+            continue;
+        used[s] = used[t] = true;
+        s_ivec_push(&r->met[i], t);
+        r->got_partner[s] = true;
+        int rail = s_rail_of(d, s, k);
+        bool rail_suspect = rail >= 0 && s_undecided(d, rail) && !s_undecided(d, s);
+        s_push_test(r, s, t, k, d->ents[rail_suspect ? rail : s].name);
+        r->out->n_retests++;
+    }
+    int rc = r->o->fresh ? s_fresh_pass(r, k, n_pass, used) : 0;
+    free(used);
+    return rc;
+}
+
+int fb_diag_plan_round(fb_diag_t *d, const fb_diag_round_opts_t *o, fb_diag_round_t *out)
+{
+    assert(d && o && out);
+    memset(out, 0, sizeof *out);
+    fb_diag_settle(d);
+    size_t ne = d->n_ents ? d->n_ents : 1;
+    s_round_t r = {.d = d, .o = o, .out = out};
+    r.retest = xmalloc(ne * sizeof *r.retest);
+    r.pool = xmalloc(ne * sizeof *r.pool);
+    r.is_retest = xcalloc(ne, sizeof *r.is_retest);
+    r.got_partner = xcalloc(ne, sizeof *r.got_partner);
+    for (size_t i = 0; i < o->n_extra; i++) {
+        int x = s_find(d, o->extra[i]);
+        if (x >= 0 && d->ents[x].parent < 0 && !d->ents[x].bad)
+            r.is_retest[x] = true;
+    }
+    for (size_t i = 0; i < d->n_ents; i++) {
+        if (d->ents[i].parent >= 0 || d->ents[i].bad)
+            continue;
+        if (!s_node_trusted(d, (int)i))
+            r.is_retest[i] = true;
+        if (r.is_retest[i])
+            r.retest[r.n_retest++] = (int)i;
+        else
+            r.pool[r.n_pool++] = (int)i;
+    }
+    /* most suspected first (insertion sort: suspects are few) */
+    for (size_t i = 1; i < r.n_retest; i++) {
+        int x = r.retest[i];
+        size_t j = i;
+        while (j > 0 && s_unit_p(d, r.retest[j - 1]) < s_unit_p(d, x)) {
+            r.retest[j] = r.retest[j - 1];
+            j--;
+        }
+        r.retest[j] = x;
+    }
+    uint64_t st = s_mix2(o->seed, 0x5eedULL + o->round);
+    for (size_t i = r.n_pool; i > 1; i--) {
+        size_t j = (size_t)(s_rand(&st) % i);
+        int t = r.pool[i - 1];
+        r.pool[i - 1] = r.pool[j];
+        r.pool[j] = t;
+    }
+    r.met = xcalloc(r.n_retest ? r.n_retest : 1, sizeof *r.met);
+    size_t n_pass = d->n_rails ? d->n_rails : 1;
+    int rc = 0;
+    for (size_t k = 0; k < n_pass && rc == 0; k++)
+        rc = s_plan_pass(&r, k, n_pass);
+    for (size_t i = 0; i < r.n_retest; i++) {
+        out->n_suspects += r.got_partner[r.retest[i]];
+        free(r.met[i].v);
+    }
+    free(r.met);
+    free(r.retest);
+    free(r.pool);
+    free(r.is_retest);
+    free(r.got_partner);
+    if (rc)
+        fb_diag_round_clear(out);
+    return rc;
+}
+
+void fb_diag_round_clear(fb_diag_round_t *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_tests; i++) {
+        free(r->tests[i].a);
+        free(r->tests[i].b);
+        free(r->tests[i].rail);
+        free(r->tests[i].suspect);
+    }
+    free(r->tests);
+    memset(r, 0, sizeof *r);
+}
+
 bool fb_diag_done(const fb_diag_t *d)
 {
     assert(d);
@@ -674,67 +1103,9 @@ bool fb_diag_done(const fb_diag_t *d)
     return true;
 }
 
-static void s_push_slow(s_ent_t *e, const fb_diag_slow_evidence_t *sv)
-{
-    if (e->n_sev == e->cap_sev) {
-        e->cap_sev = e->cap_sev ? 2 * e->cap_sev : 4;
-        e->sev = xrealloc(e->sev, e->cap_sev * sizeof *e->sev);
-    }
-    e->sev[e->n_sev++] = *sv;
-}
-
-/* Scores every pair measurement against all of them; a node is slow when at least
- * slow_min_partners distinct partners measured slow with it, each trusted (not bad, not an
- * undecided suspect) and without a slow measurement with anyone else. */
-static void s_compute_slow(fb_diag_t *d)
-{
-    for (size_t i = 0; i < d->n_ents; i++) {
-        d->ents[i].n_sev = 0;
-        d->ents[i].n_slow_partners = 0;
-    }
-    if (d->n_meas < 3)
-        return;
-    double *vals = xmalloc(d->n_meas * sizeof *vals);
-    for (size_t k = 0; k < d->n_meas; k++)
-        vals[k] = d->meas[k].value;
-    double med = fb_robust_median(vals, d->n_meas);
-    double mad = fb_robust_mad(vals, d->n_meas);
-    bool *slow = xcalloc(d->n_meas, sizeof *slow);
-    for (size_t k = 0; k < d->n_meas; k++) {
-        vals[k] = fb_robust_score_from(d->meas[k].value, med, mad);
-        slow[k] = vals[k] >= d->par.slow_threshold;
-    }
-    s_ivec_t seen = {0};
-    for (size_t i = 0; i < d->n_ents; i++) {
-        s_ent_t *e = &d->ents[i];
-        seen.n = 0;
-        for (size_t k = 0; k < d->n_meas; k++) {
-            const s_measure_t *m = &d->meas[k];
-            if (!slow[k] || (m->a != (int)i && m->b != (int)i))
-                continue;
-            int o = m->a == (int)i ? m->b : m->a;
-            bool ptrust = s_node_trusted(d, s_node_of(d, o));
-            for (size_t j = 0; j < d->n_meas && ptrust; j++) {
-                const s_measure_t *m2 = &d->meas[j];
-                if (slow[j] && (m2->a == o || m2->b == o) && m2->a != (int)i && m2->b != (int)i)
-                    ptrust = false;
-            }
-            fb_diag_slow_evidence_t sv = {m->test_id, d->ents[o].name, m->value, vals[k], ptrust};
-            s_push_slow(e, &sv);
-            if (ptrust)
-                s_ivec_add_unique(&seen, o);
-        }
-        e->n_slow_partners = (unsigned)seen.n;
-    }
-    free(seen.v);
-    free(slow);
-    free(vals);
-}
-
-size_t fb_diag_verdicts(fb_diag_t *d, fb_diag_verdict_t **out)
+size_t fb_diag_verdicts(const fb_diag_t *d, fb_diag_verdict_t **out)
 {
     assert(d && out);
-    s_compute_slow(d);
     fb_diag_verdict_t *v = xcalloc(d->n_ents ? d->n_ents : 1, sizeof *v);
     for (size_t i = 0; i < d->n_ents; i++) {
         const s_ent_t *e = &d->ents[i];
@@ -747,12 +1118,12 @@ size_t fb_diag_verdicts(fb_diag_t *d, fb_diag_verdict_t **out)
         x->n_tests = e->n_tests;
         x->n_failed = e->n_failed;
         x->n_trusted_fail_partners = (unsigned)e->fail_partners.n;
+        x->n_counters = e->n_counters;
+        x->kind = e->parent < 0 ? "node" : (e->n_counters ? "link" : "nic");
+        x->ambiguous = e->ambiguous;
+        x->p_unit = e->parent < 0 && e->post ? 1.0 - e->post[0] : e->p;
         x->evidence = e->ev;
         x->n_evidence = e->n_ev;
-        x->n_slow_partners = e->n_slow_partners;
-        x->slow = e->n_slow_partners >= d->par.slow_min_partners;
-        x->slow_evidence = e->sev;
-        x->n_slow_evidence = e->n_sev;
     }
     *out = v;
     return d->n_ents;

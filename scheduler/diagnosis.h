@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The diagnosis engine's core: from test results it keeps a posterior P(bad) per suspect (a
- * node "n17" or one of its rails "n17/mlx5_2"), plans the next pair round (each undecided
- * suspect with a trusted partner it has not had before), decides bad / cleared / undecided, names
- * slow nodes from pair measurements, and plans splits of groups that fail only at scale.
- * Pure logic: no I/O, no clocks, deterministic for a given seed. docs/diagnosis.md has the model.
+ * node "n17" or one of its rails "n17/mlx5_2"), plans the next round (on every rail, each
+ * undecided suspect with a trusted partner it has not had before, everyone else in fresh
+ * matchings), decides bad / cleared / undecided, estimates from the fleet how often a fault shows
+ * and how often a healthy test fails, takes port-counter increases as evidence against a rail's
+ * cable, and plans splits of groups that fail only at scale. Slow parts are judged from measured
+ * flows by flowjudge.h. Pure logic: no I/O, no clocks, deterministic for a given seed.
+ * docs/diagnosis.md has the model.
  *
  * Ownership: the engine copies every string it is given. Strings and evidence inside returned
  * verdict entries are borrowed from the engine and valid until the next fb_diag_record*() /
@@ -16,22 +19,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct fb_topology;
 typedef struct fb_diag fb_diag_t;
 
 typedef struct {
-    double q;                      /* P(a faulty member's fault shows in one test); 0 < q <= 1 */
-    double false_fail_rate;        /* prior f: P(a test of good members fails anyway) */
-    double false_fail_weight;      /* pseudo-tests behind that prior when f is estimated */
-    double prior_bad;              /* prior P(bad) of every suspect before any result */
-    double bad_threshold;          /* P >= this (and enough trusted partners): bad */
-    double clear_threshold;        /* P <= this: cleared (and trusted) */
+    double q;                 /* prior P(a faulty part's fault shows in one test); 0 < q <= 1 */
+    double q_weight;          /* pseudo-tests behind that prior when q is estimated from the
+                               * parts named bad (0: q stays fixed) */
+    double false_fail_rate;   /* prior f: P(a test of good members fails anyway) */
+    double false_fail_weight; /* pseudo-tests behind that prior when f is estimated */
+    double prior_bad;         /* prior P(bad) of a node before any result; its rails share
+                               * as much again (each prior_bad / rails) */
+    double bad_threshold;     /* P >= this (and enough trusted partners): bad */
+    double clear_threshold;   /* P <= this: cleared (and trusted) */
     unsigned min_trusted_partners; /* distinct trusted partners in failed tests to name bad */
-    double slow_threshold;         /* robust score at or above which a measurement is slow */
-    unsigned slow_min_partners;    /* distinct trusted partners that must agree to name slow */
+    double fleet_error;            /* a part is named only when (chance that a healthy part fails
+                                    * as often, after its first failure, at the estimated false-fail
+                                    * rate) x (parts of its kind in the fleet) <= this: the expected
+                                    * number of parts named by chance in the fleet (0: off) */
+    double counter_lr;             /* likelihood ratio of a port-counter increase on a rail:
+                                    * P(increase | its cable is bad) / P(increase | good) */
 } fb_diag_params_t;
 
-/* q 0.5, f 0.01 (weight 200), prior 0.01, bad 0.99, cleared 0.001, 2 trusted partners, slow
- * score 3.5 with 3 partners. */
+/* q 0.5 (weight 5), f 0.01 (weight 200), prior 0.01, bad 0.99, cleared 0.001, 2 trusted
+ * partners, fleet error 0.001, counter likelihood ratio 100. */
 void fb_diag_params_default(fb_diag_params_t *p);
 
 typedef enum {
@@ -40,24 +51,19 @@ typedef enum {
     FB_DIAG_BAD,           /* named bad (sticky) */
 } fb_diag_state_t;
 
-/* One test behind a verdict, as seen from one suspect. */
+/* One test (or counter reading) behind a verdict, as seen from one suspect. A suspect keeps
+ * the evidence of every test from its first failed one on (earlier passes of a node that was
+ * never suspected say nothing a report needs, and a fleet has millions of them). */
 typedef struct {
     const char *test_id;  /* the caller's test id */
     const char *partners; /* the other members, comma-separated ("" for a node-local test) */
     bool failed;
-    unsigned n_trusted; /* how many of the partners were trusted when the result came in */
-    double p_before;    /* this suspect's P(bad) before and after the update */
+    unsigned n_partners; /* distinct other nodes in the test */
+    unsigned n_trusted;  /* how many of them were trusted when the result came in */
+    double p_before;     /* this suspect's P(bad) before and after the update */
     double p_after;
+    const char *counter; /* a port-counter reading ("symbol_error +12"), NULL for a test */
 } fb_diag_evidence_t;
-
-/* A slow measurement behind a slow verdict. */
-typedef struct {
-    const char *test_id;
-    const char *partner;
-    double value;
-    double score;         /* robust score of value against all pair measurements */
-    bool partner_trusted; /* the partner had no slow measurement with anyone else */
-} fb_diag_slow_evidence_t;
 
 typedef struct {
     const char *suspect; /* "node" or "node/rail" */
@@ -65,13 +71,13 @@ typedef struct {
     fb_diag_state_t state;
     double p_bad;
     unsigned n_tests, n_failed;
-    unsigned n_trusted_fail_partners;   /* distinct trusted partners in its failed tests */
-    const fb_diag_evidence_t *evidence; /* every test result of this suspect, in order */
+    unsigned n_trusted_fail_partners; /* distinct trusted partners in its failed tests */
+    unsigned n_counters;              /* port-counter increases recorded against it */
+    const char *kind; /* "node"; a rail: "nic", or "link" (its cable) when counters point at it */
+    bool ambiguous;   /* a node named bad for itself or its only NIC (one rail cannot tell) */
+    double p_unit;    /* a node: P(it or one of its rails is bad); a rail: p_bad */
+    const fb_diag_evidence_t *evidence; /* its results from its first failed test on, in order */
     size_t n_evidence;
-    bool slow; /* named slow: >= slow_min_partners trusted partners agree */
-    unsigned n_slow_partners;
-    const fb_diag_slow_evidence_t *slow_evidence; /* its slow measurements (only when > 0) */
-    size_t n_slow_evidence;
 } fb_diag_verdict_t;
 
 /* A suspect paired with a trusted node for the next round. Strings are the caller's (owned by
@@ -98,10 +104,17 @@ int fb_diag_add_node(fb_diag_t *d, const char *node, const char *rails_csv);
  * A rail member also involves its node. Updates every involved suspect by Bayes. */
 int fb_diag_record(fb_diag_t *d, const char *test_id, const char *const *members, size_t n,
                    bool failed);
-/* A measured pair value (bandwidth: higher is better) between nodes a and b. 0, -ENOENT,
- * -EINVAL (a == b, NaN value). */
-int fb_diag_record_measure(fb_diag_t *d, const char *test_id, const char *a, const char *b,
-                           double value);
+/* Names the parts that the results so far prove bad (the stopping rule below). Results of one
+ * round are concurrent and come in in no meaningful order, so a part is named on the evidence of
+ * whole rounds: call this after the results of a round (planning does it first). Naming is
+ * sticky. */
+void fb_diag_settle(fb_diag_t *d);
+/* A port error counter of a rail ("node/rail") increased while test_id ran (symbol errors,
+ * link downs: what a bad cable or transceiver does). Multiplies the odds that this rail is the
+ * unit's bad part by counter_lr, and counts as one witness towards naming it (a cable that
+ * counts its own errors needs one trusted partner, not two). what ("symbol_error +12") is kept
+ * as evidence. 0, -ENOENT (unknown rail), -EINVAL (not a rail, NULL test id). */
+int fb_diag_record_counter(fb_diag_t *d, const char *test_id, const char *rail, const char *what);
 
 /* Plans the next pair round. Each undecided suspect (highest P first) gets a trusted node it has
  * not been tested with before (a repeat only when none is left); partners are drawn in an order
@@ -115,18 +128,65 @@ int fb_diag_plan_pairs(fb_diag_t *d, uint64_t seed, fb_pair_t **pairs, size_t *n
 void fb_diag_pairs_free(fb_pair_t **pairs, size_t n);
 void fb_diag_names_free(char ***names, size_t n);
 
-/* True when no suspect is undecided. */
+/* ---- a whole round, on every rail ---- */
+
+/* How the nodes that are not re-tested get their partners. */
+typedef struct {
+    uint64_t seed;  /* random matchings and partner order */
+    unsigned round; /* round index: round-robin / topology matchings, seed variation */
+    bool fresh;     /* match everyone else freshly (else they sit the round out) */
+    int pairing;    /* fb_pairing_t of the fresh matchings (pairing.h) */
+    const struct fb_topology *topology; /* pairing topology: the fabric (borrowed) */
+    const char *const *extra; /* nodes to re-test with trusted partners although the engine
+                               * itself does not suspect them (slow ones, flowjudge.h) */
+    size_t n_extra;
+} fb_diag_round_opts_t;
+
+typedef struct {
+    char *a, *b;   /* the two nodes */
+    char *rail;    /* the rail both run on; NULL for nodes without rails */
+    char *suspect; /* re-test of this suspect ("n" or "n/rail") with trusted b; NULL: fresh */
+} fb_diag_test_t;
+
+typedef struct {
+    fb_diag_test_t *tests; /* rail by rail, re-tests first */
+    size_t n_tests;
+    size_t n_retests;  /* tests with a suspect */
+    size_t n_suspects; /* distinct nodes re-tested */
+} fb_diag_round_t;
+
+/* Plans one round on every rail (the union of the rails of the nodes, in the order first added;
+ * a single pass when no node has rails). On each rail, a node that is not trusted (undecided, or
+ * in opts->extra) gets a trusted partner that has that rail and is trusted on it, a different one
+ * on each rail of the round and, while there are any, one it has never been tested with; then,
+ * with opts->fresh, every other node with that rail is matched by the pairing over the nodes left
+ * (an odd one out sits out). A node named bad, or a rail named bad, takes no part. Every node is
+ * in at most one test per rail. 0, or -EINVAL (a pairing topology without a topology, or one that
+ * cannot place the nodes). *out is always initialised; clear with fb_diag_round_clear. */
+int fb_diag_plan_round(fb_diag_t *d, const fb_diag_round_opts_t *opts, fb_diag_round_t *out);
+void fb_diag_round_clear(fb_diag_round_t *r);
+
+/* The rails of the engine (the union over nodes), in the order first added; borrowed. */
+size_t fb_diag_rails(const fb_diag_t *d, const char *const **rails);
+
+/* True when no suspect is undecided (as of the last fb_diag_settle). */
 bool fb_diag_done(const fb_diag_t *d);
 /* Current false-fail rate estimate: prior f with false_fail_weight pseudo-tests, plus the
  * tests whose members were all cleared (P <= clear_threshold) when their result came in. */
 double fb_diag_false_fail_rate(const fb_diag_t *d);
+/* Current estimate of q: prior q with q_weight pseudo-tests, plus the tests of the parts named
+ * bad whose partners were all trusted when the result came in (the failed test that made a part
+ * a suspect is left out: it was chosen for having failed). */
+double fb_diag_q(const fb_diag_t *d);
+/* Whether a node is a trusted partner: not named bad, and it and its rails cleared or never in
+ * a failed test. False for an unknown name. */
+bool fb_diag_trusted(const fb_diag_t *d, const char *node);
 /* P(bad) of a suspect; NaN when unknown. */
 double fb_diag_p_bad(const fb_diag_t *d, const char *suspect);
 /* Verdicts of all suspects, in the order they were added. *out is a heap array the caller
  * frees with free(); its strings and evidence are borrowed (see the top of this header).
- * Not const: slow scores are computed here, against all pair measurements so far, and the slow
- * evidence is cached in the engine. Returns the count. */
-size_t fb_diag_verdicts(fb_diag_t *d, fb_diag_verdict_t **out);
+ * Returns the count. */
+size_t fb_diag_verdicts(const fb_diag_t *d, fb_diag_verdict_t **out);
 
 /* ---- faults that show only at scale: split and recurse ---- */
 

@@ -717,6 +717,12 @@ double fb_faultmodel_flow_factor(const fb_faultmodel_t *self, const char *src, c
     return factor;
 }
 
+const char *fb_faultmodel_spine(const fb_faultmodel_t *self, const char *src, const char *dst)
+{
+    s_hop_t hops[4];
+    return s_route(self, src, dst, hops) == 4 ? hops[1].b : NULL;
+}
+
 double fb_faultmodel_node_factor(const fb_faultmodel_t *self, const char *node)
 {
     double factor = 1.0;

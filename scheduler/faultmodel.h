@@ -113,6 +113,11 @@ int fb_faultmodel_judge(const fb_faultmodel_t *self, const fb_sim_test_t *test,
  * none. */
 double fb_faultmodel_flow_factor(const fb_faultmodel_t *self, const char *src, const char *dst,
                                  int rail);
+/* The spine the flow src -> dst is routed over (borrowed from the topology), or NULL when both
+ * nodes are on one leaf, a node is unknown or the model is not bound. The fabric's routing as a
+ * subnet manager knows it (not a fault): the diagnosis benchmarks give it to the engine so that a
+ * bad uplink can be named by its spine. */
+const char *fb_faultmodel_spine(const fb_faultmodel_t *self, const char *src, const char *dst);
 /* Throughput factor of a node-local test on node: its slow node faults; 1 when none. */
 double fb_faultmodel_node_factor(const fb_faultmodel_t *self, const char *node);
 /* A deterministic draw in [0, 1) from (seed, key, salt): for jitter and delays that must not

@@ -233,16 +233,18 @@ static void test_fixture_errors(void **state)
     s_expect_fixture_error("unknown-key.yaml",
                            "unknown-key.yaml:6: stages[0].retries: unknown key; expected one of "
                            "name, workload, timeout, on_fail, nodes, params, scope, group_size, "
-                           "pairing, seed, topology, rounds");
+                           "pairing, seed, topology, rounds, bisect_rounds, bisect_repeat, rails, "
+                           "bisect_prior");
     s_expect_fixture_error("unknown-top-key.yaml", "unknown-top-key.yaml:2: node: unknown key; "
                                                    "expected one of name, nodes, stages");
     s_expect_fixture_error("duplicate-stage.yaml",
                            "duplicate-stage.yaml:5: stages[1].name: duplicate stage name 'dram' "
                            "(also stages[0] at line 3); expected a unique name");
     s_expect_fixture_error("bisect.yaml",
-                           "bisect.yaml:5: stages[0].on_fail: 'bisect' is not supported yet: the "
-                           "runner does not split failing groups or pairs; expected continue or "
-                           "stop");
+                           "bisect.yaml:5: stages[0].on_fail: 'bisect' applies only to scope: "
+                           "group or pairs, and this stage has scope: node (a node-local test "
+                           "names its failing node by itself); expected continue or stop, or "
+                           "scope: group or pairs");
     s_expect_fixture_error("bad-nodes.yaml",
                            "bad-nodes.yaml:2: nodes: reversed range '16-01' in 'node[16-01]'; "
                            "expected all, or hostlist notation such as node[01-16,20],gpu-a[1-4]");
@@ -312,7 +314,7 @@ static void test_inline_errors(void **state)
     S_WITH("    timeout: [1s]\n", "t.yaml:5: stages[0].timeout: is a list; expected e.g. 90s");
     S_WITH("    timeout:\n", "t.yaml:5: stages[0].timeout: no value; expected e.g. 90s");
     S_WITH("    on_fail: retry\n", "t.yaml:5: stages[0].on_fail: unknown policy 'retry'; expected "
-                                   "continue or stop");
+                                   "continue, stop or bisect");
     S_WITH("    nodes: n[1-\n",
            "t.yaml:5: stages[0].nodes: unbalanced '[' in 'n[1-'; expected all");
     S_WITH("    name: b\n", "t.yaml:5: stages[0].name: key given twice; expected each key once");
@@ -628,6 +630,79 @@ static void test_scope_keys(void **state)
     fb_campaign_destroy(&c);
 }
 
+/* on_fail: bisect on group and pair stages, its keys, and their errors. */
+static void test_bisect_keys(void **state)
+{
+    (void)state;
+    fb_campaign_t *c =
+        s_parse_ok("name: x\nstages:\n"
+                   "  - {name: mem, workload: memtest}\n"
+                   "  - {name: net, workload: netbw, scope: pairs, on_fail: bisect}\n"
+                   "  - {name: rdma, workload: rdmabw, scope: pairs, pairing: random, rounds: 2,\n"
+                   "     on_fail: bisect, bisect_rounds: 20, rails: 'mlx5_[0-3]',\n"
+                   "     bisect_prior: mem}\n"
+                   "  - {name: ar, workload: allreduce, scope: group, group_size: 8,\n"
+                   "     on_fail: bisect, bisect_repeat: 3}\n");
+    const fb_stage_t *s = c->stages;
+    assert_int_equal(s[0].on_fail, FB_ON_FAIL_CONTINUE);
+    assert_int_equal(s[1].on_fail, FB_ON_FAIL_BISECT);
+    assert_string_equal(fb_on_fail_name(s[1].on_fail), "bisect");
+    assert_int_equal(s[1].bisect_rounds, 12);
+    assert_int_equal(s[1].n_rails, 0);
+    assert_null(s[1].bisect_prior);
+    assert_int_equal(s[2].bisect_rounds, 20);
+    assert_int_equal(s[2].n_rails, 4);
+    assert_string_equal(s[2].rails[3], "mlx5_3");
+    assert_string_equal(s[2].bisect_prior, "mem");
+    assert_int_equal(s[3].bisect_repeat, 3);
+    fb_campaign_destroy(&c);
+
+    const char *head = "name: x\nstages:\n  - name: mem\n    workload: memtest\n"
+                       "  - name: a\n    workload: netbw\n";
+    char *t;
+#define S_BISECT(tail, expected)                                                                   \
+    do {                                                                                           \
+        fb_campaign_t *c_ = (fb_campaign_t *)1;                                                    \
+        char *err_ = NULL;                                                                         \
+        t = xasprintf("%s%s", head, tail);                                                         \
+        assert_int_equal(fb_campaign_parse(t, strlen(t), "t.yaml", &c_, &err_), -EINVAL);          \
+        assert_null(c_);                                                                           \
+        if (strcmp(err_, expected))                                                                \
+            fail_msg("for:\n%s\n got      '%s'\n expected '%s'", t, err_, expected);               \
+        free(err_);                                                                                \
+        free(t);                                                                                   \
+    } while (0)
+    S_BISECT("    on_fail: bisect\n",
+             "t.yaml:7: stages[1].on_fail: 'bisect' applies only to scope: group or pairs, and "
+             "this stage has scope: node (a node-local test names its failing node by itself); "
+             "expected continue or stop, or scope: group or pairs");
+    S_BISECT("    scope: pairs\n    on_fail: halve\n",
+             "t.yaml:8: stages[1].on_fail: unknown policy 'halve'; expected continue, stop or "
+             "bisect");
+    S_BISECT("    scope: pairs\n    bisect_rounds: 3\n",
+             "t.yaml:8: stages[1].bisect_rounds: applies only to on_fail: bisect, and this stage "
+             "has no on_fail: bisect; expected bisect_rounds removed, or on_fail: bisect");
+    S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_rounds: 0\n",
+             "t.yaml:9: stages[1].bisect_rounds: '0' is out of range; expected an integer from 1 "
+             "to 1000");
+    S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_repeat: 2\n",
+             "t.yaml:9: stages[1].bisect_repeat: applies only to scope: group, and this stage has "
+             "scope: pairs; expected bisect_repeat removed, or scope: group");
+    S_BISECT("    scope: pairs\n    on_fail: bisect\n    rails: mlx5_[0-7]\n",
+             "t.yaml:9: stages[1].rails: workload netbw cannot be told which rail to use (it has "
+             "no device parameter); expected rails removed, or a workload such as rdmabw");
+    S_BISECT("    scope: group\n    on_fail: bisect\n    bisect_prior: mem\n",
+             "t.yaml:9: stages[1].bisect_prior: applies only to scope: pairs, and this stage has "
+             "scope: group; expected bisect_prior removed, or scope: pairs");
+    S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_prior: a\n",
+             "t.yaml:9: stages[1].bisect_prior: 'a' is not an earlier stage with scope: node; "
+             "expected the name of a node-local stage before this one");
+    S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_prior: later\n",
+             "t.yaml:9: stages[1].bisect_prior: 'later' is not an earlier stage with scope: node; "
+             "expected the name of a node-local stage before this one");
+#undef S_BISECT
+}
+
 static void test_scope_errors(void **state)
 {
     (void)state;
@@ -793,7 +868,7 @@ int main(void)
         cmocka_unit_test(test_fixture_errors),  cmocka_unit_test(test_inline_errors),
         cmocka_unit_test(test_workload_schema), cmocka_unit_test(test_robustness),
         cmocka_unit_test(test_scope_keys),      cmocka_unit_test(test_scope_errors),
-        cmocka_unit_test(test_topology_files),
+        cmocka_unit_test(test_bisect_keys),     cmocka_unit_test(test_topology_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
