@@ -3,10 +3,12 @@
  * docs/report-json.md), the human summary printed at the end of `fleetburn run` and by
  * `fleetburn report`, and the `fleetburn nodes` table. A campaign is loaded from the store in
  * one snapshot and then only formatted here, so these functions never hold a read transaction
- * while writing to a slow pipe. The first-cut diagnosis (which parts failed tests, with their
- * evidence) lives in one function, s_diagnosis, until the diagnosis engine replaces it. */
+ * while writing to a slow pipe. The diagnosis (which parts are bad, undecided or cleared, with
+ * their evidence) is built once from findings and from the diagnosis tasks of bisect stages, and
+ * written both as JSON and as text. */
 #include "report.h"
 #include "json.h"
+#include "strmap.h"
 #include "units.h"
 #include "util.h"
 
@@ -18,6 +20,15 @@
 
 /* ---- Shared helpers ---------------------------------------------------------------------- */
 
+/* A stage with on_fail: bisect that passed: its diagnosis cleared every suspect, so the tests
+ * that failed in it failed spuriously (or with a partner since cleared), and do not fail the
+ * campaign. */
+static bool s_stage_explained(const store_stage_t *stage)
+{
+    return stage->on_fail && !strcmp(stage->on_fail, "bisect") &&
+           stage->verdict != FB_VERDICT_NONE && fb_verdict_ok(stage->verdict);
+}
+
 const char *report_campaign_verdict(const store_campaign_t *c)
 {
     if (!c->state || !strcmp(c->state, "running"))
@@ -25,7 +36,7 @@ const char *report_campaign_verdict(const store_campaign_t *c)
     if (c->verdict != FB_VERDICT_NONE && !fb_verdict_ok(c->verdict))
         return "fail";
     for (size_t s = 0; s < c->n_stages; s++)
-        for (size_t t = 0; t < c->stages[s].n_tasks; t++)
+        for (size_t t = 0; t < c->stages[s].n_tasks && !s_stage_explained(&c->stages[s]); t++)
             if (!fb_verdict_ok(c->stages[s].tasks[t].verdict))
                 return "fail";
     return "pass";
@@ -251,93 +262,268 @@ static void s_json_stage(fb_json_t *j, const store_stage_t *stage)
     fb_json_object_end(j);
 }
 
-/* One finding that names a part, and where it came from (all borrowed from the campaign). */
+/* ---- Diagnosis ---------------------------------------------------------------------------- */
+
+/* The diagnosis is built once from the campaign (everything borrowed from it) and written as
+ * JSON and as text. Two sources: findings of failed tasks of ordinary stages (a memtest naming
+ * a DIMM or its node: bad with confidence 1), and the diagnosis task that a stage with
+ * on_fail: bisect ends with (coordinator/runner.c): one result per part, whose first finding is
+ * the part and whose other findings (kind "evidence") cite the tests it rests on. */
+
+typedef enum { S_BAD, S_UNDECIDED, S_CLEARED } s_state_t;
+
+/* One piece of evidence: a finding, or a test the diagnosis rests on. */
 typedef struct {
     const store_stage_t *stage;
-    const store_task_t *task;
+    const store_task_t *task; /* the task of the finding, or the test cited (NULL: unknown) */
+    const char *task_id;      /* as cited */
     const fb_result_t *result;
-    const fb_finding_t *finding;
+    const char *what;
 } s_evidence_t;
 
-/* One suspect part and the findings that name it. */
+/* One part and what is known of it. */
 typedef struct {
-    const char *part, *kind; /* borrowed from the campaign */
+    const char *part, *kind, *summary; /* summary NULL for parts named by findings only */
+    s_state_t state;
+    double confidence;
+    bool bisect; /* a diagnosis session decided it */
+    const store_stage_t *stage;
     s_evidence_t *evidence;
     size_t n_evidence;
 } s_suspect_t;
 
-/* The first-cut diagnosis: every distinct part named by a finding of a failed task is "bad" with
- * confidence 1, citing each such finding; failed tasks with no finding are listed as
- * "unattributed"; nothing is "cleared" yet. The diagnosis engine replaces this function. */
-static void s_diagnosis(fb_json_t *j, const store_campaign_t *c)
+typedef struct {
+    s_suspect_t *v;
+    size_t n;
+    bool bisect;        /* some stage had a diagnosis session */
+    strmap_t *tasks;    /* task id -> store_task_t, for citing tests */
+    strmap_t *stage_of; /* task id -> store_stage_t */
+} s_diag_t;
+
+static bool s_is_bisect(const store_stage_t *stage)
 {
-    s_suspect_t *suspects = NULL;
-    size_t n_suspects = 0;
+    return stage->on_fail && !strcmp(stage->on_fail, "bisect");
+}
+
+static bool s_is_diagnosis_task(const store_stage_t *stage, const store_task_t *task)
+{
+    size_t n = strlen(task->id);
+    return s_is_bisect(stage) && n > 10 && !strcmp(task->id + n - 10, "/diagnosis");
+}
+
+static s_suspect_t *s_suspect(s_diag_t *d, const char *part, const char *kind, s_state_t state)
+{
+    for (size_t k = 0; k < d->n; k++)
+        if (!strcmp(d->v[k].part, part) && d->v[k].state == state)
+            return &d->v[k];
+    d->v = xrealloc(d->v, (d->n + 1) * sizeof *d->v);
+    s_suspect_t *sus = &d->v[d->n++];
+    *sus = (s_suspect_t){.part = part, .kind = kind, .state = state};
+    return sus;
+}
+
+static void s_evidence_add(s_suspect_t *sus, s_evidence_t ev)
+{
+    sus->evidence = xrealloc(sus->evidence, (sus->n_evidence + 1) * sizeof *sus->evidence);
+    sus->evidence[sus->n_evidence++] = ev;
+}
+
+static double s_metric_or(const fb_result_t *r, const char *name, double dflt)
+{
+    const fb_metric_t *m = fb_result_metric(r, name);
+    return m ? m->value : dflt;
+}
+
+/* The parts a bisect stage's diagnosis task names. */
+static void s_diag_bisect(s_diag_t *d, const store_stage_t *stage, const store_task_t *task)
+{
+    d->bisect = true;
+    for (size_t r = 0; r < task->n_results; r++) {
+        const fb_result_t *res = task->results[r].result;
+        if (res->n_findings == 0 || !res->findings[0].part)
+            continue;
+        const fb_finding_t *head = &res->findings[0];
+        s_state_t state = fb_verdict_ok(res->verdict)
+                              ? S_CLEARED
+                              : (s_metric_or(res, "undecided", 0) > 0 ? S_UNDECIDED : S_BAD);
+        s_suspect_t *sus = s_suspect(d, head->part, head->kind, state);
+        double conf = s_metric_or(res, "confidence", 1.0);
+        sus->confidence = conf > sus->confidence ? conf : sus->confidence;
+        sus->summary = head->what;
+        sus->bisect = true;
+        if (!sus->stage)
+            sus->stage = stage;
+        for (size_t f = 1; f < res->n_findings; f++) {
+            const fb_finding_t *ev = &res->findings[f];
+            const char *id = ev->part ? ev->part : "";
+            s_evidence_add(sus, (s_evidence_t){strmap_get(d->stage_of, id),
+                                               strmap_get(d->tasks, id), id, res, ev->what});
+        }
+    }
+}
+
+/* The parts the findings of a failed task name. */
+static void s_diag_findings(s_diag_t *d, const store_stage_t *stage, const store_task_t *task)
+{
+    for (size_t r = 0; r < task->n_results; r++) {
+        const fb_result_t *res = task->results[r].result;
+        for (size_t f = 0; f < res->n_findings; f++) {
+            const fb_finding_t *fd = &res->findings[f];
+            if (!fd->part)
+                continue;
+            s_suspect_t *sus = s_suspect(d, fd->part, fd->kind, S_BAD);
+            if (!sus->stage)
+                sus->stage = stage;
+            sus->confidence = 1.0; /* the part named itself */
+            s_evidence_add(sus, (s_evidence_t){stage, task, task->id, res, fd->what});
+        }
+    }
+}
+
+static void s_diag_build(s_diag_t *d, const store_campaign_t *c)
+{
+    memset(d, 0, sizeof *d);
+    d->tasks = strmap_new();
+    d->stage_of = strmap_new();
+    for (size_t s = 0; s < c->n_stages; s++)
+        for (size_t t = 0; t < c->stages[s].n_tasks; t++) {
+            strmap_put(d->tasks, c->stages[s].tasks[t].id, &c->stages[s].tasks[t]);
+            strmap_put(d->stage_of, c->stages[s].tasks[t].id, &c->stages[s]);
+        }
     for (size_t s = 0; s < c->n_stages; s++) {
         const store_stage_t *stage = &c->stages[s];
         for (size_t t = 0; t < stage->n_tasks; t++) {
             const store_task_t *task = &stage->tasks[t];
-            if (!s_task_failed(task))
+            if (s_is_diagnosis_task(stage, task))
+                s_diag_bisect(d, stage, task);
+            else if (!s_is_bisect(stage) && s_task_failed(task))
+                s_diag_findings(d, stage, task);
+        }
+    }
+}
+
+static void s_diag_free(s_diag_t *d)
+{
+    for (size_t k = 0; k < d->n; k++)
+        free(d->v[k].evidence);
+    free(d->v);
+    strmap_destroy(&d->tasks);
+    strmap_destroy(&d->stage_of);
+}
+
+/* Whether part is also named bad (a part bad in one stage is not listed as cleared). */
+static bool s_diag_bad(const s_diag_t *d, const char *part)
+{
+    for (size_t k = 0; k < d->n; k++)
+        if (d->v[k].state == S_BAD && !strcmp(d->v[k].part, part))
+            return true;
+    return false;
+}
+
+/* Failed tasks no finding or diagnosis explains: a timeout, a lost node. In a bisect stage only
+ * those that did not run to a verdict (its failures are what the diagnosis explains). */
+static bool s_unattributed(const store_stage_t *stage, const store_task_t *task)
+{
+    if (!s_task_failed(task))
+        return false;
+    if (s_is_bisect(stage))
+        return task->verdict != FB_VERDICT_FAIL;
+    for (size_t r = 0; r < task->n_results; r++)
+        if (task->results[r].result->n_findings > 0)
+            return false;
+    return true;
+}
+
+/* The node of a part ("n7", "n7/mlx5_0" -> n7), for telling partners from the part itself. */
+static bool s_is_part_node(const char *part, const char *node)
+{
+    size_t n = strlen(node);
+    return !strncmp(part, node, n) && (part[n] == '\0' || part[n] == '/');
+}
+
+static void s_json_partners(fb_json_t *j, const char *part, const store_task_t *task)
+{
+    fb_json_array_begin(j, "partners");
+    for (size_t i = 0; task && i < task->n_nodes; i++)
+        if (!s_is_part_node(part, task->nodes[i]))
+            fb_json_string(j, NULL, task->nodes[i]);
+    fb_json_array_end(j);
+}
+
+/* Every node the part was tested with, over its evidence, once. */
+static void s_json_all_partners(fb_json_t *j, const s_suspect_t *sus)
+{
+    strmap_t *seen = strmap_new();
+    fb_json_array_begin(j, "partners");
+    for (size_t e = 0; e < sus->n_evidence; e++) {
+        const store_task_t *task = sus->evidence[e].task;
+        for (size_t i = 0; task && sus->bisect && i < task->n_nodes; i++) {
+            if (s_is_part_node(sus->part, task->nodes[i]) || strmap_get(seen, task->nodes[i]))
                 continue;
-            for (size_t r = 0; r < task->n_results; r++) {
-                const fb_result_t *res = task->results[r].result;
-                for (size_t f = 0; f < res->n_findings; f++) {
-                    const fb_finding_t *fd = &res->findings[f];
-                    s_suspect_t *sus = NULL;
-                    for (size_t k = 0; k < n_suspects && !sus; k++)
-                        if (!strcmp(suspects[k].part, fd->part))
-                            sus = &suspects[k];
-                    if (!sus) {
-                        suspects = xrealloc(suspects, (n_suspects + 1) * sizeof *suspects);
-                        sus = &suspects[n_suspects++];
-                        *sus = (s_suspect_t){.part = fd->part, .kind = fd->kind};
-                    }
-                    sus->evidence =
-                        xrealloc(sus->evidence, (sus->n_evidence + 1) * sizeof *sus->evidence);
-                    sus->evidence[sus->n_evidence++] = (s_evidence_t){stage, task, res, fd};
-                }
-            }
+            strmap_put(seen, task->nodes[i], (void *)1);
+            fb_json_string(j, NULL, task->nodes[i]);
         }
     }
+    fb_json_array_end(j);
+    strmap_destroy(&seen);
+}
 
-    fb_json_object_begin(j, "diagnosis");
-    fb_json_string(j, "method", "findings");
-    fb_json_array_begin(j, "bad");
-    for (size_t k = 0; k < n_suspects; k++) {
+static void s_json_suspect(fb_json_t *j, const s_suspect_t *sus)
+{
+    fb_json_object_begin(j, NULL);
+    fb_json_string(j, "part", sus->part);
+    fb_json_string(j, "kind", sus->kind);
+    fb_json_number(j, "confidence", sus->confidence);
+    fb_json_string(j, "method", sus->bisect ? "bisect" : "finding");
+    fb_json_string(j, "stage", sus->stage ? sus->stage->name : NULL);
+    fb_json_string(j, "summary", sus->summary);
+    s_json_all_partners(j, sus);
+    fb_json_array_begin(j, "evidence");
+    for (size_t e = 0; e < sus->n_evidence; e++) {
+        const s_evidence_t *ev = &sus->evidence[e];
         fb_json_object_begin(j, NULL);
-        fb_json_string(j, "part", suspects[k].part);
-        fb_json_string(j, "kind", suspects[k].kind);
-        fb_json_number(j, "confidence", 1.0);
-        fb_json_array_begin(j, "evidence");
-        for (size_t e = 0; e < suspects[k].n_evidence; e++) {
-            const s_evidence_t *ev = &suspects[k].evidence[e];
-            fb_json_object_begin(j, NULL);
-            fb_json_string(j, "task", ev->task->id);
-            fb_json_string(j, "stage", ev->stage->name);
-            fb_json_string(j, "node", ev->result->node);
-            fb_json_string(j, "result_id", ev->result->result_id);
+        fb_json_string(j, "task", ev->task_id);
+        fb_json_string(j, "stage", ev->stage ? ev->stage->name : NULL);
+        fb_json_string(j, "node", ev->result->node);
+        fb_json_string(j, "result_id", ev->result->result_id);
+        if (ev->task)
             fb_json_string(j, "verdict", fb_verdict_name(ev->task->verdict));
-            fb_json_string(j, "what", ev->finding->what);
-            fb_json_object_end(j);
-        }
-        fb_json_array_end(j);
+        else
+            fb_json_null(j, "verdict");
+        fb_json_string(j, "what", ev->what);
+        if (sus->bisect)
+            s_json_partners(j, sus->part, ev->task);
         fb_json_object_end(j);
-        free(suspects[k].evidence);
     }
-    free(suspects);
     fb_json_array_end(j);
-    fb_json_array_begin(j, "cleared");
-    fb_json_array_end(j);
+    fb_json_object_end(j);
+}
 
+static void s_json_suspects(fb_json_t *j, const s_diag_t *d, const char *key, s_state_t state)
+{
+    fb_json_array_begin(j, key);
+    for (size_t k = 0; k < d->n; k++)
+        if (d->v[k].state == state && (state != S_CLEARED || !s_diag_bad(d, d->v[k].part)))
+            s_json_suspect(j, &d->v[k]);
+    fb_json_array_end(j);
+}
+
+/* The `diagnosis` object of docs/report-json.md. */
+static void s_diagnosis(fb_json_t *j, const store_campaign_t *c)
+{
+    s_diag_t d;
+    s_diag_build(&d, c);
+    fb_json_object_begin(j, "diagnosis");
+    fb_json_string(j, "method", d.bisect ? "findings+bisect" : "findings");
+    s_json_suspects(j, &d, "bad", S_BAD);
+    s_json_suspects(j, &d, "undecided", S_UNDECIDED);
+    s_json_suspects(j, &d, "cleared", S_CLEARED);
     fb_json_array_begin(j, "unattributed");
     for (size_t s = 0; s < c->n_stages; s++) {
         const store_stage_t *stage = &c->stages[s];
         for (size_t t = 0; t < stage->n_tasks; t++) {
             const store_task_t *task = &stage->tasks[t];
-            size_t n_findings = 0;
-            for (size_t r = 0; r < task->n_results; r++)
-                n_findings += task->results[r].result->n_findings;
-            if (!s_task_failed(task) || n_findings > 0)
+            if (!s_unattributed(stage, task))
                 continue;
             fb_json_object_begin(j, NULL);
             fb_json_string(j, "task", task->id);
@@ -353,6 +539,7 @@ static void s_diagnosis(fb_json_t *j, const store_campaign_t *c)
     }
     fb_json_array_end(j);
     fb_json_object_end(j);
+    s_diag_free(&d);
 }
 
 /* ---- Fleet software versions ------------------------------------------------------------ */
@@ -674,6 +861,52 @@ static void s_print_field(FILE *out, const char *label, const char *value)
     free(clean);
 }
 
+/* The diagnosis for people: every bad and undecided part with its summary; the cleared ones
+ * counted and named. */
+static void s_text_diagnosis(const store_campaign_t *c, FILE *out)
+{
+    s_diag_t d;
+    s_diag_build(&d, c);
+    size_t cleared = 0;
+    bool header = false;
+    for (size_t k = 0; k < d.n; k++) {
+        const s_suspect_t *sus = &d.v[k];
+        if (sus->state == S_CLEARED) {
+            cleared += !s_diag_bad(&d, sus->part);
+            continue;
+        }
+        if (!header)
+            fprintf(out, "\ndiagnosis\n");
+        header = true;
+        char *part = s_clean(sus->part, 64);
+        char *why = s_clean(
+            sus->summary ? sus->summary : (sus->n_evidence ? sus->evidence[0].what : ""), 240);
+        char *kind = s_clean(sus->kind ? sus->kind : "?", 16);
+        char *stage = s_clean(sus->stage && sus->stage->name ? sus->stage->name : "?", 64);
+        fprintf(out, "  %-9s %-24s %-6s %.4f  %s  [%s]\n",
+                sus->state == S_BAD ? "BAD" : "UNDECIDED", part, kind, sus->confidence, why, stage);
+        free(kind);
+        free(stage);
+        free(part);
+        free(why);
+    }
+    if (cleared) {
+        if (!header)
+            fprintf(out, "\ndiagnosis\n");
+        fprintf(out, "  cleared   %zu suspect(s):", cleared);
+        size_t shown = 0;
+        for (size_t k = 0; k < d.n && shown < 12; k++)
+            if (d.v[k].state == S_CLEARED && !s_diag_bad(&d, d.v[k].part)) {
+                char *part = s_clean(d.v[k].part, 64);
+                fprintf(out, " %s", part);
+                free(part);
+                shown++;
+            }
+        fprintf(out, "%s\n", cleared > shown ? " ..." : "");
+    }
+    s_diag_free(&d);
+}
+
 static void s_text_report(const store_campaign_t *c, FILE *out)
 {
     char a[40], b[40], dur[32];
@@ -761,6 +994,8 @@ static void s_text_report(const store_campaign_t *c, FILE *out)
                 for (size_t r = 0; r < task->n_results; r++) {
                     const fb_result_t *res = task->results[r].result;
                     for (size_t f = 0; f < res->n_findings; f++) {
+                        if (res->findings[f].kind && !strcmp(res->findings[f].kind, "evidence"))
+                            continue; /* cited under "diagnosis" */
                         char *where = xasprintf("task %s%s%s", task->id, res->node ? " on " : "",
                                                 res->node ? res->node : "");
                         const char *row[] = {res->findings[f].part, res->findings[f].kind,
@@ -773,6 +1008,7 @@ static void s_text_report(const store_campaign_t *c, FILE *out)
         s_table_print(&ft, out, "  ");
         s_table_free(&ft);
     }
+    s_text_diagnosis(c, out);
     if (n_errors) {
         fprintf(out, "\nwhy tasks did not pass (errors, timeouts, skips)\n");
         for (size_t s = 0; s < c->n_stages; s++)

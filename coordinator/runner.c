@@ -17,13 +17,23 @@
  * run on are waited for until the deadline, cancelled ones for S_WIND_DOWN_MS at most, so that
  * the next round never overlaps them. When a pair stage ends, the pair
  * judgment (scheduler/pairjudge.h) compares every pair against the stage and stores what it
- * finds as a coordinator result on the tasks involved. */
+ * finds as a coordinator result on the tasks involved.
+ *
+ * on_fail: bisect (scheduler/bisect.h, docs/diagnosis.md): a diagnosis session follows the stage.
+ * A pairs stage is planned by it from its first round (its `rounds` are sweeps: every node with
+ * fresh partners on every rail; the rounds after re-test suspects with trusted partners); a group
+ * stage runs its own round, then splits its failing groups. Every round's results go into the
+ * session, which plans the next round until it is done or bisect_rounds follow-up rounds have run;
+ * follow-up tasks are real tasks (<campaign>/<stage>/b<k>.g<j>) with the stage's workload and
+ * parameters (plus device=<rail> on a rail). The session's verdicts become a diagnosis task
+ * (<campaign>/<stage>/diagnosis) with one coordinator result per part, and decide the stage. */
 #include "runner.h"
 #include "common/hostlist.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/strmap.h"
 #include "common/util.h"
+#include "scheduler/bisect.h"
 #include "scheduler/campaign.h"
 #include "scheduler/pairing.h"
 #include "scheduler/pairjudge.h"
@@ -46,6 +56,8 @@ typedef struct {
     bool sent;            /* its RunTask went out */
     bool cancelled;       /* its task was decided while it ran: CancelTask sent */
     double tx, rx;        /* pair stages: judged metrics from its result, NaN when absent */
+    fb_kv_t *counters;    /* bisect stages: its port counters that moved, rail -> what */
+    size_t n_counters;
 } rmember_t;
 
 typedef struct {
@@ -56,7 +68,16 @@ typedef struct {
     bool group; /* scope group or pairs: members get a Group */
     unsigned round;
     fb_verdict_t verdict;
+    char *rail;   /* bisect: the rail it runs on (sent as device=<rail>), NULL */
+    long planned; /* bisect: its index in the session's round, -1 for the stage's own tasks */
 } rtask_t;
+
+/* Node-local verdicts of a stage, kept for a later stage's bisect_prior. */
+typedef struct {
+    char **nodes;
+    bool *failed;
+    size_t n;
+} rlocal_t;
 
 struct runner {
     coord_t *coord;
@@ -84,6 +105,12 @@ struct runner {
     uv_timer_t deadline;
     uv_timer_t next;
     int open_handles;
+    /* on_fail: bisect */
+    fb_bisect_t *bisect;      /* the running stage's diagnosis session */
+    bool bisect_plans;        /* pairs: every round comes from the session */
+    bool bisect_next;         /* the next round to begin is bround */
+    fb_bisect_round_t bround; /* the session's round being placed */
+    rlocal_t *locals;         /* per stage, for bisect_prior */
 };
 
 static const fb_stage_t *s_stage(const runner_t *self)
@@ -126,6 +153,7 @@ static rtask_t *s_task_new(runner_t *self, char *id, const fb_group_t *g, bool g
     t->group = group;
     t->round = round;
     t->n_members = g->n_members;
+    t->planned = -1;
     t->nodes = xcalloc(g->n_members, sizeof *t->nodes);
     t->members = xcalloc(g->n_members, sizeof *t->members);
     for (size_t i = 0; i < g->n_members; i++) {
@@ -140,8 +168,15 @@ static rtask_t *s_task_new(runner_t *self, char *id, const fb_group_t *g, bool g
 
 static void s_task_free(rtask_t *t)
 {
-    for (size_t i = 0; i < t->n_members; i++)
+    for (size_t i = 0; i < t->n_members; i++) {
         free(t->nodes[i]);
+        for (size_t k = 0; k < t->members[i].n_counters; k++) {
+            free(t->members[i].counters[k].key);
+            free(t->members[i].counters[k].value);
+        }
+        free(t->members[i].counters);
+    }
+    free(t->rail);
     free(t->nodes);
     free(t->members);
     free(t->id);
@@ -163,6 +198,9 @@ static void s_clear_tasks(runner_t *self)
     self->n_rounds = self->round = 0;
     self->planned_tasks = 0;
     self->winding_down = self->stop_waiting = false;
+    fb_bisect_destroy(&self->bisect);
+    fb_bisect_round_clear(&self->bround);
+    self->bisect_plans = self->bisect_next = false;
 }
 
 static size_t s_rank_of(const rtask_t *t, const char *node)
@@ -292,18 +330,328 @@ static void s_judge_pairs(runner_t *self)
     free(sample_task);
 }
 
+/* ---- on_fail: bisect ---- */
+
+/* A node-scope stage that a later stage names in bisect_prior: its verdicts per node. */
+static void s_keep_locals(runner_t *self)
+{
+    const fb_stage_t *st = s_stage(self);
+    bool wanted = false;
+    for (size_t j = self->stage + 1; j < self->campaign->n_stages && !wanted; j++) {
+        const char *prior = self->campaign->stages[j].bisect_prior;
+        wanted = prior && !strcmp(prior, st->name);
+    }
+    if (st->scope != FB_SCOPE_NODE || !wanted)
+        return;
+    rlocal_t *l = &self->locals[self->stage];
+    l->nodes = xcalloc(self->n_tasks + 1, sizeof *l->nodes);
+    l->failed = xcalloc(self->n_tasks + 1, sizeof *l->failed);
+    for (size_t i = 0; i < self->n_tasks; i++) {
+        const rtask_t *t = self->tasks[i];
+        if (t->verdict != FB_VERDICT_PASS && t->verdict != FB_VERDICT_FAIL)
+            continue; /* lost, timeout, error: says nothing about the node's parts */
+        l->nodes[l->n] = xstrdup(t->nodes[0]);
+        l->failed[l->n++] = t->verdict == FB_VERDICT_FAIL;
+    }
+}
+
+static void s_locals_free(rlocal_t *l)
+{
+    hostlist_free(l->nodes, l->n);
+    free(l->failed);
+    memset(l, 0, sizeof *l);
+}
+
+/* The node-local verdicts of the stage named by bisect_prior, as the session's node-local round;
+ * their test ids are the ids of those tasks. */
+static void s_bisect_prior(runner_t *self, const char *prior)
+{
+    for (size_t k = 0; k < self->stage; k++) {
+        if (strcmp(self->campaign->stages[k].name, prior))
+            continue;
+        const rlocal_t *l = &self->locals[k];
+        for (size_t i = 0; i < l->n; i++) {
+            char *id = xasprintf("%s/%zu/%s", self->id, k, l->nodes[i]);
+            fb_bisect_record_local(self->bisect, id, l->nodes[i], l->failed[i]);
+            free(id);
+        }
+    }
+}
+
+static char *s_join_rails(const fb_stage_t *st)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < st->n_rails; i++)
+        len += strlen(st->rails[i]) + 1;
+    char *csv = xcalloc(len, 1);
+    for (size_t i = 0; i < st->n_rails; i++) {
+        if (i)
+            strcat(csv, ",");
+        strcat(csv, st->rails[i]);
+    }
+    return csv;
+}
+
+/* Starts the stage's diagnosis session over names. 0, or -EINVAL with err. */
+static int s_bisect_begin(runner_t *self, char **names, size_t n, char *err, size_t errlen)
+{
+    const fb_stage_t *st = s_stage(self);
+    fb_bisect_opts_t o;
+    fb_bisect_opts_default(&o);
+    o.scope = st->scope;
+    o.pairing = st->pairing;
+    o.topology = st->topology;
+    o.seed = self->seed;
+    o.sweeps = st->rounds;
+    o.max_rounds = st->bisect_rounds;
+    o.split_repeat = st->bisect_repeat;
+    self->bisect = fb_bisect_new(&o);
+    if (!self->bisect) {
+        snprintf(err, errlen, "cannot start the diagnosis of on_fail: bisect%s",
+                 st->pairing == FB_PAIRING_TOPOLOGY && !st->topology ? " (no topology)" : "");
+        return -EINVAL;
+    }
+    char *rails = s_join_rails(st);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if ((rc = fb_bisect_add_node(self->bisect, names[i], rails)) == -EINVAL)
+            snprintf(err, errlen, "node name %s cannot be diagnosed (it holds ',' or '/')",
+                     names[i]);
+    free(rails);
+    if (rc == -EEXIST)
+        rc = 0;
+    if (!rc && st->bisect_prior)
+        s_bisect_prior(self, st->bisect_prior);
+    return rc;
+}
+
+/* Port counters that moved, from a member's findings ("node/mlx5_2" or "node/mlx5_2:1", kind
+ * link or nic): the rail's cable or HCA counted its own errors. */
+static void s_note_counters(const runner_t *self, rmember_t *m, const fb_result_t *r)
+{
+    if (!self->bisect || !r->node)
+        return;
+    size_t nl = strlen(r->node);
+    for (size_t i = 0; i < r->n_findings; i++) {
+        const fb_finding_t *f = &r->findings[i];
+        if (!f->part || !f->kind || (strcmp(f->kind, "link") && strcmp(f->kind, "nic")) ||
+            strncmp(f->part, r->node, nl) || f->part[nl] != '/' || !f->part[nl + 1])
+            continue;
+        const char *rail = f->part + nl + 1;
+        m->counters = xrealloc(m->counters, (m->n_counters + 1) * sizeof *m->counters);
+        m->counters[m->n_counters].key = xstrndup(rail, strcspn(rail, ":"));
+        m->counters[m->n_counters++].value = xstrdup(f->what ? f->what : f->kind);
+    }
+}
+
+/* Gives the session every result of the round that ended: the task's verdict (lost, timed-out
+ * and erred tasks say nothing about parts), the members' measured flows and port counters. */
+static void s_bisect_record_round(runner_t *self)
+{
+    for (size_t i = self->round_first; i < self->n_tasks; i++) {
+        const rtask_t *t = self->tasks[i];
+        fb_bisect_flow_t flows[4];
+        size_t nf = 0, nc = 0;
+        for (size_t k = 0; t->n_members == 2 && k < 2; k++) {
+            const rmember_t *m = &t->members[k];
+            if (isfinite(m->tx))
+                flows[nf++] = (fb_bisect_flow_t){t->nodes[k], t->nodes[1 - k], m->tx};
+            if (isfinite(m->rx))
+                flows[nf++] = (fb_bisect_flow_t){t->nodes[1 - k], t->nodes[k], m->rx};
+        }
+        for (size_t k = 0; k < t->n_members; k++)
+            nc += t->members[k].n_counters;
+        fb_bisect_counter_t *counters = xcalloc(nc + 1, sizeof *counters);
+        nc = 0;
+        for (size_t k = 0; k < t->n_members; k++)
+            for (size_t c = 0; c < t->members[k].n_counters; c++)
+                counters[nc++] = (fb_bisect_counter_t){t->nodes[k], t->members[k].counters[c].key,
+                                                       t->members[k].counters[c].value};
+        bool judged = t->verdict == FB_VERDICT_PASS || t->verdict == FB_VERDICT_FAIL;
+        fb_bisect_result_t r = {t->id,
+                                t->planned,
+                                (const char *const *)t->nodes,
+                                t->n_members,
+                                t->rail,
+                                judged,
+                                t->verdict == FB_VERDICT_FAIL,
+                                flows,
+                                nf,
+                                counters,
+                                nc};
+        int rc = fb_bisect_record(self->bisect, &r);
+        if (rc)
+            log_warn("diagnosis: result of %s not taken: %s", t->id, strerror(-rc));
+        free(counters);
+    }
+}
+
+/* Plans the session's next round when the stage's own rounds are over (or, for a pairs stage,
+ * after every round). True when one was scheduled; false when the stage ends. */
+static bool s_bisect_continue(runner_t *self)
+{
+    if (!self->bisect || (!self->bisect_plans && !fb_bisect_needed(self->bisect)))
+        return false;
+    fb_bisect_round_clear(&self->bround);
+    int rc = fb_bisect_next(self->bisect, &self->bround);
+    if (rc < 0) {
+        coord_event(self->coord, self->id, NULL, NULL, "bisect",
+                    "%s: cannot plan the next round: %s", s_stage(self)->name, strerror(-rc));
+        return false;
+    }
+    if (rc == 0)
+        return false;
+    self->bisect_next = true;
+    s_schedule_next(self, true);
+    return true;
+}
+
+/* The node a part belongs to: "n7" and "n7/mlx5_0" -> n7; links and groups have none. Heap. */
+static char *s_part_node(const char *part)
+{
+    if (strstr(part, "<->") || strchr(part, ','))
+        return NULL;
+    return xstrndup(part, strcspn(part, "/"));
+}
+
+/* Every node a verdict's part names (a group names several), added to nodes once. */
+static void s_part_nodes(const char *part, char ***nodes, size_t *n)
+{
+    if (strstr(part, "<->"))
+        return;
+    while (*part) {
+        size_t len = strcspn(part, ",/");
+        bool seen = false;
+        for (size_t i = 0; i < *n && !seen; i++)
+            seen = strlen((*nodes)[i]) == len && !strncmp((*nodes)[i], part, len);
+        if (!seen) {
+            *nodes = xrealloc(*nodes, (*n + 1) * sizeof **nodes);
+            (*nodes)[(*n)++] = xstrndup(part, len);
+        }
+        part += len;
+        part += strcspn(part, ","); /* skip "/rail" */
+        if (*part == ',')
+            part++;
+    }
+}
+
+/* Evidence kept per cleared suspect: the tests after its first failure, enough to see why. */
+#define S_CLEARED_EVIDENCE 8
+
+/* The session's verdicts as the diagnosis task of the stage: one coordinator result per part
+ * (failing for bad and undecided parts, passing for cleared ones) whose first finding is the part
+ * and whose other findings are its evidence, each naming the test it rests on
+ * (docs/report-json.md). */
+static void s_store_diagnosis(runner_t *self, const fb_bisect_verdict_t *v, size_t n)
+{
+    store_t *store = coord_store(self->coord);
+    char *task_id = xasprintf("%s/%zu/diagnosis", self->id, self->stage);
+    char **nodes = NULL;
+    size_t nn = 0;
+    for (size_t i = 0; i < n; i++)
+        s_part_nodes(v[i].part, &nodes, &nn);
+    uint64_t now = fb_now_ms();
+    if (store_task_create(store, task_id, self->id, self->stage_ids[self->stage],
+                          (const char *const *)nodes, nn, now))
+        log_error("cannot store task %s: %s", task_id, store_errmsg(store));
+    hostlist_free(nodes, nn);
+    for (size_t i = 0; i < n; i++) {
+        const fb_bisect_verdict_t *x = &v[i];
+        fb_result_t *r = fb_result_new();
+        char *rid = xasprintf("%s/%s", task_id, x->part), *node = s_part_node(x->part);
+        fb_result_set_ids(r, rid, task_id, node);
+        r->verdict = x->state == FB_BISECT_CLEARED ? FB_VERDICT_PASS : FB_VERDICT_FAIL;
+        r->started_ms = r->finished_ms = now;
+        fb_result_set_error(r, "%s", x->summary);
+        fb_result_add_metric(r, "confidence", x->confidence, "");
+        fb_result_add_metric(r, "undecided", x->state == FB_BISECT_UNDECIDED ? 1.0 : 0.0, "");
+        fb_result_add_finding(r, x->part, x->kind, x->summary);
+        size_t ne = x->state == FB_BISECT_CLEARED && x->n_evidence > S_CLEARED_EVIDENCE
+                        ? S_CLEARED_EVIDENCE
+                        : x->n_evidence;
+        for (size_t k = 0; k < ne; k++)
+            fb_result_add_finding(r, x->evidence[k].test_id, "evidence", x->evidence[k].what);
+        if (store_result_insert(store, r, now))
+            log_error("cannot store the diagnosis of %s: %s", x->part, store_errmsg(store));
+        fb_result_destroy(&r);
+        free(rid);
+        free(node);
+    }
+    free(task_id);
+}
+
+/* Timeline events for the verdicts: one per bad or undecided part, one for the cleared. */
+static void s_diagnosis_events(runner_t *self, const fb_bisect_verdict_t *v, size_t n)
+{
+    const char *stage = s_stage(self)->name;
+    size_t cleared = 0, len = 0;
+    char names[512] = "";
+    for (size_t i = 0; i < n; i++) {
+        const fb_bisect_verdict_t *x = &v[i];
+        if (x->state == FB_BISECT_CLEARED) {
+            if (len < sizeof names - 80)
+                len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
+                                        cleared ? ", " : "", x->part);
+            cleared++;
+            continue;
+        }
+        char *node = s_part_node(x->part);
+        coord_event(self->coord, self->id, NULL, node, "diagnosis",
+                    "%s: %s %s (%s, confidence %.4f): %s", stage, fb_bisect_state_name(x->state),
+                    x->part, x->kind, x->confidence, x->summary);
+        log_warn("stage %s: %s %s (%s): %s", stage, fb_bisect_state_name(x->state), x->part,
+                 x->kind, x->summary);
+        free(node);
+    }
+    if (cleared)
+        coord_event(self->coord, self->id, NULL, NULL, "diagnosis",
+                    "%s: cleared %zu suspect(s): %s%s", stage, cleared, names,
+                    len >= sizeof names - 80 ? ", ..." : "");
+}
+
+/* The end of a bisect stage: its verdicts on the timeline and in the store, and the stage's
+ * verdict: failing when a part is bad or undecided; otherwise the failed tests were explained
+ * away (spurious, or a partner of a part since cleared) and only lost, timed-out or erred tasks
+ * can fail it. */
+static fb_verdict_t s_bisect_finish(runner_t *self, fb_verdict_t *verdicts, size_t n)
+{
+    fb_bisect_verdict_t *v;
+    size_t nv = fb_bisect_verdicts(self->bisect, &v), open = 0, cleared = 0;
+    for (size_t i = 0; i < nv; i++) {
+        open += v[i].state != FB_BISECT_CLEARED;
+        cleared += v[i].state == FB_BISECT_CLEARED;
+    }
+    s_diagnosis_events(self, v, nv);
+    if (nv)
+        s_store_diagnosis(self, v, nv);
+    coord_event(self->coord, self->id, NULL, NULL, "diagnosis",
+                "%s: %zu part(s) bad or undecided, %zu suspect(s) cleared, after %u follow-up "
+                "round(s)",
+                s_stage(self)->name, open, cleared, fb_bisect_follow_ups(self->bisect));
+    fb_bisect_verdicts_free(&v, nv);
+    if (open)
+        return FB_VERDICT_FAIL;
+    for (size_t i = 0; i < n; i++)
+        if (verdicts[i] == FB_VERDICT_FAIL)
+            verdicts[i] = FB_VERDICT_PASS;
+    return fb_stage_verdict(verdicts, n);
+}
+
 /* ---- stage end ---- */
 
 static void s_end_stage(runner_t *self)
 {
     uv_timer_stop(&self->deadline);
     self->stage_running = false;
-    s_judge_pairs(self);
+    if (!self->bisect) /* a bisect stage's flows are judged by its session */
+        s_judge_pairs(self);
     fb_verdict_t *verdicts = xcalloc(self->n_tasks + 1, sizeof *verdicts);
     for (size_t i = 0; i < self->n_tasks; i++)
         verdicts[i] = self->tasks[i]->verdict;
-    fb_verdict_t verdict = fb_stage_verdict(verdicts, self->n_tasks);
+    fb_verdict_t verdict = self->bisect ? s_bisect_finish(self, verdicts, self->n_tasks)
+                                        : fb_stage_verdict(verdicts, self->n_tasks);
     free(verdicts);
+    s_keep_locals(self);
     const fb_stage_t *stage = s_stage(self);
     store_t *store = coord_store(self->coord);
     store_stage_finish(store, self->stage_ids[self->stage], verdict, fb_now_ms());
@@ -367,11 +715,15 @@ static void s_check_round_done(runner_t *self)
     }
     uv_timer_stop(&self->deadline);
     self->winding_down = self->stop_waiting = false;
+    if (self->bisect)
+        s_bisect_record_round(self);
     if (self->round + 1 < self->n_rounds) {
         self->round++;
         s_schedule_next(self, true);
         return;
     }
+    if (s_bisect_continue(self))
+        return;
     s_end_stage(self);
 }
 
@@ -457,16 +809,27 @@ static int s_send_member(runner_t *self, const rtask_t *t, size_t rank)
     m.stage = stage->name;
     m.workload = stage->workload;
     m.timeout_ms = stage->timeout_ms;
-    Fleetburn__Param *params = xcalloc(stage->n_params + 1, sizeof *params);
-    Fleetburn__Param **ptrs = xcalloc(stage->n_params + 1, sizeof *ptrs);
+    Fleetburn__Param *params = xcalloc(stage->n_params + 2, sizeof *params);
+    Fleetburn__Param **ptrs = xcalloc(stage->n_params + 2, sizeof *ptrs);
+    size_t n = 0;
     for (size_t i = 0; i < stage->n_params; i++) {
-        fleetburn__param__init(&params[i]);
-        params[i].key = stage->params[i].key;
-        params[i].value = stage->params[i].value;
-        ptrs[i] = &params[i];
+        if (t->rail && !strcmp(stage->params[i].key, "device"))
+            continue; /* a bisect test on one rail: its own device below */
+        fleetburn__param__init(&params[n]);
+        params[n].key = stage->params[i].key;
+        params[n].value = stage->params[i].value;
+        ptrs[n] = &params[n];
+        n++;
+    }
+    if (t->rail) {
+        fleetburn__param__init(&params[n]);
+        params[n].key = "device";
+        params[n].value = t->rail;
+        ptrs[n] = &params[n];
+        n++;
     }
     m.params = ptrs;
-    m.n_params = stage->n_params;
+    m.n_params = n;
     Fleetburn__Group group;
     const char **addresses = xcalloc(t->n_members, sizeof *addresses);
     if (t->group) {
@@ -593,12 +956,24 @@ static int s_plan_round(runner_t *self, const char *const *names, size_t n, unsi
     return rc;
 }
 
-/* Plans every round of the running stage. 0, or -errno with err. */
+/* Plans every round of the running stage (a bisect pairs stage: none here, its session plans
+ * them). 0, or -errno with err. */
 static int s_plan_stage(runner_t *self, char **names, size_t n, char *err, size_t errlen)
 {
     const fb_stage_t *st = s_stage(self);
     self->n_rounds = st->scope == FB_SCOPE_PAIRS ? st->rounds : 1;
     self->seed = st->has_seed ? st->seed : fb_now_ms() ^ ((uint64_t)self->stage << 32);
+    if (st->on_fail == FB_ON_FAIL_BISECT) {
+        int rc = s_bisect_begin(self, names, n, err, errlen);
+        if (rc)
+            return rc;
+        if (st->scope == FB_SCOPE_PAIRS) {
+            self->bisect_plans = true;
+            self->n_rounds = 0;
+            self->planned_tasks = n / 2 * (st->n_rails ? st->n_rails : 1) * st->rounds;
+            return 0;
+        }
+    }
     self->plans = xcalloc(self->n_rounds, sizeof *self->plans);
     for (unsigned r = 0; r < self->n_rounds; r++) {
         int rc = s_plan_round(self, (const char *const *)names, n, r, &self->plans[r], err, errlen);
@@ -630,6 +1005,17 @@ static void s_round_event(runner_t *self, const fb_plan_t *plan)
                                                 : "left over after the groups were formed");
 }
 
+/* Sends the tasks of the round that begins and starts its deadline. */
+static void s_dispatch_round(runner_t *self)
+{
+    for (size_t i = self->round_first; i < self->n_tasks; i++)
+        s_dispatch(self, self->tasks[i]);
+    uv_timer_start(&self->deadline, s_on_deadline, fb_stage_deadline_ms(s_stage(self)->timeout_ms),
+                   0);
+    s_progress(self);
+    s_check_round_done(self);
+}
+
 static void s_begin_round(runner_t *self)
 {
     const fb_stage_t *stage = s_stage(self);
@@ -647,11 +1033,45 @@ static void s_begin_round(runner_t *self)
                               (const char *const *)t->nodes, t->n_members, fb_now_ms()))
             log_error("cannot store task %s: %s", t->id, store_errmsg(store));
     }
-    for (size_t i = self->round_first; i < self->n_tasks; i++)
-        s_dispatch(self, self->tasks[i]);
-    uv_timer_start(&self->deadline, s_on_deadline, fb_stage_deadline_ms(stage->timeout_ms), 0);
-    s_progress(self);
-    s_check_round_done(self);
+    s_dispatch_round(self);
+}
+
+/* A round of the diagnosis session (self->bround): a sweep of a bisect pairs stage
+ * (<campaign>/<stage>/r<k>.g<j>) or a follow-up round (b<k>.g<j>), one task per test. */
+static void s_begin_bisect_round(runner_t *self)
+{
+    const fb_stage_t *stage = s_stage(self);
+    const fb_bisect_round_t *br = &self->bround;
+    store_t *store = coord_store(self->coord);
+    self->bisect_next = false;
+    self->round_first = self->n_tasks;
+    self->round = self->bisect_plans ? br->round - 1 : br->round;
+    unsigned k = fb_bisect_follow_ups(self->bisect);
+    coord_event(self->coord, self->id, NULL, NULL, br->follow_up ? "bisect" : "round", "%s %s",
+                stage->name, br->why);
+    log_info("stage %s: %s", stage->name, br->why);
+    for (size_t i = 0; i < br->n_tests; i++) {
+        const fb_bisect_test_t *bt = &br->tests[i];
+        char *id = br->follow_up
+                       ? xasprintf("%s/%zu/b%u.g%zu", self->id, self->stage, k, i)
+                       : xasprintf("%s/%zu/r%u.g%zu", self->id, self->stage, self->round, i);
+        fb_group_t g = {bt->members, bt->n_members};
+        rtask_t *t = s_task_new(self, id, &g, true, self->round);
+        t->rail = bt->rail ? xstrdup(bt->rail) : NULL;
+        t->planned = (long)i;
+        if (store_task_create(store, t->id, self->id, self->stage_ids[self->stage],
+                              (const char *const *)t->nodes, t->n_members, fb_now_ms()))
+            log_error("cannot store task %s: %s", t->id, store_errmsg(store));
+        if (bt->suspect)
+            coord_event(self->coord, self->id, t->id, t->nodes[0], "bisect",
+                        "re-tests %s with %s%s%s", bt->suspect,
+                        bt->n_members == 2 ? "trusted " : "", bt->n_members == 2 ? t->nodes[1] : "",
+                        bt->rail ? " on " : "");
+    }
+    if (self->planned_tasks < self->n_tasks)
+        self->planned_tasks = self->n_tasks;
+    fb_bisect_round_clear(&self->bround);
+    s_dispatch_round(self);
 }
 
 static void s_begin_stage(runner_t *self)
@@ -678,13 +1098,19 @@ static void s_begin_stage(runner_t *self)
         s_end_stage(self); /* no tasks: the stage verdict is error */
         return;
     }
-    coord_event(self->coord, self->id, NULL, NULL, "stage", "%s started: %s on %zu node(s)%s%s",
+    coord_event(self->coord, self->id, NULL, NULL, "stage", "%s started: %s on %zu node(s)%s%s%s",
                 stage->name, stage->workload, n, stage->scope == FB_SCOPE_NODE ? "" : ", scope ",
-                stage->scope == FB_SCOPE_NODE ? "" : fb_scope_name(stage->scope));
+                stage->scope == FB_SCOPE_NODE ? "" : fb_scope_name(stage->scope),
+                self->bisect ? ", on_fail: bisect" : "");
     log_info("stage %zu/%zu %s: %s on %zu node(s)", self->stage + 1, self->campaign->n_stages,
              stage->name, stage->workload, n);
     if (n == 0)
         log_warn("stage %s selected no connected node", stage->name);
+    if (self->bisect_plans) {
+        if (!s_bisect_continue(self))
+            s_end_stage(self);
+        return;
+    }
     if (self->planned_tasks == 0) {
         s_round_event(self, &self->plans[0]); /* says who was left idle */
         s_end_stage(self);
@@ -696,7 +1122,9 @@ static void s_begin_stage(runner_t *self)
 static void s_on_next_cb(uv_timer_t *h)
 {
     runner_t *self = h->data;
-    if (self->next_is_round)
+    if (self->next_is_round && self->bisect_next)
+        s_begin_bisect_round(self);
+    else if (self->next_is_round)
         s_begin_round(self);
     else
         s_begin_stage(self);
@@ -725,6 +1153,7 @@ runner_t *runner_new(coord_t *coord, fb_campaign_t **campaign, const char *id, c
         return NULL;
     }
     self->stage_ids = xcalloc(self->campaign->n_stages, sizeof(int64_t));
+    self->locals = xcalloc(self->campaign->n_stages, sizeof *self->locals);
     for (size_t i = 0; i < self->campaign->n_stages; i++) {
         const fb_stage_t *s = &self->campaign->stages[i];
         char *params = s_params_json(s);
@@ -753,6 +1182,9 @@ static void s_on_closed(uv_handle_t *h)
     if (--self->open_handles > 0)
         return;
     s_clear_tasks(self);
+    for (size_t i = 0; self->locals && i < self->campaign->n_stages; i++)
+        s_locals_free(&self->locals[i]);
+    free(self->locals);
     fb_campaign_destroy(&self->campaign);
     free(self->stage_ids);
     free(self->id);
@@ -838,6 +1270,7 @@ void runner_on_result(runner_t *self, const fb_result_t *r)
     if (m->verdict == FB_VERDICT_NONE) {
         m->verdict = r->verdict;
         s_note_metrics(self, m, r);
+        s_note_counters(self, m, r);
         if (t->verdict == FB_VERDICT_NONE)
             s_member_result(self, t, rank, r);
     }
