@@ -126,8 +126,14 @@ static void s_group_metrics(const fb_faultmodel_t *m, fb_result_t *r, const char
         S_NET_GBPS * fb_faultmodel_flow_factor(m, sorted[me], next, rail) * s_jitter(m, key, "tx");
     double rx =
         S_NET_GBPS * fb_faultmodel_flow_factor(m, prev, sorted[me], rail) * s_jitter(m, key, "rx");
-    fb_result_add_metric(r, "netbw.tx_gbps", tx, "Gb/s");
-    fb_result_add_metric(r, "netbw.rx_gbps", rx, "Gb/s");
+    /* named as the workload names them (rdmabw.tx_gbps for rdmabw), so that the pair judgment
+     * and the diagnosis read them as they would a real one's */
+    const char *family = !strcmp(workload, "rdmabw") ? "rdmabw" : "netbw";
+    char name[32];
+    snprintf(name, sizeof name, "%s.tx_gbps", family);
+    fb_result_add_metric(r, name, tx, "Gb/s");
+    snprintf(name, sizeof name, "%s.rx_gbps", family);
+    fb_result_add_metric(r, name, rx, "Gb/s");
 }
 
 static int s_cmp_str(const void *a, const void *b)
@@ -175,6 +181,8 @@ static fb_result_t *s_decide(const simtask_exec_t *self, const task_env_t *env, 
     }
     s_check_min(r, params, n_params, "min_gbps", "netbw.tx_gbps");
     s_check_min(r, params, n_params, "min_gbps", "netbw.rx_gbps");
+    s_check_min(r, params, n_params, "min_gbps", "rdmabw.tx_gbps");
+    s_check_min(r, params, n_params, "min_gbps", "rdmabw.rx_gbps");
     s_check_min(r, params, n_params, "min_busbw_gbs", "allreduce.busbw_gbs");
     s_check_min(r, params, n_params, "min_tflops", "tflops_median");
     free(key);

@@ -678,11 +678,14 @@ static void s_split_verdicts(const fb_bisect_t *b, size_t si, s_vlist_t *l)
 }
 
 /* The chance that n_partners partners were all slow with a healthy part by chance, from the
- * fleet's other slow flows: confidence = 1 - r^n_partners. */
+ * fleet's stray slow flows (those no finding explains): confidence = 1 - r^n_partners. */
 static double s_slow_confidence(const fb_flow_judgment_t *j, const fb_flow_finding_t *f)
 {
-    double others = (double)(j->n_slow - f->n_slow), rest = (double)(j->n_flows - f->n_flows);
-    double r = (others + 1.0) / (rest + 2.0);
+    size_t explained = 0;
+    for (size_t i = 0; i < j->n_findings; i++)
+        explained += j->findings[i].n_slow;
+    double stray = (double)(j->n_slow > explained ? j->n_slow - explained : 0);
+    double r = (stray + 1.0) / ((double)j->n_flows + 2.0);
     return 1.0 - pow(r, (double)f->n_partners);
 }
 

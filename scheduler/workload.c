@@ -159,6 +159,9 @@ static const fb_param_spec_t s_netbw_params[] = {
      "fail a direction below this many Gb/s"},
     {"inject_corrupt", FB_PARAM_UINT, NULL, NULL, 0, 1000000, true,
      "test-only: flip one bit in this many 4 KiB blocks of each direction, to prove detection"},
+    {"inject_rate_mbit", FB_PARAM_UINT, NULL, NULL, 1, 100000000, true,
+     "test-only: cap what this member sends at this many Mbit/s (socket pacing), to prove that a "
+     "slow path is found"},
 };
 static const fb_param_spec_t s_health_params[] = {
     {"ib_rate", FB_PARAM_STRING, NULL, NULL, 0, 0, false,

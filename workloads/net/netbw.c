@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +49,7 @@ typedef struct {
     const char *host[2];   /* where rank r is reached; host[rank] "" = listen on every address */
     uint64_t duration_ms, warmup_ms, lat_iters;
     unsigned streams, inject;
+    uint64_t rate_mbit; /* test-only: pacing cap on what this member sends, 0 = none */
     bool have_min;
     double min_gbps;
     int lfd, cfd;
@@ -131,6 +133,29 @@ static int s_params(nb_t *nb)
             return rc;
         nb->inject = (unsigned)v;
     }
+    if (worker_param(nb->ctx, "inject_rate_mbit")) {
+        if (!worker_fault_injection_allowed(nb->ctx))
+            return s_fail(nb, -EPERM,
+                          "inject_rate_mbit refused: the agent was not started with "
+                          "--allow-fault-injection");
+        if ((rc = s_param_uint(nb, "inject_rate_mbit", "0", 1, 100000000, &nb->rate_mbit)))
+            return rc;
+    }
+    return 0;
+}
+
+/* Test-only throttle (inject_rate_mbit): caps each sending socket at its share of the rate by the
+ * kernel's pacing (SO_MAX_PACING_RATE, bytes per second; TCP paces by itself since Linux 4.13),
+ * so this member's path is slow the way a bad cable or a congested uplink makes it. */
+static int s_pace(nb_t *nb, int fd)
+{
+    if (!nb->rate_mbit)
+        return 0;
+    uint64_t bytes = nb->rate_mbit * 1000000ull / 8 / nb->streams;
+    unsigned int rate = bytes > 0xfffffffeull ? 0xfffffffeu : (unsigned int)(bytes ? bytes : 1);
+    if (setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof rate))
+        return s_fail(nb, -errno, "inject_rate_mbit: cannot set the pacing rate: %s",
+                      strerror(errno));
     return 0;
 }
 
@@ -500,6 +525,8 @@ static int s_send_direction(nb_t *nb)
         rc = s_connect(nb, NBC_CONN_DATA, i, &fds[i]);
         if (!rc)
             rc = nsock_tune(fds[i], NB_IO_TICK_MS, (unsigned)nb->connect_ms, 0);
+        if (!rc)
+            rc = s_pace(nb, fds[i]);
     }
     if (rc) {
         s_close_all(fds, nb->streams);

@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The diagnosis session of a stage (scheduler/bisect.h) against the simulated fleet's fault
+ * model (scheduler/faultmodel.h), as the runner drives it: pairs planned from the first round on
+ * every rail, a hard node and a hard NIC named and nothing else, evidence that cites the tests;
+ * a slow uplink named by its spine when the routing is known; a failing group split down to its
+ * bad node; the round limit; bad options. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "scheduler/bisect.h"
+#include "scheduler/faultmodel.h"
+#include "scheduler/topology.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { N = 32 };
+
+typedef struct {
+    char names[N][8];
+    fb_topology_t *topo;
+    fb_faultmodel_t *model;
+} s_fleet_t;
+
+static void s_fleet(s_fleet_t *f, const char *faults)
+{
+    for (int i = 0; i < N; i++)
+        snprintf(f->names[i], sizeof f->names[i], "sim-%02d", i);
+    char err[128];
+    assert_int_equal(fb_topology_parse("leaf01: sim-[00-07]\nleaf02: sim-[08-15]\n"
+                                       "leaf03: sim-[16-23]\nleaf04: sim-[24-31]\n"
+                                       "spine01: leaf[01-04]\nspine02: leaf[01-04]\n",
+                                       &f->topo, err, sizeof err),
+                     0);
+    char *error = NULL;
+    assert_int_equal(fb_faultmodel_parse(faults, strlen(faults), "t", &f->model, &error), 0);
+    assert_int_equal(fb_faultmodel_bind(f->model, f->topo, &error), 0);
+}
+
+static void s_fleet_free(s_fleet_t *f)
+{
+    fb_faultmodel_destroy(&f->model);
+    fb_topology_destroy(&f->topo);
+}
+
+static const char *s_route(void *arg, const char *src, const char *dst)
+{
+    return fb_faultmodel_spine(arg, src, dst);
+}
+
+static bool s_judge(const s_fleet_t *f, const char *id, const char *const *m, size_t n, int rail)
+{
+    fb_sim_test_t t = {id, m, n, rail};
+    fb_sim_outcome_t out;
+    assert_int_equal(fb_faultmodel_judge(f->model, &t, &out), 0);
+    return out.failed;
+}
+
+/* Runs one planned round in the simulator and records it. */
+static void s_run_round(const s_fleet_t *f, fb_bisect_t *b, const fb_bisect_round_t *rd)
+{
+    for (size_t i = 0; i < rd->n_tests; i++) {
+        const fb_bisect_test_t *t = &rd->tests[i];
+        char id[32];
+        snprintf(id, sizeof id, "r%u.%zu", rd->round, i);
+        int rail = t->rail ? atoi(t->rail + 5) : -1;
+        fb_bisect_flow_t flows[2];
+        size_t nf = 0;
+        if (t->n_members == 2)
+            for (int d = 0; d < 2; d++) {
+                const char *src = t->members[d], *dst = t->members[1 - d];
+                flows[nf++] = (fb_bisect_flow_t){
+                    src, dst, 100.0 * fb_faultmodel_flow_factor(f->model, src, dst, rail)};
+            }
+        fb_bisect_result_t r = {id,
+                                (long)i,
+                                (const char *const *)t->members,
+                                t->n_members,
+                                t->rail,
+                                true,
+                                s_judge(f, id, (const char *const *)t->members, t->n_members, rail),
+                                flows,
+                                nf,
+                                NULL,
+                                0};
+        assert_int_equal(fb_bisect_record(b, &r), 0);
+    }
+}
+
+static fb_bisect_t *s_session(const s_fleet_t *f, fb_scope_t scope, unsigned sweeps,
+                              unsigned max_rounds, bool rails)
+{
+    fb_bisect_opts_t o;
+    fb_bisect_opts_default(&o);
+    o.scope = scope;
+    o.pairing = FB_PAIRING_TOPOLOGY;
+    o.topology = f->topo;
+    o.route = s_route;
+    o.route_arg = f->model;
+    o.seed = 42;
+    o.sweeps = sweeps;
+    o.max_rounds = max_rounds;
+    fb_bisect_t *b = fb_bisect_new(&o);
+    assert_non_null(b);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(
+            fb_bisect_add_node(b, f->names[i], rails ? "mlx5_0,mlx5_1,mlx5_2,mlx5_3" : NULL), 0);
+    return b;
+}
+
+/* Runs the session to its end; returns the rounds run. */
+static unsigned s_run(const s_fleet_t *f, fb_bisect_t *b)
+{
+    unsigned rounds = 0;
+    fb_bisect_round_t rd;
+    while (fb_bisect_next(b, &rd) == 1) {
+        assert_int_equal(rd.round, rounds + 1);
+        assert_non_null(rd.why);
+        s_run_round(f, b, &rd);
+        fb_bisect_round_clear(&rd);
+        rounds++;
+    }
+    fb_bisect_round_clear(&rd);
+    return rounds;
+}
+
+static const fb_bisect_verdict_t *s_verdict(const fb_bisect_verdict_t *v, size_t n,
+                                            const char *part)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(v[i].part, part))
+            return &v[i];
+    return NULL;
+}
+
+static size_t s_count(const fb_bisect_verdict_t *v, size_t n, fb_bisect_state_t st)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += v[i].state == st;
+    return k;
+}
+
+/* Pairs on 4 rails: a hard node and a hard NIC, 1% spurious failures. Both named, nothing else
+ * bad or undecided at the end; the node's evidence cites the node-local test and partners. */
+static void test_pairs(void **state)
+{
+    (void)state;
+    s_fleet_t f;
+    s_fleet(&f, "seed: 5\nfalse_fail_rate: 0.01\nrails: 4\nfaults:\n"
+                "  - {node: sim-07, kind: hard}\n  - {nic: sim-20/1, kind: hard}\n");
+    fb_bisect_t *b = s_session(&f, FB_SCOPE_PAIRS, 1, 12, true);
+    for (int i = 0; i < N; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "local.%s", f.names[i]);
+        const char *m[1] = {f.names[i]};
+        assert_int_equal(fb_bisect_record_local(b, id, f.names[i], s_judge(&f, id, m, 1, -1)), 0);
+    }
+    assert_true(fb_bisect_needed(b));
+    unsigned rounds = s_run(&f, b);
+    fb_bisect_verdict_t *v;
+    size_t n = fb_bisect_verdicts(b, &v);
+    const fb_bisect_verdict_t *node = s_verdict(v, n, "sim-07"),
+                              *nic = s_verdict(v, n, "sim-20/mlx5_1");
+    assert_non_null(node);
+    assert_non_null(nic);
+    assert_int_equal(node->state, FB_BISECT_BAD);
+    assert_string_equal(node->kind, "node");
+    assert_true(node->confidence >= 0.99);
+    assert_string_equal(node->evidence[0].test_id, "local.sim-07");
+    assert_true(node->n_partners >= 2);
+    assert_int_equal(nic->state, FB_BISECT_BAD);
+    assert_string_equal(nic->kind, "nic");
+    assert_int_equal(s_count(v, n, FB_BISECT_BAD), 2);
+    assert_int_equal(s_count(v, n, FB_BISECT_UNDECIDED), 0);
+    assert_true(s_count(v, n, FB_BISECT_CLEARED) > 0);
+    assert_int_equal(v[0].state, FB_BISECT_BAD); /* bad first */
+    printf("[bisect] pairs: %u rounds (%u follow-up), %zu verdicts, %zu cleared\n", rounds,
+           fb_bisect_follow_ups(b), n, s_count(v, n, FB_BISECT_CLEARED));
+    char **bad;
+    size_t nb = fb_bisect_bad(b, &bad);
+    assert_int_equal(nb, 2);
+    for (size_t i = 0; i < nb; i++)
+        free(bad[i]);
+    free(bad);
+    fb_bisect_verdicts_free(&v, n);
+    assert_null(v);
+    fb_bisect_destroy(&b);
+    fb_bisect_destroy(&b); /* NULL-safe */
+    s_fleet_free(&f);
+}
+
+/* A slow uplink (an eighth of the flows cross it): named as leaf02<->spine01 in the first round,
+ * and no node of leaf02 with it. */
+static void test_uplink(void **state)
+{
+    (void)state;
+    s_fleet_t f;
+    s_fleet(&f,
+            "seed: 9\nrails: 4\nfaults:\n  - {link: leaf02<->spine01, kind: slow, factor: 0.5}\n");
+    fb_bisect_t *b = s_session(&f, FB_SCOPE_PAIRS, 1, 4, true);
+    fb_bisect_round_t rd;
+    assert_int_equal(fb_bisect_next(b, &rd), 1);
+    assert_false(rd.follow_up);
+    assert_int_equal(rd.n_tests, N / 2 * 4);
+    s_run_round(&f, b, &rd);
+    fb_bisect_round_clear(&rd);
+    assert_true(fb_bisect_needed(b));
+    fb_bisect_verdict_t *v;
+    size_t n = fb_bisect_verdicts(b, &v);
+    assert_int_equal(s_count(v, n, FB_BISECT_BAD), 1);
+    assert_string_equal(v[0].part, "leaf02<->spine01");
+    assert_string_equal(v[0].kind, "link");
+    assert_true(v[0].confidence > 0.99);
+    assert_true(v[0].n_evidence > 0 && strstr(v[0].evidence[0].what, "of the median"));
+    fb_bisect_verdicts_free(&v, n);
+    fb_bisect_destroy(&b);
+    s_fleet_free(&f);
+}
+
+/* A group stage: two groups of 16, one holding a hard node. The failing one is split in 4 parts
+ * (each run twice), then again, down to the node; its other members are cleared, the passing
+ * group is not in the verdicts at all. */
+static void test_groups(void **state)
+{
+    (void)state;
+    s_fleet_t f;
+    s_fleet(&f, "faults:\n  - {node: sim-09, kind: hard}\n");
+    fb_bisect_t *b = s_session(&f, FB_SCOPE_GROUP, 1, 12, false);
+    for (int g = 0; g < 2; g++) {
+        const char *m[16];
+        for (int i = 0; i < 16; i++)
+            m[i] = f.names[16 * g + i];
+        char id[16];
+        snprintf(id, sizeof id, "stage.g%d", g);
+        fb_bisect_result_t r = {id,   -1, m,    16, NULL, true, s_judge(&f, id, m, 16, -1),
+                                NULL, 0,  NULL, 0};
+        assert_int_equal(fb_bisect_record(b, &r), 0);
+    }
+    assert_true(fb_bisect_needed(b));
+    unsigned rounds = s_run(&f, b);
+    assert_int_equal(rounds, 4); /* 16 -> 4 -> 1, each level twice */
+    fb_bisect_verdict_t *v;
+    size_t n = fb_bisect_verdicts(b, &v);
+    const fb_bisect_verdict_t *bad = s_verdict(v, n, "sim-09");
+    assert_non_null(bad);
+    assert_int_equal(bad->state, FB_BISECT_BAD);
+    assert_true(bad->n_evidence >= 3); /* the group, the part of 4, itself */
+    assert_int_equal(s_count(v, n, FB_BISECT_BAD), 1);
+    assert_int_equal(s_count(v, n, FB_BISECT_CLEARED), 15);
+    assert_null(s_verdict(v, n, "sim-20"));
+    fb_bisect_verdicts_free(&v, n);
+    /* a planned index out of the last round is refused */
+    const char *m[1] = {"sim-01"};
+    fb_bisect_result_t r = {"x", 99, m, 1, NULL, true, false, NULL, 0, NULL, 0};
+    assert_int_equal(fb_bisect_record(b, &r), -EINVAL);
+    fb_bisect_destroy(&b);
+    s_fleet_free(&f);
+}
+
+/* Nothing failed, nothing slow: after the sweeps the session ends. The round limit holds. */
+static void test_limits(void **state)
+{
+    (void)state;
+    s_fleet_t f;
+    s_fleet(&f, "faults: []\n");
+    fb_bisect_t *b = s_session(&f, FB_SCOPE_PAIRS, 2, 12, false);
+    assert_false(fb_bisect_needed(b));
+    assert_int_equal(s_run(&f, b), 2);
+    assert_int_equal(fb_bisect_follow_ups(b), 0);
+    fb_bisect_verdict_t *v;
+    assert_int_equal(fb_bisect_verdicts(b, &v), 0);
+    fb_bisect_verdicts_free(&v, 0);
+    fb_bisect_destroy(&b);
+    s_fleet_free(&f);
+    /* an intermittent fault with a limit of one follow-up round: the session stops there */
+    s_fleet(&f, "seed: 3\nfaults:\n  - {node: sim-03, kind: intermittent, q: 0.3}\n");
+    b = s_session(&f, FB_SCOPE_PAIRS, 1, 1, false);
+    const char *m[1] = {"sim-03"};
+    assert_int_equal(fb_bisect_record_local(b, "l3", "sim-03", true), 0);
+    (void)m;
+    assert_true(s_run(&f, b) <= 2);
+    assert_true(fb_bisect_follow_ups(b) <= 1);
+    fb_bisect_destroy(&b);
+    s_fleet_free(&f);
+}
+
+static void test_options(void **state)
+{
+    (void)state;
+    fb_bisect_opts_t o;
+    fb_bisect_opts_default(&o);
+    assert_int_equal(o.sweeps, 1);
+    assert_int_equal(o.max_rounds, 12);
+    o.scope = FB_SCOPE_NODE;
+    assert_null(fb_bisect_new(&o));
+    fb_bisect_opts_default(&o);
+    o.pairing = FB_PAIRING_TOPOLOGY; /* without a topology */
+    assert_null(fb_bisect_new(&o));
+    fb_bisect_opts_default(&o);
+    o.sweeps = 0;
+    assert_null(fb_bisect_new(&o));
+    fb_bisect_opts_default(&o);
+    o.diag.q = 2.0;
+    assert_null(fb_bisect_new(&o));
+    fb_bisect_opts_default(&o);
+    fb_bisect_t *b = fb_bisect_new(&o);
+    assert_int_equal(fb_bisect_add_node(b, "a", NULL), 0);
+    assert_int_equal(fb_bisect_add_node(b, "a", NULL), -EEXIST);
+    assert_int_equal(fb_bisect_add_node(b, "a/b", NULL), -EINVAL);
+    const char *m[2] = {"a", "zz"};
+    fb_bisect_result_t r = {"t", -1, m, 2, NULL, true, true, NULL, 0, NULL, 0};
+    assert_int_equal(fb_bisect_record(b, &r), -ENOENT);
+    r.test_id = NULL;
+    assert_int_equal(fb_bisect_record(b, &r), -EINVAL);
+    assert_string_equal(fb_bisect_state_name(FB_BISECT_UNDECIDED), "undecided");
+    assert_non_null(fb_bisect_diag(b));
+    fb_bisect_destroy(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pairs),   cmocka_unit_test(test_uplink),
+        cmocka_unit_test(test_groups),  cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_options),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Slow parts from measured flows (scheduler/flowjudge.h): a slow node is named once three
+ * partners agree, a sender-only throttle as slow when sending, a slow uplink as its link and not
+ * as the nodes behind it, a slow NIC as node/rail; pending nodes; classes; bad input. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "scheduler/flowjudge.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t s_rand(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static double s_jitter(uint64_t *rng)
+{
+    return 0.99 + 0.02 * (double)(s_rand(rng) >> 11) / 9007199254740992.0;
+}
+
+enum { N = 64, LEAF = 16 };
+
+/* What the flow src -> dst measures on rail: 100 x the factors of the slow parts it crosses. */
+typedef struct {
+    int slow_node;     /* both ways, factor 0.6; -1 none */
+    int send_only;     /* only what it sends, factor 0.05; -1 none */
+    int nic_node, nic; /* rail nic of nic_node, factor 0.5; -1 none */
+    int uplink_leaf;   /* this leaf's uplink to spine 0, factor 0.5; -1 none */
+} s_faults_t;
+
+static int s_spine(int dst)
+{
+    return dst % 2; /* the route: destination-based, two spines */
+}
+
+static double s_flow(const s_faults_t *f, int src, int dst, int rail, uint64_t *rng)
+{
+    double v = 100.0 * s_jitter(rng);
+    if (src == f->slow_node || dst == f->slow_node)
+        v *= 0.6;
+    if (src == f->send_only)
+        v *= 0.05;
+    if (rail == f->nic && (src == f->nic_node || dst == f->nic_node))
+        v *= 0.5;
+    bool cross = src / LEAF != dst / LEAF;
+    if (cross && s_spine(dst) == 0 &&
+        (src / LEAF == f->uplink_leaf || dst / LEAF == f->uplink_leaf))
+        v *= 0.5;
+    return v;
+}
+
+static char s_names[N][8];
+
+/* Runs `rounds` rounds of random cross-leaf-or-not matchings on `rails` rails; records both
+ * directions, each with the links of its route when it crosses leaves. */
+static void s_run(fb_flowjudge_t *fj, const s_faults_t *f, int rounds, int rails, uint64_t seed)
+{
+    uint64_t rng = seed;
+    char id[32], rail[16], l1[32], l2[32];
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < rails; k++) {
+            int perm[N];
+            for (int i = 0; i < N; i++)
+                perm[i] = i;
+            for (int i = N; i > 1; i--) {
+                int j = (int)(s_rand(&rng) % (uint64_t)i), t = perm[i - 1];
+                perm[i - 1] = perm[j];
+                perm[j] = t;
+            }
+            snprintf(rail, sizeof rail, "r%d", k);
+            for (int p = 0; p + 1 < N; p += 2) {
+                int a = perm[p], b = perm[p + 1];
+                snprintf(id, sizeof id, "t%d.%d.%d", r, k, p / 2);
+                for (int dir = 0; dir < 2; dir++) {
+                    int src = dir ? b : a, dst = dir ? a : b;
+                    const char *links[2] = {l1, l2};
+                    size_t nl = 0;
+                    if (src / LEAF != dst / LEAF) {
+                        snprintf(l1, sizeof l1, "leaf%d<->spine%d", src / LEAF, s_spine(dst));
+                        snprintf(l2, sizeof l2, "leaf%d<->spine%d", dst / LEAF, s_spine(dst));
+                        nl = 2;
+                    }
+                    assert_int_equal(fb_flowjudge_record(fj, id, s_names[src], s_names[dst],
+                                                         rails > 1 ? rail : NULL,
+                                                         s_flow(f, src, dst, k, &rng), links, nl),
+                                     0);
+                }
+            }
+        }
+}
+
+static int s_setup(void **state)
+{
+    (void)state;
+    for (int i = 0; i < N; i++)
+        snprintf(s_names[i], sizeof s_names[i], "n%02d", i);
+    return 0;
+}
+
+static const fb_flow_finding_t *s_find(const fb_flow_judgment_t *j, const char *part)
+{
+    for (size_t i = 0; i < j->n_findings; i++)
+        if (!strcmp(j->findings[i].part, part))
+            return &j->findings[i];
+    return NULL;
+}
+
+/* A node 40% slower than the fleet: pending while fewer than three partners measured it, named
+ * (both ways) from the third on, and nobody else. */
+static void test_slow_node(void **state)
+{
+    (void)state;
+    s_faults_t f = {21, -1, -1, -1, -1};
+    for (int rounds = 1; rounds <= 4; rounds++) {
+        fb_flowjudge_t *fj = fb_flowjudge_new(NULL);
+        s_run(fj, &f, rounds, 1, 99);
+        fb_flow_judgment_t j;
+        int n = fb_flowjudge_judge(fj, &j);
+        if (rounds < 3) {
+            assert_int_equal(n, 0);
+            bool pending = false;
+            for (size_t i = 0; i < j.n_pending; i++)
+                pending |= !strcmp(j.pending[i], "n21");
+            assert_true(pending);
+        } else {
+            assert_int_equal(n, 1);
+            assert_string_equal(j.findings[0].part, "n21");
+            assert_string_equal(j.findings[0].kind, "node");
+            assert_string_equal(j.findings[0].direction, "both");
+            assert_true(fabs(j.findings[0].ratio - 0.6) < 0.02);
+            assert_int_equal(j.findings[0].n_partners, (unsigned)rounds);
+            assert_true(j.findings[0].slow[0].score > 10.0);
+            assert_int_equal(j.n_pending, 0);
+        }
+        fb_flow_judgment_clear(&j);
+        fb_flowjudge_destroy(&fj);
+        assert_null(fj);
+    }
+}
+
+/* A node that only sends slowly (a throttled sender): slow when sending, its partners are not. */
+static void test_send_only(void **state)
+{
+    (void)state;
+    s_faults_t f = {-1, 5, -1, -1, -1};
+    fb_flowjudge_t *fj = fb_flowjudge_new(NULL);
+    s_run(fj, &f, 3, 1, 7);
+    fb_flow_judgment_t j;
+    assert_int_equal(fb_flowjudge_judge(fj, &j), 1);
+    assert_string_equal(j.findings[0].part, "n05");
+    assert_string_equal(j.findings[0].direction, "send");
+    assert_int_equal(j.findings[0].n_slow, 3);
+    fb_flow_judgment_clear(&j);
+    fb_flowjudge_destroy(&fj);
+}
+
+/* A slow uplink (leaf 2 to spine 0, both ways): named as the link in one round on 4 rails; the
+ * nodes of leaf 2, half of whose flows cross it, are not named. */
+static void test_uplink(void **state)
+{
+    (void)state;
+    s_faults_t f = {-1, -1, -1, -1, 2};
+    fb_flowjudge_t *fj = fb_flowjudge_new(NULL);
+    s_run(fj, &f, 1, 4, 11);
+    fb_flow_judgment_t j;
+    assert_int_equal(fb_flowjudge_judge(fj, &j), 1);
+    assert_string_equal(j.findings[0].part, "leaf2<->spine0");
+    assert_string_equal(j.findings[0].kind, "link");
+    assert_true(j.findings[0].n_partners >= 3);
+    assert_int_equal(j.n_pending, 0);
+    fb_flow_judgment_clear(&j);
+    fb_flowjudge_destroy(&fj);
+}
+
+/* A slow NIC: its rail's flows only; named as node/rail, not as the node. */
+static void test_nic(void **state)
+{
+    (void)state;
+    s_faults_t f = {-1, -1, 40, 3, -1};
+    fb_flowjudge_t *fj = fb_flowjudge_new(NULL);
+    s_run(fj, &f, 3, 8, 13);
+    fb_flow_judgment_t j;
+    assert_int_equal(fb_flowjudge_judge(fj, &j), 1);
+    assert_string_equal(j.findings[0].part, "n40/r3");
+    assert_string_equal(j.findings[0].kind, "nic");
+    assert_string_equal(j.findings[0].direction, "both");
+    assert_non_null(s_find(&j, "n40/r3"));
+    assert_null(s_find(&j, "n40"));
+    fb_flow_judgment_clear(&j);
+    fb_flowjudge_destroy(&fj);
+}
+
+/* Flows are judged against their class: nodes of a slower class are not slow among themselves,
+ * and one stray slow flow between nodes fast with everyone else names and leaves nobody. */
+static void test_classes_and_strays(void **state)
+{
+    (void)state;
+    fb_flowjudge_t *fj = fb_flowjudge_new(NULL);
+    char id[16];
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(fb_flowjudge_set_class(fj, s_names[i], i < 4 ? "a100" : "h100"), 0);
+    uint64_t rng = 3;
+    for (int r = 0; r < 6; r++)
+        for (int i = 0; i < 8; i++) {
+            int k = i ^ (1 + r % 3); /* partners within the class for r % 3 < 3 */
+            if ((i < 4) != (k < 4) || k >= 8)
+                continue;
+            snprintf(id, sizeof id, "c%d.%d", r, i);
+            double v = (i < 4 ? 50.0 : 100.0) * s_jitter(&rng);
+            if (r == 2 && i == 5)
+                v = 30.0; /* one stray */
+            assert_int_equal(fb_flowjudge_record(fj, id, s_names[i], s_names[k], NULL, v, NULL, 0),
+                             0);
+        }
+    fb_flow_judgment_t j;
+    assert_int_equal(fb_flowjudge_judge(fj, &j), 0);
+    assert_int_equal(j.n_slow, 1);
+    assert_int_equal(j.n_pending, 0);
+    fb_flow_judgment_clear(&j);
+    fb_flow_judgment_clear(&j); /* twice is fine */
+    fb_flow_judgment_clear(NULL);
+    fb_flowjudge_destroy(&fj);
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    fb_flow_params_t p;
+    fb_flow_params_default(&p);
+    assert_true(p.slow_score == 3.5 && p.slow_fraction == 0.8 && p.min_partners == 3);
+    p.slow_fraction = 1.0;
+    assert_null(fb_flowjudge_new(&p));
+    fb_flow_params_default(&p);
+    p.min_partners = 0;
+    assert_null(fb_flowjudge_new(&p));
+    fb_flowjudge_t *fj = fb_flowjudge_new(NULL);
+    const char *many[17];
+    for (int i = 0; i < 17; i++)
+        many[i] = "l";
+    assert_int_equal(fb_flowjudge_record(fj, "t", "a", "a", NULL, 1.0, NULL, 0), -EINVAL);
+    assert_int_equal(fb_flowjudge_record(fj, "t", "a", "", NULL, 1.0, NULL, 0), -EINVAL);
+    assert_int_equal(fb_flowjudge_record(fj, NULL, "a", "b", NULL, 1.0, NULL, 0), -EINVAL);
+    assert_int_equal(fb_flowjudge_record(fj, "t", "a", "b", NULL, NAN, NULL, 0), -EINVAL);
+    assert_int_equal(fb_flowjudge_record(fj, "t", "a", "b", NULL, -1.0, NULL, 0), -EINVAL);
+    assert_int_equal(fb_flowjudge_record(fj, "t", "a", "b", NULL, 1.0, many, 17), -EINVAL);
+    assert_int_equal(fb_flowjudge_set_class(fj, "", "x"), -EINVAL);
+    assert_int_equal(fb_flowjudge_flows(fj), 0);
+    fb_flow_judgment_t j;
+    assert_int_equal(fb_flowjudge_judge(fj, &j), 0);
+    assert_int_equal(j.n_flows, 0);
+    fb_flow_judgment_clear(&j);
+    fb_flowjudge_destroy(&fj);
+    fb_flowjudge_destroy(&fj); /* NULL-safe */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_slow_node),
+        cmocka_unit_test(test_send_only),
+        cmocka_unit_test(test_uplink),
+        cmocka_unit_test(test_nic),
+        cmocka_unit_test(test_classes_and_strays),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, s_setup, NULL);
+}
