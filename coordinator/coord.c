@@ -153,7 +153,8 @@ static void s_on_liveness(uv_timer_t *h)
         node_t *node = value;
         if (node->alive && now - node->last_seen > limit) {
             char why[96];
-            snprintf(why, sizeof why, "no heartbeat for %.1f s", (double)(now - node->last_seen) / 1e3);
+            snprintf(why, sizeof why, "no heartbeat for %.1f s",
+                     (double)(now - node->last_seen) / 1e3);
             s_node_lost(self, node, why);
         }
     }
@@ -191,7 +192,8 @@ static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hel
         strmap_put(self->nodes, node->name, node);
     } else if (node->identity && strcmp(node->identity, identity)) {
         strmap_remove(self->identities, node->identity);
-        log_info("agent %s reconnected%s", node->name, node->alive ? " (replacing its old connection)" : "");
+        log_info("agent %s reconnected%s", node->name,
+                 node->alive ? " (replacing its old connection)" : "");
     }
     free(node->identity);
     node->identity = xstrdup(identity);
@@ -256,8 +258,8 @@ static void s_on_task_event(coord_t *self, node_t *node, const Fleetburn__TaskEv
         free(text);
         return;
     }
-    coord_event(self, self->runner ? runner_id(self->runner) : NULL, ev->task_id, node->name,
-                kind, "%s", ev->message);
+    coord_event(self, self->runner ? runner_id(self->runner) : NULL, ev->task_id, node->name, kind,
+                "%s", ev->message);
 }
 
 static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
@@ -398,11 +400,11 @@ static void s_refuse_exchange(coord_t *self, node_t *node, const Fleetburn__Exch
 static void s_on_exchange(coord_t *self, node_t *node, const Fleetburn__Exchange *m)
 {
     size_t size = 0;
-    const char *const *members = self->runner ? runner_group(self->runner, m->task_id, &size)
-                                              : NULL;
+    const char *const *members =
+        self->runner ? runner_group(self->runner, m->task_id, &size) : NULL;
     if (!members) {
-        s_refuse_exchange(self, node, m, "exchange %s: task %s is not a running group task",
-                          m->key, m->task_id);
+        s_refuse_exchange(self, node, m, "exchange %s: task %s is not a running group task", m->key,
+                          m->task_id);
         return;
     }
     if (m->rank >= size || strcmp(members[m->rank], node->name)) {
@@ -442,8 +444,7 @@ void coord_exchange_task_ended(coord_t *self, const char *task_id, const char *w
     fb_rendezvous_end_task(self->rendezvous, task_id);
 }
 
-void coord_exchange_member_ended(coord_t *self, const char *task_id, unsigned rank,
-                                 const char *why)
+void coord_exchange_member_ended(coord_t *self, const char *task_id, unsigned rank, const char *why)
 {
     fb_rdv_reply_t *replies = NULL;
     size_t n = fb_rendezvous_fail_rank(self->rendezvous, task_id, rank, why, &replies);
@@ -525,13 +526,13 @@ static void s_on_submit(coord_t *self, const char *identity, const Fleetburn__Su
     fb_campaign_t *campaign = NULL;
     char *error = NULL;
     const char *source = m->source[0] ? m->source : "submitted campaign";
-    int prc = fb_campaign_parse(m->campaign_yaml, strlen(m->campaign_yaml), source, &campaign,
-                                &error);
+    int prc =
+        fb_campaign_parse(m->campaign_yaml, strlen(m->campaign_yaml), source, &campaign, &error);
     if (prc == 0) {
         /* Files the campaign names (topology) are read here, relative to the campaign file's
          * directory when the client sent an absolute path, else to this process's. */
-        char *dir = source[0] == '/' ? xstrndup(source, (size_t)(strrchr(source, '/') - source))
-                                     : NULL;
+        char *dir =
+            source[0] == '/' ? xstrndup(source, (size_t)(strrchr(source, '/') - source)) : NULL;
         prc = fb_campaign_load_files(campaign, dir && dir[0] ? dir : (dir ? "/" : NULL), &error);
         free(dir);
         if (prc)
@@ -547,10 +548,12 @@ static void s_on_submit(coord_t *self, const char *identity, const Fleetburn__Su
     client->identity = xstrdup(identity);
     client->coord = self;
     char *id = NULL;
-    int rc = coord_start_campaign(self, &campaign, m->campaign_yaml, s_client_progress, client, &id);
+    int rc =
+        coord_start_campaign(self, &campaign, m->campaign_yaml, s_client_progress, client, &id);
     if (rc) {
         char *msg = rc == -EBUSY ? xasprintf("busy: campaign %s is running; try again when it has "
-                                             "finished", self->runner ? runner_id(self->runner) : "?")
+                                             "finished",
+                                             self->runner ? runner_id(self->runner) : "?")
                                  : xasprintf("cannot start the campaign: %s", strerror(-rc));
         s_send_progress(self, identity, NULL, msg, NULL);
         free(msg);
