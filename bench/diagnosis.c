@@ -13,10 +13,13 @@
  *   fleetburn-bench-diagnosis --nodes N --kind hard|intermittent|slow|nic|uplink|mixed
  *       [--rails R] [--trials T] [--rounds MAX] [--sweeps S] [--cut C] [--seed S]
  *       [--false-fail F] [--faults MIN-MAX] [--no-baselines] [--pairing random|topology]
+ *   fleetburn-bench-diagnosis --nodes N --faults-file FILE [--rounds MAX] [--sweeps S]
  *
  * Prints one table row per method: recall and precision at the cut (pair rounds after the
- * node-local round) and when the method ends, rounds, simulated time. bench/diagnosis.sh runs the
- * whole matrix and writes bench/results/diagnosis-<date>.txt. */
+ * node-local round) and when the method ends, rounds, simulated time. With --faults-file, one
+ * trial on that fault file (fleetburn-simfleet's format) prints the parts named bad and the
+ * rounds, to compare with what the runner names for the same fleet through fleetburn-simfleet.
+ * bench/diagnosis.sh runs the whole matrix and writes bench/results/diagnosis-<date>.txt. */
 #include "common/util.h"
 #include "scheduler/bisect.h"
 #include "scheduler/faultmodel.h"
@@ -43,6 +46,7 @@ static const char *const s_kind_names[] = {"hard",   "intermittent", "slow", "ni
 
 typedef struct {
     unsigned nodes, rails, trials, rounds, sweeps, cut, faults_min, faults_max;
+    const char *faults_file;
     s_kind_t kind;
     uint64_t seed;
     double false_fail;
@@ -171,6 +175,23 @@ static int s_fleet_init(s_fleet_t *f, const s_opts_t *o, unsigned trial)
     if (rc) {
         fprintf(stderr, "topology: %s\n", err);
         return rc;
+    }
+    if (o->faults_file) {
+        char *error = NULL;
+        rc = fb_faultmodel_load(o->faults_file, &f->model, &error);
+        if (!rc)
+            rc = fb_faultmodel_bind(f->model, f->topo, &error);
+        if (rc) {
+            fprintf(stderr, "%s\n", error ? error : "cannot load the fault file");
+            free(error);
+            return rc;
+        }
+        for (size_t i = 0; i < fb_faultmodel_count(f->model); i++) {
+            const fb_fault_t *ft = fb_faultmodel_fault(f->model, i);
+            s_truth_add(f, ft->site == FB_FAULT_AT_NIC ? xasprintf("%s/mlx5_%u", ft->a, ft->rail)
+                                                       : xstrdup(ft->part));
+        }
+        return 0;
     }
     unsigned n_faults = o->faults_min + trial % (o->faults_max - o->faults_min + 1);
     char *yaml =
@@ -632,10 +653,52 @@ static void s_print(const s_opts_t *o, const char *method, s_stats_t *st, bool l
     else
         snprintf(found_s, sizeof found_s, "never");
     double sim_s = (local_round ? S_LOCAL_S : 0.0) + S_ROUND_S * end_med;
-    printf("%-5u %-2u %-13s %-10s %6u %9lu  %6.4f %6.4f  %6.4f %6.4f  %-9s %3u/%-3u %7.0f\n",
-           o->nodes, o->rails, s_kind_names[o->kind], method, st->trials, st->end_tp + st->end_fn,
-           rc, pc, re, pe, found_s, end_med, end_max, sim_s);
+    char v[4][16];
+    const double vals[4] = {rc, pc, re, pe};
+    for (int i = 0; i < 4; i++) /* "-": nothing to divide (a baseline judged only at its end) */
+        if (isnan(vals[i]))
+            snprintf(v[i], sizeof v[i], "%6s", "-");
+        else
+            snprintf(v[i], sizeof v[i], "%6.4f", vals[i]);
+    printf("%-5u %-2u %-13s %-10s %6u %9lu  %s %s  %s %s  %-9s %3u/%-3u %7.0f\n", o->nodes,
+           o->rails, s_kind_names[o->kind], method, st->trials, st->end_tp + st->end_fn, v[0], v[1],
+           v[2], v[3], found_s, end_med, end_max, sim_s);
     free(found);
+}
+
+static void s_stats_init(s_stats_t *st, unsigned trials)
+{
+    memset(st, 0, sizeof *st);
+    st->trials = trials;
+    st->all_found = xcalloc(trials, sizeof *st->all_found);
+    st->ended = xcalloc(trials, sizeof *st->ended);
+}
+
+static void s_stats_free(s_stats_t *st)
+{
+    free(st->all_found);
+    free(st->ended);
+}
+
+/* --faults-file: one trial on the given fleet; prints the truth, what was named, and when. */
+static int s_one_file(s_opts_t *o)
+{
+    o->trials = 1;
+    s_fleet_t f;
+    if (s_fleet_init(&f, o, 0))
+        return 3;
+    o->rails = fb_faultmodel_rails(f.model);
+    s_stats_t st;
+    s_stats_init(&st, 1);
+    s_run_engine(o, &f, 0, &st);
+    printf("truth:");
+    for (size_t i = 0; i < f.n_truth; i++)
+        printf(" %s", f.truth[i]);
+    printf("\nnamed after %u rounds (every fault after %u): tp %lu fp %lu fn %lu\n", st.ended[0],
+           st.all_found[0] > S_MAX_ROUNDS ? 0 : st.all_found[0], st.end_tp, st.end_fp, st.end_fn);
+    s_stats_free(&st);
+    s_fleet_free(&f);
+    return 0;
 }
 
 static void s_usage(FILE *out)
@@ -668,7 +731,8 @@ static int s_parse(int argc, char **argv, s_opts_t *o, bool *header)
         {"rounds", 1, 0, 'r'}, {"sweeps", 1, 0, 's'},       {"cut", 1, 0, 'c'},
         {"seed", 1, 0, 'S'},   {"false-fail", 1, 0, 'f'},   {"faults", 1, 0, 'F'},
         {"kind", 1, 0, 'k'},   {"no-baselines", 0, 0, 'B'}, {"pairing", 1, 0, 'p'},
-        {"header", 0, 0, 'H'}, {"help", 0, 0, 'h'},         {0, 0, 0, 0}};
+        {"header", 0, 0, 'H'}, {"help", 0, 0, 'h'},         {"faults-file", 1, 0, 'x'},
+        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -695,6 +759,9 @@ static int s_parse(int argc, char **argv, s_opts_t *o, bool *header)
             break;
         case 'f':
             o->false_fail = atof(optarg);
+            break;
+        case 'x':
+            o->faults_file = optarg;
             break;
         case 'F':
             if (sscanf(optarg, "%u-%u", &o->faults_min, &o->faults_max) != 2)
@@ -732,20 +799,6 @@ static int s_parse(int argc, char **argv, s_opts_t *o, bool *header)
     return 0;
 }
 
-static void s_stats_init(s_stats_t *st, unsigned trials)
-{
-    memset(st, 0, sizeof *st);
-    st->trials = trials;
-    st->all_found = xcalloc(trials, sizeof *st->all_found);
-    st->ended = xcalloc(trials, sizeof *st->ended);
-}
-
-static void s_stats_free(s_stats_t *st)
-{
-    free(st->all_found);
-    free(st->ended);
-}
-
 int main(int argc, char **argv)
 {
     s_opts_t o;
@@ -758,6 +811,8 @@ int main(int argc, char **argv)
         printf("%-5s %-2s %-13s %-10s %6s %9s  %-13s  %-13s  %-9s %-7s %7s\n", "N", "R", "kind",
                "method", "trials", "faults", "recall prec@C", "recall prec", "found@", "rounds",
                "sim_s");
+    if (o.faults_file)
+        return s_one_file(&o);
     s_stats_t eng, two, half;
     s_stats_init(&eng, o.trials);
     s_stats_init(&two, o.trials);

@@ -1063,10 +1063,10 @@ static void s_begin_bisect_round(runner_t *self)
                               (const char *const *)t->nodes, t->n_members, fb_now_ms()))
             log_error("cannot store task %s: %s", t->id, store_errmsg(store));
         if (bt->suspect)
-            coord_event(self->coord, self->id, t->id, t->nodes[0], "bisect",
-                        "re-tests %s with %s%s%s", bt->suspect,
-                        bt->n_members == 2 ? "trusted " : "", bt->n_members == 2 ? t->nodes[1] : "",
-                        bt->rail ? " on " : "");
+            coord_event(self->coord, self->id, t->id, t->nodes[0], "bisect", "re-tests %s%s%s%s%s",
+                        bt->suspect, bt->n_members == 2 ? " with trusted " : "",
+                        bt->n_members == 2 ? t->nodes[1] : "", bt->rail ? " on " : "",
+                        bt->rail ? bt->rail : "");
     }
     if (self->planned_tasks < self->n_tasks)
         self->planned_tasks = self->n_tasks;

@@ -814,7 +814,8 @@ size_t fb_bisect_verdicts(const fb_bisect_t *b, fb_bisect_verdict_t **out)
         for (size_t i = 0; i < b->n_splits; i++)
             s_split_verdicts(b, i, &l);
     s_slow_verdicts(b, &l);
-    qsort(l.v, l.n, sizeof *l.v, s_cmp_state);
+    if (l.n)
+        qsort(l.v, l.n, sizeof *l.v, s_cmp_state);
     *out = l.v;
     return l.n;
 }

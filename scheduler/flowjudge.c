@@ -469,7 +469,8 @@ static void s_pending(const s_judge_t *j, fb_flow_judgment_t *out)
             out->pending = xrealloc(out->pending, (out->n_pending + 1) * sizeof *out->pending);
             out->pending[out->n_pending++] = xstrdup(fj->nodes.names[n]);
         }
-    qsort(out->pending, out->n_pending, sizeof *out->pending, s_cmp_str);
+    if (out->n_pending)
+        qsort(out->pending, out->n_pending, sizeof *out->pending, s_cmp_str);
     free(mark);
 }
 
