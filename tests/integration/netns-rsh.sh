@@ -59,4 +59,9 @@ if [ -z "$ns" ]; then
         "(FB_NETNS_MAP=${FB_NETNS_MAP:-unset})" >&2
     exit 255
 fi
-exec ip netns exec "$ns" sh -c "$*"
+# Every "host" has its own temporary directory, as separate machines would: Open MPI's daemons
+# create their session directories under TMPDIR, and daemons of several namespaces racing on the
+# same /tmp/ompi.* path fail with "File exists".
+tmp="${TMPDIR:-/tmp}/fb-netns-tmp-$ns"
+mkdir -p "$tmp"
+exec ip netns exec "$ns" env TMPDIR="$tmp" sh -c "$*"
