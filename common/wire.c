@@ -275,6 +275,15 @@ int wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen)
                   env->submit->campaign_yaml[0] != '\0',
               "submit: campaign text empty or over %u bytes", FB_WIRE_MAX_YAML);
         CHECK(s_text_ok(env->submit->source, 4096), "submit: source name too long");
+        CHECK(env->submit->n_files <= FB_WIRE_MAX_FILES, "submit: more than %d attached files",
+              FB_WIRE_MAX_FILES);
+        for (size_t i = 0; i < env->submit->n_files; i++) {
+            const Fleetburn__AttachedFile *f = env->submit->files[i];
+            CHECK(f && s_text_ok(f->name, 4096) && f->name[0] != '\0',
+                  "submit: attached file %zu has no name or one over 4096 bytes", i);
+            CHECK(f->content.len <= FB_WIRE_MAX_YAML, "submit: attached file %zu over %u bytes", i,
+                  FB_WIRE_MAX_YAML);
+        }
         return 0;
     case FLEETBURN__ENVELOPE__BODY_PROGRESS:
         return s_validate_progress(env->progress, err, errlen);

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FB_PROTOCOL_VERSION 2
+#define FB_PROTOCOL_VERSION 3
 
 /* Limits a valid message stays within. */
 #define FB_WIRE_MAX_FRAME (4u << 20)    /* bytes in one frame */
@@ -24,6 +24,7 @@
 #define FB_WIRE_MAX_YAML (1u << 20)     /* submitted campaign files */
 #define FB_WIRE_MAX_ITEMS 4096          /* any repeated field */
 #define FB_WIRE_MAX_EXCHANGE 65536      /* one rank's value in an Exchange */
+#define FB_WIRE_MAX_FILES 16            /* files attached to a Submit */
 
 /* Decodes one frame into *out. Returns 0; -EBADMSG when it is not a protobuf Envelope (*out NULL);
  * -EPROTONOSUPPORT when it decoded but speaks another protocol version (*out is set, so the
