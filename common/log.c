@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* stderr logger. One line per call, written with a single write so that lines from the agent and
- * its workers do not interleave mid-line. */
+ * its workers do not interleave mid-line. Messages often carry text a peer sent (node names,
+ * errors, worker output), so control characters are escaped before the line is written: a peer
+ * cannot forge log lines with newlines or rewrite a terminal with escape sequences. */
 #include "log.h"
 #include "util.h"
 
@@ -53,19 +55,44 @@ void fb_log(fb_log_level_t level, const char *fmt, ...)
     localtime_r(&secs, &tm);
     strftime(stamp, sizeof stamp, "%H:%M:%S", &tm);
 
-    char line[2048];
-    int n = snprintf(line, sizeof line, "%s.%03u %s [%s] ", stamp, (unsigned)(now % 1000u),
-                     s_component, names[level]);
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    if (n >= 0 && (size_t)n < sizeof line)
-        n += vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    int m = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    if (m < 0)
+        return;
+    char line[2048 * 4 + 128];
+    int n = snprintf(line, sizeof line, "%s.%03u %s [%s] ", stamp, (unsigned)(now % 1000u),
+                     s_component, names[level]);
     if (n < 0)
         return;
-    if ((size_t)n >= sizeof line - 1)
-        n = sizeof line - 2;
-    line[n++] = '\n';
-    ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+    size_t len = (size_t)n + fb_log_sanitize(msg, line + n, sizeof line - (size_t)n - 1);
+    line[len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
+}
+
+size_t fb_log_sanitize(const char *text, char *out, size_t outlen)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t j = 0;
+    if (outlen == 0)
+        return 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if (*p >= 0x20 && *p != 0x7f) {
+            if (j + 1 >= outlen)
+                break;
+            out[j++] = (char)*p;
+        } else {
+            if (j + 4 >= outlen)
+                break;
+            out[j++] = '\\';
+            out[j++] = 'x';
+            out[j++] = hex[*p >> 4];
+            out[j++] = hex[*p & 15];
+        }
+    }
+    out[j] = '\0';
+    return j;
 }
