@@ -17,6 +17,8 @@
 #include "common/util.h"
 #include "common/wire.h"
 #include "common/zsock.h"
+#include "common/keys.h"
+#include "common/ratelimit.h"
 #include "scheduler/workload.h"
 
 #include <errno.h>
@@ -46,6 +48,9 @@ struct agent {
     uv_loop_t *loop;
     const agent_executor_t *exec;
     bool own_zctx, own_inventory;
+    const char *key_file, *server_key_file; /* borrowed from the options: read at each connect */
+    zsock_t *monitor;                       /* handshake failures, for the log (real agents) */
+    fb_ratelimit_t handshake_log;
     char *coordinator, *name, *worker_path, *sysfs_root;
     char *address; /* Hello.address: where peers reach this node */
     char work_dir[256];
@@ -53,6 +58,8 @@ struct agent {
     bool allow_fault_injection;
     char **inject; /* "WORKLOAD.KEY=VALUE" or "KEY=VALUE" */
     size_t n_inject;
+    char **site; /* site settings for workers, "KEY=VALUE" (agent.h) */
+    size_t n_site;
     void *zctx;
     zsock_t *zs;
     spool_t *spool;
@@ -83,21 +90,66 @@ static int s_send(agent_t *self, Fleetburn__Envelope *env)
     return rc;
 }
 
+/* The coordinator refused the handshake: the agent keeps trying (the operator may add its key
+ * and reload), and says why once a minute. */
+static void s_on_handshake(unsigned event, uint32_t value, const char *endpoint, void *arg)
+{
+    (void)endpoint;
+    agent_t *self = arg;
+    const char *why = fb_key_handshake_failure(event, value, self->key_file != NULL);
+    uint64_t held = 0;
+    if (why && fb_ratelimit_ok(&self->handshake_log, fb_mono_ms(), &held))
+        log_error("coordinator %s refused the connection: %s (still trying; %llu more refusals "
+                  "since the last line)",
+                  self->coordinator, why, (unsigned long long)held);
+}
+
+/* Bad key files are a start-up error with the file named, not a failed connect later. */
+static int s_check_keys(const agent_options_t *opts, char *err, size_t errlen)
+{
+    if (!opts->key_file && !opts->server_key_file)
+        return 0;
+    if (!opts->key_file || !opts->server_key_file) {
+        snprintf(err, errlen, "--key and --server-key go together (this agent's secret key and "
+                              "the coordinator's public key)");
+        return -EINVAL;
+    }
+    fb_key_t key;
+    int rc = fb_key_load_secret(opts->key_file, &key, err, errlen);
+    memset(&key, 0, sizeof key);
+    if (rc == 0)
+        rc = fb_key_load_public(opts->server_key_file, &key, NULL, err, errlen);
+    return rc;
+}
+
 static int s_connect(agent_t *self)
 {
-    void *sock = zmq_socket(self->zctx, ZMQ_DEALER);
+    void *sock = zsock_new_socket(self->zctx, ZMQ_DEALER);
     int linger = 0, hwm = 10000, ivl = 100, ivl_max = 2000;
     zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
     zmq_setsockopt(sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
     zmq_setsockopt(sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
+    char err[512];
+    int krc = fb_key_apply_client(sock, self->key_file, self->server_key_file, err, sizeof err);
+    if (krc) {
+        log_error("%s", err);
+        zmq_close(sock);
+        return krc;
+    }
     if (zmq_connect(sock, self->coordinator) != 0) {
         int rc = -errno;
         zmq_close(sock);
         return rc;
     }
     self->zs = zsock_new(self->loop, sock, s_on_message, self);
+    if (self->handshake_log.interval_ms) /* a real agent: one monitor per connection */
+        self->monitor = zsock_monitor_new(self->loop, self->zctx, sock,
+                                          ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                              ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                              ZMQ_EVENT_HANDSHAKE_FAILED_AUTH,
+                                          s_on_handshake, self);
     if (self->tick_ms != AGENT_TICK_MS)
         zsock_set_safety_ms(self->zs, self->tick_ms);
     self->welcomed = false;
@@ -183,6 +235,7 @@ static void s_send_heartbeat(agent_t *self)
 static void s_reconnect(agent_t *self, const char *why)
 {
     log_warn("%s; reconnecting to %s", why, self->coordinator);
+    zsock_close(&self->monitor);
     zsock_close(&self->zs);
     int rc = s_connect(self);
     if (rc)
@@ -517,7 +570,9 @@ static void s_on_run_task(agent_t *self, const Fleetburn__RunTask *m)
     if (!refused) {
         char *worker = self->worker_path ? s_worker_for(self, m->workload) : NULL;
         task_env_t env = {worker, self->work_dir, self->name, m->stage,
-                          self->allow_fault_injection, false, 0, 1, NULL, NULL};
+                          self->allow_fault_injection, false, 0, 1, NULL, NULL, NULL, 0};
+        env.site = (const char *const *)self->site;
+        env.n_site = self->n_site;
         const Fleetburn__Group *g = m->group;
         if (g && g->size == g->n_peers) {
             env.group = true;
@@ -729,6 +784,9 @@ agent_t *agent_new(uv_loop_t *loop, const agent_options_t *opts, char *err, size
     self->inject = xcalloc(opts->n_inject, sizeof(char *));
     for (size_t i = 0; i < opts->n_inject; i++)
         self->inject[self->n_inject++] = xstrdup(opts->inject[i]);
+    self->site = xcalloc(opts->n_site, sizeof(char *));
+    for (size_t i = 0; i < opts->n_site; i++)
+        self->site[self->n_site++] = xstrdup(opts->site[i]);
     self->heartbeat_ms = AGENT_DEFAULT_HEARTBEAT_MS;
     self->liveness = AGENT_DEFAULT_LIVENESS;
     int rc = opts->spool_dir ? spool_open(opts->spool_dir, &self->spool)
@@ -757,6 +815,14 @@ agent_t *agent_new(uv_loop_t *loop, const agent_options_t *opts, char *err, size
     }
     self->own_zctx = !opts->zmq_context;
     self->zctx = opts->zmq_context ? opts->zmq_context : zmq_ctx_new();
+    self->key_file = opts->key_file;
+    self->server_key_file = opts->server_key_file;
+    if (!opts->executor)
+        self->handshake_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(60000);
+    if ((rc = s_check_keys(opts, err, errlen)) != 0) {
+        agent_destroy(&self);
+        return NULL;
+    }
     rc = s_connect(self);
     if (rc) {
         snprintf(err, errlen, "cannot connect to '%s': %s", opts->coordinator, zmq_strerror(-rc));
@@ -784,6 +850,9 @@ static void s_free(agent_t *self)
     for (size_t i = 0; i < self->n_inject; i++)
         free(self->inject[i]);
     free(self->inject);
+    for (size_t i = 0; i < self->n_site; i++)
+        free(self->site[i]);
+    free(self->site);
     free(self);
 }
 
@@ -809,6 +878,7 @@ void agent_destroy(agent_t **self_p)
         free(r->result_id);
         free(r);
     }
+    zsock_close(&self->monitor);
     zsock_close(&self->zs);
     bool closing = self->tick.data != NULL;
     if (closing)

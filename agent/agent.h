@@ -38,11 +38,20 @@ typedef struct {
     const char *worker_path;    /* fleetburn-worker */
     const char *sysfs_root;     /* "" for the live machine */
     const char *address;        /* where peers reach this node; NULL: the route to the coordinator */
+    /* CURVE (docs/security.md): this agent's secret key file and the coordinator's public key
+     * file, pinned; both NULL for a loopback coordinator without keys. */
+    const char *key_file;
+    const char *server_key_file;
     bool allow_fault_injection; /* test-only: honour inject_* parameters */
     /* Test-only: parameters added to tasks, "KEY=VALUE" for every task or
      * "WORKLOAD.KEY=VALUE" for one workload; needs allow_fault_injection. */
     const char *const *inject;
     size_t n_inject;
+    /* Site settings for the workers, "KEY=VALUE" (copied): handed to every fleetburn-worker as
+     * --site KEY=VALUE. They come from the agent's local configuration (agent/main.c), never
+     * from the coordinator. */
+    const char *const *site;
+    size_t n_site;
     /* For many agents in one process (fleetburn-simfleet); all NULL for a real agent. */
     const agent_executor_t *executor; /* borrowed; NULL: fleetburn-worker processes */
     void *zmq_context;                /* borrowed, shared; NULL: the agent makes its own */

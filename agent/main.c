@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* fleetburn-agent: the per-node daemon. Parses its command line, then runs the agent (agent.c)
- * on a libuv loop until SIGINT/SIGTERM. Exit status: 0 on a signal, 2 for usage errors or a
- * coordinator that refused this agent, 1 when it could not start. */
+/* fleetburn-agent: the per-node daemon. Parses its command line and its local, root-owned site
+ * configuration (--config, default /etc/fleetburn/agent.conf; common/conffile.h), options
+ * winning over the file, then runs the agent (agent.c) on a libuv loop until SIGINT/SIGTERM.
+ * Site settings that choose programs (mpirun, mpirun_args, rsh_agent, mpirun_allow_run_as_root)
+ * reach the workers only from here (fleetburn-worker --site), never from the network. Exit
+ * status: 0 on a signal, 2 for usage or configuration errors or a coordinator that refused this
+ * agent, 1 when it could not start. */
 #include "agent.h"
+#include "common/conffile.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "common/wire.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,7 +24,10 @@ static void s_usage(FILE *out)
 {
     fprintf(out,
             "usage: fleetburn-agent --coordinator tcp://HOST:PORT [options]\n"
-            "  --coordinator EP         coordinator endpoint (required)\n"
+            "  --config FILE            site configuration, key = value lines (default\n"
+            "                           " FB_AGENT_CONFIG_DEFAULT ", read when it exists); the\n"
+            "                           options below win over its settings\n"
+            "  --coordinator EP         coordinator endpoint (required here or in the file)\n"
             "  --name NAME              node name (default: the host name)\n"
             "  --spool DIR              results awaiting acknowledgement\n"
             "                           (default /var/lib/fleetburn/spool/NAME as root,\n"
@@ -28,6 +37,8 @@ static void s_usage(FILE *out)
             "                            coordinator)\n"
             "  --worker PATH            fleetburn-worker to run tasks with\n"
             "                           (default: next to this program)\n"
+            "  --key FILE               this agent's CURVE secret key (\"\": none)\n"
+            "  --server-key FILE        the coordinator's CURVE public key, pinned (\"\": none)\n"
             "  --allow-fault-injection  honour test-only inject_* parameters\n"
             "  --inject [WORKLOAD.]KEY=VALUE  test-only: add a parameter to tasks\n"
             "  --verbose                debug logging\n");
@@ -65,6 +76,52 @@ static char *s_default_name(void)
     return xstrdup(host[0] ? host : "localhost");
 }
 
+/* Keys of the site configuration (docs/security.md, "Site settings"). The first ones have a
+ * command-line option of the same name, which wins over the file. */
+static const char *const s_conf_keys[] = {
+    "coordinator", "name",        "spool",     "address",
+    "worker",      "key",         "server_key", "mpirun",
+    "mpirun_args", "rsh_agent",   "mpirun_allow_run_as_root", NULL,
+};
+
+/* Site settings the agent hands to every worker (fleetburn-worker --site KEY=VALUE): which
+ * programs a workload may run, and how. They never come from the coordinator. */
+static const char *const s_worker_site_keys[] = {"mpirun", "mpirun_args", "rsh_agent",
+                                                 "mpirun_allow_run_as_root", NULL};
+
+/* Reads the site configuration: the file given with --config (which must exist), else the
+ * default one when there is one. *conf stays NULL without a file. 0, or 2 (usage) with the
+ * reason printed. */
+static int s_load_config(const char *given, fb_conf_t **conf)
+{
+    const char *path = given ? given : FB_AGENT_CONFIG_DEFAULT;
+    char *error = NULL;
+    int rc = fb_conf_load(path, s_conf_keys, conf, &error);
+    if (rc == -ENOENT && !given) {
+        free(error);
+        return 0;
+    }
+    if (rc) {
+        fprintf(stderr, "fleetburn-agent: %s\n", error);
+        free(error);
+        return 2;
+    }
+    bool b;
+    if (fb_conf_get_bool(*conf, "mpirun_allow_run_as_root", false, &b, &error)) {
+        fprintf(stderr, "fleetburn-agent: %s\n", error);
+        free(error);
+        fb_conf_destroy(conf);
+        return 2;
+    }
+    return 0;
+}
+
+/* The command line's value, else the configuration's (borrowed), else NULL. */
+static const char *s_setting(const char *option, const fb_conf_t *conf, const char *key)
+{
+    return option ? option : fb_conf_get(conf, key);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -72,11 +129,19 @@ int main(int argc, char **argv)
         {"spool", required_argument, 0, 's'},       {"worker", required_argument, 0, 'w'},
         {"allow-fault-injection", no_argument, 0, 'F'}, {"verbose", no_argument, 0, 'v'},
         {"inject", required_argument, 0, 'i'},      {"address", required_argument, 0, 'a'},
-        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+        {"config", required_argument, 0, 'C'},      {"key", required_argument, 0, 'k'},
+        {"server-key", required_argument, 0, 'K'},  {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     /* A worker that exits while its exchange reply is being written must not kill the agent. */
     signal(SIGPIPE, SIG_IGN);
     agent_options_t opts = {0};
+    const char *opt_coordinator = NULL, *opt_name = NULL, *opt_spool = NULL, *opt_worker = NULL;
+    const char *opt_address = NULL, *opt_key = NULL, *opt_server_key = NULL, *opt_config = NULL;
     char *name = NULL, *spool = NULL, *worker = NULL;
+    fb_conf_t *conf = NULL;
+    const char *site[8];
+    char *site_owned[8] = {NULL};
+    size_t n_site = 0;
     bool verbose = false;
     int status = 0;
     const char **inject = xcalloc((size_t)argc, sizeof(char *));
@@ -84,20 +149,15 @@ int main(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "c:n:s:w:Fvhi:a:", longopts, NULL)) != -1) {
         switch (c) {
-        case 'c': opts.coordinator = optarg; break;
-        case 'n': free(name); name = xstrdup(optarg); break;
-        case 's': free(spool); spool = xstrdup(optarg); break;
-        case 'w': free(worker); worker = xstrdup(optarg); break;
+        case 'c': opt_coordinator = optarg; break;
+        case 'n': opt_name = optarg; break;
+        case 's': opt_spool = optarg; break;
+        case 'w': opt_worker = optarg; break;
+        case 'a': opt_address = optarg; break;
+        case 'C': opt_config = optarg; break;
+        case 'k': opt_key = optarg; break;
+        case 'K': opt_server_key = optarg; break;
         case 'F': opts.allow_fault_injection = true; break;
-        case 'a':
-            if (!s_valid_address(optarg)) {
-                fprintf(stderr, "fleetburn-agent: --address '%s' is not a host name or IP "
-                                "address\n", optarg);
-                status = 2;
-                goto out;
-            }
-            opts.address = optarg;
-            break;
         case 'i':
             if (!strchr(optarg, '=')) {
                 fprintf(stderr, "fleetburn-agent: --inject: expected [WORKLOAD.]KEY=VALUE, got '%s'\n",
@@ -118,8 +178,28 @@ int main(int argc, char **argv)
         status = 2;
         goto out;
     }
+    status = s_load_config(opt_config, &conf);
+    if (status)
+        goto out;
+    opts.coordinator = s_setting(opt_coordinator, conf, "coordinator");
+    opts.address = s_setting(opt_address, conf, "address");
+    opts.key_file = s_setting(opt_key, conf, "key");
+    opts.server_key_file = s_setting(opt_server_key, conf, "server_key");
+    /* An empty --key / --server-key: none, whatever the file says (run --local's agents). */
+    if (opts.key_file && !*opts.key_file)
+        opts.key_file = NULL;
+    if (opts.server_key_file && !*opts.server_key_file)
+        opts.server_key_file = NULL;
+    if (opts.address && !s_valid_address(opts.address)) {
+        fprintf(stderr, "fleetburn-agent: %s '%s' is not a host name or IP address\n",
+                opt_address ? "--address" : "address", opts.address);
+        status = 2;
+        goto out;
+    }
     if (!opts.coordinator) {
-        fprintf(stderr, "fleetburn-agent: --coordinator is required\n");
+        fprintf(stderr, "fleetburn-agent: --coordinator is required (or coordinator = ... in "
+                        "%s)\n",
+                opt_config ? opt_config : FB_AGENT_CONFIG_DEFAULT);
         s_usage(stderr);
         status = 2;
         goto out;
@@ -131,6 +211,17 @@ int main(int argc, char **argv)
     }
     opts.inject = inject;
     opts.n_inject = n_inject;
+    for (size_t i = 0; s_worker_site_keys[i]; i++) {
+        const char *v = fb_conf_get(conf, s_worker_site_keys[i]);
+        if (v) {
+            site_owned[n_site] = xasprintf("%s=%s", s_worker_site_keys[i], v);
+            site[n_site] = site_owned[n_site];
+            n_site++;
+        }
+    }
+    opts.site = site;
+    opts.n_site = n_site;
+    name = xstrdup(s_setting(opt_name, conf, "name"));
     if (!name)
         name = s_default_name();
     if (!wire_valid_name(name)) {
@@ -141,8 +232,10 @@ int main(int argc, char **argv)
         status = 2;
         goto out;
     }
+    spool = xstrdup(s_setting(opt_spool, conf, "spool"));
     if (!spool)
         spool = s_default_spool(name);
+    worker = xstrdup(s_setting(opt_worker, conf, "worker"));
     if (!worker) {
         const char *env = getenv("FLEETBURN_WORKER");
         char *dir = fb_exe_dir();
@@ -152,6 +245,8 @@ int main(int argc, char **argv)
     char component[160];
     snprintf(component, sizeof component, "agent %s", name);
     fb_log_init(component, verbose ? FB_LOG_DEBUG : FB_LOG_INFO);
+    if (conf)
+        log_info("site configuration %s", opt_config ? opt_config : FB_AGENT_CONFIG_DEFAULT);
     int rc = fb_mkdir_p(spool, 0700);
     if (rc) {
         log_error("cannot create spool directory %s: %s", spool, strerror(-rc));
@@ -194,5 +289,8 @@ out:
     free(spool);
     free(worker);
     free(inject);
+    for (size_t i = 0; i < n_site; i++)
+        free(site_owned[i]);
+    fb_conf_destroy(&conf);
     return status;
 }

@@ -19,8 +19,12 @@
 #include "agent.h"
 #include "inventory.h"
 #include "simtask.h"
+#include "coordinator/campaign_file.h"
 #include "coordinator/report.h"
 #include "coordinator/store.h"
+#include "common/fileload.h"
+#include "common/hostlist.h"
+#include "common/keys.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "common/util.h"
@@ -33,6 +37,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <getopt.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -63,6 +68,7 @@ typedef struct {
     uint32_t delay_min_ms, delay_max_ms;
     uint32_t heartbeat_ms, liveness, tick_ms;
     bool keep, verbose;
+    bool curve; /* keys for everyone: the coordinator, one shared key for sim-*, an operator */
 } cli_t;
 
 typedef enum { S_STARTING, S_REGISTERING, S_RUNNING, S_STOPPING } phase_t;
@@ -98,6 +104,8 @@ typedef struct {
     double coord_rss_mb, coord_peak_mb, coord_rss_registered_mb;
     double coord_cpu_registered_s, coord_cpu_end_s; /* user + system */
     bool tty;
+    char *agent_key, *operator_key, *server_key; /* --curve: paths in the work directory */
+    campaign_file_t *campaign_file; /* the campaign and the files it names, as submitted */
 } fleet_t;
 
 /* ---- command line ------------------------------------------------------------------------- */
@@ -120,6 +128,8 @@ static void s_usage(FILE *out)
             "  --tick-ms MS          how often each agent checks its timers and socket\n"
             "                        (default %d; a real agent: 100)\n"
             "  --stats FILE          timings as key=value lines (bench/scale.sh reads them)\n"
+            "  --curve               CURVE on every connection: keys are made in the work\n"
+            "                        directory (one agent key for sim-*, with a nodes: line)\n"
             "  --keep                keep the work directory (coordinator log, database)\n"
             "  --verbose             agent and coordinator details on stderr\n",
             S_MAX_AGENTS, S_LEAF_SIZE, S_SPINES, S_TICK_MS);
@@ -159,7 +169,8 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"heartbeat-ms", required_argument, 0, 'H'}, {"liveness", required_argument, 0, 'L'},
         {"stats", required_argument, 0, 'S'},        {"keep", no_argument, 0, 'k'},
         {"verbose", no_argument, 0, 'v'},            {"help", no_argument, 0, 'h'},
-        {"tick-ms", required_argument, 0, 'T'},      {0, 0, 0, 0}};
+        {"tick-ms", required_argument, 0, 'T'},      {"curve", no_argument, 0, 'C'},
+        {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->delay_max_ms = 50;
     cli->tick_ms = S_TICK_MS;
@@ -202,6 +213,7 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
                 return -EINVAL;
             break;
         case 'k': cli->keep = true; break;
+        case 'C': cli->curve = true; break;
         case 'v': cli->verbose = true; break;
         case 'h': s_usage(stdout); exit(0);
         default: return -EINVAL;
@@ -259,7 +271,15 @@ static int s_load_topology(fleet_t *f)
     char err[512];
     int rc;
     if (cli->topology) {
-        rc = fb_topology_load(cli->topology, &f->topo, err, sizeof err);
+        char *text = NULL, *why = NULL;
+        rc = fb_load_file(cli->topology, CAMPAIGN_FILE_MAX_ATTACHED, &text, NULL, &why);
+        if (rc) {
+            fprintf(stderr, "fleetburn-simfleet: %s; expected a topology file\n", why);
+            free(why);
+            return -EINVAL;
+        }
+        rc = fb_topology_parse_any(text, &f->topo, err, sizeof err);
+        free(text);
     } else {
         char *text = s_default_topology_text(f->names, cli->agents);
         rc = fb_topology_parse(text, &f->topo, err, sizeof err);
@@ -284,20 +304,24 @@ static int s_load_inputs(fleet_t *f)
 {
     const cli_t *cli = f->cli;
     char *err = NULL;
-    fb_campaign_t *campaign = NULL;
-    if (fb_campaign_load(cli->campaign, &campaign, &err)) {
+    /* The campaign and the files it names, sent with it as `fleetburn run` sends them. */
+    if (campaign_file_read(cli->campaign, &f->campaign_file, &err) ||
+        campaign_file_check_submission(f->campaign_file, &err)) {
         fprintf(stderr, "fleetburn-simfleet: %s\n", err);
         free(err);
         return -EINVAL;
     }
-    fb_campaign_destroy(&campaign);
+    f->yaml = xstrdup(f->campaign_file->yaml);
+    char *text = NULL;
     size_t len = 0;
-    f->yaml = fb_read_file(cli->campaign, &len);
-    if (!f->yaml) {
-        fprintf(stderr, "fleetburn-simfleet: cannot read %s: %s\n", cli->campaign, strerror(errno));
+    if (fb_load_file(cli->faults, FB_FAULTMODEL_MAX_BYTES, &text, &len, &err)) {
+        fprintf(stderr, "fleetburn-simfleet: %s; expected a fault file\n", err);
+        free(err);
         return -EINVAL;
     }
-    if (fb_faultmodel_load(cli->faults, &f->model, &err)) {
+    int rc = fb_faultmodel_parse(text, len, cli->faults, &f->model, &err);
+    free(text);
+    if (rc) {
         fprintf(stderr, "fleetburn-simfleet: %s\n", err);
         free(err);
         return -EINVAL;
@@ -441,6 +465,86 @@ static void s_on_coord_exit(uv_process_t *p, int64_t status, int term_signal)
     }
 }
 
+/* --curve: the key directory of a keyed coordinator in the work directory, one agent key shared
+ * by every simulated node (a nodes: line, as an image-baked key would be), and an operator key
+ * for the submission. Secret keys of the agents and the operator stay outside keys/. */
+static const char *const s_key_files[] = {
+    "keys/coordinator", "keys/coordinator.pub", "keys/agents/sim.pub", "keys/operators/simfleet.pub",
+    "sim-agent",        "operator",             "keys/agents",         "keys/operators",
+    "keys"};
+
+static char *s_work_path(const fleet_t *f, const char *name)
+{
+    return xasprintf("%s/%s", f->workdir, name);
+}
+
+static int s_make_key(const fleet_t *f, const char *name, char *err, size_t errlen)
+{
+    fb_key_t key;
+    char *path = s_work_path(f, name);
+    int rc = fb_key_generate(&key);
+    if (rc == 0)
+        rc = fb_key_write(path, &key, err, errlen);
+    memset(&key, 0, sizeof key);
+    free(path);
+    return rc;
+}
+
+/* Moves WORK/from.pub to WORK/to (a public key into the coordinator's directory) and, for an
+ * agent key, adds the nodes: line. */
+static int s_place_public(const fleet_t *f, const char *from, const char *to, const char *nodes)
+{
+    char *src = xasprintf("%s/%s.pub", f->workdir, from), *dst = s_work_path(f, to);
+    int rc = rename(src, dst) == 0 ? 0 : -errno;
+    if (rc == 0 && nodes) {
+        FILE *out = fopen(dst, "a");
+        rc = out && fprintf(out, "nodes: %s\n", nodes) > 0 && fclose(out) == 0 ? 0 : -EIO;
+    }
+    free(src);
+    free(dst);
+    return rc;
+}
+
+static int s_make_keys(fleet_t *f)
+{
+    char err[512] = "";
+    char *dirs[] = {s_work_path(f, "keys"), s_work_path(f, "keys/agents"),
+                    s_work_path(f, "keys/operators")};
+    int rc = 0;
+    for (size_t i = 0; i < 3; i++) {
+        if (rc == 0 && mkdir(dirs[i], 0700) != 0)
+            rc = -errno;
+        free(dirs[i]);
+    }
+    char *nodes = hostlist_compress((const char *const *)f->names, f->cli->agents);
+    if (rc == 0)
+        rc = s_make_key(f, "keys/coordinator", err, sizeof err);
+    if (rc == 0)
+        rc = s_make_key(f, "sim-agent", err, sizeof err);
+    if (rc == 0)
+        rc = s_make_key(f, "operator", err, sizeof err);
+    if (rc == 0)
+        rc = s_place_public(f, "sim-agent", "keys/agents/sim.pub", nodes);
+    if (rc == 0)
+        rc = s_place_public(f, "operator", "keys/operators/simfleet.pub", NULL);
+    free(nodes);
+    if (rc)
+        fprintf(stderr, "fleetburn-simfleet: cannot make keys: %s\n", err[0] ? err : strerror(-rc));
+    return rc;
+}
+
+static void s_remove_keys(const fleet_t *f)
+{
+    for (size_t i = 0; i < sizeof s_key_files / sizeof s_key_files[0]; i++) {
+        char *path = s_work_path(f, s_key_files[i]);
+        if (unlink(path) != 0 && errno == EISDIR)
+            rmdir(path);
+        else
+            rmdir(path);
+        free(path);
+    }
+}
+
 static int s_spawn_coordinator(fleet_t *f)
 {
     char *dir = fb_exe_dir();
@@ -459,6 +563,9 @@ static int s_spawn_coordinator(fleet_t *f)
     args[n++] = f->endpoint;
     args[n++] = "--db";
     args[n++] = f->db;
+    /* Every simulated agent connects from loopback. */
+    args[n++] = "--max-connections-per-address";
+    args[n++] = "0";
     if (f->cli->heartbeat_ms) {
         args[n++] = "--heartbeat-ms";
         args[n++] = hb;
@@ -469,6 +576,11 @@ static int s_spawn_coordinator(fleet_t *f)
     }
     if (f->cli->verbose)
         args[n++] = "--verbose";
+    char *keys_dir = f->cli->curve ? xasprintf("%s/keys", f->workdir) : NULL;
+    if (keys_dir) {
+        args[n++] = "--keys";
+        args[n++] = keys_dir;
+    }
     args[n] = NULL;
     int log_fd = open(f->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     uv_stdio_container_t stdio[3] = {{UV_IGNORE, {0}}, {UV_INHERIT_FD, {.fd = log_fd}},
@@ -489,6 +601,7 @@ static int s_spawn_coordinator(fleet_t *f)
     else
         f->coord_running = true;
     free(path);
+    free(keys_dir);
     return rc;
 }
 
@@ -580,9 +693,16 @@ static void s_on_progress(zsock_t *zs, const uint8_t *const *frames, const size_
 
 static int s_submit(fleet_t *f)
 {
-    void *sock = zmq_socket(f->zctx, ZMQ_DEALER);
+    void *sock = zsock_new_socket(f->zctx, ZMQ_DEALER);
     int linger = 0;
     zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
+    char kerr[512];
+    if (sock && f->cli->curve &&
+        fb_key_apply_client(sock, f->operator_key, f->server_key, kerr, sizeof kerr)) {
+        fprintf(stderr, "fleetburn-simfleet: %s\n", kerr);
+        zmq_close(sock);
+        return -EIO;
+    }
     if (!sock || zmq_connect(sock, f->endpoint) != 0) {
         fprintf(stderr, "fleetburn-simfleet: cannot connect to %s: %s\n", f->endpoint,
                 zmq_strerror(errno));
@@ -591,14 +711,8 @@ static int s_submit(fleet_t *f)
         return -EIO;
     }
     f->client = zsock_new(f->loop, sock, s_on_progress, f);
-    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
-    Fleetburn__Submit submit = FLEETBURN__SUBMIT__INIT;
-    submit.campaign_yaml = f->yaml;
-    submit.source = (char *)f->cli->campaign;
-    env.body_case = FLEETBURN__ENVELOPE__BODY_SUBMIT;
-    env.submit = &submit;
     size_t len = 0;
-    uint8_t *buf = wire_encode(&env, &len);
+    uint8_t *buf = campaign_file_encode_submit(f->campaign_file, &len);
     const void *frames[] = {buf};
     int rc = zsock_send(f->client, frames, &len, 1);
     free(buf);
@@ -617,6 +731,8 @@ static int s_start_agents(fleet_t *f)
 {
     unsigned n = f->cli->agents;
     f->zctx = zmq_ctx_new();
+    if (f->cli->curve) /* every agent's handshake is public-key crypto on the I/O threads */
+        zmq_ctx_set(f->zctx, ZMQ_IO_THREADS, 2);
     if (zmq_ctx_set(f->zctx, ZMQ_MAX_SOCKETS, (int)n + 64) != 0) {
         fprintf(stderr, "fleetburn-simfleet: ZeroMQ cannot hold %u sockets: %s\n", n + 64,
                 zmq_strerror(errno));
@@ -637,6 +753,10 @@ static int s_start_agents(fleet_t *f)
         o.zmq_context = f->zctx;
         o.inventory = f->inventories[i];
         o.tick_ms = f->cli->tick_ms;
+        if (f->cli->curve) {
+            o.key_file = f->agent_key;
+            o.server_key_file = f->server_key;
+        }
         char err[512];
         f->agents[i] = agent_new(f->loop, &o, err, sizeof err);
         if (!f->agents[i]) {
@@ -861,6 +981,8 @@ static void s_cleanup(fleet_t *f)
             fprintf(stderr, "work directory kept: %s\n", f->workdir);
         } else {
             unlink(f->log_path);
+            if (f->cli->curve)
+                s_remove_keys(f);
             if (!f->cli->db) {
                 unlink(f->db);
                 char *wal = xasprintf("%s-wal", f->db), *shm = xasprintf("%s-shm", f->db);
@@ -874,7 +996,11 @@ static void s_cleanup(fleet_t *f)
     }
     free(f->db);
     free(f->log_path);
+    free(f->agent_key);
+    free(f->operator_key);
+    free(f->server_key);
     free(f->yaml);
+    campaign_file_destroy(&f->campaign_file);
     free(f->campaign_id);
 }
 
@@ -896,6 +1022,13 @@ static int s_run(fleet_t *f)
             fprintf(stderr, "fleetburn-simfleet: cannot raise the file descriptor limit: %s\n",
                     strerror(-rc));
         return EXIT_INFRA;
+    }
+    if (f->cli->curve) {
+        if (s_make_keys(f))
+            return EXIT_INFRA;
+        f->agent_key = s_work_path(f, "sim-agent");
+        f->operator_key = s_work_path(f, "operator");
+        f->server_key = s_work_path(f, "keys/coordinator.pub");
     }
     f->loop = uv_default_loop();
     f->t_start = fb_mono_ms();

@@ -234,7 +234,7 @@ static char **s_build_args(const task_env_t *env, const char *task_id, const cha
                            const char *result_path, const char *const *params, size_t n_params,
                            group_args_t *g)
 {
-    char **args = xcalloc(n_params + 22, sizeof(char *));
+    char **args = xcalloc(n_params + 2 * env->n_site + 22, sizeof(char *));
     size_t n = 0;
     args[n++] = (char *)env->worker_path;
     args[n++] = "--workload";
@@ -247,6 +247,10 @@ static char **s_build_args(const task_env_t *env, const char *task_id, const cha
     args[n++] = (char *)env->node;
     if (env->allow_fault_injection)
         args[n++] = "--allow-fault-injection";
+    for (size_t i = 0; i < env->n_site; i++) {
+        args[n++] = "--site";
+        args[n++] = (char *)env->site[i];
+    }
     if (env->group) {
         snprintf(g->rank, sizeof g->rank, "%u", env->rank);
         snprintf(g->size, sizeof g->size, "%u", env->size);

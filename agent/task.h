@@ -25,6 +25,10 @@ typedef struct {
     unsigned rank, size;
     const char *const *peers;
     const char *const *addresses;
+    /* Site settings from the agent's local configuration, "KEY=VALUE": passed to the worker as
+     * --site KEY=VALUE, never from the network. */
+    const char *const *site;
+    size_t n_site;
 } task_env_t;
 
 /* Tasks are named by their id in callbacks, so that other executors (agent.h) share them. */

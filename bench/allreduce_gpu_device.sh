@@ -62,6 +62,13 @@ if [ -n "$mpirun" ]; then
 fi
 root=()
 [ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
+# fleetburn's agent takes the same two from its site configuration, never from the campaign.
+{
+    [ -n "$mpirun" ] && echo "mpirun = $mpirun"
+    [ "$(id -u)" -eq 0 ] && echo "mpirun_allow_run_as_root = yes"
+    true
+} >"$work/agent.conf"
+chmod 600 "$work/agent.conf"
 ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 bytes() { python3 -c "import sys; s=sys.argv[1]; m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))" "$1"; }
 
@@ -86,7 +93,7 @@ campaign() { # name min max rounds
   - name: $l-$r
     workload: allreduce
     timeout: 10m
-    params: {launcher: $l, min_size: $(bytes "$lo"), max_size: $(bytes "$hi"), factor: 2, dtype: float, op: sum, iters: $iters, warmup: $warmup${mpirun:+, mpirun: $mpirun}}
+    params: {launcher: $l, min_size: $(bytes "$lo"), max_size: $(bytes "$hi"), factor: 2, dtype: float, op: sum, iters: $iters, warmup: $warmup}
 YAML
         done
     done
@@ -98,7 +105,8 @@ run_campaign() { # name yaml db [fleetburn run options]
     section "fleetburn run $name"
     cat "$yaml" >>"$logs"
     local t0=$SECONDS
-    timeout 900 fleetburn run --local 1 --keep-logs --db "$db" "$@" "$yaml" >"$work/$name-run.txt" 2>&1
+    timeout 900 fleetburn run --local 1 --keep-logs --agent-config "$work/agent.conf" --db "$db" "$@" \
+        "$yaml" >"$work/$name-run.txt" 2>&1
     local rc=$?
     cat "$work/$name-run.txt" >>"$logs"
     say "fleetburn run $name: exit $rc after $((SECONDS - t0)) s"

@@ -29,6 +29,13 @@ for lib in libcudart.so.13 libcublasLt.so.13 libcublas.so.13 libnccl.so.2 libmpi
     [ -n "$p" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$p")"
 done
 mpirun=$(command -v mpirun || true)
+# Which mpirun runs, and consent to run ranks as root, are site settings of the agent.
+{
+    [ -n "$mpirun" ] && echo "mpirun = $mpirun"
+    [ "$(id -u)" -eq 0 ] && echo "mpirun_allow_run_as_root = yes"
+    true
+} >"$work/agent.conf"
+chmod 600 "$work/agent.conf"
 log=$out/campaign.txt
 {
     echo "== $(hostname) $(date -u +%FT%TZ)"
@@ -49,7 +56,7 @@ stages:
   - name: allreduce-mpirun
     workload: allreduce
     timeout: 10m
-    params: {launcher: mpirun, min_size: 1MiB, max_size: 8GiB${mpirun:+, mpirun: $mpirun}}
+    params: {launcher: mpirun, min_size: 1MiB, max_size: 8GiB}
   - name: allreduce-native
     workload: allreduce
     timeout: 10m
@@ -58,7 +65,8 @@ YAML
 echo "== campaign" >>"$log"
 cat "$work/campaign.yaml" >>"$log"
 t0=$SECONDS
-fleetburn run --local 1 --db "$work/c.db" "$work/campaign.yaml" >>"$log" 2>&1
+fleetburn run --local 1 --agent-config "$work/agent.conf" --db "$work/c.db" "$work/campaign.yaml" \
+    >>"$log" 2>&1
 echo "== fleetburn run: exit $? after $((SECONDS - t0)) s" | tee -a "$log"
 fleetburn report --db "$work/c.db" >>"$log" 2>&1
 fleetburn report --db "$work/c.db" --format json >"$out/campaign-report.json" 2>>"$log"

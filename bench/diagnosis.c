@@ -20,6 +20,7 @@
  * trial on that fault file (fleetburn-simfleet's format) prints the parts named bad and the
  * rounds, to compare with what the runner names for the same fleet through fleetburn-simfleet.
  * bench/diagnosis.sh runs the whole matrix and writes bench/results/diagnosis-<date>.txt. */
+#include "common/fileload.h"
 #include "common/util.h"
 #include "scheduler/bisect.h"
 #include "scheduler/faultmodel.h"
@@ -177,8 +178,12 @@ static int s_fleet_init(s_fleet_t *f, const s_opts_t *o, unsigned trial)
         return rc;
     }
     if (o->faults_file) {
-        char *error = NULL;
-        rc = fb_faultmodel_load(o->faults_file, &f->model, &error);
+        char *error = NULL, *faults = NULL;
+        size_t len = 0;
+        rc = fb_load_file(o->faults_file, FB_FAULTMODEL_MAX_BYTES, &faults, &len, &error);
+        if (!rc)
+            rc = fb_faultmodel_parse(faults, len, o->faults_file, &f->model, &error);
+        free(faults);
         if (!rc)
             rc = fb_faultmodel_bind(f->model, f->topo, &error);
         if (rc) {

@@ -10,7 +10,9 @@
 #   bench/scale.sh BUILD_DIR [N]
 #
 # Environment: REPEAT (3) runs; the median of each number is kept, because the machine is shared.
-# Results are printed and written to bench/results/scale-<date>.txt (RESULTS overrides).
+# CURVE=1: every connection with CURVE keys (fleetburn-simfleet --curve: a keyed coordinator, one
+# agent key for sim-*, an operator key for the submission).
+# Results are printed and written to bench/results/scale[-curve]-<date>.txt (RESULTS overrides).
 set -euo pipefail
 
 BUILD=${1:?usage: scale.sh BUILD_DIR [N]}
@@ -19,7 +21,10 @@ REPEAT=${REPEAT:-3}
 SIM="$BUILD/bin/fleetburn-simfleet"
 [ -x "$SIM" ] || { echo "$SIM not found" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
-RESULTS=${RESULTS:-"$HERE/results/scale-$(date -u +%Y-%m-%d).txt"}
+CURVE=${CURVE:-0}
+CURVE_ARGS=()
+[ "$CURVE" = 1 ] && CURVE_ARGS=(--curve)
+RESULTS=${RESULTS:-"$HERE/results/scale$([ "$CURVE" = 1 ] && echo -curve)-$(date -u +%Y-%m-%d).txt"}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/fbscale-XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
@@ -57,7 +62,7 @@ LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 for i in $(seq 1 "$REPEAT"); do
     /usr/bin/time -f "%M" -o "$TMP/sim-rss.$i" \
         "$SIM" --agents "$N" --faults "$TMP/faults.yaml" --campaign "$TMP/campaign.yaml" \
-        --report-json "$TMP/report.$i.json" --stats "$TMP/stats.$i" --delay-ms 0 \
+        --report-json "$TMP/report.$i.json" --stats "$TMP/stats.$i" --delay-ms 0 "${CURVE_ARGS[@]}" \
         2>"$TMP/run.$i.log" >/dev/null || true
     [ -s "$TMP/stats.$i" ] && grep -q "^coordinator_peak_rss_mb=" "$TMP/stats.$i" || {
         echo "run $i failed:" >&2; tail -20 "$TMP/run.$i.log" >&2; exit 1; }
@@ -86,6 +91,7 @@ mkdir -p "$(dirname "$RESULTS")"
     echo "# machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/ {print $2}') GiB;"
     echo "#   coordinator (fleetburn serve) and fleetburn-simfleet (all agents, one loop thread) share it;"
     echo "#   load average before the runs: $LOAD (other work on the machine moves elapsed times)"
+    echo "# command: bench/scale.sh BUILD $N (CURVE=$CURVE REPEAT=$REPEAT); connections: $([ "$CURVE" = 1 ] && echo "CURVE (keyed coordinator, ZAP handler)" || echo "plain, loopback")"
     echo "# campaign: node-local memtest on every agent, then one round of netbw pairs; results at once (--delay-ms 0)"
     echo "agents                                   $N"
     echo "all registered                           ${REG} s      (goal <= 10 s: $(verdict "$REG" 10))"

@@ -138,7 +138,10 @@ int exline_post_parse(const char *line, char **key_out, uint64_t *timeout_ms_out
         return -EINVAL;
     if (s_token(&p, &t, &n) || n > 20 || strspn(t, "0123456789") < n)
         goto bad;
+    errno = 0;
     *timeout_ms_out = strtoull(t, NULL, 10);
+    if (errno) /* past UINT64_MAX: not the number written */
+        goto bad;
     if (s_token(&p, &t, &n) || s_get_hex(t, n, value_out, len_out))
         goto bad;
     while (*p == ' ' || *p == '\n')
@@ -146,6 +149,7 @@ int exline_post_parse(const char *line, char **key_out, uint64_t *timeout_ms_out
     if (*p) {
         free(*value_out);
         *value_out = NULL;
+        *len_out = 0;
         goto bad;
     }
     *key_out = key;

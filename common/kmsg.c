@@ -35,17 +35,18 @@ static bool s_xdigit(char c)
     return s_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-/* Parses decimal digits at *p (at most 19) into *out and advances; false when none. */
-static bool s_take_u64(const char **p, uint64_t *out)
+/* Parses decimal digits at *p (at most 19, none at or past end; end NULL: the text ends at its
+ * NUL) into *out and advances; false when none. */
+static bool s_take_u64(const char **p, const char *end, uint64_t *out)
 {
     const char *s = *p;
     uint64_t v = 0;
     int n = 0;
-    while (s_digit(*s) && n < 19) {
+    while ((!end || s < end) && s_digit(*s) && n < 19) {
         v = v * 10 + (uint64_t)(*s - '0');
         s++, n++;
     }
-    if (n == 0 || s_digit(*s))
+    if (n == 0 || ((!end || s < end) && s_digit(*s)))
         return false;
     *out = v;
     *p = s;
@@ -118,8 +119,8 @@ static const char *s_kmsg_prefix(const char *s, const char *end, fb_kmsg_record_
         return NULL;
     const char *p = s;
     uint64_t pri = 0, seq = 0, ts = 0;
-    if (!s_take_u64(&p, &pri) || *p++ != ',' || !s_take_u64(&p, &seq) || *p++ != ',' ||
-        !s_take_u64(&p, &ts) || *p++ != ',')
+    if (!s_take_u64(&p, semi, &pri) || *p++ != ',' || !s_take_u64(&p, semi, &seq) ||
+        *p++ != ',' || !s_take_u64(&p, semi, &ts) || *p++ != ',')
         return NULL;
     /* flags: '-' or 'c' (continuation), then optional ",key" fields up to ';' */
     if (p >= semi || (*p != '-' && *p != 'c' && *p != '+'))
@@ -144,7 +145,7 @@ static const char *s_dmesg_time(const char *s, const char *end, fb_kmsg_record_t
         p++;
     uint64_t sec = 0, frac = 0;
     const char *num = p;
-    if (!s_take_u64(&p, &sec) || p >= end || *p != '.') {
+    if (!s_take_u64(&p, end, &sec) || p >= end || *p != '.') {
         /* dmesg -T: "[Mon Nov 23 10:00:00 2026] " */
         const char *close = memchr(num, ']', (size_t)(end - num));
         if (close && close - s < 40 && close + 1 < end && close[1] == ' ')
@@ -153,7 +154,7 @@ static const char *s_dmesg_time(const char *s, const char *end, fb_kmsg_record_t
     }
     p++;
     const char *fs = p;
-    if (!s_take_u64(&p, &frac) || p >= end || *p != ']')
+    if (!s_take_u64(&p, end, &frac) || p >= end || *p != ']')
         return s;
     size_t fd = (size_t)(p - fs);
     while (fd < 6)
@@ -199,7 +200,7 @@ static const char *s_dmesg_prefix(const char *s, const char *end, fb_kmsg_record
     if (end - s >= 3 && s[0] == '<' && s_digit(s[1])) {
         const char *p = s + 1;
         uint64_t pri = 0;
-        if (s_take_u64(&p, &pri) && p < end && *p == '>' && pri <= 1023) {
+        if (s_take_u64(&p, end, &pri) && p < end && *p == '>' && pri <= 1023) {
             rec->level = (int)(pri & 7);
             rec->facility = (int)(pri >> 3);
             s = p + 1;
@@ -364,7 +365,7 @@ static void s_classify_xid(const char *text, fb_kmsg_event_t *ev)
         return;
     p = close + 3;
     uint64_t x = 0;
-    if (s_take_u64(&p, &x) && (*p == ',' || *p == '\0') && x < 100000)
+    if (s_take_u64(&p, NULL, &x) && (*p == ',' || *p == '\0') && x < 100000)
         ev->xid = (int)x;
 }
 
@@ -376,13 +377,13 @@ static bool s_classify_edac(const char *text, fb_kmsg_event_t *ev)
         return false;
     const char *p = mc + 2;
     uint64_t mcn = 0;
-    if (!s_take_u64(&p, &mcn) || *p != ':')
+    if (!s_take_u64(&p, NULL, &mcn) || *p != ':')
         return false;
     p++;
     while (*p == ' ')
         p++;
     uint64_t count = 1;
-    if (s_digit(*p) && (!s_take_u64(&p, &count) || *p++ != ' '))
+    if (s_digit(*p) && (!s_take_u64(&p, NULL, &count) || *p++ != ' '))
         return false;
     bool ue;
     size_t tlen;

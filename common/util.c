@@ -3,6 +3,8 @@
  * so the x* allocators abort with a message instead of returning NULL to every caller. */
 #include "util.h"
 
+#include "fileload.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -129,26 +131,11 @@ size_t fb_strlcpy(char *dst, const char *src, size_t len)
 
 char *fb_read_file(const char *path, size_t *len_out)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 4096, len = 0;
-    char *buf = xmalloc(cap);
-    for (;;) {
-        size_t n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
-        if (n == 0)
-            break;
-        if (len + 1 >= cap) {
-            cap *= 2;
-            buf = xrealloc(buf, cap);
-        }
-    }
-    int err = ferror(f) ? EIO : 0;
-    fclose(f);
-    if (err) {
-        free(buf);
-        errno = err;
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = fb_load_file(path, FB_READ_FILE_MAX, &buf, &len, NULL);
+    if (rc) {
+        errno = -rc;
         return NULL;
     }
     while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
@@ -260,4 +247,26 @@ void fb_names_free(char **names, size_t n)
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     free(names);
+}
+
+bool fb_endpoint_is_local(const char *endpoint)
+{
+    if (!strncmp(endpoint, "ipc://", 6) || !strncmp(endpoint, "inproc://", 9))
+        return true;
+    if (strncmp(endpoint, "tcp://", 6))
+        return false;
+    const char *host = endpoint + 6;
+    const char *colon = strrchr(host, ':');
+    size_t len = colon ? (size_t)(colon - host) : strlen(host);
+    char h[64];
+    if (len == 0 || len >= sizeof h)
+        return false;
+    memcpy(h, host, len);
+    h[len] = '\0';
+    if (!strcmp(h, "localhost") || !strcmp(h, "lo") || !strcmp(h, "[::1]") || !strcmp(h, "::1"))
+        return true;
+    unsigned a, b, c, d;
+    char extra;
+    return sscanf(h, "%u.%u.%u.%u%c", &a, &b, &c, &d, &extra) == 4 && a == 127 && b < 256 &&
+           c < 256 && d < 256;
 }

@@ -5,6 +5,7 @@
 #define FB_UTIL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,8 +31,10 @@ const char *fb_iso8601(uint64_t epoch_ms, char *buf, size_t len);
 
 /* Copies at most len-1 bytes and always terminates; returns strlen(src). */
 size_t fb_strlcpy(char *dst, const char *src, size_t len);
-/* Reads a whole (small) file, e.g. a sysfs attribute; trailing newline stripped. NULL on error
- * with errno set. Caller frees. */
+/* Reads a whole (small) regular file, e.g. a sysfs attribute, through fb_load_file (fileload.h):
+ * at most FB_READ_FILE_MAX bytes, FIFOs and devices refused (EINVAL), larger files EFBIG;
+ * trailing newlines and blanks stripped. NULL on error with errno set. Caller frees. */
+#define FB_READ_FILE_MAX (64u << 20)
 char *fb_read_file(const char *path, size_t *len_out);
 /* Reads a sysfs-style file holding one unsigned integer. Returns 0 or negative errno
  * (-EINVAL when the content is not a number). */
@@ -49,5 +52,9 @@ void fb_names_free(char **names, size_t n);
 int fb_mkdir_p(const char *path, unsigned mode);
 /* Directory holding the running executable (from /proc/self/exe), heap string; NULL on error. */
 char *fb_exe_dir(void);
+/* True when a ZeroMQ endpoint can be reached only from this host: ipc:// and inproc://, or tcp://
+ * on a loopback address (127.0.0.0/8, ::1, localhost, the interface lo). False for tcp://\*,
+ * 0.0.0.0 and every other address. */
+bool fb_endpoint_is_local(const char *endpoint);
 
 #endif

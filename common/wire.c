@@ -294,6 +294,44 @@ int wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen)
     }
 }
 
+/* protobuf-c keeps fields it does not know as unknown fields, and it accepts a field number
+ * written in more bytes than it needs, 0 included, or one past the largest the encoding allows
+ * (2^29 - 1). Such a frame is not protobuf: packed again, it would not decode. Unknown fields
+ * with valid numbers are kept (a peer's compatible addition). Returns the first bad number seen
+ * in m or its sub-messages into *bad, or 0 (false) when there is none. */
+static int s_bad_field_number(const ProtobufCMessage *m, uint32_t *bad)
+{
+    for (unsigned i = 0; i < m->n_unknown_fields; i++) {
+        uint32_t tag = m->unknown_fields[i].tag;
+        if (tag == 0 || tag > 0x1fffffffu) {
+            *bad = tag;
+            return 1;
+        }
+    }
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    for (unsigned f = 0; f < d->n_fields; f++) {
+        const ProtobufCFieldDescriptor *fd = &d->fields[f];
+        if (fd->type != PROTOBUF_C_TYPE_MESSAGE)
+            continue;
+        const char *base = (const char *)m;
+        if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
+            size_t n = *(const size_t *)(base + fd->quantifier_offset);
+            ProtobufCMessage *const *items = *(ProtobufCMessage *const *const *)(base + fd->offset);
+            for (size_t k = 0; k < n; k++)
+                if (s_bad_field_number(items[k], bad))
+                    return 1;
+            continue;
+        }
+        if ((fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+            *(const uint32_t *)(base + fd->quantifier_offset) != fd->id)
+            continue;
+        const ProtobufCMessage *sub = *(const ProtobufCMessage *const *)(base + fd->offset);
+        if (sub && s_bad_field_number(sub, bad))
+            return 1;
+    }
+    return 0;
+}
+
 int wire_decode(const uint8_t *data, size_t len, Fleetburn__Envelope **out, char *err,
                 size_t errlen)
 {
@@ -305,6 +343,13 @@ int wire_decode(const uint8_t *data, size_t len, Fleetburn__Envelope **out, char
     Fleetburn__Envelope *env = fleetburn__envelope__unpack(NULL, len, data);
     if (!env) {
         s_fail(err, errlen, "frame of %zu bytes is not a fleetburn envelope", len);
+        return -EBADMSG;
+    }
+    uint32_t bad = 0;
+    if (s_bad_field_number(&env->base, &bad)) {
+        s_fail(err, errlen, "frame of %zu bytes is not a fleetburn envelope: field number %u",
+               len, bad);
+        fleetburn__envelope__free_unpacked(env, NULL);
         return -EBADMSG;
     }
     if (env->protocol_version != FB_PROTOCOL_VERSION) {
@@ -421,6 +466,11 @@ fb_result_t *wire_result_from_proto(const Fleetburn__TaskResult *m)
 fb_result_t *wire_result_unpack(const uint8_t *data, size_t len, char *err, size_t errlen)
 {
     Fleetburn__TaskResult *m = fleetburn__task_result__unpack(NULL, len, data);
+    uint32_t bad = 0;
+    if (m && s_bad_field_number(&m->base, &bad)) {
+        fleetburn__task_result__free_unpacked(m, NULL);
+        m = NULL;
+    }
     if (!m) {
         s_fail(err, errlen, "not a TaskResult message (%zu bytes)", len);
         return NULL;

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libuv integration for ZeroMQ sockets: a uv_poll on ZMQ_FD plus a uv_idle that drains after
- * sends, and a slow safety timer, because a missed edge would otherwise stall a peer forever. */
+ * sends, and a slow safety timer, because a missed edge would otherwise stall a peer forever.
+ * Every socket of the project is created here too, so none lacks the frame-size limit. */
 #include "zsock.h"
 #include "log.h"
+#include "ratelimit.h"
 #include "util.h"
+#include "wire.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <zmq.h>
 
 #define ZSOCK_MAX_FRAMES 8
@@ -20,8 +25,12 @@ struct zsock {
     uv_idle_t idle;
     uv_timer_t safety;
     int open_handles;
+    zmq_msg_t *current; /* the last frame of the message being handled, during the callback */
+    void *owned_arg;    /* freed with the socket (a monitor's state) */
     int draining;
     int closing;
+    uint64_t n_overflow;         /* messages of too many frames dropped */
+    fb_ratelimit_t overflow_log; /* a peer sends those at will: one line per 10 s */
 };
 
 static void s_drain(zsock_t *zs)
@@ -57,10 +66,18 @@ static void s_drain(zsock_t *zs)
                 zmq_msg_close(&msg);
             }
         }
-        if (overflow)
-            log_warn("dropped a message of more than %d frames", ZSOCK_MAX_FRAMES);
-        else if (n > 0)
+        if (overflow) {
+            uint64_t held = 0;
+            if (zs->n_overflow++, fb_ratelimit_ok(&zs->overflow_log, fb_mono_ms(), &held))
+                log_warn("dropped a message of more than %d frames (%llu in all, %llu lines "
+                         "held back)",
+                         ZSOCK_MAX_FRAMES, (unsigned long long)zs->n_overflow,
+                         (unsigned long long)held);
+        } else if (n > 0) {
+            zs->current = &msgs[n - 1];
             zs->cb(zs, frames, lens, n, zs->arg);
+            zs->current = NULL;
+        }
         for (size_t i = 0; i < n; i++)
             zmq_msg_close(&msgs[i]);
         if (zs->closing)
@@ -87,9 +104,25 @@ static void s_on_safety(uv_timer_t *h)
     s_drain(h->data);
 }
 
+void *zsock_new_socket(void *zctx, int type)
+{
+    void *sock = zmq_socket(zctx, type);
+    if (!sock)
+        return NULL;
+    int64_t max = FB_WIRE_MAX_FRAME;
+    if (zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &max, sizeof max) != 0) {
+        int err = errno;
+        zmq_close(sock);
+        errno = err;
+        return NULL;
+    }
+    return sock;
+}
+
 zsock_t *zsock_new(uv_loop_t *loop, void *zsocket, zsock_recv_cb cb, void *arg)
 {
     zsock_t *zs = xcalloc(1, sizeof *zs);
+    zs->overflow_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
     zs->loop = loop;
     zs->socket = zsocket;
     zs->cb = cb;
@@ -118,8 +151,10 @@ static void s_on_closed(uv_handle_t *h)
         zmq_close(zs->socket);
         zs->socket = NULL;
     }
-    if (--zs->open_handles == 0)
+    if (--zs->open_handles == 0) {
+        free(zs->owned_arg);
         free(zs);
+    }
 }
 
 void zsock_close(zsock_t **zs_p)
@@ -162,4 +197,77 @@ void zsock_set_safety_ms(zsock_t *zs, uint64_t ms)
 {
     if (!zs->closing && ms > 0)
         uv_timer_start(&zs->safety, s_on_safety, ms, ms);
+}
+
+const char *zsock_peer_user_id(zsock_t *zs)
+{
+    if (!zs->current)
+        return NULL;
+    const char *id = zmq_msg_gets(zs->current, "User-Id");
+    return id && id[0] ? id : NULL;
+}
+
+const char *zsock_peer_address(zsock_t *zs)
+{
+    const char *addr = zs->current ? zmq_msg_gets(zs->current, "Peer-Address") : NULL;
+    return addr ? addr : "?";
+}
+
+int zsock_peer_fd(zsock_t *zs)
+{
+    /* ZMQ_SRCFD is deprecated for lack of a better way, and still answers in libzmq 4.3: it is
+     * what lets the coordinator end one connection of its ROUTER (a revoked key). */
+    return zs->current ? zmq_msg_get(zs->current, ZMQ_SRCFD) : -1;
+}
+
+/* --- socket monitor ------------------------------------------------------------------------- */
+
+typedef struct {
+    zsock_event_cb cb;
+    void *arg;
+} monitor_t;
+
+static void s_on_monitor(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
+                         void *arg)
+{
+    (void)zs;
+    monitor_t *m = arg;
+    if (n != 2 || lens[0] != 6)
+        return;
+    uint16_t event;
+    uint32_t value;
+    memcpy(&event, frames[0], sizeof event);
+    memcpy(&value, frames[0] + 2, sizeof value);
+    char endpoint[256];
+    size_t len = lens[1] < sizeof endpoint - 1 ? lens[1] : sizeof endpoint - 1;
+    memcpy(endpoint, frames[1], len);
+    endpoint[len] = '\0';
+    m->cb(event, value, endpoint, m->arg);
+}
+
+zsock_t *zsock_monitor_new(uv_loop_t *loop, void *zctx, void *watched, int events,
+                           zsock_event_cb cb, void *arg)
+{
+    static unsigned long serial;
+    char endpoint[64];
+    snprintf(endpoint, sizeof endpoint, "inproc://fb-monitor-%lu-%p", ++serial, watched);
+    if (zmq_socket_monitor(watched, endpoint, events) != 0)
+        return NULL;
+    /* No high-water mark on the event queue: on a full one libzmq's I/O thread would wait for
+     * the loop, holding the watched socket's monitor lock. */
+    void *pair = zsock_new_socket(zctx, ZMQ_PAIR);
+    int hwm = 0;
+    if (!pair || zmq_setsockopt(pair, ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 ||
+        zmq_connect(pair, endpoint) != 0) {
+        if (pair)
+            zmq_close(pair);
+        zmq_socket_monitor(watched, NULL, 0);
+        return NULL;
+    }
+    monitor_t *m = xcalloc(1, sizeof *m);
+    m->cb = cb;
+    m->arg = arg;
+    zsock_t *zs = zsock_new(loop, pair, s_on_monitor, m);
+    zs->owned_arg = m;
+    return zs;
 }

@@ -19,6 +19,12 @@ typedef struct zsock zsock_t;
 typedef void (*zsock_recv_cb)(zsock_t *zs, const uint8_t *const *frames, const size_t *lens,
                               size_t n_frames, void *arg);
 
+/* Creates a ZeroMQ socket of type with the limits every fleetburn socket carries:
+ * ZMQ_MAXMSGSIZE = FB_WIRE_MAX_FRAME, so a peer that announces a bigger frame is disconnected by
+ * libzmq before its payload is buffered. Every socket of the project is made here (never with
+ * zmq_socket directly); options apply to the endpoints bound or connected afterwards. NULL with
+ * errno when libzmq refuses. */
+void *zsock_new_socket(void *zctx, int type);
 /* Wraps an existing ZeroMQ socket (ownership of zsocket passes to zs: closed in zsock_close). */
 zsock_t *zsock_new(uv_loop_t *loop, void *zsocket, zsock_recv_cb cb, void *arg);
 /* Stops watching, closes the ZeroMQ socket (linger 0) and frees zs once libuv has closed its
@@ -32,5 +38,20 @@ void *zsock_socket(zsock_t *zs);
  * message. A process with thousands of sockets (a simulated fleet) spends less on it with a
  * longer interval. */
 void zsock_set_safety_ms(zsock_t *zs, uint64_t ms);
+
+/* During a receive callback, about the message being handled: the ZAP User-Id its connection was
+ * accepted with (the peer's CURVE public key in Z85 on a keyed coordinator; NULL without one),
+ * the peer's address ("?" when unknown), and the file descriptor of its connection (-1 when
+ * unknown). */
+const char *zsock_peer_user_id(zsock_t *zs);
+const char *zsock_peer_address(zsock_t *zs);
+int zsock_peer_fd(zsock_t *zs);
+
+/* A socket monitor (zmq_socket_monitor) read on the loop: cb gets each event among events
+ * (ZMQ_EVENT_* bits) with its value (a file descriptor, an error or ZAP status code) and the
+ * endpoint. Close it with zsock_close before the watched socket. NULL with errno on failure. */
+typedef void (*zsock_event_cb)(unsigned event, uint32_t value, const char *endpoint, void *arg);
+zsock_t *zsock_monitor_new(uv_loop_t *loop, void *zctx, void *watched, int events,
+                           zsock_event_cb cb, void *arg);
 
 #endif

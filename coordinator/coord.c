@@ -13,10 +13,14 @@
  * (scheduler/rendezvous.h), and a completed exchange goes back to every member; a failed or
  * expired one, as an error, to the members that posted. Expiry runs from a timer. */
 #include "coord.h"
+#include "auth.h"
+#include "conns.h"
 #include "report.h"
 #include "runner.h"
 #include "common/log.h"
+#include "common/ratelimit.h"
 #include "common/strmap.h"
+#include "common/units.h"
 #include "common/util.h"
 #include "common/wire.h"
 #include "common/zsock.h"
@@ -30,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -39,6 +44,8 @@
 #define COORD_SEEN_STORE_MS 30000
 /* How often exchange deadlines are checked. */
 #define COORD_EXCHANGE_TICK_MS 250
+/* How long an agent may stay away before it leaves the live registry (--forget-after). */
+#define COORD_FORGET_AFTER_MS 3600000
 
 typedef struct {
     char *name;
@@ -48,6 +55,8 @@ typedef struct {
     uint64_t last_seen;        /* monotonic ms */
     uint64_t last_progress_ms; /* last progress event stored */
     uint64_t last_seen_stored; /* last time last_seen went to the store */
+    char *key; /* the CURVE key it registered with (Z85); NULL without keys */
+    int fd;    /* its connection's descriptor, to end it when its key is revoked; -1 unknown */
 } node_t;
 
 typedef struct {
@@ -60,6 +69,10 @@ struct coord {
     uv_loop_t *loop;
     void *zctx;
     zsock_t *zs;
+    auth_t *auth; /* NULL: no keys (loopback) */
+    conns_t *conns; /* connection limits of the ROUTER */
+    uint64_t forget_after_ms;
+    fb_ratelimit_t refusal_log;
     char endpoint[256];
     store_t *store;
     strmap_t *nodes;      /* name -> node_t */
@@ -76,6 +89,10 @@ struct coord {
     char **ack_identities, **ack_ids;
     size_t n_acks, cap_acks;
     bool dispatched; /* a RunTask went out since the last commit */
+    uint64_t n_foreign; /* results and events dropped: for tasks not given to their sender */
+    fb_ratelimit_t foreign_log;
+    uint64_t n_bad;         /* messages dropped before they reached a handler */
+    fb_ratelimit_t bad_log; /* their log lines */
 };
 
 static void s_hex(const uint8_t *data, size_t len, char *out, size_t outlen)
@@ -143,12 +160,37 @@ static void s_node_lost(coord_t *self, node_t *node, const char *why)
         runner_on_node_lost(self->runner, node->name, why);
 }
 
+static void s_node_free(node_t *node)
+{
+    free(node->name);
+    free(node->identity);
+    free(node->address);
+    free(node->key);
+    free(node);
+}
+
+/* An agent away for forget_after leaves the live registry (so names that never come back do not
+ * pile up); the store keeps its history and state, and it registers anew when it returns. */
+static void s_node_forget(coord_t *self, node_t *node, uint64_t now)
+{
+    char away[32];
+    fb_format_duration(now - node->last_seen, away, sizeof away);
+    log_info("agent %s forgotten: away for %s (the database keeps its history)", node->name, away);
+    coord_event(self, self->runner ? runner_id(self->runner) : NULL, NULL, node->name, "agent",
+                "forgotten: away for %s", away);
+    strmap_remove(self->nodes, node->name);
+    if (node->identity && strmap_get(self->identities, node->identity) == node)
+        strmap_remove(self->identities, node->identity);
+    s_node_free(node);
+}
+
 static void s_on_liveness(uv_timer_t *h)
 {
     coord_t *self = h->data;
     uint64_t now = fb_mono_ms(), limit = (uint64_t)self->heartbeat_ms * self->liveness;
-    size_t pos = 0;
+    size_t pos = 0, n_away = 0, cap_away = 0;
     void *value;
+    node_t **away = NULL;
     while (strmap_next(self->nodes, &pos, NULL, &value)) {
         node_t *node = value;
         if (node->alive && now - node->last_seen > limit) {
@@ -156,8 +198,17 @@ static void s_on_liveness(uv_timer_t *h)
             snprintf(why, sizeof why, "no heartbeat for %.1f s",
                      (double)(now - node->last_seen) / 1e3);
             s_node_lost(self, node, why);
+        } else if (!node->alive && now - node->last_seen >= self->forget_after_ms) {
+            if (n_away == cap_away) {
+                cap_away = cap_away ? cap_away * 2 : 16;
+                away = xrealloc(away, cap_away * sizeof *away);
+            }
+            away[n_away++] = node;
         }
     }
+    for (size_t i = 0; i < n_away; i++)
+        s_node_forget(self, away[i], now);
+    free(away);
 }
 
 static void s_send_welcome(coord_t *self, const char *identity, bool accepted, const char *reason)
@@ -174,8 +225,34 @@ static void s_send_welcome(coord_t *self, const char *identity, bool accepted, c
     s_send_to(self, identity, &env);
 }
 
+/* With keys, an agent registers only under a name its key allows; the node that holds the name
+ * keeps its connection and its tasks. */
+static bool s_hello_allowed(coord_t *self, const char *identity, const Fleetburn__Hello *m)
+{
+    if (!self->auth)
+        return true;
+    const char *key = zsock_peer_user_id(self->zs);
+    if (key && auth_agent_may(self->auth, key, m->name))
+        return true;
+    const char *file = key ? auth_key_file(self->auth, key) : NULL;
+    char *reason =
+        file ? xasprintf("this agent's key (%s in %s) may not register as node %s: that node's "
+                         "key is %s/agents/%s.pub, or a nodes: line that lists it",
+                         file, auth_dir(self->auth), m->name, auth_dir(self->auth), m->name)
+             : xasprintf("this agent's key is not an agent key of this coordinator");
+    uint64_t held = 0;
+    if (fb_ratelimit_ok(&self->refusal_log, fb_mono_ms(), &held))
+        log_warn("refused registration as %s from %s: %s (%llu lines held back)", m->name,
+                 zsock_peer_address(self->zs), reason, (unsigned long long)held);
+    s_send_welcome(self, identity, false, reason);
+    free(reason);
+    return false;
+}
+
 static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hello *m)
 {
+    if (!s_hello_allowed(self, identity, m))
+        return;
     node_t *node = strmap_get(self->nodes, m->name);
     if (node && node->alive && node->identity && !strcmp(node->identity, identity)) {
         /* The same connection again: a Hello the agent repeated before our Welcome reached it
@@ -189,6 +266,7 @@ static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hel
     if (!node) {
         node = xcalloc(1, sizeof *node);
         node->name = xstrdup(m->name);
+        node->fd = -1;
         strmap_put(self->nodes, node->name, node);
     } else if (node->identity && strcmp(node->identity, identity)) {
         strmap_remove(self->identities, node->identity);
@@ -200,6 +278,10 @@ static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hel
     strmap_put(self->identities, identity, node);
     free(node->address);
     node->address = xstrdup(m->address ? m->address : "");
+    free(node->key);
+    const char *key = zsock_peer_user_id(self->zs);
+    node->key = key ? xstrdup(key) : NULL;
+    node->fd = zsock_peer_fd(self->zs);
     bool was_alive = node->alive;
     node->alive = true;
     node->last_seen = node->last_seen_stored = fb_mono_ms();
@@ -231,10 +313,43 @@ static void s_on_heartbeat(coord_t *self, const char *identity)
     s_send_to(self, identity, &env);
 }
 
+/* A node speaks only for tasks the coordinator gave it: the task must list the node, and a
+ * result's id must be the node's own (the task id, or <task>@<node> for a group member), so that
+ * no peer can take the result id another node will use. Anything else is dropped, counted and
+ * logged naming the node; it changes nothing. */
+static bool s_task_is_nodes(coord_t *self, node_t *node, const char *task_id, const char *what)
+{
+    int rank = store_task_member(self->store, task_id, node->name);
+    if (rank >= 0)
+        return true;
+    self->n_foreign++;
+    uint64_t held = 0;
+    if (fb_ratelimit_ok(&self->foreign_log, fb_mono_ms(), &held))
+        log_warn("dropped a %s from %s for task %s: %s (%llu dropped in all, %llu lines held "
+                 "back)",
+                 what, node->name, task_id,
+                 rank == -EPERM    ? "the task was given to other nodes"
+                 : rank == -ENOENT ? "no such task"
+                                   : "the task could not be looked up",
+                 (unsigned long long)self->n_foreign, (unsigned long long)held);
+    return false;
+}
+
+static bool s_result_id_is_nodes(const char *result_id, const char *task_id, const char *node)
+{
+    size_t tlen = strlen(task_id);
+    if (!strcmp(result_id, task_id))
+        return true;
+    return !strncmp(result_id, task_id, tlen) && result_id[tlen] == '@' &&
+           !strcmp(result_id + tlen + 1, node);
+}
+
 static void s_on_task_event(coord_t *self, node_t *node, const Fleetburn__TaskEvent *ev)
 {
     static const char *kinds[] = {"", "started", "progress", "log", "telemetry"};
     const char *kind = kinds[ev->kind];
+    if (!s_task_is_nodes(self, node, ev->task_id, "task event"))
+        return;
     if (ev->kind == FLEETBURN__TASK_EVENT__KIND__KIND_PROGRESS) {
         uint64_t now = fb_mono_ms();
         if (now - node->last_progress_ms < COORD_PROGRESS_STORE_MS && ev->progress < 1.0)
@@ -265,6 +380,16 @@ static void s_on_task_event(coord_t *self, node_t *node, const Fleetburn__TaskEv
 static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
                              const Fleetburn__TaskResult *m)
 {
+    if (!s_task_is_nodes(self, node, m->task_id, "result"))
+        return;
+    if (!s_result_id_is_nodes(m->result_id, m->task_id, node->name)) {
+        self->n_foreign++;
+        log_warn("dropped a result from %s for task %s: result id %s is not %s's (%llu dropped so "
+                 "far)",
+                 node->name, m->task_id, m->result_id, node->name,
+                 (unsigned long long)self->n_foreign);
+        return;
+    }
     fb_result_t *r = wire_result_from_proto(m);
     if (!r->node || !r->node[0] || strcmp(r->node, node->name)) {
         free(r->node);
@@ -521,23 +646,54 @@ static void s_client_progress(const coord_progress_t *p, void *arg)
     free(summary);
 }
 
+/* With keys, only operators submit. The refusal starts with "not authorised" (the client exits
+ * 3 on it). */
+static bool s_submit_allowed(coord_t *self, const char *identity)
+{
+    if (!self->auth)
+        return true;
+    const char *key = zsock_peer_user_id(self->zs);
+    if (key && auth_is_operator(self->auth, key))
+        return true;
+    const char *file = key ? auth_key_file(self->auth, key) : NULL;
+    char *reason = xasprintf("not authorised: this client's key (%s) is not an operator key; "
+                             "operator keys are %s/operators/NAME.pub",
+                             file ? file : "unknown", auth_dir(self->auth));
+    uint64_t held = 0;
+    if (fb_ratelimit_ok(&self->refusal_log, fb_mono_ms(), &held))
+        log_warn("refused a campaign from %s: %s (%llu lines held back)",
+                 zsock_peer_address(self->zs), reason, (unsigned long long)held);
+    s_send_progress(self, identity, NULL, reason, NULL);
+    free(reason);
+    return false;
+}
+
+int coord_campaign_from_submit(const Fleetburn__Submit *m, fb_campaign_t **out, char **error_out)
+{
+    *out = NULL;
+    const char *source = m->source[0] ? m->source : "submitted campaign";
+    int rc = fb_campaign_parse(m->campaign_yaml, strlen(m->campaign_yaml), source, out, error_out);
+    if (rc)
+        return rc;
+    /* The files the campaign names come with it; no path from a submission is ever opened. */
+    fb_campaign_file_t *files = xcalloc(m->n_files ? m->n_files : 1, sizeof *files);
+    for (size_t i = 0; i < m->n_files; i++)
+        files[i] = (fb_campaign_file_t){m->files[i]->name, (const char *)m->files[i]->content.data,
+                                        m->files[i]->content.len};
+    rc = fb_campaign_attach_files(*out, files, m->n_files, error_out);
+    free(files);
+    if (rc)
+        fb_campaign_destroy(out);
+    return rc;
+}
+
 static void s_on_submit(coord_t *self, const char *identity, const Fleetburn__Submit *m)
 {
+    if (!s_submit_allowed(self, identity))
+        return;
     fb_campaign_t *campaign = NULL;
     char *error = NULL;
-    const char *source = m->source[0] ? m->source : "submitted campaign";
-    int prc =
-        fb_campaign_parse(m->campaign_yaml, strlen(m->campaign_yaml), source, &campaign, &error);
-    if (prc == 0) {
-        /* Files the campaign names (topology) are read here, relative to the campaign file's
-         * directory when the client sent an absolute path, else to this process's. */
-        char *dir =
-            source[0] == '/' ? xstrndup(source, (size_t)(strrchr(source, '/') - source)) : NULL;
-        prc = fb_campaign_load_files(campaign, dir && dir[0] ? dir : (dir ? "/" : NULL), &error);
-        free(dir);
-        if (prc)
-            fb_campaign_destroy(&campaign);
-    }
+    int prc = coord_campaign_from_submit(m, &campaign, &error);
     if (prc) {
         log_warn("refused a campaign: %s", error);
         s_send_progress(self, identity, NULL, error, NULL);
@@ -568,13 +724,34 @@ static void s_on_submit(coord_t *self, const char *identity, const Fleetburn__Su
 
 /* --- dispatch ------------------------------------------------------------------------------- */
 
+/* A message that never reaches a handler: any peer can send those at will (garbage makes one
+ * every few kilobytes), so they are logged at most once per 10 s, with the count. */
+static void s_bad_message(coord_t *self, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void s_bad_message(coord_t *self, const char *fmt, ...)
+{
+    uint64_t held = 0;
+    self->n_bad++;
+    if (!fb_ratelimit_ok(&self->bad_log, fb_mono_ms(), &held))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *what = xvasprintf(fmt, ap);
+    va_end(ap);
+    log_warn("%s, from %s (%llu such messages in all, %llu lines held back)", what,
+             zsock_peer_address(self->zs), (unsigned long long)self->n_bad,
+             (unsigned long long)held);
+    free(what);
+}
+
 static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
                          void *arg)
 {
     (void)zs;
     coord_t *self = arg;
     if (n != 2 || lens[0] == 0 || lens[0] > 255) {
-        log_warn("dropped a message of %zu frames", n);
+        s_bad_message(self, "dropped a message of %zu frames", n);
         return;
     }
     char identity[520];
@@ -583,7 +760,7 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
     Fleetburn__Envelope *env = NULL;
     int rc = wire_decode(frames[1], lens[1], &env, err, sizeof err);
     if (rc == -EPROTONOSUPPORT) {
-        log_warn("refused a peer: %s", err);
+        s_bad_message(self, "refused a peer: %s", err);
         if (env->body_case == FLEETBURN__ENVELOPE__BODY_HELLO)
             s_send_welcome(self, identity, false, err);
         else if (env->body_case == FLEETBURN__ENVELOPE__BODY_SUBMIT)
@@ -592,7 +769,7 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
         return;
     }
     if (rc) {
-        log_warn("dropped an invalid message: %s", err);
+        s_bad_message(self, "dropped an invalid message: %s", err);
         return;
     }
     if (env->body_case == FLEETBURN__ENVELOPE__BODY_HELLO) {
@@ -646,8 +823,12 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     self->loop = loop;
     self->heartbeat_ms = opts->heartbeat_ms ? opts->heartbeat_ms : 1000;
     self->liveness = opts->liveness ? opts->liveness : 5;
+    self->forget_after_ms = opts->forget_after_ms ? opts->forget_after_ms : COORD_FORGET_AFTER_MS;
     self->nodes = strmap_new();
     self->identities = strmap_new();
+    self->foreign_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
+    self->refusal_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
+    self->bad_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
     char *store_err = NULL;
     if (store_open(opts->db_path, &self->store, &store_err)) {
         snprintf(err, errlen, "cannot open database %s: %s", opts->db_path,
@@ -665,14 +846,39 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     self->flush.data = self;
     uv_prepare_start(&self->flush, s_on_flush);
     self->zctx = zmq_ctx_new();
-    void *sock = zmq_socket(self->zctx, ZMQ_ROUTER);
+    if (opts->keys_dir) {
+        /* CURVE handshakes are public-key crypto on libzmq's I/O threads: a fleet registering
+         * at once (a coordinator restart) shares them between two. */
+        zmq_ctx_set(self->zctx, ZMQ_IO_THREADS, 2);
+        self->auth = auth_new(loop, self->zctx, opts->keys_dir, err, errlen);
+        if (!self->auth) {
+            coord_destroy(&self);
+            return NULL;
+        }
+    }
+    void *sock = zsock_new_socket(self->zctx, ZMQ_ROUTER);
+    if (self->auth) {
+        int server = 1;
+        zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &server, sizeof server);
+        zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, auth_server_secret(self->auth), 41);
+        zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, "fleetburn", 9);
+    }
     int one = 1, linger = 0, hwm = 100000;
     zmq_setsockopt(sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    /* Before the bind: libzmq copies socket options into the listener when it binds. */
+    conns_limits_t limits = {opts->max_connections, opts->max_connections_per_address, 0};
+    self->conns = conns_new(loop, self->zctx, sock, &limits, err, errlen);
+    if (!self->conns) {
+        zmq_close(sock);
+        coord_destroy(&self);
+        return NULL;
+    }
     if (zmq_bind(sock, opts->bind) != 0) {
         snprintf(err, errlen, "cannot bind %s: %s", opts->bind, zmq_strerror(errno));
+        conns_destroy(&self->conns);
         zmq_close(sock);
         coord_destroy(&self);
         return NULL;
@@ -718,7 +924,9 @@ void coord_destroy(coord_t **self_p)
     }
     free(self->ack_identities);
     free(self->ack_ids);
+    conns_destroy(&self->conns); /* its monitor goes before the socket it watches */
     zsock_close(&self->zs);
+    auth_destroy(&self->auth);
     /* Let the loop run the close callbacks (which close the ZeroMQ socket) before the context
      * is terminated. */
     uv_run(self->loop, UV_RUN_NOWAIT);
@@ -726,13 +934,8 @@ void coord_destroy(coord_t **self_p)
         zmq_ctx_term(self->zctx);
     size_t pos = 0;
     void *value;
-    while (self->nodes && strmap_next(self->nodes, &pos, NULL, &value)) {
-        node_t *node = value;
-        free(node->name);
-        free(node->identity);
-        free(node->address);
-        free(node);
-    }
+    while (self->nodes && strmap_next(self->nodes, &pos, NULL, &value))
+        s_node_free(value);
     strmap_destroy(&self->nodes);
     strmap_destroy(&self->identities);
     store_destroy(&self->store);
@@ -843,5 +1046,33 @@ int coord_start_campaign(coord_t *self, fb_campaign_t **campaign, const char *ya
     }
     runner_start(self->runner);
     *id_out = id;
+    return 0;
+}
+
+int coord_reload_keys(coord_t *self, char *err, size_t errlen)
+{
+    if (!self->auth) {
+        snprintf(err, errlen, "no keys to reload: serve runs without --keys");
+        return -ENOTSUP;
+    }
+    int rc = auth_reload(self->auth, err, errlen);
+    if (rc)
+        return rc;
+    size_t pos = 0;
+    void *value;
+    while (strmap_next(self->nodes, &pos, NULL, &value)) {
+        node_t *node = value;
+        if (!node->identity || auth_agent_may(self->auth, node->key, node->name))
+            continue;
+        log_warn("agent %s: its key is no longer allowed; dropping its connection", node->name);
+        strmap_remove(self->identities, node->identity);
+        free(node->identity);
+        node->identity = NULL;
+        if (node->fd >= 0)
+            shutdown(node->fd, SHUT_RDWR);
+        node->fd = -1;
+        if (node->alive)
+            s_node_lost(self, node, "its key was revoked");
+    }
     return 0;
 }

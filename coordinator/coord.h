@@ -21,6 +21,11 @@ typedef struct {
     const char *db_path;
     uint32_t heartbeat_ms; /* interval agents heartbeat at */
     uint32_t liveness;     /* heartbeats missed before an agent is lost */
+    const char *keys_dir;  /* CURVE keys (auth.h); NULL: no authentication (loopback only) */
+    /* Connection limits (conns.h): 0 derives the total from the descriptor limit; 0 per address
+     * is no limit per address. */
+    uint32_t max_connections, max_connections_per_address;
+    uint64_t forget_after_ms; /* an agent away this long leaves the live registry; 0: 1 h */
 } coord_options_t;
 
 /* What a campaign's watchers see. */
@@ -41,10 +46,21 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
 /* Closes the socket and the store; an unfinished campaign stays 'running' in the store and is
  * marked interrupted by the next coordinator that opens it. */
 void coord_destroy(coord_t **self_p);
+/* Reads the key directory again (SIGHUP): agents whose key no longer allows their node name
+ * are dropped, and their connections closed. 0, -ENOTSUP without keys, or -errno with err (the
+ * keys in use stay as they were). */
+int coord_reload_keys(coord_t *self, char *err, size_t errlen);
 /* The endpoint actually bound (with the port resolved), borrowed. */
 const char *coord_endpoint(const coord_t *self);
 store_t *coord_store(coord_t *self);
 size_t coord_alive_count(const coord_t *self);
+
+/* The campaign of a submission: its text parsed and the files it names resolved from the
+ * files attached to it (Submit.files) only; no path from a submission is ever opened. 0 with
+ * *out, or -EINVAL with a one-line heap message in *error_out (caller frees): a campaign that
+ * does not parse, or names a file that was not attached. */
+int coord_campaign_from_submit(const Fleetburn__Submit *m, struct fb_campaign **out,
+                               char **error_out);
 
 /* Starts a campaign (ownership of *campaign passes). Fails with -EBUSY while another runs.
  * yaml is the file's text, kept on the timeline. *id_out: heap copy of the new campaign id. */

@@ -2,7 +2,8 @@
 /* fleetburn: the coordinator and the command line.
  *
  *   fleetburn run CAMPAIGN.yaml [--local N | --coordinator EP] [--db PATH]
- *   fleetburn serve [--bind EP] [--db PATH]
+ *   fleetburn serve [--bind EP] [--db PATH] [--keys DIR | --insecure]
+ *   fleetburn keygen PATH
  *   fleetburn report [CAMPAIGN_ID] [--format text|json] [--db PATH]
  *   fleetburn nodes [--db PATH]
  *
@@ -10,8 +11,12 @@
  * and starts N fleetburn-agent processes named local-0 … local-(N-1). Exit status of `run`:
  * 0 when every task passed (or was skipped), 1 when any did not, 2 for usage and campaign-file
  * errors, 3 when the campaign could not be run at all (database, agents, coordinator). */
+#include "campaign_file.h"
 #include "coord.h"
 #include "report.h"
+#include "conns.h"
+#include "common/conffile.h"
+#include "common/keys.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "common/util.h"
@@ -34,6 +39,7 @@
 #define EXIT_FAILED 1
 #define EXIT_USAGE 2
 #define EXIT_INFRA 3
+#define FB_CLIENT_CONFIG_DEFAULT "/etc/fleetburn/client.conf"
 #define LOCAL_REGISTER_TIMEOUT_MS 30000
 #define MAX_INJECT 64
 
@@ -55,13 +61,33 @@ static void s_usage(FILE *out)
             "      --inject NODE:KEY=VALUE   test-only: pass a fault-injection parameter to one\n"
             "                                local agent (e.g. local-1:inject_bitflips=4)\n"
             "      --keep-logs               keep local agents' logs (printed path)\n"
-            "  serve [--bind EP] [--db PATH]\n"
-            "      Run the coordinator (default bind tcp://*:7755).\n"
+            "      --agent-config FILE       the local agents' site configuration (their\n"
+            "                                --config; default /etc/fleetburn/agent.conf)\n"
+            "  serve [--bind EP] [--db PATH] [--keys DIR | --insecure]\n"
+            "      Run the coordinator. --keys DIR: CURVE keys (DIR/coordinator, DIR/agents/\n"
+            "      NODE.pub, DIR/operators/NAME.pub; re-read on SIGHUP), default bind\n"
+            "      tcp://*:7755. Without keys it binds loopback only (tcp://127.0.0.1:7755);\n"
+            "      --insecure allows another address without keys (anyone who reaches it\n"
+            "      can register as any node and run campaigns).\n"
+            "      Limits on peers (docs/security.md, \"Limits\"):\n"
+            "      --max-connections N       connections at once (default: what the descriptor\n"
+            "                                limit allows, at most 65536)\n"
+            "      --max-connections-per-address N\n"
+            "                                connections from one address (default 64; 0: none)\n"
+            "      --forget-after DURATION   an agent away this long leaves the live registry\n"
+            "                                (default 1h; the database keeps it)\n"
+            "  keygen PATH\n"
+            "      Write a CURVE key pair: PATH (secret, mode 0600) and PATH.pub; never\n"
+            "      overwrites.\n"
             "  report [CAMPAIGN_ID] [--format text|json] [--db PATH]\n"
             "      Report a campaign (default: the latest).\n"
             "  nodes [--db PATH]\n"
             "      List agents, their state and inventory.\n"
             "\n"
+            "Keys of a client (run --coordinator): --key FILE (own secret key, an operator's)\n"
+            "        and --server-key FILE (the coordinator's public key, pinned). --config FILE\n"
+            "        (default ~/.config/fleetburn/client.conf, else /etc/fleetburn/client.conf)\n"
+            "        may set coordinator, key and server_key.\n"
             "Common: --db PATH (default ./fleetburn.db or $FLEETBURN_DB), --heartbeat-ms MS,\n"
             "        --liveness N (heartbeats missed before an agent is lost), --verbose.\n"
             "Exit status of run: 0 all passed, 1 a task did not pass, 2 usage or campaign\n"
@@ -71,12 +97,22 @@ static void s_usage(FILE *out)
 typedef struct {
     const char *db;
     const char *bind;
+    bool bind_given;
+    const char *keys_dir;   /* serve --keys */
+    bool insecure;          /* serve --insecure */
+    const char *config;     /* client: --config FILE */
+    fb_conf_t *conf;        /* client: the configuration read (run) */
+    const char *key_file;   /* client: own secret key */
+    const char *server_key; /* client: the coordinator's public key */
     const char *coordinator;
     const char *format;
     unsigned local;
     bool local_given;
     uint32_t heartbeat_ms, liveness;
+    uint32_t max_connections, max_per_address; /* serve */
+    uint64_t forget_after_ms;                  /* serve */
     bool verbose, keep_logs;
+    const char *agent_config; /* run --local: --config of the local agents */
     const char *inject[MAX_INJECT];
     size_t n_inject;
     const char *positional[4];
@@ -95,6 +131,9 @@ static int s_parse_u32(const char *opt, const char *text, uint64_t max, uint32_t
     return 0;
 }
 
+/* Long-only options (no short letter). */
+enum { S_OPT_MAX_CONNECTIONS = 0x100, S_OPT_MAX_PER_ADDRESS, S_OPT_FORGET_AFTER };
+
 static int s_parse_cli(int argc, char **argv, cli_t *cli)
 {
     static const struct option longopts[] = {
@@ -103,19 +142,29 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"format", required_argument, 0, 'f'},      {"heartbeat-ms", required_argument, 0, 'H'},
         {"liveness", required_argument, 0, 'L'},    {"inject", required_argument, 0, 'i'},
         {"keep-logs", no_argument, 0, 'k'},         {"verbose", no_argument, 0, 'v'},
+        {"agent-config", required_argument, 0, 'A'}, {"config", required_argument, 0, 'G'},
+        {"keys", required_argument, 0, 'K'},        {"insecure", no_argument, 0, 'I'},
+        {"key", required_argument, 0, 'y'},         {"server-key", required_argument, 0, 'Y'},
+        {"max-connections", required_argument, 0, S_OPT_MAX_CONNECTIONS},
+        {"max-connections-per-address", required_argument, 0, S_OPT_MAX_PER_ADDRESS},
+        {"forget-after", required_argument, 0, S_OPT_FORGET_AFTER},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->db = s_default_db();
-    cli->bind = "tcp://*:7755";
     cli->format = "text";
     cli->local = 1;
+    cli->max_per_address = CONNS_DEFAULT_PER_ADDRESS;
     optind = 2;
     int c;
     uint32_t v;
     while ((c = getopt_long(argc, argv, "d:b:c:l:f:H:L:i:kvh", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': cli->db = optarg; break;
-        case 'b': cli->bind = optarg; break;
+        case 'b': cli->bind = optarg; cli->bind_given = true; break;
+        case 'K': cli->keys_dir = optarg; break;
+        case 'I': cli->insecure = true; break;
+        case 'y': cli->key_file = optarg; break;
+        case 'Y': cli->server_key = optarg; break;
         case 'c': cli->coordinator = optarg; break;
         case 'l':
             if (s_parse_u32("--local", optarg, 4096, &v))
@@ -146,7 +195,32 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             cli->inject[cli->n_inject++] = optarg;
             break;
         case 'k': cli->keep_logs = true; break;
+        case 'A': cli->agent_config = optarg; break;
+        case 'G': cli->config = optarg; break;
         case 'v': cli->verbose = true; break;
+        case S_OPT_MAX_CONNECTIONS:
+            if (s_parse_u32("--max-connections", optarg, 1u << 24, &cli->max_connections))
+                return -EINVAL;
+            break;
+        case S_OPT_MAX_PER_ADDRESS: {
+            uint64_t n;
+            if (fb_parse_uint(optarg, 1u << 24, &n)) {
+                fprintf(stderr, "fleetburn: --max-connections-per-address: '%s' is not a number "
+                                "between 0 (no limit) and %u\n",
+                        optarg, 1u << 24);
+                return -EINVAL;
+            }
+            cli->max_per_address = (uint32_t)n;
+            break;
+        }
+        case S_OPT_FORGET_AFTER:
+            if (fb_parse_duration_ms(optarg, &cli->forget_after_ms) || cli->forget_after_ms == 0) {
+                fprintf(stderr, "fleetburn: --forget-after: '%s' is not a duration above zero "
+                                "(e.g. 30m, 1h, 2d)\n",
+                        optarg);
+                return -EINVAL;
+            }
+            break;
         case 'h': s_usage(stdout); exit(0);
         default: return -EINVAL;
         }
@@ -157,6 +231,11 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             return -EINVAL;
         }
         cli->positional[cli->n_positional++] = argv[optind];
+    }
+    if (cli->coordinator && cli->agent_config) {
+        fprintf(stderr, "fleetburn: --agent-config applies to the agents of run --local; agents "
+                        "of a coordinator read their own (fleetburn-agent --config)\n");
+        return -EINVAL;
     }
     if (cli->coordinator && cli->local_given) {
         fprintf(stderr, "fleetburn: --coordinator and --local exclude each other\n");
@@ -240,7 +319,7 @@ static int s_spawn_agent(local_run_t *run, unsigned i, const char *agent_path, c
     snprintf(name, sizeof name, "local-%u", i);
     snprintf(spool, sizeof spool, "%s/spool-%s", run->workdir, name);
     snprintf(log_path, sizeof log_path, "%s/%s.log", run->workdir, name);
-    char *args[16 + MAX_INJECT * 2];
+    char *args[24 + MAX_INJECT * 2];
     size_t n = 0;
     args[n++] = (char *)agent_path;
     args[n++] = "--coordinator";
@@ -261,6 +340,16 @@ static int s_spawn_agent(local_run_t *run, unsigned i, const char *agent_path, c
     }
     if (allow)
         args[n++] = "--allow-fault-injection";
+    if (run->cli->agent_config) {
+        args[n++] = "--config";
+        args[n++] = (char *)run->cli->agent_config;
+    }
+    /* The local agents read the site configuration like any agent (its mpirun settings apply),
+     * but talk to this loopback coordinator, which has no keys: none, whatever the file says. */
+    args[n++] = "--key";
+    args[n++] = "";
+    args[n++] = "--server-key";
+    args[n++] = "";
     if (run->cli->verbose)
         args[n++] = "--verbose";
     args[n] = NULL;
@@ -378,7 +467,10 @@ static void s_print_summary(store_t *store, const char *campaign_id)
 static int s_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
 {
     uv_loop_t *loop = uv_default_loop();
-    coord_options_t copts = {"tcp://127.0.0.1:*", cli->db, cli->heartbeat_ms, cli->liveness};
+    coord_options_t copts = {.bind = "tcp://127.0.0.1:*",
+                             .db_path = cli->db,
+                             .heartbeat_ms = cli->heartbeat_ms,
+                             .liveness = cli->liveness};
     char err[512];
     coord_t *coord = coord_new(loop, &copts, err, sizeof err);
     if (!coord) {
@@ -475,7 +567,26 @@ typedef struct {
     bool done;
     progress_view_t view;
     uint64_t last_heard;
+    const char *coordinator;
+    bool have_keys;
 } remote_run_t;
+
+#define S_HANDSHAKE_EVENTS                                                                         \
+    (ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |                  \
+     ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+
+/* A refused handshake does not get better by retrying: say why and stop. */
+static void s_on_handshake(unsigned event, uint32_t value, const char *endpoint, void *arg)
+{
+    (void)endpoint;
+    remote_run_t *run = arg;
+    const char *why = fb_key_handshake_failure(event, value, run->have_keys);
+    if (!why || run->done)
+        return;
+    fprintf(stderr, "fleetburn: %s refused the connection: %s\n", run->coordinator, why);
+    run->exit_code = EXIT_INFRA;
+    run->done = true;
+}
 
 static void s_on_remote(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
                         void *arg)
@@ -499,7 +610,11 @@ static void s_on_remote(zsock_t *zs, const uint8_t *const *frames, const size_t 
     run->last_heard = fb_mono_ms();
     if (p->error[0]) {
         fprintf(stderr, "fleetburn: %s\n", p->error);
-        run->exit_code = strncmp(p->error, "busy", 4) ? EXIT_USAGE : EXIT_INFRA;
+        /* A busy coordinator or a key that may not submit: the campaign could not run (3);
+         * anything else is about the campaign itself (2). */
+        run->exit_code = strncmp(p->error, "busy", 4) && strncmp(p->error, "not authorised", 14)
+                             ? EXIT_USAGE
+                             : EXIT_INFRA;
         run->done = true;
     } else {
         s_show_progress(&run->view, p->stage, p->stage_index, p->stage_count, p->tasks_total,
@@ -513,10 +628,31 @@ static void s_on_remote(zsock_t *zs, const uint8_t *const *frames, const size_t 
     wire_free(&env);
 }
 
-static int s_run_remote(cli_t *cli, const char *yaml, const char *source)
+/* Hands the campaign, with the content of every file it names (Submit.files), to a running
+ * coordinator, which opens no path it is sent. */
+static int s_run_remote(cli_t *cli, const campaign_file_t *cf)
 {
+    char *error = NULL;
+    if (campaign_file_check_submission(cf, &error)) {
+        fprintf(stderr, "fleetburn: %s\n", error);
+        free(error);
+        return EXIT_USAGE;
+    }
+    const char *source = cf->path;
     void *zctx = zmq_ctx_new();
-    void *sock = zmq_socket(zctx, ZMQ_DEALER);
+    void *sock = zsock_new_socket(zctx, ZMQ_DEALER);
+    char kerr[512];
+    if (fb_key_apply_client(sock, cli->key_file, cli->server_key, kerr, sizeof kerr)) {
+        fprintf(stderr, "fleetburn: %s\n", kerr);
+        zmq_close(sock);
+        zmq_ctx_term(zctx);
+        return EXIT_USAGE;
+    }
+    if (!cli->key_file && !fb_endpoint_is_local(cli->coordinator))
+        fprintf(stderr, "fleetburn: warning: talking to %s without keys: the campaign and its "
+                        "results travel unencrypted, and a keyed coordinator refuses the "
+                        "connection (give --key and --server-key)\n",
+                cli->coordinator);
     if (zmq_connect(sock, cli->coordinator) != 0) {
         fprintf(stderr, "fleetburn: --coordinator '%s': %s\n", cli->coordinator,
                 zmq_strerror(errno));
@@ -529,14 +665,11 @@ static int s_run_remote(cli_t *cli, const char *yaml, const char *source)
     run.view.tty = isatty(STDERR_FILENO);
     run.last_heard = fb_mono_ms();
     zsock_t *zs = zsock_new(loop, sock, s_on_remote, &run);
-    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
-    Fleetburn__Submit submit = FLEETBURN__SUBMIT__INIT;
-    submit.campaign_yaml = (char *)yaml;
-    submit.source = (char *)source;
-    env.body_case = FLEETBURN__ENVELOPE__BODY_SUBMIT;
-    env.submit = &submit;
+    run.coordinator = cli->coordinator;
+    run.have_keys = cli->key_file != NULL;
+    zsock_t *monitor = zsock_monitor_new(loop, zctx, sock, S_HANDSHAKE_EVENTS, s_on_handshake, &run);
     size_t len = 0;
-    uint8_t *buf = wire_encode(&env, &len);
+    uint8_t *buf = campaign_file_encode_submit(cf, &len);
     const void *frames[] = {buf};
     int rc = zsock_send(zs, frames, &len, 1);
     free(buf);
@@ -554,11 +687,50 @@ static int s_run_remote(cli_t *cli, const char *yaml, const char *source)
             break;
         }
     }
+    zsock_close(&monitor);
     zsock_close(&zs);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
     zmq_ctx_term(zctx);
     return run.exit_code;
+}
+
+/* The client's configuration (docs/security.md, "Client settings"): --config FILE, else
+ * ~/.config/fleetburn/client.conf, else /etc/fleetburn/client.conf, when there is one. It
+ * gives coordinator, key and server_key where the command line does not; a coordinator from it
+ * sends `run` there unless --local is given. 0, or -EINVAL after printing why. */
+static int s_load_client_config(cli_t *cli)
+{
+    static const char *const keys[] = {"coordinator", "key", "server_key", NULL};
+    const char *home = getenv("HOME");
+    char *user_path = home && *home ? xasprintf("%s/.config/fleetburn/client.conf", home) : NULL;
+    const char *candidates[] = {cli->config, user_path, FB_CLIENT_CONFIG_DEFAULT};
+    int rc = 0;
+    for (size_t i = cli->config ? 0 : 1; i < 3 && !cli->conf; i++) {
+        if (!candidates[i])
+            continue;
+        char *error = NULL;
+        rc = fb_conf_load(candidates[i], keys, &cli->conf, &error);
+        if (rc == -ENOENT && !cli->config) {
+            free(error);
+            rc = 0;
+            continue;
+        }
+        if (rc)
+            fprintf(stderr, "fleetburn: %s\n", error);
+        free(error);
+        break;
+    }
+    free(user_path);
+    if (rc)
+        return -EINVAL;
+    if (!cli->local_given && !cli->coordinator)
+        cli->coordinator = fb_conf_get(cli->conf, "coordinator");
+    if (!cli->key_file)
+        cli->key_file = fb_conf_get(cli->conf, "key");
+    if (!cli->server_key)
+        cli->server_key = fb_conf_get(cli->conf, "server_key");
+    return 0;
 }
 
 static int s_cmd_run(cli_t *cli)
@@ -568,41 +740,24 @@ static int s_cmd_run(cli_t *cli)
         s_usage(stderr);
         return EXIT_USAGE;
     }
-    const char *path = cli->positional[0];
-    size_t len = 0;
-    char *yaml = fb_read_file(path, &len);
-    if (!yaml) {
-        fprintf(stderr, "fleetburn: cannot read campaign file %s: %s\n", path, strerror(errno));
+    if (s_load_client_config(cli))
         return EXIT_USAGE;
-    }
-    fb_campaign_t *campaign = NULL;
+    const char *path = cli->positional[0];
+    campaign_file_t *cf = NULL;
     char *error = NULL;
-    /* The files it names (topology) are checked here too, relative to the campaign file. */
-    char *dir = xstrdup(path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[slash == dir ? 1 : 0] = '\0';
-    int prc = fb_campaign_parse(yaml, len, path, &campaign, &error);
-    if (prc == 0 && (prc = fb_campaign_load_files(campaign, slash ? dir : NULL, &error)))
-        fb_campaign_destroy(&campaign);
-    free(dir);
-    if (prc) {
+    /* The files it names (topology) are read here, relative to the campaign file, and go with
+     * it: a coordinator never opens a path from a submission. */
+    if (campaign_file_read(path, &cf, &error)) {
         fprintf(stderr, "fleetburn: %s\n", error);
         free(error);
-        free(yaml);
         return EXIT_USAGE;
     }
     int rc;
-    if (cli->coordinator) {
-        fb_campaign_destroy(&campaign);
-        /* An absolute name lets the coordinator find the files the campaign names. */
-        char *absolute = realpath(path, NULL);
-        rc = s_run_remote(cli, yaml, absolute ? absolute : path);
-        free(absolute);
-    } else {
-        rc = s_run_local(cli, &campaign, yaml);
-    }
-    free(yaml);
+    if (cli->coordinator)
+        rc = s_run_remote(cli, cf);
+    else
+        rc = s_run_local(cli, &cf->campaign, cf->yaml);
+    campaign_file_destroy(&cf);
     return rc;
 }
 
@@ -614,30 +769,97 @@ static void s_on_stop_signal(uv_signal_t *h, int signum)
     uv_stop(h->loop);
 }
 
+static void s_on_reload_signal(uv_signal_t *h, int signum)
+{
+    (void)signum;
+    char err[512];
+    if (coord_reload_keys(h->data, err, sizeof err))
+        log_error("SIGHUP: keys not reloaded: %s", err);
+}
+
+static int s_cmd_keygen(cli_t *cli)
+{
+    if (cli->n_positional != 1) {
+        fprintf(stderr, "fleetburn keygen: expected one path (the secret key file; PATH.pub gets "
+                        "the public key)\n");
+        return EXIT_USAGE;
+    }
+    const char *path = cli->positional[0];
+    fb_key_t key;
+    char err[512];
+    int rc = fb_key_generate(&key);
+    if (rc) {
+        fprintf(stderr, "fleetburn keygen: cannot make a key: %s\n", strerror(-rc));
+        return EXIT_INFRA;
+    }
+    rc = fb_key_write(path, &key, err, sizeof err);
+    memset(&key, 0, sizeof key);
+    if (rc) {
+        fprintf(stderr, "fleetburn keygen: %s\n", err);
+        return rc == -EEXIST ? EXIT_USAGE : EXIT_INFRA;
+    }
+    printf("%s (secret, mode 0600)\n%s.pub (public)\n", path, path);
+    return 0;
+}
+
 static int s_cmd_serve(cli_t *cli)
 {
     if (cli->n_positional) {
         fprintf(stderr, "fleetburn serve: unexpected argument '%s'\n", cli->positional[0]);
         return EXIT_USAGE;
     }
+    const char *bind = cli->bind ? cli->bind
+                       : cli->keys_dir ? "tcp://*:7755"
+                                       : "tcp://127.0.0.1:7755";
+    if (!cli->keys_dir && !fb_endpoint_is_local(bind)) {
+        if (!cli->insecure) {
+            fprintf(stderr,
+                    "fleetburn serve: %s is reachable from other hosts, and without keys anyone "
+                    "who reaches it can register as any node and run campaigns.\n"
+                    "Make keys and serve with them:\n"
+                    "  fleetburn keygen keys/coordinator\n"
+                    "  fleetburn keygen keys/agents/NODE        (one per node, or one with a "
+                    "'nodes: HOSTLIST' line)\n"
+                    "  fleetburn keygen keys/operators/NAME\n"
+                    "  fleetburn serve --keys keys --bind %s\n"
+                    "(docs/security.md), or pass --insecure to serve without authentication.\n",
+                    bind, bind);
+            return EXIT_USAGE;
+        }
+        log_warn("INSECURE: serving %s without keys: anyone who reaches it can register as any "
+                 "node, post results and run campaigns (docs/security.md)",
+                 bind);
+    }
     uv_loop_t *loop = uv_default_loop();
-    coord_options_t opts = {cli->bind, cli->db, cli->heartbeat_ms, cli->liveness};
+    coord_options_t opts = {.bind = bind,
+                            .db_path = cli->db,
+                            .heartbeat_ms = cli->heartbeat_ms,
+                            .liveness = cli->liveness,
+                            .keys_dir = cli->keys_dir,
+                            .max_connections = cli->max_connections,
+                            .max_connections_per_address = cli->max_per_address,
+                            .forget_after_ms = cli->forget_after_ms};
     char err[512];
     coord_t *coord = coord_new(loop, &opts, err, sizeof err);
     if (!coord) {
         log_error("%s", err);
         return EXIT_INFRA;
     }
-    log_info("fleetburn %s coordinator on %s, database %s", FB_VERSION, coord_endpoint(coord),
-             cli->db);
-    uv_signal_t sigint, sigterm;
+    log_info("fleetburn %s coordinator on %s, database %s, %s%s", FB_VERSION,
+             coord_endpoint(coord), cli->db, cli->keys_dir ? "CURVE keys from " : "no keys",
+             cli->keys_dir ? cli->keys_dir : "");
+    uv_signal_t sigint, sigterm, sighup;
     uv_signal_init(loop, &sigint);
     uv_signal_init(loop, &sigterm);
+    uv_signal_init(loop, &sighup);
+    sighup.data = coord;
     uv_signal_start(&sigint, s_on_stop_signal, SIGINT);
     uv_signal_start(&sigterm, s_on_stop_signal, SIGTERM);
+    uv_signal_start(&sighup, s_on_reload_signal, SIGHUP);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_close((uv_handle_t *)&sigint, NULL);
     uv_close((uv_handle_t *)&sigterm, NULL);
+    uv_close((uv_handle_t *)&sighup, NULL);
     coord_destroy(&coord);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
@@ -722,8 +944,11 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     fb_log_init("fleetburn", cli.verbose ? FB_LOG_DEBUG : FB_LOG_WARN);
-    if (!strcmp(cmd, "run"))
-        return s_cmd_run(&cli);
+    if (!strcmp(cmd, "run")) {
+        int rc = s_cmd_run(&cli);
+        fb_conf_destroy(&cli.conf);
+        return rc;
+    }
     if (!strcmp(cmd, "serve")) {
         fb_log_set_level(cli.verbose ? FB_LOG_DEBUG : FB_LOG_INFO);
         return s_cmd_serve(&cli);
@@ -732,6 +957,8 @@ int main(int argc, char **argv)
         return s_cmd_report(&cli);
     if (!strcmp(cmd, "nodes"))
         return s_cmd_nodes(&cli);
+    if (!strcmp(cmd, "keygen"))
+        return s_cmd_keygen(&cli);
     fprintf(stderr, "fleetburn: unknown command '%s'\n", cmd);
     s_usage(stderr);
     return EXIT_USAGE;

@@ -160,6 +160,7 @@ enum {
     S_TASK_CREATE,
     S_TASK_FINISH,
     S_TASK_EXISTS,
+    S_TASK_MEMBER,
     S_TASK_FROM_RESULT,
     S_TASKS_OF,
     S_TASK_NODES,
@@ -231,6 +232,8 @@ static const char *const s_sql[S_COUNT] = {
         "   AND (SELECT COUNT(DISTINCT COALESCE(node, result_id)) FROM results"
         "        WHERE task_id = ?1) < MAX(1, json_array_length(nodes_json))))",
     [S_TASK_EXISTS] = "SELECT 1 FROM tasks WHERE id = ?1",
+    [S_TASK_MEMBER] = "SELECT CAST(j.key AS INTEGER) FROM tasks t, json_each(t.nodes_json) j "
+                      "WHERE t.id = ?1 AND j.value = ?2",
     /* ?5: the result fails; a failing result replaces a passing task verdict, and a skipped one
      * a pass (a group that did not run as a whole). ?6: the result's node, which prefixes the
      * error of a task with several nodes so that the task's error says which member it was. */
@@ -996,6 +999,25 @@ static int s_task_exists(store_t *self, const char *task_id)
               : rc == SQLITE_DONE ? 0
                                   : s_sqlite_err(self, rc, "looking up a task");
     sqlite3_reset(st);
+    return ret;
+}
+
+int store_task_member(store_t *self, const char *task_id, const char *node)
+{
+    sqlite3_stmt *st = s_stmt(self, S_TASK_MEMBER);
+    if (!st)
+        return -EIO;
+    s_bind_text(st, 1, task_id);
+    s_bind_text(st, 2, node);
+    int rc = sqlite3_step(st);
+    int ret = rc == SQLITE_ROW ? sqlite3_column_int(st, 0)
+              : rc == SQLITE_DONE ? 1
+                                  : s_sqlite_err(self, rc, "looking up a task's members");
+    sqlite3_reset(st);
+    if (ret == 1 && rc == SQLITE_DONE) {
+        int exists = s_task_exists(self, task_id);
+        return exists < 0 ? exists : exists ? -EPERM : -ENOENT;
+    }
     return ret;
 }
 

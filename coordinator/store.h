@@ -112,6 +112,11 @@ int store_task_create(store_t *self, const char *task_id, const char *campaign_i
 int store_task_finish(store_t *self, const char *task_id, fb_verdict_t verdict, const char *error,
                       uint64_t now_ms);
 
+/* Whether node was given task_id: its rank in the task's nodes (0 for a node task), -EPERM when
+ * the task exists but node is not one of its nodes, -ENOENT when there is no such task, or
+ * -errno. A node may speak only for its own tasks (docs/security.md). */
+int store_task_member(store_t *self, const char *task_id, const char *node);
+
 /* Stores a result with its metrics and findings in one transaction and sets the task's verdict
  * (and error) from it if the task has none yet. A failing result also replaces a pass/skipped
  * task verdict (a group task fails when any node fails), and a skipped result a pass (a group

@@ -18,6 +18,8 @@ packages=(
     libibverbs-dev
     # test oracles and peers for benchmarks
     python3-clustershell memtester
+    # libFuzzer harnesses (tests/fuzz): clang and its sanitizer and fuzzer runtimes
+    clang libclang-rt-dev
 )
 
 missing=()

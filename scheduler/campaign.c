@@ -9,12 +9,16 @@
 
 #include "topology.h"
 #include "workload.h"
+#include "common/conffile.h"
 #include "common/hostlist.h"
+#include "common/strmap.h"
 #include "common/units.h"
 #include "common/util.h"
+#include "common/yamldoc.h"
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,95 +36,16 @@
 #define S_ROUNDS_MAX 10000
 #define S_HOSTLIST_EXPECTED "expected all, or hostlist notation such as node[01-16,20],gpu-a[1-4]"
 
-typedef struct {
-    const char *source;
-    const char *text;
-    size_t len;
-    yaml_document_t *doc;
-    char *error;
-} s_ctx_t;
-
-/* ---- messages ---- */
-
-static int s_fail(s_ctx_t *ctx, int line, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int s_fail(s_ctx_t *ctx, int line, const char *path, const char *fmt, ...)
-{
-    if (ctx->error)
-        return -EINVAL;
-    va_list ap;
-    va_start(ap, fmt);
-    char *what = xvasprintf(fmt, ap);
-    va_end(ap);
-    ctx->error = xasprintf("%s:%d: %s: %s", ctx->source, line, path, what);
-    free(what);
-    for (char *p = ctx->error; *p; p++) /* one line, whatever the file name or text held */
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = '?';
-    return -EINVAL;
-}
-
-static int s_line(const yaml_node_t *node)
-{
-    return node ? (int)node->start_mark.line + 1 : 1;
-}
-
-static const char *s_kind(const yaml_node_t *node)
-{
-    switch (node->type) {
-    case YAML_SCALAR_NODE:
-        return "a single value";
-    case YAML_SEQUENCE_NODE:
-        return "a list";
-    case YAML_MAPPING_NODE:
-        return "a mapping";
-    default:
-        return "empty";
-    }
-}
-
-/* ---- nodes ---- */
-
-static yaml_node_t *s_node(s_ctx_t *ctx, int index)
-{
-    return yaml_document_get_node(ctx->doc, index);
-}
-
-static bool s_is_null(const yaml_node_t *node)
-{
-    if (node->type != YAML_SCALAR_NODE || node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-        return false;
-    const char *v = (const char *)node->data.scalar.value;
-    size_t n = node->data.scalar.length;
-    return n == 0 || (n == 1 && v[0] == '~') ||
-           (n == 4 && (!memcmp(v, "null", 4) || !memcmp(v, "Null", 4) || !memcmp(v, "NULL", 4)));
-}
-
-/* The text of a scalar node (borrowed), or an error naming path when node is not a non-empty
- * scalar without NUL bytes. expected: the "expected ..." part of the message. */
-static int s_scalar(s_ctx_t *ctx, const yaml_node_t *node, const char *path, const char *expected,
-                    const char **out)
-{
-    if (node->type != YAML_SCALAR_NODE)
-        return s_fail(ctx, s_line(node), path, "is %s; %s", s_kind(node), expected);
-    if (s_is_null(node))
-        return s_fail(ctx, s_line(node), path, "no value; %s", expected);
-    if (memchr(node->data.scalar.value, 0, node->data.scalar.length))
-        return s_fail(ctx, s_line(node), path, "contains a NUL character; %s", expected);
-    *out = (const char *)node->data.scalar.value;
-    return 0;
-}
-
 /* The text of a mapping key (borrowed). */
-static int s_key(s_ctx_t *ctx, const yaml_node_t *key, const char *parent, const char *expected,
+static int s_key(fb_yaml_t *ctx, const yaml_node_t *key, const char *parent, const char *expected,
                  const char **out)
 {
-    if (key->type != YAML_SCALAR_NODE || s_is_null(key) ||
+    if (key->type != YAML_SCALAR_NODE || fb_yaml_is_null(key) ||
         memchr(key->data.scalar.value, 0, key->data.scalar.length))
-        return s_fail(ctx, s_line(key), parent[0] ? parent : "(top level)",
-                      "a key is %s; expected one of %s",
-                      key->type == YAML_SCALAR_NODE ? "not a name" : s_kind(key), expected);
+        return fb_yaml_fail(ctx, fb_yaml_line(key), parent[0] ? parent : "(top level)",
+                            "a key is %s; expected one of %s",
+                            key->type == YAML_SCALAR_NODE ? "not a name" : fb_yaml_kind(key),
+                            expected);
     *out = (const char *)key->data.scalar.value;
     return 0;
 }
@@ -135,32 +60,33 @@ static char *s_path(const char *parent, const char *key)
 
 /* Text of a scalar, or of a list of scalars joined with ','. Heap string in *out. list_ok: whether
  * a list is acceptable at all. Each item is checked with item_check when given. */
-typedef int (*s_item_check_fn)(s_ctx_t *ctx, const yaml_node_t *item, const char *text,
+typedef int (*s_item_check_fn)(fb_yaml_t *ctx, const yaml_node_t *item, const char *text,
                                const char *path, const void *arg);
 
-static int s_scalar_or_list(s_ctx_t *ctx, const yaml_node_t *node, const char *path,
+static int s_scalar_or_list(fb_yaml_t *ctx, const yaml_node_t *node, const char *path,
                             const char *expected, bool list_ok, s_item_check_fn check,
                             const void *arg, char **out)
 {
     const char *text;
     if (node->type != YAML_SEQUENCE_NODE || !list_ok) {
         if (node->type == YAML_SEQUENCE_NODE)
-            return s_fail(ctx, s_line(node), path, "is a list; %s (a single value)", expected);
-        if (s_scalar(ctx, node, path, expected, &text))
+            return fb_yaml_fail(ctx, fb_yaml_line(node), path, "is a list; %s (a single value)",
+                                expected);
+        if (fb_yaml_scalar(ctx, node, path, expected, &text))
             return -EINVAL;
         *out = xstrdup(text);
         return 0;
     }
     size_t n = (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
     if (n == 0)
-        return s_fail(ctx, s_line(node), path, "is an empty list; %s", expected);
+        return fb_yaml_fail(ctx, fb_yaml_line(node), path, "is an empty list; %s", expected);
     size_t cap = 64, len = 0;
     char *joined = xmalloc(cap);
     joined[0] = '\0';
     for (size_t i = 0; i < n; i++) {
-        const yaml_node_t *item = s_node(ctx, node->data.sequence.items.start[i]);
+        const yaml_node_t *item = fb_yaml_node(ctx, node->data.sequence.items.start[i]);
         char *ipath = xasprintf("%s[%zu]", path, i);
-        int rc = item ? s_scalar(ctx, item, ipath, expected, &text) : -EINVAL;
+        int rc = item ? fb_yaml_scalar(ctx, item, ipath, expected, &text) : -EINVAL;
         if (!rc && check)
             rc = check(ctx, item, text, ipath, arg);
         free(ipath);
@@ -184,7 +110,7 @@ static int s_scalar_or_list(s_ctx_t *ctx, const yaml_node_t *node, const char *p
 
 /* ---- fields ---- */
 
-static int s_hostlist(s_ctx_t *ctx, const yaml_node_t *node, const char *path, char **out)
+static int s_hostlist(fb_yaml_t *ctx, const yaml_node_t *node, const char *path, char **out)
 {
     char *expr;
     if (s_scalar_or_list(ctx, node, path, S_HOSTLIST_EXPECTED, true, NULL, NULL, &expr))
@@ -194,7 +120,7 @@ static int s_hostlist(s_ctx_t *ctx, const yaml_node_t *node, const char *path, c
         size_t n;
         if (hostlist_expand(expr, &names, &n, err, sizeof err)) {
             free(expr);
-            return s_fail(ctx, s_line(node), path, "%s; %s", err, S_HOSTLIST_EXPECTED);
+            return fb_yaml_fail(ctx, fb_yaml_line(node), path, "%s; %s", err, S_HOSTLIST_EXPECTED);
         }
         hostlist_free(names, n);
     }
@@ -214,34 +140,34 @@ static bool s_stage_name_ok(const char *name)
     return true;
 }
 
-static int s_param_item_check(s_ctx_t *ctx, const yaml_node_t *item, const char *text,
+static int s_param_item_check(fb_yaml_t *ctx, const yaml_node_t *item, const char *text,
                               const char *path, const void *arg)
 {
     const fb_param_spec_t *spec = arg;
     char problem[512], expected[1024];
     if (fb_param_check(spec, text, problem, sizeof problem, expected, sizeof expected))
-        return s_fail(ctx, s_line(item), path, "%s; %s", problem, expected);
+        return fb_yaml_fail(ctx, fb_yaml_line(item), path, "%s; %s", problem, expected);
     return 0;
 }
 
-static int s_params(s_ctx_t *ctx, const yaml_node_t *node, const char *path,
+static int s_params(fb_yaml_t *ctx, const yaml_node_t *node, const char *path,
                     const fb_workload_spec_t *w, fb_stage_t *st)
 {
     char names[512], problem[512], expected[1024];
     fb_workload_param_names(w, names, sizeof names);
     char **given = xcalloc(w->n_params, sizeof *given);
     int rc = 0;
-    if (node && !s_is_null(node)) {
+    if (node && !fb_yaml_is_null(node)) {
         if (node->type != YAML_MAPPING_NODE) {
-            rc = s_fail(ctx, s_line(node), path,
-                        "is %s; expected a mapping of parameter: value for workload %s, e.g. "
-                        "{%s: ...}",
-                        s_kind(node), w->name, w->n_params ? w->params[0].name : "key");
+            rc = fb_yaml_fail(ctx, fb_yaml_line(node), path,
+                              "is %s; expected a mapping of parameter: value for workload %s, e.g. "
+                              "{%s: ...}",
+                              fb_yaml_kind(node), w->name, w->n_params ? w->params[0].name : "key");
             goto out;
         }
         for (yaml_node_pair_t *pair = node->data.mapping.pairs.start;
              pair < node->data.mapping.pairs.top; pair++) {
-            yaml_node_t *k = s_node(ctx, pair->key), *v = s_node(ctx, pair->value);
+            yaml_node_t *k = fb_yaml_node(ctx, pair->key), *v = fb_yaml_node(ctx, pair->value);
             const char *key;
             if (!k || !v || s_key(ctx, k, path, names, &key)) {
                 rc = -EINVAL;
@@ -250,12 +176,20 @@ static int s_params(s_ctx_t *ctx, const yaml_node_t *node, const char *path,
             char *kpath = s_path(path, key);
             const fb_param_spec_t *spec = fb_workload_param(w, key);
             size_t idx = spec ? (size_t)(spec - w->params) : 0;
-            if (!spec) {
-                rc =
-                    s_fail(ctx, s_line(k), kpath,
-                           "unknown parameter for workload %s; expected one of %s", w->name, names);
+            const char *site = spec ? NULL : fb_workload_site_setting(w, key);
+            if (site) {
+                rc = fb_yaml_fail(ctx, fb_yaml_line(k), kpath,
+                                  "not a campaign parameter any more: %s is a site setting (%s = "
+                                  "... in " FB_AGENT_CONFIG_DEFAULT "); expected it removed from "
+                                  "the campaign",
+                                  site, key);
+            } else if (!spec) {
+                rc = fb_yaml_fail(ctx, fb_yaml_line(k), kpath,
+                                  "unknown parameter for workload %s; expected one of %s", w->name,
+                                  names);
             } else if (given[idx]) {
-                rc = s_fail(ctx, s_line(k), kpath, "parameter given twice; expected each once");
+                rc = fb_yaml_fail(ctx, fb_yaml_line(k), kpath,
+                                  "parameter given twice; expected each once");
             } else {
                 fb_param_check(spec, "", NULL, 0, expected, sizeof expected);
                 char *value = NULL;
@@ -263,7 +197,7 @@ static int s_params(s_ctx_t *ctx, const yaml_node_t *node, const char *path,
                                       s_param_item_check, spec, &value);
                 if (!rc &&
                     fb_param_check(spec, value, problem, sizeof problem, expected, sizeof expected))
-                    rc = s_fail(ctx, s_line(v), kpath, "%s; %s", problem, expected);
+                    rc = fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "%s; %s", problem, expected);
                 if (rc)
                     free(value);
                 else
@@ -309,14 +243,14 @@ static void s_stage_fini(fb_stage_t *st)
     memset(st, 0, sizeof *st);
 }
 
-static yaml_node_t *s_lookup(s_ctx_t *ctx, const yaml_node_t *map, const char *key)
+static yaml_node_t *s_lookup(fb_yaml_t *ctx, const yaml_node_t *map, const char *key)
 {
     for (yaml_node_pair_t *pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top;
          pair++) {
-        yaml_node_t *k = s_node(ctx, pair->key);
+        yaml_node_t *k = fb_yaml_node(ctx, pair->key);
         if (k && k->type == YAML_SCALAR_NODE && k->data.scalar.length == strlen(key) &&
             !memcmp(k->data.scalar.value, key, k->data.scalar.length))
-            return s_node(ctx, pair->value);
+            return fb_yaml_node(ctx, pair->value);
     }
     return NULL;
 }
@@ -346,26 +280,26 @@ static int *s_scope_line(s_scope_lines_t *lines, const char *key)
 }
 
 /* An integer value from min to max; exp is the whole "expected ..." text. */
-static int s_uint_value(s_ctx_t *ctx, const yaml_node_t *v, const char *kpath, uint64_t min,
+static int s_uint_value(fb_yaml_t *ctx, const yaml_node_t *v, const char *kpath, uint64_t min,
                         uint64_t max, const char *exp, uint64_t *out)
 {
     const char *text;
     char shown[256];
-    if (s_scalar(ctx, v, kpath, exp, &text))
+    if (fb_yaml_scalar(ctx, v, kpath, exp, &text))
         return -EINVAL;
     uint64_t n;
     if (fb_parse_uint(text, UINT64_MAX, &n))
-        return s_fail(ctx, s_line(v), kpath, "'%s' is not an integer; %s",
-                      fb_show_value(text, shown, sizeof shown), exp);
+        return fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "'%s' is not an integer; %s",
+                            fb_show_value(text, shown, sizeof shown), exp);
     if (n < min || n > max)
-        return s_fail(ctx, s_line(v), kpath, "'%s' is out of range; %s",
-                      fb_show_value(text, shown, sizeof shown), exp);
+        return fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "'%s' is out of range; %s",
+                            fb_show_value(text, shown, sizeof shown), exp);
     *out = n;
     return 0;
 }
 
 /* rails: hostlist notation (mlx5_[0-7]) or a YAML list of names. */
-static int s_rails_value(s_ctx_t *ctx, const yaml_node_t *v, const char *kpath, fb_stage_t *st)
+static int s_rails_value(fb_yaml_t *ctx, const yaml_node_t *v, const char *kpath, fb_stage_t *st)
 {
     char *expr = NULL;
     if (s_hostlist(ctx, v, kpath, &expr))
@@ -373,10 +307,10 @@ static int s_rails_value(s_ctx_t *ctx, const yaml_node_t *v, const char *kpath, 
     char err[256];
     int rc = hostlist_expand(expr, &st->rails, &st->n_rails, err, sizeof err);
     if (rc || st->n_rails == 0 || !strcmp(expr, "all")) {
-        s_fail(ctx, s_line(v), kpath,
-               "'%s' names no rails; expected the rails of every node, "
-               "e.g. mlx5_[0-7]",
-               expr);
+        fb_yaml_fail(ctx, fb_yaml_line(v), kpath,
+                     "'%s' names no rails; expected the rails of every node, "
+                     "e.g. mlx5_[0-7]",
+                     expr);
         free(expr);
         return -EINVAL;
     }
@@ -385,7 +319,7 @@ static int s_rails_value(s_ctx_t *ctx, const yaml_node_t *v, const char *kpath, 
 }
 
 /* Parses the value of one multi-node key into st. */
-static int s_scope_value(s_ctx_t *ctx, const char *key, const yaml_node_t *v, const char *kpath,
+static int s_scope_value(fb_yaml_t *ctx, const char *key, const yaml_node_t *v, const char *kpath,
                          fb_stage_t *st)
 {
     const char *text;
@@ -393,40 +327,41 @@ static int s_scope_value(s_ctx_t *ctx, const char *key, const yaml_node_t *v, co
     uint64_t n;
     if (!strcmp(key, "scope")) {
         const char *exp = "expected node, group or pairs";
-        if (s_scalar(ctx, v, kpath, exp, &text))
+        if (fb_yaml_scalar(ctx, v, kpath, exp, &text))
             return -EINVAL;
         if (fb_scope_parse(text, &st->scope))
-            return s_fail(ctx, s_line(v), kpath, "unknown scope '%s'; %s",
-                          fb_show_value(text, shown, sizeof shown), exp);
+            return fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "unknown scope '%s'; %s",
+                                fb_show_value(text, shown, sizeof shown), exp);
     } else if (!strcmp(key, "group_size")) {
         const char *exp = "expected 0 (every selected node in one group) or a group size from 2 "
                           "to 4096";
         if (s_uint_value(ctx, v, kpath, 0, S_GROUP_SIZE_MAX, exp, &n))
             return -EINVAL;
         if (n == 1)
-            return s_fail(ctx, s_line(v), kpath,
-                          "a group of one node tests nothing between nodes (scope: node runs "
-                          "each node alone); %s",
-                          exp);
+            return fb_yaml_fail(ctx, fb_yaml_line(v), kpath,
+                                "a group of one node tests nothing between nodes (scope: node runs "
+                                "each node alone); %s",
+                                exp);
         st->group_size = (size_t)n;
     } else if (!strcmp(key, "pairing")) {
         const char *exp = "expected random, round-robin or topology";
-        if (s_scalar(ctx, v, kpath, exp, &text))
+        if (fb_yaml_scalar(ctx, v, kpath, exp, &text))
             return -EINVAL;
         if (fb_pairing_parse(text, &st->pairing))
-            return s_fail(ctx, s_line(v), kpath, "unknown pairing '%s'; %s",
-                          fb_show_value(text, shown, sizeof shown), exp);
+            return fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "unknown pairing '%s'; %s",
+                                fb_show_value(text, shown, sizeof shown), exp);
     } else if (!strcmp(key, "seed")) {
         if (s_uint_value(ctx, v, kpath, 0, UINT64_MAX,
                          "expected an integer from 0 to 18446744073709551615", &st->seed))
             return -EINVAL;
         st->has_seed = true;
     } else if (!strcmp(key, "topology")) {
-        if (s_scalar(ctx, v, kpath,
-                     "expected the path of a topology file or of ibnetdiscover output", &text))
+        if (fb_yaml_scalar(ctx, v, kpath,
+                           "expected the path of a topology file or of ibnetdiscover output",
+                           &text))
             return -EINVAL;
         st->topology_path = xstrdup(text);
-        st->topology_line = s_line(v);
+        st->topology_line = fb_yaml_line(v);
     } else if (!strcmp(key, "rounds")) {
         if (s_uint_value(ctx, v, kpath, 1, S_ROUNDS_MAX, "expected an integer from 1 to 10000", &n))
             return -EINVAL;
@@ -444,8 +379,8 @@ static int s_scope_value(s_ctx_t *ctx, const char *key, const yaml_node_t *v, co
     } else if (!strcmp(key, "rails")) {
         return s_rails_value(ctx, v, kpath, st);
     } else if (!strcmp(key, "bisect_prior")) {
-        if (s_scalar(ctx, v, kpath, "expected the name of an earlier stage with scope: node",
-                     &text))
+        if (fb_yaml_scalar(ctx, v, kpath, "expected the name of an earlier stage with scope: node",
+                           &text))
             return -EINVAL;
         st->bisect_prior = xstrdup(text);
     }
@@ -453,20 +388,20 @@ static int s_scope_value(s_ctx_t *ctx, const char *key, const yaml_node_t *v, co
 }
 
 /* A key written where it does not apply: "KEY applies only to WHAT (this stage has NOW)". */
-static int s_not_applicable(s_ctx_t *ctx, int line, const char *path, const char *key,
+static int s_not_applicable(fb_yaml_t *ctx, int line, const char *path, const char *key,
                             const char *applies, const char *now)
 {
     char *kpath = s_path(path, key);
-    s_fail(ctx, line, kpath,
-           "applies only to %s, and this stage has %s; expected %s removed, or %s", applies, now,
-           key, applies);
+    fb_yaml_fail(ctx, line, kpath,
+                 "applies only to %s, and this stage has %s; expected %s removed, or %s", applies,
+                 now, key, applies);
     free(kpath);
     return -EINVAL;
 }
 
 /* The checks that need the whole stage: keys that do not apply to its scope or pairing, and a
  * topology for pairing topology. */
-static int s_scope_check(s_ctx_t *ctx, const char *path, int stage_line,
+static int s_scope_check(fb_yaml_t *ctx, const char *path, int stage_line,
                          const s_scope_lines_t *lines, const fb_stage_t *st)
 {
     char now[64];
@@ -486,9 +421,10 @@ static int s_scope_check(s_ctx_t *ctx, const char *path, int stage_line,
         return s_not_applicable(ctx, lines->topology, path, "topology", "pairing: topology", now);
     if (pairs && st->pairing == FB_PAIRING_TOPOLOGY && !lines->topology) {
         char *kpath = s_path(path, "topology");
-        s_fail(ctx, stage_line, kpath,
-               "missing: pairing: topology pairs nodes by the fabric; expected topology: FILE, a "
-               "topology file or ibnetdiscover output");
+        fb_yaml_fail(
+            ctx, stage_line, kpath,
+            "missing: pairing: topology pairs nodes by the fabric; expected topology: FILE, a "
+            "topology file or ibnetdiscover output");
         free(kpath);
         return -EINVAL;
     }
@@ -498,7 +434,7 @@ static int s_scope_check(s_ctx_t *ctx, const char *path, int stage_line,
 /* on_fail: bisect and its keys: bisection needs tests between nodes (scope group or pairs);
  * each key applies to the scope that uses it; rails need a workload that can be told which
  * device to use; bisect_prior names an earlier node-local stage. */
-static int s_bisect_check(s_ctx_t *ctx, const char *path, const s_scope_lines_t *lines,
+static int s_bisect_check(fb_yaml_t *ctx, const char *path, const s_scope_lines_t *lines,
                           const fb_campaign_t *c, size_t index, const fb_stage_t *st)
 {
     bool bisect = st->on_fail == FB_ON_FAIL_BISECT;
@@ -506,10 +442,11 @@ static int s_bisect_check(s_ctx_t *ctx, const char *path, const s_scope_lines_t 
     snprintf(now, sizeof now, "scope: %s", fb_scope_name(st->scope));
     if (bisect && st->scope == FB_SCOPE_NODE) {
         char *kpath = s_path(path, "on_fail");
-        s_fail(ctx, lines->on_fail, kpath,
-               "'bisect' applies only to scope: group or pairs, and this stage has scope: node "
-               "(a node-local test names its failing node by itself); expected continue or stop, "
-               "or scope: group or pairs");
+        fb_yaml_fail(
+            ctx, lines->on_fail, kpath,
+            "'bisect' applies only to scope: group or pairs, and this stage has scope: node "
+            "(a node-local test names its failing node by itself); expected continue or stop, "
+            "or scope: group or pairs");
         free(kpath);
         return -EINVAL;
     }
@@ -530,10 +467,10 @@ static int s_bisect_check(s_ctx_t *ctx, const char *path, const s_scope_lines_t 
                                 now);
     if (lines->rails && !fb_workload_param(fb_workload_find(st->workload), "device")) {
         char *kpath = s_path(path, "rails");
-        s_fail(ctx, lines->rails, kpath,
-               "workload %s cannot be told which rail to use (it has no device parameter); "
-               "expected rails removed, or a workload such as rdmabw",
-               st->workload);
+        fb_yaml_fail(ctx, lines->rails, kpath,
+                     "workload %s cannot be told which rail to use (it has no device parameter); "
+                     "expected rails removed, or a workload such as rdmabw",
+                     st->workload);
         free(kpath);
         return -EINVAL;
     }
@@ -545,10 +482,10 @@ static int s_bisect_check(s_ctx_t *ctx, const char *path, const s_scope_lines_t 
         if (!found) {
             char *kpath = s_path(path, "bisect_prior");
             char shown[256];
-            s_fail(ctx, lines->bisect_prior, kpath,
-                   "'%s' is not an earlier stage with scope: node; expected the name of a "
-                   "node-local stage before this one",
-                   fb_show_value(st->bisect_prior, shown, sizeof shown));
+            fb_yaml_fail(ctx, lines->bisect_prior, kpath,
+                         "'%s' is not an earlier stage with scope: node; expected the name of a "
+                         "node-local stage before this one",
+                         fb_show_value(st->bisect_prior, shown, sizeof shown));
             free(kpath);
             return -EINVAL;
         }
@@ -556,13 +493,13 @@ static int s_bisect_check(s_ctx_t *ctx, const char *path, const s_scope_lines_t 
     return 0;
 }
 
-static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campaign_t *c,
-                   fb_stage_t *st)
+static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, strmap_t *names,
+                   fb_campaign_t *c, fb_stage_t *st)
 {
     char path[64], workloads[256];
     snprintf(path, sizeof path, "stages[%zu]", index);
     fb_workload_names(workloads, sizeof workloads);
-    st->line = s_line(node);
+    st->line = fb_yaml_line(node);
     st->timeout_ms = 3600000;
     st->on_fail = FB_ON_FAIL_CONTINUE;
     st->scope = FB_SCOPE_NODE;
@@ -571,10 +508,10 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
     st->bisect_rounds = 12;
     st->bisect_repeat = 2;
     if (node->type != YAML_MAPPING_NODE)
-        return s_fail(ctx, s_line(node), path,
-                      "is %s; expected a mapping with name, workload and optionally timeout, "
-                      "on_fail, nodes, params",
-                      s_kind(node));
+        return fb_yaml_fail(ctx, fb_yaml_line(node), path,
+                            "is %s; expected a mapping with name, workload and optionally timeout, "
+                            "on_fail, nodes, params",
+                            fb_yaml_kind(node));
 
     /* the workload first: parameters are checked against it wherever they are written */
     const fb_workload_spec_t *w = NULL;
@@ -585,13 +522,13 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
     int rc = 0;
     const char *text;
     if (!wnode) {
-        rc = s_fail(ctx, s_line(node), kpath, "missing; %s", expected);
-    } else if (!s_scalar(ctx, wnode, kpath, expected, &text)) {
+        rc = fb_yaml_fail(ctx, fb_yaml_line(node), kpath, "missing; %s", expected);
+    } else if (!fb_yaml_scalar(ctx, wnode, kpath, expected, &text)) {
         char shown[256];
         w = fb_workload_find(text);
         if (!w)
-            rc = s_fail(ctx, s_line(wnode), kpath, "unknown workload '%s'; %s",
-                        fb_show_value(text, shown, sizeof shown), expected);
+            rc = fb_yaml_fail(ctx, fb_yaml_line(wnode), kpath, "unknown workload '%s'; %s",
+                              fb_show_value(text, shown, sizeof shown), expected);
         else
             st->workload = xstrdup(text);
     } else {
@@ -606,7 +543,7 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
     s_scope_lines_t scope_lines = {0};
     for (yaml_node_pair_t *pair = node->data.mapping.pairs.start;
          pair < node->data.mapping.pairs.top && !rc; pair++) {
-        yaml_node_t *k = s_node(ctx, pair->key), *v = s_node(ctx, pair->value);
+        yaml_node_t *k = fb_yaml_node(ctx, pair->key), *v = fb_yaml_node(ctx, pair->value);
         const char *key;
         if (!k || !v || s_key(ctx, k, path, S_STAGE_KEYS, &key))
             return -EINVAL;
@@ -621,47 +558,53 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
         int *scope_line = seen ? NULL : s_scope_line(&scope_lines, key);
         if (scope_line) {
             if (*scope_line)
-                rc = s_fail(ctx, s_line(k), kpath, "key given twice; expected each key once");
+                rc = fb_yaml_fail(ctx, fb_yaml_line(k), kpath,
+                                  "key given twice; expected each key once");
             else
                 rc = s_scope_value(ctx, key, v, kpath, st);
-            *scope_line = s_line(k);
+            *scope_line = fb_yaml_line(k);
         } else if (!seen) {
-            rc = s_fail(ctx, s_line(k), kpath, "unknown key; expected one of %s", S_STAGE_KEYS);
+            rc = fb_yaml_fail(ctx, fb_yaml_line(k), kpath, "unknown key; expected one of %s",
+                              S_STAGE_KEYS);
         } else if (*seen) {
-            rc = s_fail(ctx, s_line(k), kpath, "key given twice; expected each key once");
+            rc = fb_yaml_fail(ctx, fb_yaml_line(k), kpath,
+                              "key given twice; expected each key once");
         } else if (seen == &seen_name) {
             const char *exp = "expected a unique stage name of letters, digits, '.', '_' or '-' "
                               "(at most 64), e.g. dram";
             char shown[256];
-            rc = s_scalar(ctx, v, kpath, exp, &text);
+            rc = fb_yaml_scalar(ctx, v, kpath, exp, &text);
             if (!rc && !s_stage_name_ok(text))
-                rc = s_fail(ctx, s_line(v), kpath, "'%s' is not a valid stage name; %s",
-                            fb_show_value(text, shown, sizeof shown), exp);
-            for (size_t i = 0; !rc && i < index; i++)
-                if (!strcmp(c->stages[i].name, text))
-                    rc = s_fail(ctx, s_line(v), kpath,
-                                "duplicate stage name '%s' (also stages[%zu] at line %d); "
-                                "expected a unique name",
-                                text, i, c->stages[i].line);
-            if (!rc)
+                rc = fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "'%s' is not a valid stage name; %s",
+                                  fb_show_value(text, shown, sizeof shown), exp);
+            /* a map, not a scan of the earlier stages: linear in the number of stages */
+            size_t prev = rc ? 0 : (size_t)(uintptr_t)strmap_get(names, text);
+            if (prev)
+                rc = fb_yaml_fail(ctx, fb_yaml_line(v), kpath,
+                                  "duplicate stage name '%s' (also stages[%zu] at line %d); "
+                                  "expected a unique name",
+                                  text, prev - 1, c->stages[prev - 1].line);
+            if (!rc) {
                 st->name = xstrdup(text);
+                strmap_put(names, text, (void *)(uintptr_t)(index + 1));
+            }
         } else if (seen == &seen_timeout) {
             const char *exp = "expected e.g. 90s, 30m, 2h";
             char shown[256];
-            rc = s_scalar(ctx, v, kpath, exp, &text);
+            rc = fb_yaml_scalar(ctx, v, kpath, exp, &text);
             if (!rc && fb_parse_duration_ms(text, &st->timeout_ms))
-                rc = s_fail(ctx, s_line(v), kpath, "'%s' is not a duration; %s",
-                            fb_show_value(text, shown, sizeof shown), exp);
+                rc = fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "'%s' is not a duration; %s",
+                                  fb_show_value(text, shown, sizeof shown), exp);
             else if (!rc && st->timeout_ms == 0)
-                rc = s_fail(ctx, s_line(v), kpath,
-                            "'%s' is zero; expected a duration above zero, "
-                            "e.g. 90s, 30m, 2h",
-                            fb_show_value(text, shown, sizeof shown));
+                rc = fb_yaml_fail(ctx, fb_yaml_line(v), kpath,
+                                  "'%s' is zero; expected a duration above zero, "
+                                  "e.g. 90s, 30m, 2h",
+                                  fb_show_value(text, shown, sizeof shown));
         } else if (seen == &seen_on_fail) {
             const char *exp = "expected continue, stop or bisect";
             char shown[256];
-            rc = s_scalar(ctx, v, kpath, exp, &text);
-            scope_lines.on_fail = s_line(v);
+            rc = fb_yaml_scalar(ctx, v, kpath, exp, &text);
+            scope_lines.on_fail = fb_yaml_line(v);
             if (rc)
                 ;
             else if (!strcmp(text, "continue"))
@@ -671,8 +614,8 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
             else if (!strcmp(text, "bisect"))
                 st->on_fail = FB_ON_FAIL_BISECT; /* scope group or pairs: s_bisect_check */
             else
-                rc = s_fail(ctx, s_line(v), kpath, "unknown policy '%s'; %s",
-                            fb_show_value(text, shown, sizeof shown), exp);
+                rc = fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "unknown policy '%s'; %s",
+                                  fb_show_value(text, shown, sizeof shown), exp);
         } else if (seen == &seen_nodes) {
             rc = s_hostlist(ctx, v, kpath, &st->nodes_expr);
         } else if (seen == &seen_params) {
@@ -686,8 +629,8 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
         return rc;
     if (!seen_name) {
         kpath = s_path(path, "name");
-        rc = s_fail(ctx, s_line(node), kpath,
-                    "missing; expected a unique stage name, e.g. name: dram");
+        rc = fb_yaml_fail(ctx, fb_yaml_line(node), kpath,
+                          "missing; expected a unique stage name, e.g. name: dram");
         free(kpath);
         return rc;
     }
@@ -699,15 +642,16 @@ static int s_stage(s_ctx_t *ctx, const yaml_node_t *node, size_t index, fb_campa
     return 0;
 }
 
-static int s_campaign(s_ctx_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
+static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
 {
     if (root->type != YAML_MAPPING_NODE)
-        return s_fail(ctx, s_line(root), "(top level)", "is %s; expected a mapping with keys %s",
-                      s_kind(root), S_TOP_KEYS);
+        return fb_yaml_fail(ctx, fb_yaml_line(root), "(top level)",
+                            "is %s; expected a mapping with keys %s", fb_yaml_kind(root),
+                            S_TOP_KEYS);
     bool seen_name = false, seen_nodes = false, seen_stages = false;
     for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
          pair < root->data.mapping.pairs.top; pair++) {
-        yaml_node_t *k = s_node(ctx, pair->key), *v = s_node(ctx, pair->value);
+        yaml_node_t *k = fb_yaml_node(ctx, pair->key), *v = fb_yaml_node(ctx, pair->value);
         const char *key, *text;
         if (!k || !v || s_key(ctx, k, "", S_TOP_KEYS, &key))
             return -EINVAL;
@@ -718,19 +662,21 @@ static int s_campaign(s_ctx_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
                      : !strcmp(key, "stages") ? &seen_stages
                                               : NULL;
         if (!seen) {
-            rc = s_fail(ctx, s_line(k), kpath, "unknown key; expected one of %s", S_TOP_KEYS);
+            rc = fb_yaml_fail(ctx, fb_yaml_line(k), kpath, "unknown key; expected one of %s",
+                              S_TOP_KEYS);
         } else if (*seen) {
-            rc = s_fail(ctx, s_line(k), kpath, "key given twice; expected each key once");
+            rc = fb_yaml_fail(ctx, fb_yaml_line(k), kpath,
+                              "key given twice; expected each key once");
         } else if (seen == &seen_name) {
             const char *exp = "expected the campaign's name on one line (at most 200 characters), "
                               "e.g. rack12-burnin";
-            rc = s_scalar(ctx, v, kpath, exp, &text);
+            rc = fb_yaml_scalar(ctx, v, kpath, exp, &text);
             if (!rc) {
                 bool ok = strlen(text) <= S_CAMPAIGN_NAME_MAX;
                 for (const char *p = text; ok && *p; p++)
                     ok = (unsigned char)*p >= 0x20 && *p != 0x7f;
                 if (!ok)
-                    rc = s_fail(ctx, s_line(v), kpath, "not a valid name; %s", exp);
+                    rc = fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "not a valid name; %s", exp);
                 else
                     c->name = xstrdup(text);
             }
@@ -743,21 +689,24 @@ static int s_campaign(s_ctx_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
             }
         } else {
             if (v->type != YAML_SEQUENCE_NODE) {
-                rc = s_fail(ctx, s_line(v), kpath,
-                            "is %s; expected a list of stages, each a mapping with name and "
-                            "workload",
-                            s_is_null(v) ? "empty" : s_kind(v));
+                rc = fb_yaml_fail(ctx, fb_yaml_line(v), kpath,
+                                  "is %s; expected a list of stages, each a mapping with name and "
+                                  "workload",
+                                  fb_yaml_is_null(v) ? "empty" : fb_yaml_kind(v));
             } else {
                 size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
                 if (n == 0)
-                    rc = s_fail(ctx, s_line(v), kpath,
-                                "no stages; expected at least one stage with name and workload");
+                    rc = fb_yaml_fail(
+                        ctx, fb_yaml_line(v), kpath,
+                        "no stages; expected at least one stage with name and workload");
                 c->stages = xcalloc(n ? n : 1, sizeof *c->stages);
+                strmap_t *names = strmap_new(); /* stage name -> index + 1 */
                 for (size_t i = 0; i < n && !rc; i++) {
-                    yaml_node_t *item = s_node(ctx, v->data.sequence.items.start[i]);
+                    yaml_node_t *item = fb_yaml_node(ctx, v->data.sequence.items.start[i]);
                     c->n_stages = i + 1;
-                    rc = item ? s_stage(ctx, item, i, c, &c->stages[i]) : -EINVAL;
+                    rc = item ? s_stage(ctx, item, i, names, c, &c->stages[i]) : -EINVAL;
                 }
+                strmap_destroy(&names);
             }
         }
         if (seen)
@@ -767,53 +716,16 @@ static int s_campaign(s_ctx_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
             return rc;
     }
     if (!seen_name)
-        return s_fail(ctx, s_line(root), "name",
-                      "missing; expected the campaign's name, e.g. name: rack12-burnin");
+        return fb_yaml_fail(ctx, fb_yaml_line(root), "name",
+                            "missing; expected the campaign's name, e.g. name: rack12-burnin");
     if (!seen_stages)
-        return s_fail(ctx, s_line(root), "stages",
-                      "missing; expected a list of stages, each a mapping with name and workload");
+        return fb_yaml_fail(
+            ctx, fb_yaml_line(root), "stages",
+            "missing; expected a list of stages, each a mapping with name and workload");
     return 0;
 }
 
 /* ---- entry points ---- */
-
-/* The 1-based line of byte offset off in the text (for reader errors, which carry no mark). */
-static int s_offset_line(const s_ctx_t *ctx, size_t off)
-{
-    int line = 1;
-    for (size_t i = 0; i < off && i < ctx->len; i++)
-        if (ctx->text[i] == '\n')
-            line++;
-    return line;
-}
-
-static int s_yaml_error(s_ctx_t *ctx, const yaml_parser_t *parser)
-{
-    const char *problem = parser->problem ? parser->problem : "unknown error";
-    if (parser->error == YAML_MEMORY_ERROR) {
-        fprintf(stderr, "fleetburn: out of memory parsing YAML\n");
-        abort();
-    }
-    if (parser->error == YAML_READER_ERROR) {
-        if (parser->problem_value != -1)
-            return s_fail(ctx, s_offset_line(ctx, parser->problem_offset), "YAML syntax error",
-                          "%s (byte #x%02x at offset %zu); expected UTF-8 text", problem,
-                          parser->problem_value, parser->problem_offset);
-        return s_fail(ctx, s_offset_line(ctx, parser->problem_offset), "YAML syntax error",
-                      "%s at offset %zu; expected UTF-8 text", problem, parser->problem_offset);
-    }
-    int line = (int)parser->problem_mark.line + 1, col = (int)parser->problem_mark.column + 1;
-    if (parser->context)
-        return s_fail(ctx, line, "YAML syntax error",
-                      "%s at column %d (%s at line %d, column %d); expected valid YAML (check "
-                      "indentation, quoting and ': ' after keys)",
-                      problem, col, parser->context, (int)parser->context_mark.line + 1,
-                      (int)parser->context_mark.column + 1);
-    return s_fail(ctx, line, "YAML syntax error",
-                  "%s at column %d; expected valid YAML (check indentation, quoting and ': ' after "
-                  "keys)",
-                  problem, col);
-}
 
 int fb_campaign_parse(const char *text, size_t len, const char *source, fb_campaign_t **out,
                       char **error_out)
@@ -821,48 +733,30 @@ int fb_campaign_parse(const char *text, size_t len, const char *source, fb_campa
     *out = NULL;
     if (error_out)
         *error_out = NULL;
-    s_ctx_t ctx = {source ? source : "<campaign>", text ? text : "", text ? len : 0, NULL, NULL};
-    yaml_parser_t parser;
-    yaml_document_t doc, extra;
-    if (!yaml_parser_initialize(&parser)) {
-        fprintf(stderr, "fleetburn: out of memory parsing YAML\n");
-        abort();
-    }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)ctx.text, ctx.len);
+    fb_yaml_t ctx = {
+        source ? source : "<campaign>", text ? text : "", text ? len : 0, NULL, NULL, 0};
+    yaml_document_t doc;
     fb_campaign_t *c = xcalloc(1, sizeof *c);
     c->source = xstrdup(ctx.source);
     c->nodes_expr = xstrdup("all");
-    int rc;
-    if (!yaml_parser_load(&parser, &doc)) {
-        rc = s_yaml_error(&ctx, &parser);
-        goto out_parser;
-    }
-    ctx.doc = &doc;
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (!root) {
-        rc = s_fail(&ctx, 1, "(top level)", "empty campaign file; expected a mapping with keys %s",
-                    S_TOP_KEYS);
-    } else if (s_is_null(root)) {
-        rc = s_fail(&ctx, s_line(root), "(top level)",
-                    "empty campaign file; expected a mapping with keys %s", S_TOP_KEYS);
-    } else {
-        rc = s_campaign(&ctx, root, c);
-    }
-    if (!rc) {
-        /* one document per file: a second one is a mistake (two files pasted together) */
-        if (!yaml_parser_load(&parser, &extra)) {
-            rc = s_yaml_error(&ctx, &parser);
+    int rc = fb_yaml_load(&ctx, &doc, FB_CAMPAIGN_MAX_BYTES, "campaign file");
+    if (rc == 0) {
+        yaml_node_t *root = yaml_document_get_root_node(&doc);
+        if (!root) {
+            rc = fb_yaml_fail(&ctx, 1, "(top level)",
+                              "empty campaign file; expected a mapping with keys %s", S_TOP_KEYS);
+        } else if (fb_yaml_is_null(root)) {
+            rc = fb_yaml_fail(&ctx, fb_yaml_line(root), "(top level)",
+                              "empty campaign file; expected a mapping with keys %s", S_TOP_KEYS);
         } else {
-            yaml_node_t *second = yaml_document_get_root_node(&extra);
-            if (second)
-                rc = s_fail(&ctx, s_line(second), "(top level)",
-                            "a second YAML document; expected one campaign per file");
-            yaml_document_delete(&extra);
+            rc = s_campaign(&ctx, root, c);
         }
+        /* one document per file: a second one is a mistake (two files pasted together) */
+        if (!rc && ctx.extra_document_line)
+            rc = fb_yaml_fail(&ctx, ctx.extra_document_line, "(top level)",
+                              "a second YAML document; expected one campaign per file");
+        yaml_document_delete(&doc);
     }
-    yaml_document_delete(&doc);
-out_parser:
-    yaml_parser_delete(&parser);
     if (rc) {
         fb_campaign_destroy(&c);
         if (error_out)
@@ -875,107 +769,106 @@ out_parser:
     return 0;
 }
 
-static char *s_dirname(const char *path);
+/* ---- the files a campaign names ---- */
 
-int fb_campaign_load(const char *path, fb_campaign_t **out, char **error_out)
+size_t fb_campaign_file_names(const fb_campaign_t *c, const char **names, size_t cap)
 {
-    *out = NULL;
-    if (error_out)
-        *error_out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        if (error_out)
-            *error_out = xasprintf("%s: cannot read: %s", path, strerror(e));
-        return -e;
-    }
-    size_t cap = 4096, len = 0;
-    char *buf = xmalloc(cap);
-    for (;;) {
-        if (len == cap) {
-            if (cap > FB_CAMPAIGN_MAX_BYTES)
-                break;
-            cap *= 2;
-            buf = xrealloc(buf, cap);
-        }
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0)
-            break;
-    }
-    int e = ferror(f) ? (errno ? errno : EIO) : 0;
-    fclose(f);
-    int rc;
-    if (e) {
-        if (error_out)
-            *error_out = xasprintf("%s: cannot read: %s", path, strerror(e));
-        rc = -e;
-    } else if (len > FB_CAMPAIGN_MAX_BYTES) {
-        if (error_out)
-            *error_out = xasprintf("%s: cannot read: larger than %u bytes; expected a campaign "
-                                   "file",
-                                   path, FB_CAMPAIGN_MAX_BYTES);
-        rc = -EFBIG;
-    } else {
-        rc = fb_campaign_parse(buf, len, path, out, error_out);
-    }
-    free(buf);
-    if (rc == 0) {
-        char *dir = s_dirname(path);
-        rc = fb_campaign_load_files(*out, dir, error_out);
-        free(dir);
-        if (rc)
-            fb_campaign_destroy(out);
-    }
-    return rc;
-}
-
-/* The directory part of path ("." when it has none), heap. */
-static char *s_dirname(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return xstrdup(".");
-    return slash == path ? xstrdup("/") : xstrndup(path, (size_t)(slash - path));
-}
-
-static int s_load_topology(const fb_campaign_t *c, size_t i, const char *base_dir, char **error_out)
-{
-    fb_stage_t *st = &c->stages[i];
-    char *path = st->topology_path[0] == '/' || !base_dir || !base_dir[0]
-                     ? xstrdup(st->topology_path)
-                     : xasprintf("%s/%s", base_dir, st->topology_path);
-    char err[512];
-    int rc = fb_topology_load(path, &st->topology, err, sizeof err);
-    if (rc) {
-        s_ctx_t ctx = {c->source, "", 0, NULL, NULL};
-        char kpath[64];
-        snprintf(kpath, sizeof kpath, "stages[%zu].topology", i);
-        /* err starts with the path as resolved: the file that was actually tried */
-        s_fail(&ctx, st->topology_line, kpath,
-               "cannot load %s; expected a topology file (lines 'leaf01: node[01-04]') or "
-               "ibnetdiscover output",
-               err);
-        if (error_out)
-            *error_out = ctx.error;
-        else
-            free(ctx.error);
-    }
-    free(path);
-    return rc;
-}
-
-int fb_campaign_load_files(fb_campaign_t *c, const char *base_dir, char **error_out)
-{
-    if (error_out)
-        *error_out = NULL;
+    size_t n = 0;
     for (size_t i = 0; i < c->n_stages; i++) {
-        const fb_stage_t *st = &c->stages[i];
+        const char *name = c->stages[i].topology_path;
+        bool seen = false;
+        for (size_t j = 0; name && j < i && !seen; j++)
+            seen = c->stages[j].topology_path && !strcmp(c->stages[j].topology_path, name);
+        if (!name || seen)
+            continue;
+        if (names && n < cap)
+            names[n] = name;
+        n++;
+    }
+    return n;
+}
+
+/* Sets *error_out to "SOURCE:LINE: stages[i].topology: ..." and returns -EINVAL. */
+static int s_file_fail(const fb_campaign_t *c, size_t i, char **error_out, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int s_file_fail(const fb_campaign_t *c, size_t i, char **error_out, const char *fmt, ...)
+{
+    fb_yaml_t ctx = {c->source, "", 0, NULL, NULL, 0};
+    char kpath[64];
+    snprintf(kpath, sizeof kpath, "stages[%zu].topology", i);
+    va_list ap;
+    va_start(ap, fmt);
+    char *what = xvasprintf(fmt, ap);
+    va_end(ap);
+    fb_yaml_fail(&ctx, c->stages[i].topology_line, kpath, "%s", what);
+    free(what);
+    if (error_out)
+        *error_out = ctx.error;
+    else
+        free(ctx.error);
+    return -EINVAL;
+}
+
+int fb_campaign_attach_files(fb_campaign_t *c, const fb_campaign_file_t *files, size_t n,
+                             char **error_out)
+{
+    if (error_out)
+        *error_out = NULL;
+    char shown[256];
+    for (size_t f = 0; f < n; f++) {
+        for (size_t g = 0; g < f; g++)
+            if (!strcmp(files[f].name, files[g].name)) {
+                if (error_out)
+                    *error_out =
+                        xasprintf("%s: the file '%s' is attached twice; expected each "
+                                  "file the campaign names once",
+                                  c->source, fb_show_value(files[f].name, shown, sizeof shown));
+                return -EINVAL;
+            }
+        bool named = false;
+        for (size_t i = 0; i < c->n_stages && !named; i++)
+            named =
+                c->stages[i].topology_path && !strcmp(c->stages[i].topology_path, files[f].name);
+        if (!named) {
+            if (error_out)
+                *error_out =
+                    xasprintf("%s: the file '%s' is attached but the campaign does not "
+                              "name it; expected only the files its stages name "
+                              "(topology)",
+                              c->source, fb_show_value(files[f].name, shown, sizeof shown));
+            return -EINVAL;
+        }
+    }
+    for (size_t i = 0; i < c->n_stages; i++) {
+        fb_stage_t *st = &c->stages[i];
         if (!st->topology_path || st->topology)
             continue;
-        int rc = s_load_topology(c, i, base_dir, error_out);
+        const fb_campaign_file_t *file = NULL;
+        for (size_t f = 0; f < n && !file; f++)
+            if (!strcmp(files[f].name, st->topology_path))
+                file = &files[f];
+        fb_show_value(st->topology_path, shown, sizeof shown);
+        if (!file)
+            return s_file_fail(c, i, error_out,
+                               "'%s' was not attached to the campaign; expected the topology "
+                               "file's content with it (fleetburn run sends the files a "
+                               "campaign names; the coordinator opens no path it is sent)",
+                               shown);
+        if (memchr(file->content, 0, file->len))
+            return s_file_fail(c, i, error_out,
+                               "'%s' holds a NUL byte; expected a topology file (lines "
+                               "'leaf01: node[01-04]') or ibnetdiscover output",
+                               shown);
+        char *text = xstrndup(file->content, file->len);
+        char err[512];
+        int rc = fb_topology_parse_any(text, &st->topology, err, sizeof err);
+        free(text);
         if (rc)
-            return rc;
+            return s_file_fail(c, i, error_out,
+                               "cannot load '%s': %s; expected a topology file (lines "
+                               "'leaf01: node[01-04]') or ibnetdiscover output",
+                               shown, err);
     }
     return 0;
 }

@@ -24,10 +24,13 @@
  * bisect_prior (pairs; rails only for a workload with a device parameter); bisect_repeat
  * (group).
  *
- * Parsing validates everything it can without I/O: keys, workload names, every parameter against
- * the workload schema (scheduler/workload.h), durations, hostlists. The result holds effective
- * values: absent parameters with a default are filled in (fault-injection ones never are), in
- * schema order; list values are stored comma-joined ("walking_ones,random"), scalars as written.
+ * Parsing validates everything it can without I/O (this module never opens a file): keys,
+ * workload names, every parameter against the workload schema (scheduler/workload.h),
+ * durations, hostlists. The result holds effective values: absent parameters with a default
+ * are filled in (fault-injection ones never are), in schema order; list values are stored
+ * comma-joined ("walking_ones,random"), scalars as written. A former parameter that is now a
+ * site setting of the agent (allreduce's mpirun, mpirun_args, rsh_agent) is refused with a
+ * message that says so.
  *
  * Errors are one line, `FILE:LINE: KEYPATH: what is wrong; expected WHAT`, e.g.
  *   rack.yaml:9: stages[0].params.sise: unknown parameter for workload memtest; expected one of ...
@@ -69,9 +72,9 @@ typedef struct fb_stage {
     unsigned rounds;      /* scope pairs: matchings run one after the other, >= 1; 1 otherwise */
     bool has_seed;        /* pairing random: seed given; absent, the runner picks one */
     uint64_t seed;
-    char *topology_path;          /* pairing topology: the file as written; NULL otherwise */
+    char *topology_path;          /* pairing topology: the file's name as written; NULL otherwise */
     int topology_line;            /* where topology_path was written */
-    struct fb_topology *topology; /* owned; loaded by fb_campaign_load_files, NULL before */
+    struct fb_topology *topology; /* owned; set by fb_campaign_attach_files, NULL before */
     /* on_fail: bisect (docs/campaign-file.md) */
     unsigned bisect_rounds; /* follow-up rounds at most (default 12) */
     unsigned bisect_repeat; /* scope group: runs of every part of a split (default 2) */
@@ -87,31 +90,45 @@ typedef struct fb_campaign {
     char *nodes_expr; /* "all" or hostlist notation */
     fb_stage_t *stages;
     size_t n_stages; /* >= 1 */
-    char *source;    /* the name used in messages: the path given to fb_campaign_load */
+    char *source;    /* the name used in messages: the source given to fb_campaign_parse */
 } fb_campaign_t;
 
-/* Largest campaign file fb_campaign_load reads. */
+/* Largest campaign text fb_campaign_parse takes (a submission over the wire is limited to
+ * FB_WIRE_MAX_YAML before that). */
 #define FB_CAMPAIGN_MAX_BYTES (16u << 20)
 
 /* Parses text[0..len) (YAML; need not be NUL-terminated). source names it in messages (NULL:
- * "<campaign>"). Returns 0 with a new campaign in *out, or -EINVAL with *out = NULL and, when
- * error_out is not NULL, a one-line heap message in *error_out (caller frees; NULL on success). */
+ * "<campaign>"). The YAML is loaded under common/yamldoc.h's limits (size, nesting depth, alias
+ * expansion), so any input is refused or accepted in time linear in its size. Returns 0 with a
+ * new campaign in *out, or -EINVAL (-EFBIG past FB_CAMPAIGN_MAX_BYTES) with *out = NULL and, when
+ * error_out is not NULL, a one-line heap message in *error_out (caller frees; NULL on success).
+ * The files the campaign names are not loaded: see fb_campaign_attach_files. */
 int fb_campaign_parse(const char *text, size_t len, const char *source, fb_campaign_t **out,
                       char **error_out);
 
-/* Reads and parses the file at path, then loads the files it refers to (fb_campaign_load_files,
- * relative to the directory of path). Besides fb_campaign_parse's results, returns a negative
- * errno from opening or reading the file (message "PATH: cannot read: ..."), or -EFBIG past
- * FB_CAMPAIGN_MAX_BYTES. */
-int fb_campaign_load(const char *path, fb_campaign_t **out, char **error_out);
+/* A file a campaign names (the topology of a stage with pairing: topology), handed to the
+ * scheduler by whoever read it: the CLI reads it from disk relative to the campaign file
+ * (coordinator/campaign_file.h), the coordinator takes it from the submission (Submit.files).
+ * The scheduler never opens a file. */
+typedef struct {
+    const char *name;    /* exactly as the campaign writes it */
+    const char *content; /* content[0..len) */
+    size_t len;
+} fb_campaign_file_t;
 
-/* Loads the files a parsed campaign refers to: the topology of every stage with pairing
- * topology that has none loaded yet. A relative path is taken relative to base_dir (the
- * campaign file's directory; NULL or "" = the current directory). The only I/O of this module
- * besides fb_campaign_load. Returns 0, or -EINVAL (or the errno of reading) with a one-line
- * heap message in *error_out (when not NULL) in the parser's format:
- *   rack.yaml:7: stages[1].topology: cannot load /racks/fabric.topo: line 3: ...; expected ... */
-int fb_campaign_load_files(fb_campaign_t *c, const char *base_dir, char **error_out);
+/* The names of the files c names, each once, in the order first written: up to cap into names
+ * (borrowed from c; names may be NULL with cap 0). Returns how many there are. */
+size_t fb_campaign_file_names(const fb_campaign_t *c, const char **names, size_t cap);
+
+/* Resolves the files c names from files[0..n) only, and parses them: every stage with pairing
+ * topology gets its topology from the file of that name. Returns 0, or -EINVAL with a one-line
+ * heap message in *error_out (when not NULL) in the parser's format, for a name no file was
+ * attached for, a file attached twice or not named by the campaign, a topology with a NUL byte
+ * or one that does not parse:
+ *   rack.yaml:7: stages[1].topology: cannot load 'fabric.topo': line 3: ...; expected ...
+ * Messages about a file's content quote at most the offending token of it. */
+int fb_campaign_attach_files(fb_campaign_t *c, const fb_campaign_file_t *files, size_t n,
+                             char **error_out);
 
 /* NULL-safe; nulls the pointer. */
 void fb_campaign_destroy(fb_campaign_t **self_p);

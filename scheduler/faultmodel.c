@@ -4,14 +4,16 @@
  * without talking (seed, test id, sorted member names), because every member of a simulated
  * group computes the group's verdict by itself; and it has to route flows the way a fat tree
  * does, because telling a bad uplink from a bad node is what the diagnosis it feeds is tested on.
- * The YAML reading follows scheduler/campaign.c: libyaml's document API for line numbers, one
- * error line naming the key path and what was expected. */
+ * The YAML reading shares common/yamldoc.h with scheduler/campaign.c: the same limits (size,
+ * nesting depth, alias expansion), libyaml's document API for line numbers, one error line
+ * naming the key path and what was expected. */
 #include "faultmodel.h"
 
 #include "topology.h"
 #include "common/strmap.h"
 #include "common/units.h"
 #include "common/util.h"
+#include "common/yamldoc.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -24,7 +26,6 @@
 #define S_FAULT_KEYS "node, nic, link, kind, q, factor"
 #define S_RAILS_MAX 64
 #define S_NAME_MAX 128
-#define S_MAX_BYTES (16u << 20)
 #define S_LINK_SEP "<->"
 
 struct fb_faultmodel {
@@ -37,12 +38,6 @@ struct fb_faultmodel {
     const fb_topology_t *topo; /* borrowed; NULL until bound */
     strmap_t *leaf_index;      /* leaf name -> index + 1 */
 };
-
-typedef struct {
-    const char *source;
-    yaml_document_t *doc;
-    char *error;
-} s_ctx_t;
 
 /* ---- hashing: the one source of randomness ------------------------------------------------ */
 
@@ -73,69 +68,6 @@ double fb_faultmodel_uniform(const fb_faultmodel_t *self, const char *key, const
     return s_unit(h);
 }
 
-/* ---- messages ------------------------------------------------------------------------------ */
-
-static int s_fail(s_ctx_t *ctx, int line, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int s_fail(s_ctx_t *ctx, int line, const char *path, const char *fmt, ...)
-{
-    if (ctx->error)
-        return -EINVAL;
-    va_list ap;
-    va_start(ap, fmt);
-    char *what = xvasprintf(fmt, ap);
-    va_end(ap);
-    ctx->error = xasprintf("%s:%d: %s: %s", ctx->source, line, path, what);
-    free(what);
-    for (char *p = ctx->error; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = '?';
-    return -EINVAL;
-}
-
-static int s_line(const yaml_node_t *node)
-{
-    return node ? (int)node->start_mark.line + 1 : 1;
-}
-
-static const char *s_kind_of(const yaml_node_t *node)
-{
-    switch (node->type) {
-    case YAML_SCALAR_NODE:
-        return "a single value";
-    case YAML_SEQUENCE_NODE:
-        return "a list";
-    case YAML_MAPPING_NODE:
-        return "a mapping";
-    default:
-        return "empty";
-    }
-}
-
-static bool s_is_null(const yaml_node_t *node)
-{
-    if (node->type != YAML_SCALAR_NODE || node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-        return false;
-    const char *v = (const char *)node->data.scalar.value;
-    size_t n = node->data.scalar.length;
-    return n == 0 || (n == 1 && v[0] == '~') ||
-           (n == 4 && (!memcmp(v, "null", 4) || !memcmp(v, "Null", 4) || !memcmp(v, "NULL", 4)));
-}
-
-static int s_scalar(s_ctx_t *ctx, const yaml_node_t *node, const char *path, const char *expected,
-                    const char **out)
-{
-    if (node->type != YAML_SCALAR_NODE)
-        return s_fail(ctx, s_line(node), path, "is %s; %s", s_kind_of(node), expected);
-    if (s_is_null(node))
-        return s_fail(ctx, s_line(node), path, "no value; %s", expected);
-    if (memchr(node->data.scalar.value, 0, node->data.scalar.length))
-        return s_fail(ctx, s_line(node), path, "contains a NUL character; %s", expected);
-    *out = (const char *)node->data.scalar.value;
-    return 0;
-}
-
 static const char *s_show(const char *text, char *buf, size_t len)
 {
     return fb_show_value(text, buf, len);
@@ -150,40 +82,40 @@ static bool s_valid_name(const char *s)
            strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
-static int s_probability(s_ctx_t *ctx, const yaml_node_t *node, const char *path, bool zero_ok,
+static int s_probability(fb_yaml_t *ctx, const yaml_node_t *node, const char *path, bool zero_ok,
                          bool one_ok, double *out)
 {
     const char *expected = zero_ok  ? "expected a probability from 0 to below 1"
                            : one_ok ? "expected a probability above 0 and at most 1"
                                     : "expected a number above 0 and below 1";
     const char *text;
-    if (s_scalar(ctx, node, path, expected, &text))
+    if (fb_yaml_scalar(ctx, node, path, expected, &text))
         return -EINVAL;
     double v;
     char shown[64];
     if (fb_parse_double(text, &v))
-        return s_fail(ctx, s_line(node), path, "'%s' is not a number; %s",
-                      s_show(text, shown, sizeof shown), expected);
+        return fb_yaml_fail(ctx, fb_yaml_line(node), path, "'%s' is not a number; %s",
+                            s_show(text, shown, sizeof shown), expected);
     if (v < 0 || (v == 0 && !zero_ok) || v > 1 || (v == 1 && !one_ok))
-        return s_fail(ctx, s_line(node), path, "%s is out of range; %s",
-                      s_show(text, shown, sizeof shown), expected);
+        return fb_yaml_fail(ctx, fb_yaml_line(node), path, "%s is out of range; %s",
+                            s_show(text, shown, sizeof shown), expected);
     *out = v;
     return 0;
 }
 
-static int s_uint(s_ctx_t *ctx, const yaml_node_t *node, const char *path, uint64_t min,
+static int s_uint(fb_yaml_t *ctx, const yaml_node_t *node, const char *path, uint64_t min,
                   uint64_t max, uint64_t *out)
 {
     char expected[96];
     snprintf(expected, sizeof expected, "expected an integer from %llu to %llu",
              (unsigned long long)min, (unsigned long long)max);
     const char *text;
-    if (s_scalar(ctx, node, path, expected, &text))
+    if (fb_yaml_scalar(ctx, node, path, expected, &text))
         return -EINVAL;
     char shown[64];
     if (fb_parse_uint(text, max, out) || *out < min)
-        return s_fail(ctx, s_line(node), path, "'%s' is not in range; %s",
-                      s_show(text, shown, sizeof shown), expected);
+        return fb_yaml_fail(ctx, fb_yaml_line(node), path, "'%s' is not in range; %s",
+                            s_show(text, shown, sizeof shown), expected);
     return 0;
 }
 
@@ -195,22 +127,24 @@ typedef struct {
 } s_fault_nodes_t;
 
 /* Sorts a fault mapping's values into fields; unknown and repeated keys are errors. */
-static int s_fault_keys(s_ctx_t *ctx, const yaml_node_t *map, const char *path, s_fault_nodes_t *f)
+static int s_fault_keys(fb_yaml_t *ctx, const yaml_node_t *map, const char *path,
+                        s_fault_nodes_t *f)
 {
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
          p++) {
         yaml_node_t *k = yaml_document_get_node(ctx->doc, p->key);
         yaml_node_t *v = yaml_document_get_node(ctx->doc, p->value);
-        if (k->type != YAML_SCALAR_NODE || s_is_null(k))
-            return s_fail(ctx, s_line(k), path, "a key is %s; expected one of %s",
-                          k->type == YAML_SCALAR_NODE ? "not a name" : s_kind_of(k), S_FAULT_KEYS);
+        if (k->type != YAML_SCALAR_NODE || fb_yaml_is_null(k))
+            return fb_yaml_fail(ctx, fb_yaml_line(k), path, "a key is %s; expected one of %s",
+                                k->type == YAML_SCALAR_NODE ? "not a name" : fb_yaml_kind(k),
+                                S_FAULT_KEYS);
         const char *key = (const char *)k->data.scalar.value;
         const yaml_node_t **slot = NULL;
         if (!strcmp(key, "node") || !strcmp(key, "nic") || !strcmp(key, "link")) {
             if (f->site)
-                return s_fail(ctx, s_line(k), path,
-                              "%s and %s both given; expected one of node, nic, link", f->site_key,
-                              key);
+                return fb_yaml_fail(ctx, fb_yaml_line(k), path,
+                                    "%s and %s both given; expected one of node, nic, link",
+                                    f->site_key, key);
             f->site_key = key;
             slot = &f->site;
         } else if (!strcmp(key, "kind")) {
@@ -221,17 +155,18 @@ static int s_fault_keys(s_ctx_t *ctx, const yaml_node_t *map, const char *path, 
             slot = &f->factor;
         } else {
             char shown[64];
-            return s_fail(ctx, s_line(k), path, "unknown key '%s'; expected one of %s",
-                          s_show(key, shown, sizeof shown), S_FAULT_KEYS);
+            return fb_yaml_fail(ctx, fb_yaml_line(k), path, "unknown key '%s'; expected one of %s",
+                                s_show(key, shown, sizeof shown), S_FAULT_KEYS);
         }
         if (*slot)
-            return s_fail(ctx, s_line(k), path, "%s given twice; expected it once", key);
+            return fb_yaml_fail(ctx, fb_yaml_line(k), path, "%s given twice; expected it once",
+                                key);
         *slot = v;
     }
     return 0;
 }
 
-static int s_fault_site(s_ctx_t *ctx, const s_fault_nodes_t *n, const char *path, fb_fault_t *f)
+static int s_fault_site(fb_yaml_t *ctx, const s_fault_nodes_t *n, const char *path, fb_fault_t *f)
 {
     char *p = xasprintf("%s.%s", path, n->site_key);
     const char *text;
@@ -239,25 +174,25 @@ static int s_fault_site(s_ctx_t *ctx, const s_fault_nodes_t *n, const char *path
     int rc = 0;
     if (!strcmp(n->site_key, "node")) {
         f->site = FB_FAULT_AT_NODE;
-        rc = s_scalar(ctx, n->site, p, "expected a node name", &text);
+        rc = fb_yaml_scalar(ctx, n->site, p, "expected a node name", &text);
         if (!rc && !s_valid_name(text))
-            rc = s_fail(ctx, s_line(n->site), p,
-                        "'%s' is not a node name; expected letters, "
-                        "digits, '.', '_' and '-'",
-                        s_show(text, shown, sizeof shown));
+            rc = fb_yaml_fail(ctx, fb_yaml_line(n->site), p,
+                              "'%s' is not a node name; expected letters, "
+                              "digits, '.', '_' and '-'",
+                              s_show(text, shown, sizeof shown));
         if (!rc)
             f->a = xstrdup(text);
     } else if (!strcmp(n->site_key, "nic")) {
         f->site = FB_FAULT_AT_NIC;
         const char *expected = "expected NODE/RAIL, e.g. sim-0100/1";
-        rc = s_scalar(ctx, n->site, p, expected, &text);
+        rc = fb_yaml_scalar(ctx, n->site, p, expected, &text);
         const char *slash = rc ? NULL : strrchr(text, '/');
         uint64_t rail = 0;
         char *node = slash ? xstrndup(text, (size_t)(slash - text)) : NULL;
         if (!rc &&
             (!slash || !s_valid_name(node) || fb_parse_uint(slash + 1, S_RAILS_MAX - 1, &rail)))
-            rc = s_fail(ctx, s_line(n->site), p, "'%s' is not a NIC; %s",
-                        s_show(text, shown, sizeof shown), expected);
+            rc = fb_yaml_fail(ctx, fb_yaml_line(n->site), p, "'%s' is not a NIC; %s",
+                              s_show(text, shown, sizeof shown), expected);
         if (!rc) {
             f->a = node;
             node = NULL;
@@ -267,13 +202,13 @@ static int s_fault_site(s_ctx_t *ctx, const s_fault_nodes_t *n, const char *path
     } else {
         f->site = FB_FAULT_AT_LINK;
         const char *expected = "expected NODE<->LEAF or LEAF<->SPINE, e.g. leaf02<->spine01";
-        rc = s_scalar(ctx, n->site, p, expected, &text);
+        rc = fb_yaml_scalar(ctx, n->site, p, expected, &text);
         const char *sep = rc ? NULL : strstr(text, S_LINK_SEP);
         char *a = sep ? xstrndup(text, (size_t)(sep - text)) : NULL;
         const char *b = sep ? sep + strlen(S_LINK_SEP) : NULL;
         if (!rc && (!sep || !s_valid_name(a) || !s_valid_name(b) || !strcmp(a, b)))
-            rc = s_fail(ctx, s_line(n->site), p, "'%s' is not a link; %s",
-                        s_show(text, shown, sizeof shown), expected);
+            rc = fb_yaml_fail(ctx, fb_yaml_line(n->site), p, "'%s' is not a link; %s",
+                              s_show(text, shown, sizeof shown), expected);
         if (!rc) {
             f->a = a;
             a = NULL;
@@ -287,13 +222,13 @@ static int s_fault_site(s_ctx_t *ctx, const s_fault_nodes_t *n, const char *path
     return rc;
 }
 
-static int s_fault_kind(s_ctx_t *ctx, const s_fault_nodes_t *n, const char *path, fb_fault_t *f)
+static int s_fault_kind(fb_yaml_t *ctx, const s_fault_nodes_t *n, const char *path, fb_fault_t *f)
 {
     const char *expected = "expected hard, intermittent or slow";
     char *p = xasprintf("%s.kind", path);
     const char *text;
     char shown[64];
-    int rc = s_scalar(ctx, n->kind, p, expected, &text);
+    int rc = fb_yaml_scalar(ctx, n->kind, p, expected, &text);
     if (!rc) {
         if (!strcmp(text, "hard"))
             f->kind = FB_FAULT_HARD;
@@ -302,15 +237,15 @@ static int s_fault_kind(s_ctx_t *ctx, const s_fault_nodes_t *n, const char *path
         else if (!strcmp(text, "slow"))
             f->kind = FB_FAULT_SLOW;
         else
-            rc = s_fail(ctx, s_line(n->kind), p, "unknown kind '%s'; %s",
-                        s_show(text, shown, sizeof shown), expected);
+            rc = fb_yaml_fail(ctx, fb_yaml_line(n->kind), p, "unknown kind '%s'; %s",
+                              s_show(text, shown, sizeof shown), expected);
     }
     free(p);
     return rc;
 }
 
 /* q belongs to intermittent faults and factor to slow ones, and each is required there. */
-static int s_fault_numbers(s_ctx_t *ctx, const s_fault_nodes_t *n, const yaml_node_t *map,
+static int s_fault_numbers(fb_yaml_t *ctx, const s_fault_nodes_t *n, const yaml_node_t *map,
                            const char *path, fb_fault_t *f)
 {
     f->q = f->kind == FB_FAULT_HARD ? 1.0 : 0.0;
@@ -320,49 +255,50 @@ static int s_fault_numbers(s_ctx_t *ctx, const s_fault_nodes_t *n, const yaml_no
     int rc = 0;
     if (n->q && f->kind != FB_FAULT_INTERMITTENT) {
         p = xasprintf("%s.q", path);
-        rc = s_fail(ctx, s_line(n->q), p,
-                    "does not apply to kind %s; expected q only with kind "
-                    "intermittent",
-                    kind);
+        rc = fb_yaml_fail(ctx, fb_yaml_line(n->q), p,
+                          "does not apply to kind %s; expected q only with kind "
+                          "intermittent",
+                          kind);
     } else if (n->factor && f->kind != FB_FAULT_SLOW) {
         p = xasprintf("%s.factor", path);
-        rc = s_fail(ctx, s_line(n->factor), p,
-                    "does not apply to kind %s; expected factor only "
-                    "with kind slow",
-                    kind);
+        rc = fb_yaml_fail(ctx, fb_yaml_line(n->factor), p,
+                          "does not apply to kind %s; expected factor only "
+                          "with kind slow",
+                          kind);
     } else if (f->kind == FB_FAULT_INTERMITTENT) {
         p = xasprintf("%s.q", path);
         rc = n->q ? s_probability(ctx, n->q, p, false, true, &f->q)
-                  : s_fail(ctx, s_line(map), p,
-                           "missing; expected q (the probability that the "
-                           "fault shows in a test) with kind intermittent");
+                  : fb_yaml_fail(ctx, fb_yaml_line(map), p,
+                                 "missing; expected q (the probability that the "
+                                 "fault shows in a test) with kind intermittent");
     } else if (f->kind == FB_FAULT_SLOW) {
         p = xasprintf("%s.factor", path);
         rc = n->factor ? s_probability(ctx, n->factor, p, false, false, &f->factor)
-                       : s_fail(ctx, s_line(map), p,
-                                "missing; expected factor (the bandwidth "
-                                "multiplier, e.g. 0.6) with kind slow");
+                       : fb_yaml_fail(ctx, fb_yaml_line(map), p,
+                                      "missing; expected factor (the bandwidth "
+                                      "multiplier, e.g. 0.6) with kind slow");
     }
     free(p);
     return rc;
 }
 
-static int s_fault(s_ctx_t *ctx, const yaml_node_t *map, const char *path, fb_fault_t *f)
+static int s_fault(fb_yaml_t *ctx, const yaml_node_t *map, const char *path, fb_fault_t *f)
 {
     if (map->type != YAML_MAPPING_NODE)
-        return s_fail(ctx, s_line(map), path,
-                      "is %s; expected a mapping such as {node: NAME, "
-                      "kind: hard}",
-                      s_kind_of(map));
-    f->line = s_line(map);
+        return fb_yaml_fail(ctx, fb_yaml_line(map), path,
+                            "is %s; expected a mapping such as {node: NAME, "
+                            "kind: hard}",
+                            fb_yaml_kind(map));
+    f->line = fb_yaml_line(map);
     s_fault_nodes_t n = {0};
     if (s_fault_keys(ctx, map, path, &n))
         return -EINVAL;
     if (!n.site)
-        return s_fail(ctx, s_line(map), path, "no part; expected one of node, nic, link");
+        return fb_yaml_fail(ctx, fb_yaml_line(map), path,
+                            "no part; expected one of node, nic, link");
     if (!n.kind) {
         char *p = xasprintf("%s.kind", path);
-        s_fail(ctx, s_line(map), p, "missing; expected hard, intermittent or slow");
+        fb_yaml_fail(ctx, fb_yaml_line(map), p, "missing; expected hard, intermittent or slow");
         free(p);
         return -EINVAL;
     }
@@ -371,13 +307,13 @@ static int s_fault(s_ctx_t *ctx, const yaml_node_t *map, const char *path, fb_fa
     return s_fault_numbers(ctx, &n, map, path, f);
 }
 
-static int s_faults(s_ctx_t *ctx, const yaml_node_t *seq, fb_faultmodel_t *m)
+static int s_faults(fb_yaml_t *ctx, const yaml_node_t *seq, fb_faultmodel_t *m)
 {
-    if (s_is_null(seq))
+    if (fb_yaml_is_null(seq))
         return 0;
     if (seq->type != YAML_SEQUENCE_NODE)
-        return s_fail(ctx, s_line(seq), "faults", "is %s; expected a list of faults",
-                      s_kind_of(seq));
+        return fb_yaml_fail(ctx, fb_yaml_line(seq), "faults", "is %s; expected a list of faults",
+                            fb_yaml_kind(seq));
     size_t n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
     m->faults = xcalloc(n ? n : 1, sizeof *m->faults);
     for (size_t i = 0; i < n; i++) {
@@ -393,11 +329,12 @@ static int s_faults(s_ctx_t *ctx, const yaml_node_t *seq, fb_faultmodel_t *m)
 
 /* ---- the file ------------------------------------------------------------------------------ */
 
-static int s_top(s_ctx_t *ctx, const yaml_node_t *root, fb_faultmodel_t *m)
+static int s_top(fb_yaml_t *ctx, const yaml_node_t *root, fb_faultmodel_t *m)
 {
     if (root->type != YAML_MAPPING_NODE)
-        return s_fail(ctx, s_line(root), "(top level)", "is %s; expected a mapping with keys %s",
-                      s_kind_of(root), S_TOP_KEYS);
+        return fb_yaml_fail(ctx, fb_yaml_line(root), "(top level)",
+                            "is %s; expected a mapping with keys %s", fb_yaml_kind(root),
+                            S_TOP_KEYS);
     bool seen[4] = {false, false, false, false};
     static const char *const keys[] = {"seed", "false_fail_rate", "rails", "faults"};
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
@@ -410,10 +347,11 @@ static int s_top(s_ctx_t *ctx, const yaml_node_t *root, fb_faultmodel_t *m)
             which++;
         char shown[64];
         if (which == 4)
-            return s_fail(ctx, s_line(k), "(top level)", "unknown key '%s'; expected one of %s",
-                          s_show(key, shown, sizeof shown), S_TOP_KEYS);
+            return fb_yaml_fail(ctx, fb_yaml_line(k), "(top level)",
+                                "unknown key '%s'; expected one of %s",
+                                s_show(key, shown, sizeof shown), S_TOP_KEYS);
         if (seen[which])
-            return s_fail(ctx, s_line(k), key, "given twice; expected it once");
+            return fb_yaml_fail(ctx, fb_yaml_line(k), key, "given twice; expected it once");
         seen[which] = true;
         uint64_t u = 0;
         int rc = 0;
@@ -437,15 +375,6 @@ static int s_top(s_ctx_t *ctx, const yaml_node_t *root, fb_faultmodel_t *m)
     return 0;
 }
 
-static int s_yaml_error(s_ctx_t *ctx, const yaml_parser_t *parser)
-{
-    const char *problem = parser->problem ? parser->problem : "unreadable YAML";
-    return s_fail(ctx, (int)parser->problem_mark.line + 1, "YAML syntax error",
-                  "%s at column %d; expected valid YAML (check indentation, quoting and ': ' "
-                  "after keys)",
-                  problem, (int)parser->problem_mark.column + 1);
-}
-
 static fb_faultmodel_t *s_model_new(const char *source)
 {
     fb_faultmodel_t *m = xcalloc(1, sizeof *m);
@@ -461,30 +390,19 @@ int fb_faultmodel_parse(const char *text, size_t len, const char *source, fb_fau
     *out = NULL;
     if (error_out)
         *error_out = NULL;
-    s_ctx_t ctx = {source ? source : "<faults>", NULL, NULL};
-    yaml_parser_t parser;
+    fb_yaml_t ctx = {source ? source : "<faults>", text ? text : "", text ? len : 0, NULL, NULL, 0};
     yaml_document_t doc;
-    if (!yaml_parser_initialize(&parser)) {
-        fprintf(stderr, "fleetburn: out of memory parsing YAML\n");
-        abort();
-    }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)(text ? text : ""),
-                                 text ? len : 0);
     fb_faultmodel_t *m = s_model_new(ctx.source);
-    int rc;
-    if (!yaml_parser_load(&parser, &doc)) {
-        rc = s_yaml_error(&ctx, &parser);
-    } else {
-        ctx.doc = &doc;
+    int rc = fb_yaml_load(&ctx, &doc, FB_FAULTMODEL_MAX_BYTES, "fault file");
+    if (rc == 0) {
         yaml_node_t *root = yaml_document_get_root_node(&doc);
-        if (!root || s_is_null(root))
-            rc = s_fail(&ctx, s_line(root), "(top level)",
-                        "empty fault file; expected a mapping with keys %s", S_TOP_KEYS);
+        if (!root || fb_yaml_is_null(root))
+            rc = fb_yaml_fail(&ctx, fb_yaml_line(root), "(top level)",
+                              "empty fault file; expected a mapping with keys %s", S_TOP_KEYS);
         else
             rc = s_top(&ctx, root, m);
         yaml_document_delete(&doc);
     }
-    yaml_parser_delete(&parser);
     if (rc) {
         fb_faultmodel_destroy(&m);
         if (error_out)
@@ -495,50 +413,6 @@ int fb_faultmodel_parse(const char *text, size_t len, const char *source, fb_fau
     }
     *out = m;
     return 0;
-}
-
-int fb_faultmodel_load(const char *path, fb_faultmodel_t **out, char **error_out)
-{
-    *out = NULL;
-    if (error_out)
-        *error_out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        if (error_out)
-            *error_out = xasprintf("%s: cannot read: %s", path, strerror(e));
-        return -e;
-    }
-    size_t cap = 4096, len = 0;
-    char *buf = xmalloc(cap);
-    int rc = 0;
-    for (;;) {
-        if (len == cap) {
-            if (cap >= S_MAX_BYTES) {
-                rc = -EFBIG;
-                break;
-            }
-            cap *= 2;
-            buf = xrealloc(buf, cap);
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    if (!rc && ferror(f))
-        rc = -EIO;
-    fclose(f);
-    if (rc) {
-        if (error_out)
-            *error_out = xasprintf("%s: cannot read: %s", path,
-                                   rc == -EFBIG ? "larger than 16 MiB" : strerror(-rc));
-        free(buf);
-        return rc;
-    }
-    rc = fb_faultmodel_parse(buf, len, path, out, error_out);
-    free(buf);
-    return rc;
 }
 
 void fb_faultmodel_destroy(fb_faultmodel_t **self_p)
@@ -585,30 +459,30 @@ static bool s_is_link(const fb_faultmodel_t *self, const char *x, const char *y)
     return li && s_leaf_has_spine(self, li, y);
 }
 
-static int s_check_fault(const fb_faultmodel_t *self, s_ctx_t *ctx, size_t i)
+static int s_check_fault(const fb_faultmodel_t *self, fb_yaml_t *ctx, size_t i)
 {
     const fb_fault_t *f = &self->faults[i];
     char path[48];
     snprintf(path, sizeof path, "faults[%zu].%s", i, fb_fault_site_name(f->site));
     if (f->site != FB_FAULT_AT_LINK) {
         if (!fb_topology_leaf_of(self->topo, f->a))
-            return s_fail(ctx, f->line, path,
-                          "%s is not a node of the fleet; expected a node of "
-                          "the topology",
-                          f->a);
+            return fb_yaml_fail(ctx, f->line, path,
+                                "%s is not a node of the fleet; expected a node of "
+                                "the topology",
+                                f->a);
         if (f->site == FB_FAULT_AT_NIC && f->rail >= self->rails)
-            return s_fail(ctx, f->line, path,
-                          "rail %u of %s does not exist; expected a rail "
-                          "from 0 to %u (rails: %u)",
-                          f->rail, f->a, self->rails - 1, self->rails);
+            return fb_yaml_fail(ctx, f->line, path,
+                                "rail %u of %s does not exist; expected a rail "
+                                "from 0 to %u (rails: %u)",
+                                f->rail, f->a, self->rails - 1, self->rails);
         return 0;
     }
     if (s_is_link(self, f->a, f->b) || s_is_link(self, f->b, f->a))
         return 0;
-    return s_fail(ctx, f->line, path,
-                  "%s is not a link of the topology; expected NODE<->LEAF "
-                  "(a node and its leaf) or LEAF<->SPINE (a leaf and one of its spines)",
-                  f->part);
+    return fb_yaml_fail(ctx, f->line, path,
+                        "%s is not a link of the topology; expected NODE<->LEAF "
+                        "(a node and its leaf) or LEAF<->SPINE (a leaf and one of its spines)",
+                        f->part);
 }
 
 int fb_faultmodel_bind(fb_faultmodel_t *self, const fb_topology_t *topo, char **error_out)
@@ -620,7 +494,7 @@ int fb_faultmodel_bind(fb_faultmodel_t *self, const fb_topology_t *topo, char **
     self->leaf_index = strmap_new();
     for (size_t i = 0; i < fb_topology_n_leaves(topo); i++)
         strmap_put(self->leaf_index, fb_topology_leaf_name(topo, i), (void *)(uintptr_t)(i + 1));
-    s_ctx_t ctx = {self->source, NULL, NULL};
+    fb_yaml_t ctx = {self->source, "", 0, NULL, NULL, 0};
     for (size_t i = 0; i < self->n_faults; i++) {
         if (s_check_fault(self, &ctx, i)) {
             self->topo = NULL;

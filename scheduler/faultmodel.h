@@ -34,8 +34,8 @@
  * bandwidth of every flow through it (and a slow node its node-local throughput) by its factor;
  * a flow through several slow parts gets the smallest factor.
  *
- * Pure logic: fb_faultmodel_load() is the only function that reads a file. A model borrows the
- * topology it is bound to, which must outlive it. */
+ * Pure logic: the parser takes text; whoever names the file reads it (common/fileload.h). A
+ * model borrows the topology it is bound to, which must outlive it. */
 #ifndef FB_FAULTMODEL_H
 #define FB_FAULTMODEL_H
 
@@ -63,12 +63,13 @@ typedef struct {
 typedef struct fb_faultmodel fb_faultmodel_t;
 
 /* Parses a fault file (text[0..len), need not be NUL-terminated; source names it in messages,
- * NULL: "<faults>"). 0 with *out, or -EINVAL with *out = NULL and a one-line heap message in
+ * NULL: "<faults>"), under common/yamldoc.h's limits (FB_FAULTMODEL_MAX_BYTES, nesting depth,
+ * alias expansion). 0 with *out, or -EINVAL with *out = NULL and a one-line heap message in
  * *error_out when error_out is not NULL. */
 int fb_faultmodel_parse(const char *text, size_t len, const char *source, fb_faultmodel_t **out,
                         char **error_out);
-/* Reads and parses path; -errno from reading with "PATH: cannot read: ..." as the message. */
-int fb_faultmodel_load(const char *path, fb_faultmodel_t **out, char **error_out);
+/* Largest fault file text fb_faultmodel_parse takes. */
+#define FB_FAULTMODEL_MAX_BYTES (16u << 20)
 /* NULL-safe; nulls the pointer. */
 void fb_faultmodel_destroy(fb_faultmodel_t **self_p);
 

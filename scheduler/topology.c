@@ -3,7 +3,9 @@
  * pairing and link diagnosis: parsers for fleetburn's topology text format and for
  * `ibnetdiscover` output, the links a pair's traffic crosses, cross-leaf pair rounds that load
  * every leaf-spine uplink, and the scoring that turns slow pairs into a suspect leaf, uplink or
- * node link. Everything but fb_topology_load() is pure logic over text and memory. */
+ * node link. Pure logic over text and memory: whoever has the text read it (fileload.h). Error
+ * messages quote at most the offending token of the text, never a whole line: a topology may
+ * come from anywhere the submitter could read, and its errors travel back over the network. */
 #include "topology.h"
 
 #include "common/hostlist.h"
@@ -220,6 +222,30 @@ static bool s_valid_name(const char *s)
     return true;
 }
 
+/* The characters hostlist notation is written with, and blanks between members. */
+#define S_MEMBER_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-,[] \t"
+
+/* The first blank-separated word of s, printable and shortened (fb_show_value), into buf. */
+static const char *s_show_word(const char *s, char *buf, size_t len)
+{
+    size_t n = strcspn(s, " \t");
+    char *word = xstrndup(s, n);
+    fb_show_value(word, buf, len);
+    free(word);
+    return buf;
+}
+
+/* One character for a message: 'x', or the byte as 0xHH when not printable. */
+static const char *s_show_char(char c, char *buf, size_t len)
+{
+    unsigned char u = (unsigned char)c;
+    if (u > 0x20 && u < 0x7f && u != '\'')
+        snprintf(buf, len, "'%c'", c);
+    else
+        snprintf(buf, len, "0x%02x", u);
+    return buf;
+}
+
 /* --- text format ------------------------------------------------------------------------- */
 
 typedef struct {
@@ -239,12 +265,11 @@ static void s_records_free(s_record_t *recs, size_t n)
     free(recs);
 }
 
-static size_t s_record_find(const s_record_t *recs, size_t n, const char *name)
+/* Index + 1 of the record or entity called name in an index (strmap of index + 1), or 0.
+ * Lookups by name go through maps so that parsing stays linear in the size of the text. */
+static size_t s_find(const strmap_t *index, const char *name)
 {
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(recs[i].name, name) == 0)
-            return i + 1;
-    return 0;
+    return (size_t)(uintptr_t)strmap_get(index, name);
 }
 
 int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t errlen)
@@ -255,11 +280,12 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
         return s_fail(err, errlen, "no topology text");
     s_record_t *recs = NULL;
     size_t n = 0;
+    strmap_t *index = strmap_new(); /* record name -> index + 1 */
     int rc = 0;
     unsigned lineno = 0;
     const char *cursor = text;
     char *line;
-    char sbuf[64];
+    char sbuf[64], cbuf[16];
     while (rc == 0 && (line = s_next_line(&cursor)) != NULL) {
         lineno++;
         char *hash = strchr(line, '#');
@@ -269,8 +295,8 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
         if (*s) {
             char *colon = strchr(s, ':');
             if (!colon) {
-                rc = s_fail(err, errlen, "line %u: expected 'switch: members', got '%s'", lineno,
-                            fb_show_value(s, sbuf, sizeof sbuf));
+                rc = s_fail(err, errlen, "line %u: no ':' after '%s'; expected 'switch: members'",
+                            lineno, s_show_word(s, sbuf, sizeof sbuf));
             } else {
                 *colon = '\0';
                 char *name = s_trim(s);
@@ -281,11 +307,18 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
                 if (!s_valid_name(name))
                     rc = s_fail(err, errlen, "line %u: bad switch name '%s'", lineno,
                                 fb_show_value(name, sbuf, sizeof sbuf));
-                else if (s_record_find(recs, n, name))
+                else if (s_find(index, name))
                     rc = s_fail(err, errlen, "line %u: switch %s is already defined on line %u",
-                                lineno, name, recs[s_record_find(recs, n, name) - 1].line);
+                                lineno, name, recs[s_find(index, name) - 1].line);
                 else if (!*rhs)
                     rc = s_fail(err, errlen, "line %u: switch %s lists no members", lineno, name);
+                else if (rhs[strspn(rhs, S_MEMBER_CHARS)])
+                    rc = s_fail(err, errlen,
+                                "line %u: %s: a member holds the character %s; expected node "
+                                "names in hostlist notation (letters, digits, '.', '_', '-', "
+                                "',', '[', ']')",
+                                lineno, name,
+                                s_show_char(rhs[strspn(rhs, S_MEMBER_CHARS)], cbuf, sizeof cbuf));
                 else if (hostlist_expand(rhs, &members, &n_members, herr, sizeof herr) < 0)
                     rc = s_fail(err, errlen, "line %u: %s: %s", lineno, name, herr);
                 if (rc == 0) {
@@ -294,6 +327,7 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
                                              .name = xstrdup(name),
                                              .members = members,
                                              .n_members = n_members};
+                    strmap_put(index, name, (void *)(uintptr_t)n);
                 }
             }
         }
@@ -304,7 +338,7 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
         size_t sw = 0;
         const char *node = NULL, *swname = NULL;
         for (size_t j = 0; j < recs[i].n_members; j++) {
-            if (s_record_find(recs, n, recs[i].members[j])) {
+            if (s_find(index, recs[i].members[j])) {
                 sw++;
                 swname = recs[i].members[j];
             } else if (!node) {
@@ -319,10 +353,12 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
         recs[i].spine = sw > 0;
     }
     fb_topology_t *self = rc == 0 ? s_topology_new() : NULL;
+    strmap_t *leaf_index = strmap_new(); /* leaf name -> index + 1 */
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (recs[i].spine)
             continue;
         size_t leaf = s_add_leaf(self, recs[i].name);
+        strmap_put(leaf_index, recs[i].name, (void *)(uintptr_t)(leaf + 1));
         for (size_t j = 0; rc == 0 && j < recs[i].n_members; j++) {
             size_t other = s_add_node(self, leaf, recs[i].members[j]);
             if (other)
@@ -335,7 +371,7 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
             continue;
         size_t spine = s_add_spine(self, recs[i].name);
         for (size_t j = 0; rc == 0 && j < recs[i].n_members; j++) {
-            size_t k = s_record_find(recs, n, recs[i].members[j]) - 1;
+            size_t k = s_find(index, recs[i].members[j]) - 1;
             if (recs[k].spine) {
                 rc = s_fail(err, errlen,
                             "line %u: spine %s lists spine %s (only leaves and spines, two "
@@ -343,12 +379,14 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
                             recs[i].line, recs[i].name, recs[k].name);
                 break;
             }
-            for (size_t l = 0; l < self->n_leaves; l++)
-                if (strcmp(self->leaves[l].name, recs[k].name) == 0)
-                    s_link(self, l, spine);
+            size_t l = s_find(leaf_index, recs[k].name);
+            if (l)
+                s_link(self, l - 1, spine);
         }
     }
     s_records_free(recs, n);
+    strmap_destroy(&index);
+    strmap_destroy(&leaf_index);
     if (rc == 0 && self->n_leaves == 0)
         rc = s_fail(err, errlen, "no leaf switches with nodes in the topology");
     if (rc < 0) {
@@ -429,14 +467,6 @@ static char *s_ca_host(const char *desc)
     return len ? xstrndup(desc, len) : NULL;
 }
 
-static size_t s_ent_find(const s_ent_t *ents, size_t n, const char *guid)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(ents[i].guid, guid) == 0)
-            return i + 1;
-    return 0;
-}
-
 static bool s_starts(const char *s, const char *word)
 {
     size_t len = strlen(word);
@@ -451,6 +481,7 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
         return s_fail(err, errlen, "no ibnetdiscover text");
     s_ent_t *ents = NULL;
     size_t n_ents = 0;
+    strmap_t *ent_index = strmap_new(); /* GUID -> index + 1 */
     s_iblink_t *links = NULL;
     size_t n_links = 0;
     int rc = 0;
@@ -459,7 +490,6 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
     bool in_other = false; /* inside an Rt (router) block: its links are skipped */
     const char *cursor = text;
     char *line;
-    char sbuf[64];
     while (rc == 0 && (line = s_next_line(&cursor)) != NULL) {
         lineno++;
         char *s = s_trim(line);
@@ -472,16 +502,19 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
                 p++;
             char *guid = s_quoted(&p);
             if (!guid) {
-                rc = s_fail(err, errlen, "line %u: %s line without a quoted GUID: '%s'", lineno,
-                            sw ? "Switch" : "Ca", fb_show_value(s, sbuf, sizeof sbuf));
-            } else if (s_ent_find(ents, n_ents, guid)) {
-                rc = s_fail(err, errlen, "line %u: %s is described twice", lineno, guid);
+                rc = s_fail(err, errlen, "line %u: %s line without a quoted GUID", lineno,
+                            sw ? "Switch" : "Ca");
+            } else if (s_find(ent_index, guid)) {
+                char gbuf[64];
+                rc = s_fail(err, errlen, "line %u: %s is described twice", lineno,
+                            fb_show_value(guid, gbuf, sizeof gbuf));
                 free(guid);
             } else {
                 ents = xrealloc(ents, (n_ents + 1) * sizeof *ents);
                 ents[n_ents] = (s_ent_t){
                     .guid = guid, .desc = s_comment_desc(p), .is_switch = sw, .line = lineno};
                 cur = n_ents++;
+                strmap_put(ent_index, guid, (void *)(uintptr_t)n_ents);
                 in_other = false;
             }
         } else if (s_starts(s, "Rt")) {
@@ -503,8 +536,8 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
                 }
                 char *peer = p ? s_quoted(&p) : NULL;
                 if (!peer) {
-                    rc = s_fail(err, errlen, "line %u: port line without a quoted peer GUID: '%s'",
-                                lineno, fb_show_value(s, sbuf, sizeof sbuf));
+                    rc = s_fail(err, errlen, "line %u: port line without a quoted peer GUID",
+                                lineno);
                 } else {
                     links = xrealloc(links, (n_links + 1) * sizeof *links);
                     links[n_links++] = (s_iblink_t){
@@ -521,7 +554,7 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
     /* Classify switches: one with a link to a CA is a leaf. */
     for (size_t i = 0; rc == 0 && i < n_links; i++) {
         s_ent_t *from = &ents[links[i].from];
-        size_t k = s_ent_find(ents, n_ents, links[i].peer);
+        size_t k = s_find(ent_index, links[i].peer);
         bool peer_ca = k ? !ents[k - 1].is_switch : links[i].peer[0] == 'H';
         if (from->is_switch && peer_ca)
             from->has_ca = true;
@@ -547,9 +580,10 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
     }
     strmap_destroy(&names);
     /* Nodes on leaves, and leaf-spine links, in file order. */
+    char gbuf[64];
     for (size_t i = 0; rc == 0 && i < n_links; i++) {
         const s_ent_t *from = &ents[links[i].from];
-        size_t k = s_ent_find(ents, n_ents, links[i].peer);
+        size_t k = s_find(ent_index, links[i].peer);
         const s_ent_t *peer = k ? &ents[k - 1] : NULL;
         if (from->is_switch && from->has_ca &&
             (peer ? !peer->is_switch : links[i].peer[0] == 'H')) {
@@ -557,7 +591,7 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
             char *host = desc ? s_ca_host(desc) : NULL;
             if (!host)
                 rc = s_fail(err, errlen, "line %u: no node description for CA %s", links[i].line,
-                            links[i].peer);
+                            fb_show_value(links[i].peer, gbuf, sizeof gbuf));
             else
                 s_add_node(self, from->idx, host); /* a second HCA on another leaf: first wins */
             free(host);
@@ -572,6 +606,7 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
         free(ents[i].desc);
     }
     free(ents);
+    strmap_destroy(&ent_index);
     for (size_t i = 0; i < n_links; i++) {
         free(links[i].peer);
         free(links[i].peer_desc);
@@ -587,53 +622,18 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
     return 0;
 }
 
-int fb_topology_load(const char *path, fb_topology_t **out, char *err, size_t errlen)
+int fb_topology_parse_any(const char *text, fb_topology_t **out, char *err, size_t errlen)
 {
     assert(out);
     *out = NULL;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        int e = errno;
-        if (err && errlen)
-            snprintf(err, errlen, "%s: %s", path, strerror(e));
-        return -e;
-    }
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    char buf[8192];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
-        if (len + got + 1 > cap) {
-            cap = (len + got + 1) * 2;
-            text = xrealloc(text, cap);
-        }
-        memcpy(text + len, buf, got);
-        len += got;
-    }
-    int rerr = ferror(f) ? EIO : 0;
-    fclose(f);
-    if (rerr) {
-        free(text);
-        if (err && errlen)
-            snprintf(err, errlen, "%s: %s", path, strerror(rerr));
-        return -rerr;
-    }
-    if (!text)
-        text = xstrdup("");
-    text[len] = '\0';
     bool ib = false;
     for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
         if (s_starts(p, "Switch") || s_starts(p, "Ca")) {
             ib = true;
             break;
         }
-    char perr[256] = "";
-    int rc = ib ? fb_topology_parse_ibnetdiscover(text, out, perr, sizeof perr)
-                : fb_topology_parse(text, out, perr, sizeof perr);
-    if (rc < 0 && err && errlen)
-        snprintf(err, errlen, "%s: %s", path, perr);
-    free(text);
-    return rc;
+    return ib ? fb_topology_parse_ibnetdiscover(text, out, err, errlen)
+              : fb_topology_parse(text, out, err, errlen);
 }
 
 /* --- paths ------------------------------------------------------------------------------- */

@@ -22,8 +22,9 @@
  * HCA in the file (rail-optimised fabrics are not modelled per HCA yet).
  *
  * Ownership: a topology owns its names; every returned const char * is borrowed from it and
- * lives as long as it does. Pure logic: the parsers take text; fb_topology_load() is the only
- * function that reads a file. */
+ * lives as long as it does. Pure logic: the parsers take text and never open a file. Their
+ * messages name the line and quote at most the offending token (a switch name, a word, one
+ * character), never a whole line of the text. */
 #ifndef FB_TOPOLOGY_H
 #define FB_TOPOLOGY_H
 
@@ -41,9 +42,9 @@ typedef struct fb_topology fb_topology_t;
 int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t errlen);
 int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char *err,
                                     size_t errlen);
-/* Reads path and parses it: ibnetdiscover output when it has a "Switch" or "Ca" block header,
- * the text format otherwise. Negative errno from reading the file, with the path in err. */
-int fb_topology_load(const char *path, fb_topology_t **out, char *err, size_t errlen);
+/* Parses either format: ibnetdiscover output when text has a "Switch" or "Ca" block header,
+ * the text format otherwise. */
+int fb_topology_parse_any(const char *text, fb_topology_t **out, char *err, size_t errlen);
 void fb_topology_destroy(fb_topology_t **self_p);
 
 size_t fb_topology_n_leaves(const fb_topology_t *self);

@@ -75,8 +75,15 @@ static const fb_param_spec_t s_gpuburn_params[] = {
      "repeats identically) to prove verification"},
 };
 static const char *const s_gpumem_patterns[] = {
-    "walking_ones", "walking_zeros", "own_address", "moving_inversions_8", "moving_inversions_32",
-    "moving_inversions_random", "modulo20", "bit_fade", NULL,
+    "walking_ones",
+    "walking_zeros",
+    "own_address",
+    "moving_inversions_8",
+    "moving_inversions_32",
+    "moving_inversions_random",
+    "modulo20",
+    "bit_fade",
+    NULL,
 };
 static const fb_param_spec_t s_gpumemtest_params[] = {
     {"mem_fraction", FB_PARAM_DOUBLE, "0.92", NULL, 0, 0, false,
@@ -123,11 +130,6 @@ static const fb_param_spec_t s_allreduce_params[] = {
      "host path (nodes without GPUs): MPI ranks per node; GPU nodes run one rank per GPU"},
     {"min_busbw_gbs", FB_PARAM_DOUBLE, NULL, NULL, 0, 0, false,
      "fail when busbw at the largest size is below this (GB/s)"},
-    {"mpirun", FB_PARAM_STRING, "mpirun", NULL, 0, 0, false, "mpirun to use (path or name)"},
-    {"mpirun_args", FB_PARAM_STRING, "", NULL, 0, 0, false,
-     "extra mpirun arguments, split on spaces (e.g. --mca btl tcp,self)"},
-    {"rsh_agent", FB_PARAM_STRING, NULL, NULL, 0, 0, false,
-     "remote shell mpirun starts ranks with (plm_rsh_agent; default ssh)"},
     {"inject_corrupt", FB_PARAM_BOOL, NULL, NULL, 0, 0, true,
      "test-only: rank 0 corrupts one element of its result to prove the check"},
 };
@@ -155,8 +157,7 @@ static const fb_param_spec_t s_netbw_params[] = {
     {"streams", FB_PARAM_UINT, "4", NULL, 1, 256, false, "parallel TCP streams per direction"},
     {"lat_iters", FB_PARAM_UINT, "2000", NULL, 0, 10000000, false,
      "TCP ping-pongs for latency percentiles (0: none)"},
-    {"min_gbps", FB_PARAM_DOUBLE, NULL, NULL, 0, 0, false,
-     "fail a direction below this many Gb/s"},
+    {"min_gbps", FB_PARAM_DOUBLE, NULL, NULL, 0, 0, false, "fail a direction below this many Gb/s"},
     {"inject_corrupt", FB_PARAM_UINT, NULL, NULL, 0, 1000000, true,
      "test-only: flip one bit in this many 4 KiB blocks of each direction, to prove detection"},
     {"inject_rate_mbit", FB_PARAM_UINT, NULL, NULL, 1, 100000000, true,
@@ -187,13 +188,33 @@ static const fb_workload_spec_t s_workloads[] = {
                 s_p2p_params),
     FB_WORKLOAD("health", "passive pre-stress sweep of links, counters, logs and versions",
                 s_health_params),
-    FB_WORKLOAD("allreduce", "all-reduce bandwidth sweep (NCCL/RCCL or host MPI), every result "
-                "checked", s_allreduce_params),
+    FB_WORKLOAD("allreduce",
+                "all-reduce bandwidth sweep (NCCL/RCCL or host MPI), every result "
+                "checked",
+                s_allreduce_params),
     FB_WORKLOAD("rdmabw", "RDMA RC bandwidth and latency between HCAs (verbs), port counters",
                 s_rdmabw_params),
     FB_WORKLOAD("netbw", "TCP bandwidth (several streams, both directions) and latency",
                 s_netbw_params),
 };
+
+/* Former parameters that became site settings of the agent (docs/security.md, "Site
+ * settings"): a campaign names what to run, never which program runs it or how. */
+static const struct {
+    const char *workload, *key, *what;
+} s_site_settings[] = {
+    {"allreduce", "mpirun", "the mpirun program"},
+    {"allreduce", "mpirun_args", "the argument list of mpirun"},
+    {"allreduce", "rsh_agent", "the remote shell mpirun starts its daemons with"},
+};
+
+const char *fb_workload_site_setting(const fb_workload_spec_t *w, const char *key)
+{
+    for (size_t i = 0; w && key && i < FB_ARRAY_LEN(s_site_settings); i++)
+        if (!strcmp(s_site_settings[i].workload, w->name) && !strcmp(s_site_settings[i].key, key))
+            return s_site_settings[i].what;
+    return NULL;
+}
 
 const fb_workload_spec_t *fb_workload_find(const char *name)
 {
@@ -235,7 +256,6 @@ static void s_put(char *buf, size_t len, const char *fmt, ...)
     vsnprintf(buf, len, fmt, ap);
     va_end(ap);
 }
-
 
 static const char *s_join(const char *const *items, const char *sep, char *buf, size_t len)
 {
@@ -377,7 +397,8 @@ int fb_param_check(const fb_param_spec_t *p, const char *value, char *problem, s
         s_put(expected, expectedlen, "expected one of %s",
               s_join(p->choices, ", ", list, sizeof list));
         if (!bad && !s_choice(p->choices, value, strlen(value))) {
-            s_put(problem, problemlen, "unknown value '%s'", fb_show_value(value, shown, sizeof shown));
+            s_put(problem, problemlen, "unknown value '%s'",
+                  fb_show_value(value, shown, sizeof shown));
             bad = 3;
         }
         break;
@@ -424,7 +445,8 @@ int fb_param_check(const fb_param_spec_t *p, const char *value, char *problem, s
         s_put(problem, problemlen, "'%s' is not %s", fb_show_value(value, shown, sizeof shown),
               fb_param_type_noun(p->type));
     else if (bad == 2)
-        s_put(problem, problemlen, "'%s' is out of range", fb_show_value(value, shown, sizeof shown));
+        s_put(problem, problemlen, "'%s' is out of range",
+              fb_show_value(value, shown, sizeof shown));
     return bad ? -EINVAL : 0;
 }
 

@@ -51,6 +51,11 @@ const fb_workload_spec_t *fb_workload_at(size_t i);
 /* The parameter called key of workload w, or NULL (borrowed, static). */
 const fb_param_spec_t *fb_workload_param(const fb_workload_spec_t *w, const char *key);
 
+/* A key that was a parameter of w and is now a site setting of the agent's configuration
+ * (fleetburn-agent --config, docs/security.md): what it sets, e.g. "the mpirun program"; NULL for
+ * any other key. The campaign parser refuses such a key with a message saying where it went. */
+const char *fb_workload_site_setting(const fb_workload_spec_t *w, const char *key);
+
 /* Validates one value; on error returns -EINVAL and writes "expected ..." text into err, e.g.
  * "expected an integer from 1 to 1000000". Lists (ENUM_LIST) are comma-separated; whitespace
  * around items is allowed. NULL value is an error. err may be NULL when errlen is 0. */

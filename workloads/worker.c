@@ -23,6 +23,8 @@ struct worker_ctx {
     char *node;
     char **keys, **values;
     size_t n_params;
+    char **site_keys, **site_values; /* site settings (worker_site) */
+    size_t n_site;
     bool allow_fault_injection;
     bool emit; /* write progress/log lines to stdout */
     fb_result_t *result;
@@ -99,6 +101,7 @@ void worker_ctx_destroy(worker_ctx_t **self_p)
     }
     free(self->keys);
     free(self->values);
+    worker_ctx_set_site(self, NULL, 0);
     free(self->task_id);
     free(self->node);
     fb_result_destroy(&self->result);
@@ -122,6 +125,38 @@ const char *worker_param(const worker_ctx_t *ctx, const char *key)
     for (size_t i = 0; i < ctx->n_params; i++)
         if (!strcmp(ctx->keys[i], key))
             return ctx->values[i];
+    return NULL;
+}
+
+void worker_ctx_set_site(worker_ctx_t *ctx, const char *const *site, size_t n_site)
+{
+    for (size_t i = 0; i < ctx->n_site; i++) {
+        free(ctx->site_keys[i]);
+        free(ctx->site_values[i]);
+    }
+    free(ctx->site_keys);
+    free(ctx->site_values);
+    ctx->site_keys = ctx->site_values = NULL;
+    ctx->n_site = 0;
+    if (!n_site)
+        return;
+    ctx->site_keys = xcalloc(n_site, sizeof(char *));
+    ctx->site_values = xcalloc(n_site, sizeof(char *));
+    for (size_t i = 0; i < n_site; i++) {
+        const char *eq = strchr(site[i], '=');
+        if (!eq)
+            continue;
+        ctx->site_keys[ctx->n_site] = xstrndup(site[i], (size_t)(eq - site[i]));
+        ctx->site_values[ctx->n_site] = xstrdup(eq + 1);
+        ctx->n_site++;
+    }
+}
+
+const char *worker_site(const worker_ctx_t *ctx, const char *key)
+{
+    for (size_t i = 0; i < ctx->n_site; i++)
+        if (!strcmp(ctx->site_keys[i], key))
+            return ctx->site_values[i];
     return NULL;
 }
 

@@ -2,7 +2,8 @@
 /* The contract between a workload and the fleetburn-worker process that hosts it.
  *
  * The agent starts `fleetburn-worker --workload NAME --task-id ID --result FILE [--node NAME]
- * [--allow-fault-injection] key=value ...` in a new process group with its deadline. A workload is a
+ * [--allow-fault-injection] [--site KEY=VALUE ...] key=value ...` in a new process group with
+ * its deadline. A workload is a
  * function that reads its parameters from the context, reports progress and log lines (written to
  * stdout as lines the agent turns into TaskEvents), and fills the result: metrics, findings and a
  * verdict. worker_main writes the result to FILE (a TaskResult message, written to a temporary file
@@ -29,8 +30,15 @@ typedef struct {
     workload_fn run;
 } workload_entry_t;
 
-/* The parameter called key as given in the campaign, or NULL when absent (borrowed). */
+/* The parameter called key as given in the campaign, or NULL when absent (borrowed). Parameters
+ * come from the network: a workload never makes a program, a path or an environment variable
+ * of one (docs/security.md). */
 const char *worker_param(const worker_ctx_t *ctx, const char *key);
+/* The site setting called key, or NULL when the site does not set it (borrowed). Site settings
+ * come from the agent's local configuration (fleetburn-agent --config, docs/security.md "Site
+ * settings"), handed to the worker as --site KEY=VALUE: mpirun, mpirun_args, rsh_agent,
+ * mpirun_allow_run_as_root. They are what may choose a program a workload runs. */
+const char *worker_site(const worker_ctx_t *ctx, const char *key);
 /* True when the agent was started with --allow-fault-injection (test-only switch). */
 bool worker_fault_injection_allowed(const worker_ctx_t *ctx);
 const char *worker_task_id(const worker_ctx_t *ctx);
@@ -90,6 +98,9 @@ void worker_blobs_free(worker_blob_t **blobs_p, size_t n);
 worker_ctx_t *worker_ctx_new(const char *task_id, const char *node, const char *const *params,
                              size_t n_params, bool allow_fault_injection);
 void worker_ctx_destroy(worker_ctx_t **self_p);
+/* For tests and worker_main: sets the site settings ("KEY=VALUE" strings, copied; replaces
+ * earlier ones). */
+void worker_ctx_set_site(worker_ctx_t *ctx, const char *const *site, size_t n_site);
 /* For tests and worker_main: sets the group (copies; peers/addresses may be NULL for a group of
  * one, addresses may be NULL). */
 void worker_ctx_set_group(worker_ctx_t *ctx, unsigned rank, unsigned size,

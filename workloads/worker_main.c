@@ -2,7 +2,11 @@
 /* fleetburn-worker: hosts one workload run in its own process, started by the agent.
  *
  *   fleetburn-worker --workload NAME --task-id ID --result FILE [--node NAME]
- *                    [--allow-fault-injection] [key=value ...]
+ *                    [--allow-fault-injection] [--site KEY=VALUE ...] [key=value ...]
+ *
+ * --site passes a site setting from the agent's local configuration (mpirun, mpirun_args,
+ * rsh_agent, mpirun_allow_run_as_root; docs/security.md "Site settings"); key=value are the
+ * campaign's parameters, which come from the network.
  *
  * Progress and log lines go to stdout (worker.c); the result goes to FILE as a TaskResult message,
  * written to FILE.tmp and renamed so the agent never reads half a result. The worker dies with
@@ -113,7 +117,7 @@ static void s_usage(void)
 {
     fprintf(stderr, "usage: fleetburn-worker --workload NAME --task-id ID --result FILE "
                     "[--node NAME] [--rank R --size N --peers P0,... [--addresses A0,...]] "
-                    "[--allow-fault-injection] [key=value ...]\n");
+                    "[--allow-fault-injection] [--site KEY=VALUE ...] [key=value ...]\n");
 }
 
 int main(int argc, char **argv)
@@ -124,6 +128,8 @@ int main(int argc, char **argv)
     bool allow_injection = false;
     const char **params = xcalloc((size_t)argc, sizeof(char *));
     size_t n_params = 0;
+    const char **site = xcalloc((size_t)argc, sizeof(char *));
+    size_t n_site = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--workload") && i + 1 < argc)
@@ -144,18 +150,23 @@ int main(int argc, char **argv)
             addresses_arg = argv[++i];
         else if (!strcmp(a, "--allow-fault-injection"))
             allow_injection = true;
+        else if (!strcmp(a, "--site") && i + 1 < argc && strchr(argv[i + 1], '=') &&
+                 argv[i + 1][0] != '=')
+            site[n_site++] = argv[++i];
         else if (a[0] != '-' && strchr(a, '='))
             params[n_params++] = a;
         else {
             fprintf(stderr, "fleetburn-worker: unexpected argument '%s'\n", a);
             s_usage();
             free(params);
+            free(site);
             return 2;
         }
     }
     if (!workload || !result_path) {
         s_usage();
         free(params);
+        free(site);
         return 2;
     }
     char component[160];
@@ -164,6 +175,8 @@ int main(int argc, char **argv)
 
     worker_ctx_t *ctx = worker_ctx_new(task_id, node, params, n_params, allow_injection);
     worker_ctx_set_emit(ctx, true);
+    worker_ctx_set_site(ctx, site, n_site);
+    free(site);
     if (s_set_group(ctx, rank_arg, size_arg, peers_arg, addresses_arg)) {
         worker_ctx_destroy(&ctx);
         free(params);

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # allreduce on the host path across three "hosts" (network namespaces on one bridge, netns.sh),
 # through OpenMPI's mpirun with an rsh agent that enters the namespaces (netns-rsh.sh), the way
-# operators run it over ssh:
+# operators run it over ssh. The rsh agent, mpirun's arguments and the consent to run ranks as
+# root are site settings: the workers get them with --site, the agents from their configuration
+# file (fleetburn-agent --config), never from the campaign.
 #   1. three workers in three namespaces, without the coordinator (exchange through files): rank
 #      0's worker runs mpirun over the three addresses, the others end with its verdict;
 #   2. a `scope: group` stage of the three agents through the coordinator: one task, three nodes,
@@ -32,6 +34,14 @@ SUBNET="${NETNS_BRIDGE_IP%.*}.0/24"
 MPI_ARGS="--mca btl tcp,self --mca btl_tcp_if_include $SUBNET --mca oob_tcp_if_include $SUBNET"
 MPI_ARGS="$MPI_ARGS --mca routed direct --mca plm_rsh_no_tree_spawn 1"
 SWEEP="min_size=64 max_size=256KiB factor=4 iters=3 warmup=1"
+# The agents' site configuration.
+cat >"$WORK/agent.conf" <<CONF
+# site settings of the namespace agents
+rsh_agent = $RSH
+mpirun_args = $MPI_ARGS
+mpirun_allow_run_as_root = yes
+CONF
+chmod 600 "$WORK/agent.conf"
 
 # ---- 1. three workers, files for the exchange ---------------------------------------------------
 export FLEETBURN_EXCHANGE_DIR="$WORK/exchange"
@@ -42,7 +52,8 @@ for r in 0 1 2; do
     # shellcheck disable=SC2086  # the sweep is several words on purpose
     netns_exec $i "$WORKER" --workload allreduce --task-id direct --result "$WORK/direct.$r.result" \
         --node "ns$i" --rank $r --size 3 --peers ns1,ns2,ns3 --addresses "$addrs" \
-        launcher=mpirun "rsh_agent=$RSH" "mpirun_args=$MPI_ARGS" $SWEEP \
+        --site "rsh_agent=$RSH" --site "mpirun_args=$MPI_ARGS" --site mpirun_allow_run_as_root=yes \
+        launcher=mpirun $SWEEP \
         >"$WORK/direct.$r.log" 2>&1 &
     PIDS+=($!)
     eval "direct$r=\$!"
@@ -66,7 +77,7 @@ pass "three workers in three namespaces through mpirun: $row"
 netns_start_coordinator
 declare -A AGENT_OF
 for i in 1 2 3; do
-    netns_start_agent $i --allow-fault-injection
+    netns_start_agent $i --allow-fault-injection --config "$WORK/agent.conf"
     AGENT_OF[$i]=$AGENT_PID
 done
 for i in 1 2 3; do wait_for_log "$WORK/coordinator.log" "agent ns$i registered"; done
@@ -91,8 +102,7 @@ stages:
     workload: allreduce
     scope: group
     timeout: 3m
-    params: {launcher: mpirun, rsh_agent: "$RSH", mpirun_args: "$MPI_ARGS",
-             min_size: 64, max_size: 1MiB, factor: 4, iters: $2, warmup: 1$3}
+    params: {launcher: mpirun, min_size: 64, max_size: 1MiB, factor: 4, iters: $2, warmup: 1$3}
 YAML
 }
 campaign netns-allreduce 3 "" >"$WORK/clean.yaml"

@@ -122,7 +122,7 @@ set +e
 rc=$?
 set -e
 [ $rc -eq 2 ] || fail "a missing topology file: run exited $rc, expected 2"
-grep -q "bad-topology.yaml:[0-9]*: stages\[2\].topology: cannot load $WORK/missing.topo: No such file" "$WORK/bad.log" ||
+grep -q "bad-topology.yaml:[0-9]*: stages\[2\].topology: cannot load missing.topo: $WORK/missing.topo: cannot read: No such file" "$WORK/bad.log" ||
     fail "missing topology error: $(cat "$WORK/bad.log")"
 pass "a missing topology file is refused with the file named"
 

@@ -138,3 +138,31 @@ expect_usage "--agents: '0' is not a number from 1 to 65536" --agents 0 \
 expect_usage "--report-json is required" --agents 4 --faults "$WORK/faults.yaml" \
     --campaign "$WORK/campaign.yaml"
 pass "bad fault files and arguments exit 2 with a clear message"
+
+# With CURVE on every connection (--curve: a keyed coordinator, one agent key with a nodes: line
+# for sim-*, an operator key for the submission) the same campaign gives the same verdicts, and
+# the keys leave nothing behind.
+set +e
+"$SIMFLEET" --agents 64 --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
+    --report-json "$WORK/report-curve.json" --curve --keep >"$WORK/sim-curve.out" 2>"$WORK/sim-curve.log"
+rc=$?
+set -e
+grep -q "CURVE keys from" "$WORK"/fleetburn-simfleet-*/coordinator.log || fail "the coordinator ran without keys"
+grep -q "refused" "$WORK"/fleetburn-simfleet-*/coordinator.log && fail "a simulated agent was refused"
+collect_logs
+[ $rc -eq 1 ] || fail "simfleet --curve exited $rc, expected 1 (a task failed)"
+grep -q "64 agents registered" "$WORK/sim-curve.log" || fail "not every agent registered with CURVE"
+python3 - "$WORK/report.json" "$WORK/report-curve.json" <<'PY' || fail "verdicts differ with CURVE"
+import json, sys
+def verdicts(path):
+    r = json.load(open(path))
+    return sorted((t.get("id", "").split("/")[-1], t["verdict"]) for s in r["stages"] for t in s["tasks"] if s["name"] == "node-local")
+a, b = verdicts(sys.argv[1]), verdicts(sys.argv[2])
+assert a == b and a, (a[:3], b[:3])
+PY
+set +e
+"$SIMFLEET" --agents 4 --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
+    --report-json "$WORK/r4.json" --curve >/dev/null 2>&1
+set -e
+ls -d "$WORK"/fleetburn-simfleet-* 2>/dev/null && fail "simfleet --curve left its work directory behind"
+pass "simfleet with CURVE: every agent registers through the ZAP handler, same verdicts, nothing left behind"

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static worker_ctx_t *s_ctx(const char *const *params, size_t n, bool inject)
 {
@@ -196,6 +197,10 @@ static void test_size_line_garbage(void **state)
         "fb-allreduce-rank rank=0 name=a",
         "fb-allreduce bytes=99999999999999999999999 count=2 avg_us=1 min_us=1 max_us=1 errors=0 "
         "bad_rank=-1 iters=1",
+        /* a time no iteration takes, which ar_format_line could not write back (libFuzzer,
+         * tests/fuzz/corpus/peer/crash-ar-line-huge-time) */
+        "fb-allreduce bytes=8 count=2 avg_us=2.0044e46 min_us=1 max_us=1 errors=0 bad_rank=-1 "
+        "iters=1",
     };
     ar_size_result_t r;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
@@ -521,6 +526,56 @@ static void test_mpirun_argv(void **state)
     assert_null(strstr(cmd, "mpi_yield_when_idle 1"));
     free(cmd);
     mpirun_argv_free(&argv);
+
+    /* Hosts come from the network (node names, addresses): none may read as an option. */
+    assert_true(mpirun_host_ok("10.9.0.1"));
+    assert_true(mpirun_host_ok("node-01.rack7"));
+    assert_true(mpirun_host_ok("::1"));
+    assert_true(mpirun_host_ok("fe80::1%eth0"));
+    assert_false(mpirun_host_ok("-oProxyCommand"));
+    assert_false(mpirun_host_ok("-Elog"));
+    assert_false(mpirun_host_ok(".hidden"));
+    assert_false(mpirun_host_ok(""));
+    assert_false(mpirun_host_ok("a b"));
+    assert_false(mpirun_host_ok("a/b"));
+}
+
+/* Which mpirun runs, and whether as root, are site settings (worker_site, from the agent's
+ * configuration); a campaign parameter of the same name is never looked at. */
+static void test_site_settings(void **state)
+{
+    (void)state;
+    const char *params[] = {"max_size=4096", "mpirun=/nonexistent/from-the-campaign",
+                            "rsh_agent=/nonexistent/campaign-rsh"};
+    worker_ctx_t *ctx = worker_ctx_new("t1", "node-a", params, 3, false);
+    assert_null(worker_site(ctx, "mpirun"));
+    const char *site[] = {"mpirun=/nonexistent/site-mpirun", "mpirun_args=--mca btl self",
+                          "bad-no-equals"};
+    worker_ctx_set_site(ctx, site, 3);
+    assert_string_equal(worker_site(ctx, "mpirun"), "/nonexistent/site-mpirun");
+    assert_string_equal(worker_site(ctx, "mpirun_args"), "--mca btl self");
+    assert_null(worker_site(ctx, "rsh_agent"));
+    assert_string_equal(worker_param(ctx, "mpirun"), "/nonexistent/from-the-campaign");
+    mpirun_member_t me = {false, 1, 1u << 30, "/nonexistent/fleetburn-mpirank", ""};
+    fb_verdict_t v = launch_mpirun(ctx, &me);
+    assert_int_equal(v, FB_VERDICT_ERROR);
+    const char *why = worker_result(ctx)->error;
+    if (geteuid() == 0) {
+        /* Root without the site's consent: mpirun is not started at all. */
+        assert_non_null(strstr(why, "mpirun_allow_run_as_root = yes"));
+        const char *allow[] = {"mpirun=/nonexistent/site-mpirun", "mpirun_allow_run_as_root=yes"};
+        worker_ctx_destroy(&ctx);
+        ctx = worker_ctx_new("t1", "node-a", params, 3, false);
+        worker_ctx_set_site(ctx, allow, 2);
+        v = launch_mpirun(ctx, &me);
+        assert_int_equal(v, FB_VERDICT_ERROR);
+        why = worker_result(ctx)->error;
+    }
+    /* The site's mpirun was tried, the campaign's never. */
+    assert_non_null(strstr(why, "/nonexistent/site-mpirun"));
+    assert_null(strstr(why, "from-the-campaign"));
+    assert_non_null(strstr(why, "site configuration"));
+    worker_ctx_destroy(&ctx);
 }
 
 static void test_member_lines(void **state)
@@ -572,6 +627,7 @@ int main(void)
         cmocka_unit_test(test_report_min_busbw),
         cmocka_unit_test(test_rank_member),
         cmocka_unit_test(test_mpirun_argv),
+        cmocka_unit_test(test_site_settings),
         cmocka_unit_test(test_member_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,8 +2,11 @@
 /* Unit tests of scheduler/campaign and scheduler/workload: a good campaign file round-trips with
  * defaults filled in and lists joined; every class of error gives its exact one-line
  * `FILE:LINE: KEYPATH: ...; expected ...` message (fixtures under tests/fixtures/campaigns/);
- * parameter validation per type; and truncated or randomly mutated files never crash the parser,
- * only produce errors. */
+ * parameter validation per type; truncated or randomly mutated files never crash the parser,
+ * only produce errors; the YAML limits (nesting depth, alias expansion, size) refuse hostile
+ * input at once; former parameters that are site settings now are refused by name; and the
+ * files a campaign names are resolved from attached content only. */
+#include "coordinator/campaign_file.h"
 #include "scheduler/campaign.h"
 #include "scheduler/topology.h"
 #include "scheduler/workload.h"
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -43,9 +47,9 @@ static char *s_fixture_text(const char *name, size_t *len)
 static void s_expect_fixture_error(const char *name, const char *expected)
 {
     char *path = xasprintf(S_DIR "%s", name);
-    fb_campaign_t *c = (fb_campaign_t *)1;
+    campaign_file_t *c = (campaign_file_t *)1;
     char *err = NULL;
-    int rc = fb_campaign_load(path, &c, &err);
+    int rc = campaign_file_read(path, &c, &err);
     assert_int_equal(rc, -EINVAL);
     assert_null(c);
     assert_non_null(err);
@@ -100,10 +104,12 @@ static void s_expect_params(const fb_stage_t *s, const char *expected)
 static void test_good_file(void **state)
 {
     (void)state;
-    fb_campaign_t *c = NULL;
+    campaign_file_t *cf = NULL;
     char *err = NULL;
-    assert_int_equal(fb_campaign_load(S_DIR "good.yaml", &c, &err), 0);
+    assert_int_equal(campaign_file_read(S_DIR "good.yaml", &cf, &err), 0);
     assert_null(err);
+    assert_int_equal(cf->n_files, 0);
+    fb_campaign_t *c = cf->campaign;
     assert_string_equal(c->name, "rack12-burnin");
     assert_string_equal(c->nodes_expr, "node[01-16,20],gpu-a[1-4]");
     assert_string_equal(c->source, S_DIR "good.yaml");
@@ -154,10 +160,13 @@ static void test_good_file(void **state)
     assert_string_equal(names[20], "gpu-a4");
     hostlist_free(names, n);
 
-    fb_campaign_destroy(&c);
-    assert_null(c);
-    fb_campaign_destroy(&c);
+    fb_campaign_destroy(&cf->campaign);
+    assert_null(cf->campaign);
+    fb_campaign_destroy(&cf->campaign);
     fb_campaign_destroy(NULL);
+    campaign_file_destroy(&cf);
+    assert_null(cf);
+    campaign_file_destroy(NULL);
 }
 
 static void test_defaults_and_all(void **state)
@@ -263,13 +272,22 @@ static void test_fixture_errors(void **state)
         "missing-workload.yaml:3: stages[0].workload: missing; expected one of "
         "memtest, sleep, gpuburn, gpumemtest, p2p, health, allreduce, rdmabw, netbw");
 
-    fb_campaign_t *c = (fb_campaign_t *)1;
+    campaign_file_t *c = (campaign_file_t *)1;
     char *err = NULL;
-    assert_int_equal(fb_campaign_load(S_DIR "does-not-exist.yaml", &c, &err), -ENOENT);
+    assert_int_equal(campaign_file_read(S_DIR "does-not-exist.yaml", &c, &err), -ENOENT);
     assert_null(c);
-    assert_string_equal(err, S_DIR "does-not-exist.yaml: cannot read: No such file or directory");
+    assert_string_equal(err, S_DIR "does-not-exist.yaml: cannot read: No such file or directory; "
+                                   "expected a campaign file");
     free(err);
-    assert_int_equal(fb_campaign_load(S_DIR "does-not-exist.yaml", &c, NULL), -ENOENT);
+    assert_int_equal(campaign_file_read(S_DIR "does-not-exist.yaml", &c, NULL), -ENOENT);
+    /* Not a file: refused before a byte is read. */
+    assert_int_equal(campaign_file_read("/dev/zero", &c, &err), -EINVAL);
+    assert_string_equal(err, "/dev/zero: not a regular file (a character device); expected a "
+                             "campaign file");
+    free(err);
+    assert_int_equal(campaign_file_read(S_DIR, &c, &err), -EINVAL);
+    assert_non_null(strstr(err, "not a regular file (a directory)"));
+    free(err);
 }
 
 static void test_inline_errors(void **state)
@@ -790,8 +808,9 @@ static char *s_write(const char *dir, const char *name, const char *text)
     return path;
 }
 
-/* Topology files are loaded with the campaign: relative to the campaign file's directory, with
- * errors that name the file and the stage's line. */
+/* Topology files: read with the campaign from disk (relative to the campaign file's directory,
+ * regular files only), and resolved by the scheduler from attached content only, with errors
+ * that name the stage's line and quote at most a token of the file. */
 static void test_topology_files(void **state)
 {
     (void)state;
@@ -802,73 +821,299 @@ static void test_topology_files(void **state)
     char *text = xasprintf("%s    topology: fabric.topo\n", stage);
     char *campaign = s_write(dir, "c.yaml", text);
     free(text);
-    char *topo = s_write(dir, "fabric.topo",
-                         "leaf01: n[1-2]\nleaf02: n[3-4]\n"
-                         "spine01: leaf[01-02]\n");
-    fb_campaign_t *c = NULL;
+    const char *fabric = "leaf01: n[1-2]\nleaf02: n[3-4]\nspine01: leaf[01-02]\n";
+    char *topo = s_write(dir, "fabric.topo", fabric);
+    campaign_file_t *cf = NULL;
     char *err = NULL;
-    assert_int_equal(fb_campaign_load(campaign, &c, &err), 0);
+    assert_int_equal(campaign_file_read(campaign, &cf, &err), 0);
     assert_null(err);
-    assert_non_null(c->stages[0].topology);
-    fb_campaign_destroy(&c);
+    assert_non_null(cf->campaign->stages[0].topology);
+    assert_int_equal(cf->n_files, 1);
+    assert_string_equal(cf->files[0].name, "fabric.topo"); /* as the campaign writes it */
+    assert_int_equal(cf->files[0].len, strlen(fabric));
+    assert_memory_equal(cf->files[0].content, fabric, strlen(fabric));
+    campaign_file_destroy(&cf);
 
-    /* Parsed text, files loaded separately against a base directory (what the coordinator does
-     * with a submitted campaign); an absolute path ignores the base. */
+    /* Parsed text, files attached separately (what the coordinator does with a submission):
+     * a name without an attached file is refused, never looked up on disk. */
+    fb_campaign_t *c = NULL;
     text = xasprintf("%s    topology: fabric.topo\n", stage);
     assert_int_equal(fb_campaign_parse(text, strlen(text), "sub.yaml", &c, &err), 0);
-    assert_int_equal(fb_campaign_load_files(c, "/nonexistent-dir", &err), -ENOENT);
-    assert_string_equal(err, "sub.yaml:7: stages[0].topology: cannot load "
-                             "/nonexistent-dir/fabric.topo: No such file or directory; expected "
-                             "a topology file (lines 'leaf01: node[01-04]') or ibnetdiscover "
-                             "output");
+    assert_null(c->stages[0].topology);
+    const char *names[2] = {NULL, NULL};
+    assert_int_equal(fb_campaign_file_names(c, names, 2), 1);
+    assert_string_equal(names[0], "fabric.topo");
+    assert_int_equal(fb_campaign_attach_files(c, NULL, 0, &err), -EINVAL);
+    assert_string_equal(err, "sub.yaml:7: stages[0].topology: 'fabric.topo' was not attached to "
+                             "the campaign; expected the topology file's content with it "
+                             "(fleetburn run sends the files a campaign names; the coordinator "
+                             "opens no path it is sent)");
     free(err);
-    assert_int_equal(fb_campaign_load_files(c, dir, &err), 0);
+    fb_campaign_file_t other = {"other.topo", fabric, strlen(fabric)};
+    assert_int_equal(fb_campaign_attach_files(c, &other, 1, &err), -EINVAL);
+    assert_string_equal(err, "sub.yaml: the file 'other.topo' is attached but the campaign does "
+                             "not name it; expected only the files its stages name (topology)");
+    free(err);
+    fb_campaign_file_t twice[2] = {{"fabric.topo", fabric, strlen(fabric)},
+                                   {"fabric.topo", fabric, strlen(fabric)}};
+    assert_int_equal(fb_campaign_attach_files(c, twice, 2, &err), -EINVAL);
+    assert_non_null(strstr(err, "'fabric.topo' is attached twice"));
+    free(err);
+    fb_campaign_file_t nul = {"fabric.topo", "leaf01: n1\0x", 12};
+    assert_int_equal(fb_campaign_attach_files(c, &nul, 1, &err), -EINVAL);
+    assert_non_null(strstr(err, "holds a NUL byte"));
+    free(err);
+    assert_int_equal(fb_campaign_attach_files(c, twice, 1, &err), 0);
     assert_null(err);
-    assert_non_null(c->stages[0].topology);
-    assert_int_equal(fb_campaign_load_files(c, "/nonexistent-dir", NULL), 0); /* loaded once */
-    fb_campaign_destroy(&c);
-    free(text);
-    text = xasprintf("%s    topology: %s\n", stage, FB_FIXTURES "/topology/fabric-2s4l16n.topo");
-    assert_int_equal(fb_campaign_parse(text, strlen(text), "abs.yaml", &c, &err), 0);
-    assert_int_equal(fb_campaign_load_files(c, "/nonexistent-dir", &err), 0);
-    assert_int_equal(fb_topology_n_nodes(c->stages[0].topology), 16);
+    assert_int_equal(fb_topology_n_nodes(c->stages[0].topology), 4);
+    assert_int_equal(fb_campaign_attach_files(c, NULL, 0, NULL), 0); /* attached once */
     fb_campaign_destroy(&c);
     free(text);
 
-    /* A topology that does not parse: its own line-numbered error inside the campaign's. */
-    char *bad = s_write(dir, "bad.topo", "leaf01: n[1-2]\nleaf02 n3\n");
+    /* Two stages naming one file: one name, one attachment. */
+    text = xasprintf("%s    topology: fabric.topo\n  - {name: b, workload: netbw, scope: pairs, "
+                     "pairing: topology, topology: fabric.topo}\n",
+                     stage);
+    assert_int_equal(fb_campaign_parse(text, strlen(text), "two.yaml", &c, &err), 0);
+    assert_int_equal(fb_campaign_file_names(c, NULL, 0), 1);
+    assert_int_equal(fb_campaign_attach_files(c, twice, 1, &err), 0);
+    assert_non_null(c->stages[1].topology);
+    fb_campaign_destroy(&c);
+    free(text);
+
+    /* An absolute name is read as it is. */
+    text = xasprintf("%s    topology: %s\n", stage, FB_FIXTURES "/topology/fabric-2s4l16n.topo");
+    char *abs_campaign = s_write(dir, "abs.yaml", text);
+    assert_int_equal(campaign_file_read(abs_campaign, &cf, &err), 0);
+    assert_int_equal(fb_topology_n_nodes(cf->campaign->stages[0].topology), 16);
+    campaign_file_destroy(&cf);
+    free(text);
+
+    /* A topology that does not parse: its own line-numbered error inside the campaign's, quoting
+     * the offending word only. */
+    char *bad = s_write(dir, "bad.topo", "leaf01: n[1-2]\nleaf02 n3 and the rest of the line\n");
     text = xasprintf("%s    topology: bad.topo\n", stage);
     char *bad_campaign = s_write(dir, "bad.yaml", text);
-    assert_int_equal(fb_campaign_load(bad_campaign, &c, &err), -EINVAL);
-    assert_null(c);
-    char *want = xasprintf("%s:7: stages[0].topology: cannot load %s: line 2: expected "
-                           "'switch: members', got 'leaf02 n3'; expected a topology file (lines "
-                           "'leaf01: node[01-04]') or ibnetdiscover output",
-                           bad_campaign, bad);
+    assert_int_equal(campaign_file_read(bad_campaign, &cf, &err), -EINVAL);
+    assert_null(cf);
+    char *want = xasprintf("%s:7: stages[0].topology: cannot load 'bad.topo': line 2: no ':' "
+                           "after 'leaf02'; expected 'switch: members'; expected a topology file "
+                           "(lines 'leaf01: node[01-04]') or ibnetdiscover output",
+                           bad_campaign);
     assert_string_equal(err, want);
     free(want);
     free(err);
     free(text);
 
-    unlink(bad);
-    unlink(bad_campaign);
-    unlink(topo);
-    unlink(campaign);
+    /* A secret-looking line: the error names a character, not the text. */
+    char *secret =
+        s_write(dir, "secret.topo", "root:$6$saltsalt$hashhashhash:19000:0:99999:7:::\n");
+    text = xasprintf("%s    topology: secret.topo\n", stage);
+    char *secret_campaign = s_write(dir, "secret.yaml", text);
+    assert_int_equal(campaign_file_read(secret_campaign, &cf, &err), -EINVAL);
+    assert_null(strstr(err, "saltsalt"));
+    assert_null(strstr(err, "19000"));
+    assert_non_null(strstr(err, "line 1: root: a member holds the character '$'"));
+    free(err);
+    free(text);
+
+    /* Not a regular file: a FIFO (which would block a reader) and /dev/zero (endless) are
+     * refused at once, naming the kind of file. */
+    char *fifo = xasprintf("%s/fifo", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    text = xasprintf("%s    topology: fifo\n", stage);
+    char *fifo_campaign = s_write(dir, "fifo.yaml", text);
+    assert_int_equal(campaign_file_read(fifo_campaign, &cf, &err), -EINVAL);
+    want = xasprintf("%s:7: stages[0].topology: cannot load fifo: %s: not a regular file (a "
+                     "FIFO); expected a topology file (lines 'leaf01: node[01-04]') or "
+                     "ibnetdiscover output",
+                     fifo_campaign, fifo);
+    assert_string_equal(err, want);
+    free(want);
+    free(err);
+    free(text);
+    text = xasprintf("%s    topology: /dev/zero\n", stage);
+    char *zero_campaign = s_write(dir, "zero.yaml", text);
+    assert_int_equal(campaign_file_read(zero_campaign, &cf, &err), -EINVAL);
+    assert_non_null(strstr(err, "/dev/zero: not a regular file (a character device)"));
+    free(err);
+    free(text);
+    text = xasprintf("%s    topology: missing.topo\n", stage);
+    char *missing_campaign = s_write(dir, "missing.yaml", text);
+    assert_int_equal(campaign_file_read(missing_campaign, &cf, &err), -ENOENT);
+    assert_non_null(strstr(err, "stages[0].topology: cannot load missing.topo: "));
+    assert_non_null(strstr(err, "missing.topo: cannot read: No such file or directory"));
+    free(err);
+    free(text);
+
+    const char *files[] = {"bad.topo", "bad.yaml",  "secret.topo", "secret.yaml",
+                           "fifo",     "fifo.yaml", "zero.yaml",   "missing.yaml",
+                           "abs.yaml", "c.yaml",    "fabric.topo"};
+    for (size_t i = 0; i < FB_ARRAY_LEN(files); i++) {
+        char *p = xasprintf("%s/%s", dir, files[i]);
+        unlink(p);
+        free(p);
+    }
     rmdir(dir);
     free(bad);
     free(bad_campaign);
+    free(secret);
+    free(secret_campaign);
+    free(fifo);
+    free(fifo_campaign);
+    free(zero_campaign);
+    free(missing_campaign);
+    free(abs_campaign);
     free(topo);
     free(campaign);
 }
 
+/* allreduce's mpirun, mpirun_args and rsh_agent are site settings of the agent now: a campaign
+ * that still sets one is refused, and the message says where the setting went. */
+static void test_site_settings_refused(void **state)
+{
+    (void)state;
+    const char *head = "name: x\nstages:\n  - {name: a, workload: sleep}\n"
+                       "  - {name: b, workload: sleep}\n  - name: ar\n    workload: allreduce\n";
+    char *t = xasprintf("%s    params: {max_size: 4KiB, mpirun: /tmp/evil}\n", head);
+    fb_campaign_t *c = (fb_campaign_t *)1;
+    char *err = NULL;
+    assert_int_equal(fb_campaign_parse(t, strlen(t), "t.yaml", &c, &err), -EINVAL);
+    assert_null(c);
+    assert_string_equal(err, "t.yaml:7: stages[2].params.mpirun: not a campaign parameter any "
+                             "more: the mpirun program is a site setting (mpirun = ... in "
+                             "/etc/fleetburn/agent.conf); expected it removed from the "
+                             "campaign");
+    free(err);
+    free(t);
+    t = xasprintf("%s    params:\n      mpirun_args: --mca plm_rsh_agent /tmp/evil\n", head);
+    s_expect_error(t, "t.yaml:8: stages[2].params.mpirun_args: not a campaign parameter any more: "
+                      "the argument list of mpirun is a site setting");
+    free(t);
+    t = xasprintf("%s    params: {rsh_agent: /tmp/evil}\n", head);
+    s_expect_error(t, "t.yaml:7: stages[2].params.rsh_agent: not a campaign parameter any more: "
+                      "the remote shell mpirun starts its daemons with is a site setting "
+                      "(rsh_agent = ... in /etc/fleetburn/agent.conf)");
+    free(t);
+    /* Other workloads never had them: plainly unknown there. */
+    s_expect_error("name: x\nstages:\n  - {name: a, workload: sleep, params: {mpirun: x}}\n",
+                   "t.yaml:3: stages[0].params.mpirun: unknown parameter for workload sleep");
+    const fb_workload_spec_t *w = fb_workload_find("allreduce");
+    assert_null(fb_workload_param(w, "mpirun"));
+    assert_null(fb_workload_param(w, "mpirun_args"));
+    assert_null(fb_workload_param(w, "rsh_agent"));
+    assert_null(fb_workload_site_setting(w, "launcher"));
+    assert_null(fb_workload_site_setting(fb_workload_find("sleep"), "mpirun"));
+}
+
+/* The YAML limits: nesting depth, alias expansion, size. A megabyte of nesting is refused in
+ * well under a second (libyaml alone spent minutes on it); the bound asserted is generous. */
+static void test_yaml_limits(void **state)
+{
+    (void)state;
+    /* 32 levels are fine, 33 are not. */
+    char *ok = xstrdup("name: x\nstages:\n  - {name: a, workload: sleep}\nnodes: ");
+    char *deep = NULL;
+    for (int depth = 31; depth <= 32; depth++) {
+        size_t n = strlen(ok);
+        char *t = xmalloc(n + 2 * (size_t)depth + 2);
+        memcpy(t, ok, n);
+        memset(t + n, '[', (size_t)depth);
+        memset(t + n + depth, ']', (size_t)depth);
+        t[n + 2 * (size_t)depth] = '\n';
+        t[n + 2 * (size_t)depth + 1] = '\0';
+        if (depth == 31) {
+            /* 31 lists in the top mapping: 32 levels; refused for what it is, not its depth */
+            fb_campaign_t *c = NULL;
+            char *err = NULL;
+            assert_int_equal(fb_campaign_parse(t, strlen(t), "t.yaml", &c, &err), -EINVAL);
+            assert_null(strstr(err, "nested"));
+            free(err);
+            free(t);
+        } else {
+            deep = t;
+        }
+    }
+    s_expect_error(deep, "t.yaml:4: YAML nesting: mappings and lists nested more than 32 levels "
+                         "deep; expected a campaign file of a few levels");
+    free(deep);
+    free(ok);
+
+    /* A megabyte of '[' then ']', and of nested flow mappings and block lists. */
+    size_t half = 500000;
+    char *flat = xmalloc(2 * half + 8);
+    memcpy(flat, "a: ", 3);
+    memset(flat + 3, '[', half);
+    memset(flat + 3 + half, ']', half);
+    flat[3 + 2 * half] = '\0';
+    double t0 = fb_mono_s();
+    s_expect_error(flat, "t.yaml:1: YAML nesting: mappings and lists nested more than 32 levels "
+                         "deep");
+    char *maps = xmalloc(1 << 20);
+    size_t o = 0;
+    while (o + 8 < (1u << 20) / 2) {
+        memcpy(maps + o, "{a: ", 4);
+        o += 4;
+    }
+    maps[o] = '\0';
+    s_expect_error(maps, "t.yaml:1: YAML nesting: ");
+    for (o = 0; o + 3 < (1u << 20); o += 2)
+        memcpy(maps + o, "- ", 2);
+    memcpy(maps + o, "x", 2);
+    s_expect_error(maps, "t.yaml:1: YAML nesting: ");
+    double took = fb_mono_s() - t0;
+    if (took > 5.0)
+        fail_msg("three nested megabytes took %.1f s to refuse", took);
+    free(maps);
+    free(flat);
+
+    /* Aliases that expand beyond the limit ("billion laughs"). */
+    char *bomb = xstrdup("a0: &a0 [aaaaaaaaaaaaaaaa, aaaaaaaaaaaaaaaa, aaaaaaaaaaaaaaaa]\n");
+    for (int i = 1; i < 40; i++) {
+        char *next = xasprintf("%sa%d: &a%d [*a%d, *a%d, *a%d, *a%d]\n", bomb, i, i, i - 1, i - 1,
+                               i - 1, i - 1);
+        free(bomb);
+        bomb = next;
+    }
+    s_expect_error(bomb, "t.yaml:");
+    fb_campaign_t *c = NULL;
+    char *err = NULL;
+    assert_int_equal(fb_campaign_parse(bomb, strlen(bomb), "t.yaml", &c, &err), -EINVAL);
+    assert_non_null(strstr(err, "YAML aliases: the document expands to more than 16777216 bytes"));
+    free(err);
+    free(bomb);
+    /* A few aliases are fine. */
+    c = s_parse_ok("name: x\nstages:\n  - {name: a, workload: sleep, params: &p {duration: 2s}}\n"
+                   "  - {name: b, workload: sleep, params: *p}\n");
+    assert_string_equal(fb_stage_param(&c->stages[1], "duration"), "2s");
+    fb_campaign_destroy(&c);
+
+    /* The size limit. */
+    char *big = xmalloc(FB_CAMPAIGN_MAX_BYTES + 2);
+    memset(big, '#', FB_CAMPAIGN_MAX_BYTES + 1);
+    big[FB_CAMPAIGN_MAX_BYTES + 1] = '\0';
+    assert_int_equal(fb_campaign_parse(big, FB_CAMPAIGN_MAX_BYTES + 1, "big.yaml", &c, &err),
+                     -EFBIG);
+    assert_string_equal(err, "big.yaml:1: (top level): larger than 16777216 bytes; expected a "
+                             "campaign file of at most 16777216 bytes");
+    free(err);
+    free(big);
+}
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_file),       cmocka_unit_test(test_defaults_and_all),
-        cmocka_unit_test(test_fixture_errors),  cmocka_unit_test(test_inline_errors),
-        cmocka_unit_test(test_workload_schema), cmocka_unit_test(test_robustness),
-        cmocka_unit_test(test_scope_keys),      cmocka_unit_test(test_scope_errors),
-        cmocka_unit_test(test_bisect_keys),     cmocka_unit_test(test_topology_files),
+        cmocka_unit_test(test_good_file),
+        cmocka_unit_test(test_defaults_and_all),
+        cmocka_unit_test(test_fixture_errors),
+        cmocka_unit_test(test_inline_errors),
+        cmocka_unit_test(test_workload_schema),
+        cmocka_unit_test(test_robustness),
+        cmocka_unit_test(test_scope_keys),
+        cmocka_unit_test(test_scope_errors),
+        cmocka_unit_test(test_bisect_keys),
+        cmocka_unit_test(test_topology_files),
+        cmocka_unit_test(test_site_settings_refused),
+        cmocka_unit_test(test_yaml_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,15 +92,19 @@ static void test_malformed(void **state)
     (void)state;
     const char *posts[] = {"", "exchange", "exchange key", "exchange key 10", "exchange key x 00",
                            "exchange key 10 0", "exchange key 10 zz", "exchange k/y 10 00",
-                           "exchange key 10 00 extra", "exchange key 123456789012345678901 00"};
+                           "exchange key 10 00 extra", "exchange key 123456789012345678901 00",
+                           /* found by libFuzzer: 2^64 (20 digits) read as UINT64_MAX; a value
+                            * before trailing garbage left its length behind */
+                           "exchange key 18446744073709551616 00", "xte  0 Ae  0 A"};
     for (size_t i = 0; i < sizeof posts / sizeof posts[0]; i++) {
         char *key = (char *)1;
         uint64_t t;
         uint8_t *v = (uint8_t *)1;
-        size_t len;
+        size_t len = 7;
         assert_int_equal(exline_post_parse(posts[i], &key, &t, &v, &len), -EINVAL);
         assert_null(key);
         assert_null(v);
+        assert_int_equal(len, 0);
     }
     const char *replies[] = {"exchange key", "exchange key maybe", "exchange key ok 0",
                              "exchange key ok 00 g0", "exchange  ok 00"};

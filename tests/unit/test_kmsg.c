@@ -336,6 +336,27 @@ static void test_garbage(void **state)
     s_sink_free(s);
 }
 
+/* A record ends at its length, not at a NUL: a prefix cut inside a number is read from exactly
+ * the bytes given (each buffer is a heap block of that size, so ASan sees any byte past it).
+ * "[  13" is the input libFuzzer found reading past the end (tests/fuzz/corpus/kmsg). */
+static void test_parse_cut_prefixes(void **state)
+{
+    (void)state;
+    static const char *const cut[] = {"[  13", "[1.5", "[ 1.000", "<13", "4,12", "4,12,7",
+                                      "[12345678901234567890"};
+    for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
+        size_t len = strlen(cut[i]);
+        char *buf = malloc(len);
+        assert_non_null(buf);
+        memcpy(buf, cut[i], len);
+        fb_kmsg_record_t r;
+        assert_int_equal(fb_kmsg_parse(buf, len, &r), 0);
+        assert_false(r.has_ts);
+        assert_string_equal(r.text, cut[i]);
+        free(buf);
+    }
+}
+
 static void test_pci_canon(void **state)
 {
     (void)state;
@@ -459,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_nvidia),       cmocka_unit_test(test_amdgpu),
         cmocka_unit_test(test_edac),         cmocka_unit_test(test_mce),
         cmocka_unit_test(test_pcie_ib),      cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_parse_cut_prefixes),
         cmocka_unit_test(test_pci_canon),    cmocka_unit_test(test_watch_file),
         cmocka_unit_test(test_watch_fifo),   cmocka_unit_test(test_open_errors),
     };

@@ -177,6 +177,58 @@ static void test_truncated_and_garbage_frames(void **state)
                      -EBADMSG);
 }
 
+/* protobuf-c accepts field number 0 written in two bytes (0x80 0x00) and keeps it as an unknown
+ * field; packed again it is the one-byte tag 0x00, which no decoder accepts. libFuzzer found it
+ * (tests/fuzz/corpus/wire): such frames are refused, unknown fields with valid numbers are kept. */
+static void test_invalid_field_numbers(void **state)
+{
+    (void)state;
+    size_t len;
+    uint8_t *buf = s_hello_frame("node01", &len);
+    uint8_t *frame = malloc(len + 7);
+    assert_non_null(frame);
+    memcpy(frame, buf, len);
+    char err[256];
+    Fleetburn__Envelope *env = NULL;
+    /* field 0, varint, written in two bytes; value 0 */
+    memcpy(frame + len, "\x80\x00\x00", 3);
+    assert_int_equal(wire_decode(frame, len + 3, &env, err, sizeof err), -EBADMSG);
+    assert_null(env);
+    assert_non_null(strstr(err, "field number 0"));
+    /* field 2^29 (five-byte tag), varint 0 */
+    memcpy(frame + len, "\x80\x80\x80\x80\x10\x00", 6);
+    assert_int_equal(wire_decode(frame, len + 6, &env, err, sizeof err), -EBADMSG);
+    assert_null(env);
+    /* field 99, unknown but valid: kept, and the frame re-encodes into one that decodes */
+    memcpy(frame + len, "\x98\x06\x01", 3);
+    assert_int_equal(wire_decode(frame, len + 3, &env, err, sizeof err), 0);
+    size_t len2;
+    uint8_t *again = wire_encode(env, &len2);
+    wire_free(&env);
+    assert_int_equal(wire_decode(again, len2, &env, err, sizeof err), 0);
+    wire_free(&env);
+    free(again);
+
+    /* The same inside a TaskResult: the sub-message's unknown fields are checked too. */
+    fb_result_t *r = fb_result_new();
+    fb_result_set_ids(r, "c1/0/n1", "c1/0/n1", "n1");
+    r->verdict = FB_VERDICT_PASS;
+    free(buf);
+    buf = wire_result_pack(r, &len);
+    uint8_t *bad = malloc(len + 3);
+    assert_non_null(bad);
+    memcpy(bad, buf, len);
+    memcpy(bad + len, "\x80\x00\x00", 3);
+    assert_null(wire_result_unpack(bad, len + 3, err, sizeof err));
+    fb_result_t *ok = wire_result_unpack(buf, len, err, sizeof err);
+    assert_non_null(ok);
+    fb_result_destroy(&ok);
+    fb_result_destroy(&r);
+    free(bad);
+    free(frame);
+    free(buf);
+}
+
 static void test_result_pack_round_trip(void **state)
 {
     (void)state;
@@ -217,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_version_mismatch_names_both),
         cmocka_unit_test(test_invalid_fields_rejected),
         cmocka_unit_test(test_truncated_and_garbage_frames),
+        cmocka_unit_test(test_invalid_field_numbers),
         cmocka_unit_test(test_result_pack_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -334,7 +334,11 @@ int ar_parse_line(const char *line, ar_size_result_t *out)
         s_u64(&p, "errors", &r.errors) || s_int(&p, "bad_rank", &r.first_bad_rank) ||
         s_uint(&p, "iters", &r.iters) || s_end(p))
         return -EINVAL;
+    /* An iteration takes less than 1e13 us (116 days; a task runs 30 days at most): a larger
+     * time is not a measurement, and ar_format_line could not write it back as the parser
+     * reads it (found by fuzzing). */
     if (r.bytes == 0 || r.count == 0 || r.avg_us < 0 || r.min_us < 0 || r.max_us < 0 ||
+        r.avg_us > 1e13 || r.min_us > 1e13 || r.max_us > 1e13 ||
         (r.errors > 0) != (r.first_bad_rank >= 0))
         return -EINVAL;
     *out = r;

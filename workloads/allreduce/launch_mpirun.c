@@ -7,6 +7,7 @@
 #include "common/units.h"
 #include "common/util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -428,7 +429,7 @@ static fb_verdict_t s_judge(worker_ctx_t *ctx, lm_run_t *run, int status)
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && run->n_sizes == 0)
         return worker_error(ctx,
                             "allreduce: cannot run mpirun (%s); install openmpi-bin or set "
-                            "the mpirun parameter",
+                            "mpirun = PATH in the agent's site configuration",
                             run->n_tail ? run->tail[run->n_tail - 1] : "not found");
     if (run->start_timed_out && !run->started) {
         char *why = s_exit_text(run, status);
@@ -455,6 +456,15 @@ static fb_verdict_t s_judge(worker_ctx_t *ctx, lm_run_t *run, int status)
                             (const char *const *)run->names, run->errors, run->n_errors);
 }
 
+static const char *s_host(const worker_ctx_t *ctx, unsigned r);
+
+bool mpirun_host_ok(const char *h)
+{
+    size_t n = strlen(h);
+    return n > 0 && n <= 255 && (isalnum((unsigned char)h[0]) || h[0] == ':') &&
+           strspn(h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.:_%-") == n;
+}
+
 /* The members agree on one path and one rank binary; *total gets the ranks. NULL when they do,
  * else a heap text naming who differs. */
 static char *s_check_members(const worker_ctx_t *ctx, const mpirun_member_t *m, unsigned n,
@@ -462,6 +472,10 @@ static char *s_check_members(const worker_ctx_t *ctx, const mpirun_member_t *m, 
 {
     *total = 0;
     for (unsigned r = 0; r < n; r++) {
+        char shown[64];
+        if (!mpirun_host_ok(s_host(ctx, r)))
+            return xasprintf("rank %u: '%s' is not a host name or address mpirun can be given", r,
+                             fb_show_value(s_host(ctx, r), shown, sizeof shown));
         if (m[r].error[0])
             return xasprintf("rank %u (%s): %s", r, worker_peer(ctx, r), m[r].error);
         if (m[r].gpu != m[0].gpu)
@@ -556,14 +570,16 @@ static fb_verdict_t s_run_mpirun(worker_ctx_t *ctx, const mpirun_member_t *m, un
     }
     char **env = NULL;
     size_t n_env = s_env_names(&env);
-    const char *mpirun = worker_param(ctx, "mpirun");
+    /* Which mpirun runs, with what, and whether as root: site settings from the agent's local
+     * configuration, never the campaign (docs/security.md "Site settings"). */
+    const char *mpirun = worker_site(ctx, "mpirun");
     mpirun_plan_t plan = {mpirun && *mpirun ? mpirun : "mpirun",
                           m[0].rank_path,
                           hosts,
                           slots,
                           n,
-                          worker_param(ctx, "rsh_agent"),
-                          worker_param(ctx, "mpirun_args"),
+                          worker_site(ctx, "rsh_agent"),
+                          worker_site(ctx, "mpirun_args"),
                           geteuid() == 0,
                           !m[0].gpu,
                           (const char *const *)env,
@@ -602,8 +618,24 @@ static fb_verdict_t s_run_mpirun(worker_ctx_t *ctx, const mpirun_member_t *m, un
     return verdict;
 }
 
+/* Open MPI refuses to start ranks as root unless told to; fleetburn tells it only when the site
+ * says so. NULL when mpirun may run, else why not (static). */
+static const char *s_root_refusal(const worker_ctx_t *ctx)
+{
+    bool allowed = false;
+    const char *v = worker_site(ctx, "mpirun_allow_run_as_root");
+    if (geteuid() != 0 || (v && !fb_parse_bool(v, &allowed) && allowed))
+        return NULL;
+    return "this agent runs as root, and mpirun would start every rank as root; set "
+           "mpirun_allow_run_as_root = yes in the agent's site configuration "
+           "(/etc/fleetburn/agent.conf) to allow it, or run the agent as another user";
+}
+
 static fb_verdict_t s_rank0(worker_ctx_t *ctx, mpirun_member_t *m)
 {
+    const char *root = s_root_refusal(ctx);
+    if (root)
+        return worker_error(ctx, "allreduce: %s", root);
     unsigned total = 0;
     char *bad = s_check_members(ctx, m, worker_size(ctx), &total);
     fb_verdict_t verdict =
@@ -657,6 +689,10 @@ fb_verdict_t launch_mpirun(worker_ctx_t *ctx, const mpirun_member_t *me)
         if (mpirun_member_parse(values[r].data, values[r].len, &m[r]))
             snprintf(m[r].error, sizeof m[r].error, "posted an unreadable slots line");
     worker_blobs_free(&values, n);
+    /* The program mpirun starts is rank 0's own, never what came back through the exchange:
+     * every member's posted path must equal it (s_check_members). */
+    if (worker_rank(ctx) == 0)
+        m[0] = *me;
     fb_verdict_t verdict;
     if (worker_rank(ctx) == 0) {
         verdict = me->error[0] ? worker_error(ctx, "allreduce: %s", me->error) : s_rank0(ctx, m);

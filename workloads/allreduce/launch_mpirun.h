@@ -44,21 +44,29 @@ char *mpirun_member_format(const mpirun_member_t *m);
 /* 0, or -EINVAL for anything else. */
 int mpirun_member_parse(const char *text, size_t len, mpirun_member_t *out);
 
-/* Everything mpirun's command line depends on. */
+/* Everything mpirun's command line depends on. mpirun, rsh_agent, extra_args and as_root come
+ * from the agent's site configuration (worker_site), never from the campaign. */
 typedef struct {
-    const char *mpirun;       /* program name or path */
+    const char *mpirun;       /* program name or path (site setting mpirun) */
     const char *rank_path;    /* the rank binary, absolute */
     const char *const *hosts; /* n host addresses as mpirun reaches them */
     const unsigned *slots;    /* n: ranks per host */
     size_t n;
-    const char *rsh_agent;  /* NULL or "": mpirun's default (ssh) */
-    const char *extra_args; /* mpirun_args, split on blanks; NULL for none */
-    bool as_root;           /* adds --allow-run-as-root */
+    const char *rsh_agent;  /* site setting rsh_agent; NULL or "": mpirun's default (ssh) */
+    const char *extra_args; /* site setting mpirun_args, split on blanks; NULL for none */
+    bool as_root;           /* adds --allow-run-as-root: running as root, and the site's
+                               mpirun_allow_run_as_root says yes (else mpirun is not run) */
     bool yield_when_idle;   /* host path: ranks yield the CPU while they wait (see .c) */
     const char *const *env; /* names of variables to export to the ranks (-x) */
     size_t n_env;
     const ar_opts_t *opts; /* the sweep handed to the ranks */
 } mpirun_plan_t;
+
+/* Whether h may go on mpirun's command line as a host (and from there to its remote shell): a
+ * host name or IP literal that cannot be read as an option ("-oProxyCommand=..."): it starts with
+ * a letter, a digit or ':' (IPv6) and holds only [A-Za-z0-9.:_%-]. Node names and addresses come
+ * from the network; rank 0 refuses a group with another host before it starts mpirun. */
+bool mpirun_host_ok(const char *h);
 
 /* The command line, NULL-terminated (heap; free with mpirun_argv_free):
  *   mpirun --host h0:s0,h1:s1 -np S [--allow-run-as-root] --leave-session-attached
