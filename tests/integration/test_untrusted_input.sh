@@ -11,7 +11,8 @@
 #      it, is tests/unit/test_submit.c);
 #   4. a topology that is a FIFO or /dev/zero is a clear error, not a hang or an endless read;
 #   5. the agent's site configuration: values from the file, options winning, and its errors
-#      (a bad line, an unknown key, a group-writable file, a missing --config file).
+#      (a bad line, an unknown key, a group-writable file, a missing --config file); run --local
+#      --agent-config gives the local agents the site's settings but never its keys.
 . "$(dirname "$0")/lib.sh"
 
 expect_exit() { # expected-status logfile cmd...
@@ -144,3 +145,21 @@ expect_exit 2 "$WORK/c6" "$AGENT" --config "$WORK/bool.conf" --coordinator "$END
 grep -qF "bool.conf:1: mpirun_allow_run_as_root: 'maybe' is not yes or no" "$WORK/c6" \
     || fail "bool: $(cat "$WORK/c6")"
 pass "config errors: $(head -1 "$WORK/c1"); $(head -1 "$WORK/c3" | cut -c1-120)"
+
+# run --local's agents read a site configuration too (--agent-config), but its connection
+# settings are run --local's own: a key in the file does not stop them from registering with the
+# embedded loopback coordinator, which has none.
+cat >"$WORK/site-keys.conf" <<CONF
+coordinator = tcp://192.0.2.1:7755
+key = $WORK/no-such.key
+server_key = $WORK/no-such.pub
+mpirun = /nonexistent/site-mpirun
+CONF
+chmod 600 "$WORK/site-keys.conf"
+expect_exit 0 "$WORK/local-site.out" "$FLEETBURN" run --local 1 --agent-config "$WORK/site-keys.conf" \
+    --db "$WORK/local.db" "$WORK/ok.yaml"
+expect_exit 2 "$WORK/local-site2.out" "$FLEETBURN" run --coordinator "$ENDPOINT" \
+    --agent-config "$WORK/site-keys.conf" "$WORK/ok.yaml"
+grep -q -- "--agent-config applies to the agents of run --local" "$WORK/local-site2.out" \
+    || fail "--agent-config with --coordinator: $(cat "$WORK/local-site2.out")"
+pass "run --local --agent-config: the site's settings, the embedded coordinator without keys"
