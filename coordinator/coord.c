@@ -869,7 +869,8 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
     /* Before the bind: libzmq copies socket options into the listener when it binds. */
-    conns_limits_t limits = {opts->max_connections, opts->max_connections_per_address, 0};
+    conns_limits_t limits = {opts->max_connections, opts->max_connections_per_address,
+                             opts->handshake_ms};
     self->conns = conns_new(loop, self->zctx, sock, &limits, err, errlen);
     if (!self->conns) {
         zmq_close(sock);

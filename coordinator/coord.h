@@ -25,6 +25,7 @@ typedef struct {
     /* Connection limits (conns.h): 0 derives the total from the descriptor limit; 0 per address
      * is no limit per address. */
     uint32_t max_connections, max_connections_per_address;
+    uint32_t handshake_ms;    /* a connection's ZeroMQ handshake must end within; 0: 5 s */
     uint64_t forget_after_ms; /* an agent away this long leaves the live registry; 0: 1 h */
 } coord_options_t;
 

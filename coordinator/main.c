@@ -76,6 +76,9 @@ static void s_usage(FILE *out)
             "                                connections from one address (default 64; 0: none)\n"
             "      --forget-after DURATION   an agent away this long leaves the live registry\n"
             "                                (default 1h; the database keeps it)\n"
+            "      --handshake-timeout DURATION\n"
+            "                                a connection must finish its ZeroMQ handshake\n"
+            "                                within this (default 5s)\n"
             "  keygen PATH\n"
             "      Write a CURVE key pair: PATH (secret, mode 0600) and PATH.pub; never\n"
             "      overwrites.\n"
@@ -111,6 +114,7 @@ typedef struct {
     uint32_t heartbeat_ms, liveness;
     uint32_t max_connections, max_per_address; /* serve */
     uint64_t forget_after_ms;                  /* serve */
+    uint64_t handshake_ms;                     /* serve */
     bool verbose, keep_logs;
     const char *agent_config; /* run --local: --config of the local agents */
     const char *inject[MAX_INJECT];
@@ -132,7 +136,12 @@ static int s_parse_u32(const char *opt, const char *text, uint64_t max, uint32_t
 }
 
 /* Long-only options (no short letter). */
-enum { S_OPT_MAX_CONNECTIONS = 0x100, S_OPT_MAX_PER_ADDRESS, S_OPT_FORGET_AFTER };
+enum {
+    S_OPT_MAX_CONNECTIONS = 0x100,
+    S_OPT_MAX_PER_ADDRESS,
+    S_OPT_FORGET_AFTER,
+    S_OPT_HANDSHAKE_TIMEOUT
+};
 
 static int s_parse_cli(int argc, char **argv, cli_t *cli)
 {
@@ -148,6 +157,7 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"max-connections", required_argument, 0, S_OPT_MAX_CONNECTIONS},
         {"max-connections-per-address", required_argument, 0, S_OPT_MAX_PER_ADDRESS},
         {"forget-after", required_argument, 0, S_OPT_FORGET_AFTER},
+        {"handshake-timeout", required_argument, 0, S_OPT_HANDSHAKE_TIMEOUT},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->db = s_default_db();
@@ -217,6 +227,15 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             if (fb_parse_duration_ms(optarg, &cli->forget_after_ms) || cli->forget_after_ms == 0) {
                 fprintf(stderr, "fleetburn: --forget-after: '%s' is not a duration above zero "
                                 "(e.g. 30m, 1h, 2d)\n",
+                        optarg);
+                return -EINVAL;
+            }
+            break;
+        case S_OPT_HANDSHAKE_TIMEOUT:
+            if (fb_parse_duration_ms(optarg, &cli->handshake_ms) || cli->handshake_ms < 100 ||
+                cli->handshake_ms > 600000) {
+                fprintf(stderr, "fleetburn: --handshake-timeout: '%s' is not a duration between "
+                                "100ms and 10m\n",
                         optarg);
                 return -EINVAL;
             }
@@ -838,7 +857,8 @@ static int s_cmd_serve(cli_t *cli)
                             .keys_dir = cli->keys_dir,
                             .max_connections = cli->max_connections,
                             .max_connections_per_address = cli->max_per_address,
-                            .forget_after_ms = cli->forget_after_ms};
+                            .forget_after_ms = cli->forget_after_ms,
+                            .handshake_ms = (uint32_t)cli->handshake_ms};
     char err[512];
     coord_t *coord = coord_new(loop, &opts, err, sizeof err);
     if (!coord) {

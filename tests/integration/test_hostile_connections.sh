@@ -3,7 +3,8 @@
 # Connection limits: a flood of idle connections from one address (reopened as soon as they are
 # ended) does not keep a real agent from registering; connections over the per-address and the
 # total limit are ended at once, the rest when their handshake does not come within 5 s; the
-# refusals are logged at most once per 10 s, naming the address.
+# refusals are logged at most once per 10 s, naming the address; the handshake deadline is an
+# option.
 . "$(dirname "$0")/lib.sh"
 HOSTILE="$FB_BIN/bin/fb_hostile"
 [ -x "$HOSTILE" ] || fail "no $HOSTILE (built with the tests)"
@@ -76,3 +77,18 @@ grep -q "refused a connection from 127.0.0.3: 50 connections are open (--max-con
 start_agent n2
 wait_for_log "$WORK/coordinator.log" "agent n2 registered" 15
 pass "150 connections over the total of 50 ended at once, the other 50 by the 5 s handshake deadline; n2 registered after"
+
+# --- the handshake deadline is an option ------------------------------------------------------
+kill -TERM "$COORD_PID"
+wait "$COORD_PID" || true
+: >"$WORK/coordinator.log"
+"$FLEETBURN" serve --handshake-timeout 10ms >/dev/null 2>&1 && fail "--handshake-timeout 10ms was accepted"
+start_coordinator --handshake-timeout 2s
+grep -q "handshake within 2.0 s" "$WORK/coordinator.log" || fail "the coordinator did not announce a 2 s handshake"
+"$HOSTILE" idle --connect "${ENDPOINT#tcp://}" --source 127.0.0.4 --count 10 --hold 20 \
+    >"$WORK/hs.out" 2>>"$WORK/hostile.log"
+cat "$WORK/hs.out"
+[ "$(field "$WORK/hs.out" ended_by_peer)" = 10 ] || fail "idle connections outlived a 2 s handshake deadline"
+max_ms=$(field "$WORK/hs.out" ended_after_ms_max)
+[ "$max_ms" -ge 1500 ] && [ "$max_ms" -le 8000 ] || fail "idle connections ended after $max_ms ms with a 2 s deadline"
+pass "--handshake-timeout 2s: 10 idle connections ended after at most $max_ms ms"
