@@ -26,6 +26,7 @@
 #include "common/hostlist.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "common/securemem.h"
 #include "common/units.h"
 #include "common/util.h"
 #include "common/wire.h"
@@ -731,6 +732,8 @@ static int s_start_agents(fleet_t *f)
 {
     unsigned n = f->cli->agents;
     f->zctx = zmq_ctx_new();
+    if (f->cli->curve)
+        fb_securemem_use(); /* thousands of handshakes in one process (common/securemem.h) */
     if (f->cli->curve) /* every agent's handshake is public-key crypto on the I/O threads */
         zmq_ctx_set(f->zctx, ZMQ_IO_THREADS, 2);
     if (zmq_ctx_set(f->zctx, ZMQ_MAX_SOCKETS, (int)n + 64) != 0) {

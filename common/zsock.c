@@ -27,6 +27,7 @@ struct zsock {
     int open_handles;
     zmq_msg_t *current; /* the last frame of the message being handled, during the callback */
     void *owned_arg;    /* freed with the socket (a monitor's state) */
+    void *watched;      /* a monitor: the socket it watches, whose monitoring stops first */
     int draining;
     int closing;
     uint64_t n_overflow;         /* messages of too many frames dropped */
@@ -163,6 +164,8 @@ void zsock_close(zsock_t **zs_p)
         return;
     zsock_t *zs = *zs_p;
     *zs_p = NULL;
+    if (zs->watched)
+        zmq_socket_monitor(zs->watched, NULL, 0);
     zs->closing = 1;
     int linger = 0;
     zmq_setsockopt(zs->socket, ZMQ_LINGER, &linger, sizeof linger);
@@ -269,5 +272,6 @@ zsock_t *zsock_monitor_new(uv_loop_t *loop, void *zctx, void *watched, int event
     m->arg = arg;
     zsock_t *zs = zsock_new(loop, pair, s_on_monitor, m);
     zs->owned_arg = m;
+    zs->watched = watched;
     return zs;
 }

@@ -847,9 +847,6 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     uv_prepare_start(&self->flush, s_on_flush);
     self->zctx = zmq_ctx_new();
     if (opts->keys_dir) {
-        /* CURVE handshakes are public-key crypto on libzmq's I/O threads: a fleet registering
-         * at once (a coordinator restart) shares them between two. */
-        zmq_ctx_set(self->zctx, ZMQ_IO_THREADS, 2);
         self->auth = auth_new(loop, self->zctx, opts->keys_dir, err, errlen);
         if (!self->auth) {
             coord_destroy(&self);

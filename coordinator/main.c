@@ -18,6 +18,7 @@
 #include "common/conffile.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "common/securemem.h"
 #include "common/units.h"
 #include "common/util.h"
 #include "common/wire.h"
@@ -849,6 +850,9 @@ static int s_cmd_serve(cli_t *cli)
                  "node, post results and run campaigns (docs/security.md)",
                  bind);
     }
+    if (cli->keys_dir && !fb_securemem_use())
+        log_warn("CURVE secrets cannot be locked in RAM (RLIMIT_MEMLOCK); they stay out of core "
+                 "dumps and are zeroed when freed");
     uv_loop_t *loop = uv_default_loop();
     coord_options_t opts = {.bind = bind,
                             .db_path = cli->db,

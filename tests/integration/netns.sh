@@ -208,11 +208,29 @@ netns_index_of() {
     return 1
 }
 
-# Starts a coordinator in the root namespace on the bridge address; sets ENDPOINT and COORD_PID.
+# Keys for a coordinator off loopback, as on a fleet: the coordinator's, one agent key shared by
+# ns1..nsN (a nodes: line) and an operator key. Sets NETNS_AGENT_KEYS and NETNS_CLIENT_KEYS, the
+# options agents and `fleetburn run` add.
+netns_make_keys() {
+    local k="$WORK/keys"
+    mkdir -p "$k/agents" "$k/operators"
+    "$FLEETBURN" keygen "$k/coordinator" >/dev/null
+    "$FLEETBURN" keygen "$WORK/agent.key" >/dev/null
+    "$FLEETBURN" keygen "$WORK/operator.key" >/dev/null
+    { cat "$WORK/agent.key.pub"; echo "nodes: ns[1-$NETNS_COUNT]"; } >"$k/agents/ns.pub"
+    cp "$WORK/operator.key.pub" "$k/operators/test.pub"
+    NETNS_AGENT_KEYS="--key $WORK/agent.key --server-key $k/coordinator.pub"
+    NETNS_CLIENT_KEYS="--key $WORK/operator.key --server-key $k/coordinator.pub"
+}
+
+# Starts a coordinator with keys in the root namespace on the bridge address; sets ENDPOINT and
+# COORD_PID.
 netns_start_coordinator() {
     local port; port=$(free_port)
     ENDPOINT="tcp://$NETNS_BRIDGE_IP:$port"
-    "$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 "$@" \
+    [ -n "${NETNS_AGENT_KEYS:-}" ] || netns_make_keys
+    "$FLEETBURN" serve --bind "$ENDPOINT" --keys "$WORK/keys" --db "$WORK/fb.db" \
+        --heartbeat-ms 200 --liveness 5 "$@" \
         >>"$WORK/coordinator.log" 2>&1 &
     COORD_PID=$!
     PIDS+=("$COORD_PID")
@@ -224,8 +242,10 @@ netns_start_coordinator() {
 netns_start_agent() {
     local i=$1
     shift
+    # shellcheck disable=SC2086 # the key options are words
     ip netns exec "${NETNS_NAME[$i]}" "$AGENT" --coordinator "$ENDPOINT" --name "ns$i" \
-        --address "${NETNS_ADDR[$i]}" --spool "$WORK/spool-ns$i" "$@" >>"$WORK/ns$i.log" 2>&1 &
+        --address "${NETNS_ADDR[$i]}" --spool "$WORK/spool-ns$i" $NETNS_AGENT_KEYS "$@" \
+        >>"$WORK/ns$i.log" 2>&1 &
     AGENT_PID=$!
     PIDS+=("$AGENT_PID")
 }

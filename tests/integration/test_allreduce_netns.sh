@@ -106,7 +106,7 @@ stages:
 YAML
 }
 campaign netns-allreduce 3 "" >"$WORK/clean.yaml"
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/clean.yaml" >"$WORK/clean.out" 2>"$WORK/clean.log" ||
+"$FLEETBURN" run --coordinator "$ENDPOINT" $NETNS_CLIENT_KEYS "$WORK/clean.yaml" >"$WORK/clean.out" 2>"$WORK/clean.log" ||
     { dump_events; fail "clean campaign exited $?"; }
 "$FLEETBURN" report --db "$WORK/fb.db" --format json >"$WORK/clean.json"
 python3 - "$WORK/clean.json" <<'PY' || fail "clean group stage"
@@ -129,7 +129,7 @@ pass "scope: group of three agents in three namespaces: one task, every member p
 # ---- 3. an injected wrong element names rank 0's node -------------------------------------------
 campaign netns-allreduce-inject 3 ", inject_corrupt: true" >"$WORK/inject.yaml"
 set +e
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/inject.yaml" >"$WORK/inject.out" 2>"$WORK/inject.log"
+"$FLEETBURN" run --coordinator "$ENDPOINT" $NETNS_CLIENT_KEYS "$WORK/inject.yaml" >"$WORK/inject.out" 2>"$WORK/inject.log"
 rc=$?
 set -e
 [ $rc -eq 1 ] || fail "injected campaign exited $rc, expected 1"
@@ -153,7 +153,7 @@ pass "inject_corrupt in a group: fail, only rank 0's node is named"
 
 # ---- 4. rank 0's node dies mid-sweep ------------------------------------------------------------
 campaign netns-allreduce-lost 100000 "" >"$WORK/lost.yaml"
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/lost.yaml" >"$WORK/lost.out" 2>"$WORK/lost.log" &
+"$FLEETBURN" run --coordinator "$ENDPOINT" $NETNS_CLIENT_KEYS "$WORK/lost.yaml" >"$WORK/lost.out" 2>"$WORK/lost.log" &
 run_pid=$!
 PIDS+=("$run_pid")
 tries=0

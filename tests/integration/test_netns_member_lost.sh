@@ -28,7 +28,7 @@ stages:
     workload: sleep
     params: {duration: 200ms}
 YAML
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/campaign.yaml" >"$WORK/run.out" 2>"$WORK/run.log" &
+"$FLEETBURN" run --coordinator "$ENDPOINT" $NETNS_CLIENT_KEYS "$WORK/campaign.yaml" >"$WORK/run.out" 2>"$WORK/run.log" &
 run_pid=$!
 PIDS+=("$run_pid")
 # Once the worker has started, 3 s cover the rendezvous and put data on the wire.

@@ -59,7 +59,7 @@ stages:
     timeout: 2m
     params: {duration: 2s, streams: 2, lat_iters: 200, min_gbps: 0.5}
 YAML
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/clean.yaml" >"$WORK/clean.out" 2>"$WORK/clean.log" ||
+"$FLEETBURN" run --coordinator "$ENDPOINT" $NETNS_CLIENT_KEYS "$WORK/clean.yaml" >"$WORK/clean.out" 2>"$WORK/clean.log" ||
     fail "clean campaign exited $?"
 "$FLEETBURN" report --db "$WORK/fb.db" --format json >"$WORK/clean.json"
 python3 - "$WORK/clean.json" <<'PY' || fail "clean pair stage"
@@ -97,7 +97,7 @@ stages:
     params: {duration: 2s, streams: 2, lat_iters: 100}
 YAML
 set +e
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/throttled.yaml" >"$WORK/throttled.out" 2>"$WORK/throttled.log"
+"$FLEETBURN" run --coordinator "$ENDPOINT" $NETNS_CLIENT_KEYS "$WORK/throttled.yaml" >"$WORK/throttled.out" 2>"$WORK/throttled.log"
 rc=$?
 set -e
 [ $rc -eq 1 ] || fail "throttled campaign exited $rc, expected 1 (a stage failed)"
