@@ -8,13 +8,9 @@
  * an agent `lost` and the runner gives its unfinished tasks the verdict `lost`. Results are
  * stored once per result id and always acknowledged, so a re-sent result is harmless.
  *
- * Exchanges of group tasks (docs/protocol.md) are relayed here: a post is accepted only from the
- * node that holds that rank of a group task that is still running, goes to the broker
- * (scheduler/rendezvous.h), and a completed exchange goes back to every member; a failed or
- * expired one, as an error, to the members that posted. Expiry runs from a timer. */
-#include "coord.h"
-#include "auth.h"
-#include "conns.h"
+ * The exchange relay is in coord_exchange.c, client submissions in coord_submit.c; the state they
+ * share is in coord_internal.h. */
+#include "coord_internal.h"
 #include "report.h"
 #include "runner.h"
 #include "common/log.h"
@@ -47,54 +43,6 @@
 /* How long an agent may stay away before it leaves the live registry (--forget-after). */
 #define COORD_FORGET_AFTER_MS 3600000
 
-typedef struct {
-    char *name;
-    char *identity; /* hex of the ROUTER identity of the current connection */
-    char *address;  /* Hello.address: where peers reach it */
-    bool alive;
-    uint64_t last_seen;        /* monotonic ms */
-    uint64_t last_progress_ms; /* last progress event stored */
-    uint64_t last_seen_stored; /* last time last_seen went to the store */
-    char *key; /* the CURVE key it registered with (Z85); NULL without keys */
-    int fd;    /* its connection's descriptor, to end it when its key is revoked; -1 unknown */
-} node_t;
-
-typedef struct {
-    char *identity;
-    coord_t *coord;
-    uint64_t last_sent;
-} client_t;
-
-struct coord {
-    uv_loop_t *loop;
-    void *zctx;
-    zsock_t *zs;
-    auth_t *auth; /* NULL: no keys (loopback) */
-    conns_t *conns; /* connection limits of the ROUTER */
-    uint64_t forget_after_ms;
-    fb_ratelimit_t refusal_log;
-    char endpoint[256];
-    store_t *store;
-    strmap_t *nodes;      /* name -> node_t */
-    strmap_t *identities; /* identity hex -> node_t */
-    uint32_t heartbeat_ms, liveness;
-    uv_timer_t liveness_timer;
-    fb_rendezvous_t *rendezvous; /* exchanges of group tasks */
-    uv_timer_t exchange_timer;
-    runner_t *runner;
-    client_t *client; /* the CLI that submitted the running campaign, if any */
-    /* The store commits once per loop iteration (store_defer_commits), not once per record:
-     * results stored since the last commit are acknowledged only after it. */
-    uv_prepare_t flush;
-    char **ack_identities, **ack_ids;
-    size_t n_acks, cap_acks;
-    bool dispatched; /* a RunTask went out since the last commit */
-    uint64_t n_foreign; /* results and events dropped: for tasks not given to their sender */
-    fb_ratelimit_t foreign_log;
-    uint64_t n_bad;         /* messages dropped before they reached a handler */
-    fb_ratelimit_t bad_log; /* their log lines */
-};
-
 static void s_hex(const uint8_t *data, size_t len, char *out, size_t outlen)
 {
     static const char digits[] = "0123456789abcdef";
@@ -117,7 +65,7 @@ static size_t s_unhex(const char *hex, uint8_t *out, size_t max)
     return n;
 }
 
-static int s_send_to(coord_t *self, const char *identity, Fleetburn__Envelope *env)
+int coord_send_to(coord_t *self, const char *identity, Fleetburn__Envelope *env)
 {
     uint8_t id[256];
     size_t id_len = s_unhex(identity, id, sizeof id);
@@ -222,7 +170,7 @@ static void s_send_welcome(coord_t *self, const char *identity, bool accepted, c
     w.protocol_version = FB_PROTOCOL_VERSION;
     env.body_case = FLEETBURN__ENVELOPE__BODY_WELCOME;
     env.welcome = &w;
-    s_send_to(self, identity, &env);
+    coord_send_to(self, identity, &env);
 }
 
 /* With keys, an agent registers only under a name its key allows; the node that holds the name
@@ -310,7 +258,7 @@ static void s_on_heartbeat(coord_t *self, const char *identity)
     hb.time_ms = fb_now_ms();
     env.body_case = FLEETBURN__ENVELOPE__BODY_HEARTBEAT;
     env.heartbeat = &hb;
-    s_send_to(self, identity, &env);
+    coord_send_to(self, identity, &env);
 }
 
 /* A node speaks only for tasks the coordinator gave it: the task must list the node, and a
@@ -426,7 +374,7 @@ static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
 /* Commits what was stored since the last commit, then acknowledges the results among it: an Ack
  * must never reach an agent (which then deletes its copy) before the result is on disk. A failed
  * commit loses those writes; their results stay unacknowledged and are sent again. */
-static void s_flush(coord_t *self)
+void coord_flush(coord_t *self)
 {
     int rc = store_flush(self->store);
     if (rc)
@@ -440,7 +388,7 @@ static void s_flush(coord_t *self)
             ack.n_result_ids = 1;
             env.body_case = FLEETBURN__ENVELOPE__BODY_ACK;
             env.ack = &ack;
-            s_send_to(self, self->ack_identities[i], &env);
+            coord_send_to(self, self->ack_identities[i], &env);
         }
         free(self->ack_identities[i]);
         free(self->ack_ids[i]);
@@ -451,275 +399,13 @@ static void s_flush(coord_t *self)
 
 static void s_on_flush(uv_prepare_t *h)
 {
-    s_flush(h->data);
-}
-
-/* --- exchanges of group tasks ----------------------------------------------------------------- */
-
-static void s_send_exchange(coord_t *self, const char *node_name, Fleetburn__Exchange *ex)
-{
-    node_t *node = strmap_get(self->nodes, node_name);
-    if (!node || !node->alive)
-        return; /* a member that is gone: its task is being decided without it */
-    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
-    env.body_case = FLEETBURN__ENVELOPE__BODY_EXCHANGE;
-    env.exchange = ex;
-    s_send_to(self, node->identity, &env);
-}
-
-/* Sends a broker reply (all values, or the error) to its recipients. */
-static void s_send_reply(coord_t *self, const fb_rdv_reply_t *reply)
-{
-    Fleetburn__Exchange ex = FLEETBURN__EXCHANGE__INIT;
-    ex.task_id = reply->task_id;
-    ex.key = reply->key;
-    ProtobufCBinaryData *values = xcalloc(reply->n_values + 1, sizeof *values);
-    if (reply->ok) {
-        for (size_t i = 0; i < reply->n_values; i++) {
-            values[i].data = reply->values[i].data;
-            values[i].len = reply->values[i].len;
-        }
-        ex.values = values;
-        ex.n_values = reply->n_values;
-    } else {
-        ex.error = reply->error;
-        log_warn("task %s: %s", reply->task_id, reply->error);
-        coord_event(self, self->runner ? runner_id(self->runner) : NULL, reply->task_id, NULL,
-                    "exchange", "%s", reply->error);
-    }
-    for (size_t i = 0; i < reply->n_to; i++) {
-        ex.rank = reply->ranks[i];
-        s_send_exchange(self, reply->nodes[i], &ex);
-    }
-    free(values);
-}
-
-static void s_send_replies(coord_t *self, fb_rdv_reply_t **replies, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        s_send_reply(self, &(*replies)[i]);
-    fb_rdv_replies_free(replies, n);
-}
-
-/* An Exchange that cannot be accepted: the error goes straight back to the poster. */
-static void s_refuse_exchange(coord_t *self, node_t *node, const Fleetburn__Exchange *m,
-                              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static void s_refuse_exchange(coord_t *self, node_t *node, const Fleetburn__Exchange *m,
-                              const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *error = xvasprintf(fmt, ap);
-    va_end(ap);
-    log_warn("exchange %s of task %s from %s refused: %s", m->key, m->task_id, node->name, error);
-    Fleetburn__Exchange ex = FLEETBURN__EXCHANGE__INIT;
-    ex.task_id = m->task_id;
-    ex.key = m->key;
-    ex.rank = m->rank;
-    ex.error = error;
-    s_send_exchange(self, node->name, &ex);
-    free(error);
-}
-
-static void s_on_exchange(coord_t *self, node_t *node, const Fleetburn__Exchange *m)
-{
-    size_t size = 0;
-    const char *const *members =
-        self->runner ? runner_group(self->runner, m->task_id, &size) : NULL;
-    if (!members) {
-        s_refuse_exchange(self, node, m, "exchange %s: task %s is not a running group task", m->key,
-                          m->task_id);
-        return;
-    }
-    if (m->rank >= size || strcmp(members[m->rank], node->name)) {
-        s_refuse_exchange(self, node, m, "exchange %s: %s is not rank %u of task %s", m->key,
-                          node->name, m->rank, m->task_id);
-        return;
-    }
-    fb_rdv_reply_t reply;
-    int rc = fb_rendezvous_post(self->rendezvous, m->task_id, m->key, m->rank, members, size,
-                                m->value.data, m->value.len, m->timeout_ms, fb_mono_ms(), &reply);
-    if (rc < 0) {
-        fb_rdv_reply_clear(&reply);
-        s_refuse_exchange(self, node, m, "exchange %s: %s", m->key,
-                          rc == -ENOSPC ? "too many exchanges in one task" : "invalid post");
-        return;
-    }
-    if (rc == FB_RDV_COMPLETE)
-        log_debug("task %s: exchange %s complete (%zu ranks)", m->task_id, m->key, size);
-    if (rc != FB_RDV_WAITING)
-        s_send_reply(self, &reply);
-    fb_rdv_reply_clear(&reply);
-}
-
-static void s_on_exchange_tick(uv_timer_t *h)
-{
-    coord_t *self = h->data;
-    fb_rdv_reply_t *replies = NULL;
-    size_t n = fb_rendezvous_expire(self->rendezvous, fb_mono_ms(), &replies);
-    s_send_replies(self, &replies, n);
-}
-
-void coord_exchange_task_ended(coord_t *self, const char *task_id, const char *why)
-{
-    fb_rdv_reply_t *replies = NULL;
-    size_t n = fb_rendezvous_fail_task(self->rendezvous, task_id, why, &replies);
-    s_send_replies(self, &replies, n);
-    fb_rendezvous_end_task(self->rendezvous, task_id);
-}
-
-void coord_exchange_member_ended(coord_t *self, const char *task_id, unsigned rank, const char *why)
-{
-    fb_rdv_reply_t *replies = NULL;
-    size_t n = fb_rendezvous_fail_rank(self->rendezvous, task_id, rank, why, &replies);
-    s_send_replies(self, &replies, n);
+    coord_flush(h->data);
 }
 
 const char *coord_node_address(const coord_t *self, const char *name)
 {
     node_t *node = strmap_get(self->nodes, name);
     return node && node->address ? node->address : "";
-}
-
-/* --- submissions from the CLI --------------------------------------------------------------- */
-
-static void s_send_progress(coord_t *self, const char *identity, const coord_progress_t *p,
-                            const char *error, const char *summary)
-{
-    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
-    Fleetburn__Progress m = FLEETBURN__PROGRESS__INIT;
-    if (p) {
-        m.campaign_id = (char *)p->campaign_id;
-        m.stage = (char *)(p->stage ? p->stage : "");
-        m.stage_index = p->stage_index;
-        m.stage_count = p->stage_count;
-        m.tasks_total = p->tasks_total;
-        m.tasks_done = p->tasks_done;
-        m.tasks_failed = p->tasks_failed;
-        m.elapsed_ms = p->elapsed_ms;
-        m.finished = p->finished;
-        m.verdict = (Fleetburn__Verdict)p->verdict;
-    } else {
-        m.finished = true;
-        m.verdict = FLEETBURN__VERDICT__VERDICT_ERROR;
-    }
-    m.error = (char *)(error ? error : "");
-    m.summary = (char *)(summary ? summary : "");
-    env.body_case = FLEETBURN__ENVELOPE__BODY_PROGRESS;
-    env.progress = &m;
-    s_send_to(self, identity, &env);
-}
-
-/* A summary longer than a Progress may carry (a line per task: 8192 nodes make 1.4 MB) is cut
- * at a line, with a note: a message over the limit would be dropped by the client, which would
- * then wait for "finished" forever. */
-static void s_fit_summary(char *summary, size_t len)
-{
-    static const char note[] = "... (summary cut to fit a message; `fleetburn report` has all)\n";
-    if (!summary || len <= FB_WIRE_MAX_YAML)
-        return;
-    size_t cut = FB_WIRE_MAX_YAML - sizeof note;
-    while (cut > 0 && summary[cut - 1] != '\n')
-        cut--;
-    memcpy(summary + cut, note, sizeof note);
-}
-
-static void s_client_progress(const coord_progress_t *p, void *arg)
-{
-    client_t *client = arg;
-    coord_t *self = client->coord;
-    uint64_t now = fb_mono_ms();
-    if (!p->finished && now - client->last_sent < 250)
-        return;
-    client->last_sent = now;
-    char *summary = NULL;
-    if (p->finished) {
-        s_flush(self); /* whoever hears "finished" may read the store at once */
-        size_t len = 0;
-        FILE *mem = open_memstream(&summary, &len);
-        report_write_text(self->store, p->campaign_id, mem);
-        fclose(mem);
-        s_fit_summary(summary, len);
-    }
-    s_send_progress(self, client->identity, p, NULL, summary);
-    free(summary);
-}
-
-/* With keys, only operators submit. The refusal starts with "not authorised" (the client exits
- * 3 on it). */
-static bool s_submit_allowed(coord_t *self, const char *identity)
-{
-    if (!self->auth)
-        return true;
-    const char *key = zsock_peer_user_id(self->zs);
-    if (key && auth_is_operator(self->auth, key))
-        return true;
-    const char *file = key ? auth_key_file(self->auth, key) : NULL;
-    char *reason = xasprintf("not authorised: this client's key (%s) is not an operator key; "
-                             "operator keys are %s/operators/NAME.pub",
-                             file ? file : "unknown", auth_dir(self->auth));
-    uint64_t held = 0;
-    if (fb_ratelimit_ok(&self->refusal_log, fb_mono_ms(), &held))
-        log_warn("refused a campaign from %s: %s (%llu lines held back)",
-                 zsock_peer_address(self->zs), reason, (unsigned long long)held);
-    s_send_progress(self, identity, NULL, reason, NULL);
-    free(reason);
-    return false;
-}
-
-int coord_campaign_from_submit(const Fleetburn__Submit *m, fb_campaign_t **out, char **error_out)
-{
-    *out = NULL;
-    const char *source = m->source[0] ? m->source : "submitted campaign";
-    int rc = fb_campaign_parse(m->campaign_yaml, strlen(m->campaign_yaml), source, out, error_out);
-    if (rc)
-        return rc;
-    /* The files the campaign names come with it; no path from a submission is ever opened. */
-    fb_campaign_file_t *files = xcalloc(m->n_files ? m->n_files : 1, sizeof *files);
-    for (size_t i = 0; i < m->n_files; i++)
-        files[i] = (fb_campaign_file_t){m->files[i]->name, (const char *)m->files[i]->content.data,
-                                        m->files[i]->content.len};
-    rc = fb_campaign_attach_files(*out, files, m->n_files, error_out);
-    free(files);
-    if (rc)
-        fb_campaign_destroy(out);
-    return rc;
-}
-
-static void s_on_submit(coord_t *self, const char *identity, const Fleetburn__Submit *m)
-{
-    if (!s_submit_allowed(self, identity))
-        return;
-    fb_campaign_t *campaign = NULL;
-    char *error = NULL;
-    int prc = coord_campaign_from_submit(m, &campaign, &error);
-    if (prc) {
-        log_warn("refused a campaign: %s", error);
-        s_send_progress(self, identity, NULL, error, NULL);
-        free(error);
-        return;
-    }
-    client_t *client = xcalloc(1, sizeof *client);
-    client->identity = xstrdup(identity);
-    client->coord = self;
-    char *id = NULL;
-    int rc =
-        coord_start_campaign(self, &campaign, m->campaign_yaml, s_client_progress, client, &id);
-    if (rc) {
-        char *msg = rc == -EBUSY ? xasprintf("busy: campaign %s is running; try again when it has "
-                                             "finished",
-                                             self->runner ? runner_id(self->runner) : "?")
-                                 : xasprintf("cannot start the campaign: %s", strerror(-rc));
-        s_send_progress(self, identity, NULL, msg, NULL);
-        free(msg);
-        free(client->identity);
-        free(client);
-        fb_campaign_destroy(&campaign);
-        return;
-    }
-    self->client = client;
-    free(id);
 }
 
 /* --- dispatch ------------------------------------------------------------------------------- */
@@ -764,7 +450,7 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
         if (env->body_case == FLEETBURN__ENVELOPE__BODY_HELLO)
             s_send_welcome(self, identity, false, err);
         else if (env->body_case == FLEETBURN__ENVELOPE__BODY_SUBMIT)
-            s_send_progress(self, identity, NULL, err, NULL);
+            coord_send_progress(self, identity, NULL, err, NULL);
         wire_free(&env);
         return;
     }
@@ -775,7 +461,7 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
     if (env->body_case == FLEETBURN__ENVELOPE__BODY_HELLO) {
         s_on_hello(self, identity, env->hello);
     } else if (env->body_case == FLEETBURN__ENVELOPE__BODY_SUBMIT) {
-        s_on_submit(self, identity, env->submit);
+        coord_on_submit(self, identity, env->submit);
     } else {
         node_t *node = s_node_by_identity(self, identity);
         if (!node) {
@@ -804,7 +490,7 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
                 s_on_task_result(self, identity, node, env->task_result);
                 break;
             case FLEETBURN__ENVELOPE__BODY_EXCHANGE:
-                s_on_exchange(self, node, env->exchange);
+                coord_on_exchange(self, node, env->exchange);
                 break;
             default:
                 log_warn("agent %s sent an unexpected message (body %d)", node->name,
@@ -891,7 +577,7 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     self->rendezvous = fb_rendezvous_new();
     uv_timer_init(loop, &self->exchange_timer);
     self->exchange_timer.data = self;
-    uv_timer_start(&self->exchange_timer, s_on_exchange_tick, COORD_EXCHANGE_TICK_MS,
+    uv_timer_start(&self->exchange_timer, coord_on_exchange_tick, COORD_EXCHANGE_TICK_MS,
                    COORD_EXCHANGE_TICK_MS);
     return self;
 }
@@ -917,7 +603,7 @@ void coord_destroy(coord_t **self_p)
     if (self->exchange_timer.data)
         uv_close((uv_handle_t *)&self->exchange_timer, s_noop_close);
     if (self->flush.data) {
-        s_flush(self);
+        coord_flush(self);
         uv_close((uv_handle_t *)&self->flush, s_noop_close);
     }
     free(self->ack_identities);
@@ -997,13 +683,13 @@ int coord_send_run_task(coord_t *self, const char *name, Fleetburn__RunTask *tas
     /* Tasks are on disk before the first agent hears of them (the runner's promise to the
      * timeline); the rest of the burst shares that commit. */
     if (!self->dispatched) {
-        s_flush(self);
+        coord_flush(self);
         self->dispatched = true;
     }
     Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
     env.body_case = FLEETBURN__ENVELOPE__BODY_RUN_TASK;
     env.run_task = task;
-    return s_send_to(self, node->identity, &env);
+    return coord_send_to(self, node->identity, &env);
 }
 
 int coord_send_cancel(coord_t *self, const char *name, const char *task_id, const char *reason)
@@ -1017,7 +703,7 @@ int coord_send_cancel(coord_t *self, const char *name, const char *task_id, cons
     c.reason = (char *)reason;
     env.body_case = FLEETBURN__ENVELOPE__BODY_CANCEL_TASK;
     env.cancel_task = &c;
-    return s_send_to(self, node->identity, &env);
+    return coord_send_to(self, node->identity, &env);
 }
 
 int coord_start_campaign(coord_t *self, fb_campaign_t **campaign, const char *yaml,
