@@ -593,6 +593,7 @@ void coord_destroy(coord_t **self_p)
         return;
     coord_t *self = *self_p;
     *self_p = NULL;
+    coord_submit_jobs_orphan(self);
     runner_destroy(&self->runner);
     if (self->client) {
         free(self->client->identity);

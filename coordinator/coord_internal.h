@@ -50,7 +50,8 @@ struct coord {
     fb_rendezvous_t *rendezvous; /* exchanges of group tasks */
     uv_timer_t exchange_timer;
     runner_t *runner;
-    client_t *client; /* the CLI that submitted the running campaign, if any */
+    client_t *client;               /* the CLI that submitted the running campaign, if any */
+    struct submit_job *submit_jobs; /* submissions being parsed on the thread pool */
     /* The store commits once per loop iteration (store_defer_commits), not once per record:
      * results stored since the last commit are acknowledged only after it. */
     uv_prepare_t flush;
@@ -72,6 +73,8 @@ void coord_on_exchange(coord_t *self, node_t *node, const Fleetburn__Exchange *m
 void coord_on_exchange_tick(uv_timer_t *h);
 /* coord_submit.c */
 void coord_on_submit(coord_t *self, const char *identity, const Fleetburn__Submit *m);
+/* The coordinator is going away: submissions still being parsed are dropped when they end. */
+void coord_submit_jobs_orphan(coord_t *self);
 /* A Progress to a client; p NULL for a refusal (error says why). */
 void coord_send_progress(coord_t *self, const char *identity, const coord_progress_t *p,
                          const char *error, const char *summary);

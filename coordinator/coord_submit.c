@@ -120,25 +120,71 @@ int coord_campaign_from_submit(const Fleetburn__Submit *m, fb_campaign_t **out, 
     return rc;
 }
 
-void coord_on_submit(coord_t *self, const char *identity, const Fleetburn__Submit *m)
+/* A submission is parsed on libuv's thread pool: campaign text of up to a megabyte with its
+ * topologies must not hold the loop that answers every agent's heartbeat. The job keeps its own
+ * copy of what it parses (the message is freed when its handler returns). */
+typedef struct submit_job {
+    uv_work_t work;
+    coord_t *coord; /* NULL once the coordinator is gone: the result is dropped */
+    char *identity, *yaml, *source;
+    Fleetburn__AttachedFile *files;
+    Fleetburn__AttachedFile **file_ptrs;
+    size_t n_files;
+    fb_campaign_t *campaign; /* the parse's result ... */
+    char *error;             /* ... or why not */
+    struct submit_job *next;
+} submit_job_t;
+
+static void s_job_free(submit_job_t *job)
 {
-    if (!s_submit_allowed(self, identity))
-        return;
-    fb_campaign_t *campaign = NULL;
-    char *error = NULL;
-    int prc = coord_campaign_from_submit(m, &campaign, &error);
-    if (prc) {
-        log_warn("refused a campaign: %s", error);
-        coord_send_progress(self, identity, NULL, error, NULL);
-        free(error);
+    for (size_t i = 0; i < job->n_files; i++) {
+        free(job->files[i].name);
+        free(job->files[i].content.data);
+    }
+    free(job->files);
+    free(job->file_ptrs);
+    free(job->identity);
+    free(job->yaml);
+    free(job->source);
+    free(job->error);
+    fb_campaign_destroy(&job->campaign);
+    free(job);
+}
+
+static void s_job_parse(uv_work_t *w)
+{
+    submit_job_t *job = w->data;
+    Fleetburn__Submit m = FLEETBURN__SUBMIT__INIT;
+    m.campaign_yaml = job->yaml;
+    m.source = job->source;
+    m.files = job->file_ptrs;
+    m.n_files = job->n_files;
+    coord_campaign_from_submit(&m, &job->campaign, &job->error);
+}
+
+static void s_job_unlink(coord_t *self, submit_job_t *job)
+{
+    for (submit_job_t **p = &self->submit_jobs; *p; p = &(*p)->next)
+        if (*p == job) {
+            *p = job->next;
+            return;
+        }
+}
+
+static void s_start_parsed(coord_t *self, submit_job_t *job)
+{
+    const char *identity = job->identity;
+    if (!job->campaign) {
+        log_warn("refused a campaign: %s", job->error ? job->error : "unknown error");
+        coord_send_progress(self, identity, NULL, job->error ? job->error : "invalid campaign",
+                            NULL);
         return;
     }
     client_t *client = xcalloc(1, sizeof *client);
     client->identity = xstrdup(identity);
     client->coord = self;
     char *id = NULL;
-    int rc =
-        coord_start_campaign(self, &campaign, m->campaign_yaml, s_client_progress, client, &id);
+    int rc = coord_start_campaign(self, &job->campaign, job->yaml, s_client_progress, client, &id);
     if (rc) {
         char *msg = rc == -EBUSY ? xasprintf("busy: campaign %s is running; try again when it has "
                                              "finished",
@@ -148,9 +194,62 @@ void coord_on_submit(coord_t *self, const char *identity, const Fleetburn__Submi
         free(msg);
         free(client->identity);
         free(client);
-        fb_campaign_destroy(&campaign);
         return;
     }
     self->client = client;
     free(id);
+}
+
+static void s_job_done(uv_work_t *w, int status)
+{
+    submit_job_t *job = w->data;
+    if (job->coord && status == 0) {
+        s_job_unlink(job->coord, job);
+        s_start_parsed(job->coord, job);
+    } else if (job->coord) {
+        s_job_unlink(job->coord, job);
+    }
+    s_job_free(job);
+}
+
+void coord_on_submit(coord_t *self, const char *identity, const Fleetburn__Submit *m)
+{
+    if (!s_submit_allowed(self, identity))
+        return;
+    submit_job_t *job = xcalloc(1, sizeof *job);
+    job->coord = self;
+    job->identity = xstrdup(identity);
+    job->yaml = xstrdup(m->campaign_yaml);
+    job->source = xstrdup(m->source);
+    job->n_files = m->n_files;
+    job->files = xcalloc(m->n_files ? m->n_files : 1, sizeof *job->files);
+    job->file_ptrs = xcalloc(m->n_files ? m->n_files : 1, sizeof *job->file_ptrs);
+    for (size_t i = 0; i < m->n_files; i++) {
+        Fleetburn__AttachedFile *f = &job->files[i];
+        fleetburn__attached_file__init(f);
+        f->name = xstrdup(m->files[i]->name);
+        f->content.len = m->files[i]->content.len;
+        f->content.data = xmalloc(f->content.len ? f->content.len : 1);
+        if (f->content.len)
+            memcpy(f->content.data, m->files[i]->content.data, f->content.len);
+        job->file_ptrs[i] = f;
+    }
+    job->work.data = job;
+    job->next = self->submit_jobs;
+    self->submit_jobs = job;
+    int rc = uv_queue_work(self->loop, &job->work, s_job_parse, s_job_done);
+    if (rc) {
+        s_job_unlink(self, job);
+        char *msg = xasprintf("cannot parse the campaign now: %s", uv_strerror(rc));
+        coord_send_progress(self, identity, NULL, msg, NULL);
+        free(msg);
+        s_job_free(job);
+    }
+}
+
+void coord_submit_jobs_orphan(coord_t *self)
+{
+    for (submit_job_t *job = self->submit_jobs; job; job = job->next)
+        job->coord = NULL;
+    self->submit_jobs = NULL;
 }
