@@ -201,10 +201,30 @@ static void s_reconnect(agent_t *self, const char *why)
         log_error("cannot connect to %s: %s", self->coordinator, zmq_strerror(-rc));
 }
 
+/* Time this agent's loop did not run (the process was stopped, the machine paused) is its own
+ * silence, not the coordinator's: when the tick runs later than two of its periods after the last
+ * one, the lateness moves the coordinator's deadline by as much. */
+static void s_forgive_own_stall(agent_t *self, uint64_t now)
+{
+    uint64_t last = self->last_tick;
+    self->last_tick = now;
+    if (!last || now - last <= 2 * (uint64_t)self->tick_ms || !self->last_heard)
+        return;
+    uint64_t stall = now - last - self->tick_ms;
+    if (stall >= self->heartbeat_ms)
+        log_warn("this agent's loop did not run for %.1f s (stopped or stalled); the "
+                 "coordinator's silence during it does not count",
+                 (double)stall / 1000.0);
+    self->last_heard = self->last_heard + stall < now ? self->last_heard + stall : now;
+}
+
 static void s_on_tick(uv_timer_t *h)
 {
     agent_t *self = h->data;
+    /* What the coordinator sent while the loop was away is read before its silence is judged. */
+    zsock_drain(self->zs);
     uint64_t now = fb_mono_ms();
+    s_forgive_own_stall(self, now);
     if (!self->zs) {
         s_reconnect(self, "no connection");
         return;

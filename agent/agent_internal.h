@@ -53,6 +53,7 @@ struct agent {
     uint32_t tick_ms;
     uint32_t heartbeat_ms, liveness;
     uint64_t last_heard, last_hello, last_heartbeat, last_resend;
+    uint64_t last_tick; /* monotonic ms of the tick timer's last run; 0 before */
     running_t *running;
 };
 

@@ -191,6 +191,12 @@ int zsock_send(zsock_t *zs, const void *const *frames, const size_t *lens, size_
     return rc;
 }
 
+void zsock_drain(zsock_t *zs)
+{
+    if (zs)
+        s_drain(zs);
+}
+
 void *zsock_socket(zsock_t *zs)
 {
     return zs->socket;

@@ -34,6 +34,10 @@ void zsock_close(zsock_t **zs_p);
  * is reached (the message is dropped), -EHOSTUNREACH for an unknown ROUTER peer, or -errno. */
 int zsock_send(zsock_t *zs, const void *const *frames, const size_t *lens, size_t n_frames);
 void *zsock_socket(zsock_t *zs);
+/* Handles every message already queued on the socket now (the receive callback runs for each),
+ * without waiting for the loop to notice them: a timer that judges a peer's silence reads what
+ * the peer sent before it judges. Does nothing inside a receive callback or once closing. */
+void zsock_drain(zsock_t *zs);
 /* How often the safety timer drains (default 100 ms): the longest a lost edge can delay a
  * message. A process with thousands of sockets (a simulated fleet) spends less on it with a
  * longer interval. */

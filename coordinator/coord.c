@@ -132,10 +132,44 @@ static void s_node_forget(coord_t *self, node_t *node, uint64_t now)
     s_node_free(node);
 }
 
+/* The liveness timer's period. */
+static uint64_t s_liveness_tick_ms(const coord_t *self)
+{
+    return self->heartbeat_ms / 2 + 1;
+}
+
+/* Time the loop did not run (the process was stopped, the machine paused, a slow write held the
+ * loop) is the coordinator's own silence, not the agents': when the timer runs later than two of
+ * its periods after its last run, the lateness moves every agent's deadline by as much. An agent
+ * that is really gone is still declared lost after liveness x heartbeat of the loop's running
+ * time. */
+static void s_forgive_own_stall(coord_t *self, uint64_t now)
+{
+    uint64_t tick = s_liveness_tick_ms(self), last = self->last_liveness_tick;
+    self->last_liveness_tick = now;
+    if (!last || now - last <= 2 * tick)
+        return;
+    uint64_t stall = now - last - tick;
+    if (stall >= self->heartbeat_ms)
+        log_warn("the coordinator's loop did not run for %.1f s (stopped or stalled); agents' "
+             "silence during it does not count against them",
+             (double)stall / 1e3);
+    size_t pos = 0;
+    void *value;
+    while (strmap_next(self->nodes, &pos, NULL, &value)) {
+        node_t *node = value;
+        if (node->alive)
+            node->last_seen = node->last_seen + stall < now ? node->last_seen + stall : now;
+    }
+}
+
 static void s_on_liveness(uv_timer_t *h)
 {
     coord_t *self = h->data;
+    /* What the agents sent while the loop was away is read before anyone is judged. */
+    zsock_drain(self->zs);
     uint64_t now = fb_mono_ms(), limit = (uint64_t)self->heartbeat_ms * self->liveness;
+    s_forgive_own_stall(self, now);
     size_t pos = 0, n_away = 0, cap_away = 0;
     void *value;
     node_t **away = NULL;
@@ -572,8 +606,8 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     self->zs = zsock_new(loop, sock, s_on_message, self);
     uv_timer_init(loop, &self->liveness_timer);
     self->liveness_timer.data = self;
-    uv_timer_start(&self->liveness_timer, s_on_liveness, self->heartbeat_ms / 2 + 1,
-                   self->heartbeat_ms / 2 + 1);
+    uv_timer_start(&self->liveness_timer, s_on_liveness, s_liveness_tick_ms(self),
+                   s_liveness_tick_ms(self));
     self->rendezvous = fb_rendezvous_new();
     uv_timer_init(loop, &self->exchange_timer);
     self->exchange_timer.data = self;

@@ -47,6 +47,7 @@ struct coord {
     strmap_t *identities; /* identity hex -> node_t */
     uint32_t heartbeat_ms, liveness;
     uv_timer_t liveness_timer;
+    uint64_t last_liveness_tick; /* monotonic ms of the liveness timer's last run; 0 before */
     fb_rendezvous_t *rendezvous; /* exchanges of group tasks */
     uv_timer_t exchange_timer;
     runner_t *runner;
