@@ -479,6 +479,19 @@ void agent_destroy(agent_t **self_p)
         free(r);
     }
     zsock_close(&self->monitor);
+    if (self->zs && self->welcomed && !self->fatal) {
+        /* Goodbye, so the coordinator records this agent `gone`, not `lost`; the socket lingers
+         * long enough to send it. */
+        Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+        Fleetburn__Heartbeat hb = FLEETBURN__HEARTBEAT__INIT;
+        hb.time_ms = fb_now_ms();
+        hb.goodbye = (char *)"agent stopped";
+        env.body_case = FLEETBURN__ENVELOPE__BODY_HEARTBEAT;
+        env.heartbeat = &hb;
+        if (agent_send(self, &env) == 0)
+            log_info("said goodbye to %s", self->coordinator);
+        zsock_close_linger(&self->zs, AGENT_GOODBYE_LINGER_MS);
+    }
     zsock_close(&self->zs);
     bool closing = self->tick.data != NULL;
     if (closing)

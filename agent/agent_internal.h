@@ -18,6 +18,8 @@
 #define AGENT_RESEND_MS 5000
 #define AGENT_DEFAULT_HEARTBEAT_MS 1000
 #define AGENT_DEFAULT_LIVENESS 5
+/* How long a stopping agent waits for its goodbye to leave. */
+#define AGENT_GOODBYE_LINGER_MS 500
 
 typedef struct running {
     void *task; /* the executor's handle */

@@ -256,6 +256,8 @@ int wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen)
     case FLEETBURN__ENVELOPE__BODY_WELCOME:
         return s_validate_welcome(env->welcome, err, errlen);
     case FLEETBURN__ENVELOPE__BODY_HEARTBEAT:
+        CHECK(s_text_ok(env->heartbeat->goodbye, FB_WIRE_MAX_NAME),
+              "heartbeat: goodbye longer than %d bytes", FB_WIRE_MAX_NAME);
         return s_validate_ids(env->heartbeat->running_task_ids, env->heartbeat->n_running_task_ids,
                               "heartbeat.running", err, errlen);
     case FLEETBURN__ENVELOPE__BODY_RUN_TASK:

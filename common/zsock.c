@@ -160,6 +160,11 @@ static void s_on_closed(uv_handle_t *h)
 
 void zsock_close(zsock_t **zs_p)
 {
+    zsock_close_linger(zs_p, 0);
+}
+
+void zsock_close_linger(zsock_t **zs_p, int linger_ms)
+{
     if (!zs_p || !*zs_p)
         return;
     zsock_t *zs = *zs_p;
@@ -167,7 +172,7 @@ void zsock_close(zsock_t **zs_p)
     if (zs->watched)
         zmq_socket_monitor(zs->watched, NULL, 0);
     zs->closing = 1;
-    int linger = 0;
+    int linger = linger_ms > 0 ? linger_ms : 0;
     zmq_setsockopt(zs->socket, ZMQ_LINGER, &linger, sizeof linger);
     uv_close((uv_handle_t *)&zs->poll, s_on_closed);
     uv_close((uv_handle_t *)&zs->idle, s_on_closed);

@@ -30,6 +30,9 @@ zsock_t *zsock_new(uv_loop_t *loop, void *zsocket, zsock_recv_cb cb, void *arg);
 /* Stops watching, closes the ZeroMQ socket (linger 0) and frees zs once libuv has closed its
  * handles. NULL-safe; nulls the pointer. */
 void zsock_close(zsock_t **zs_p);
+/* The same, but libzmq keeps sending what is queued for up to linger_ms after the close (the
+ * context's termination waits for it): for a last message such as an agent's goodbye. */
+void zsock_close_linger(zsock_t **zs_p, int linger_ms);
 /* Sends one message of n frames without blocking. Returns 0, -EAGAIN when the high-water mark
  * is reached (the message is dropped), -EHOSTUNREACH for an unknown ROUTER peer, or -errno. */
 int zsock_send(zsock_t *zs, const void *const *frames, const size_t *lens, size_t n_frames);

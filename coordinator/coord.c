@@ -97,15 +97,47 @@ static node_t *s_node_by_identity(coord_t *self, const char *identity)
     return strmap_get(self->identities, identity);
 }
 
+/* The wall-clock time a node was last heard from (its last_seen is monotonic). */
+static uint64_t s_seen_wall_ms(const node_t *node)
+{
+    uint64_t mono = fb_mono_ms(), wall = fb_now_ms();
+    uint64_t ago = mono > node->last_seen ? mono - node->last_seen : 0;
+    return wall > ago ? wall - ago : wall;
+}
+
 static void s_node_lost(coord_t *self, node_t *node, const char *why)
 {
     node->alive = false;
     log_warn("agent %s lost: %s", node->name, why);
+    store_agent_seen(self->store, node->name, s_seen_wall_ms(node));
     store_agent_set_state(self->store, node->name, "lost", fb_now_ms());
     coord_event(self, self->runner ? runner_id(self->runner) : NULL, NULL, node->name, "agent",
                 "lost: %s", why);
-    if (self->runner)
+    if (self->runner && !runner_finished(self->runner))
         runner_on_node_lost(self->runner, node->name, why);
+}
+
+/* The agent said goodbye: it is `gone`, not `lost`; the tasks it still had end as lost ones do
+ * (the runner cannot tell a stop from a death), with the reason saying which. Its connection no
+ * longer speaks for it: a message from it after the goodbye is one from an unregistered peer. */
+static void s_node_gone(coord_t *self, node_t *node, const char *why)
+{
+    node->alive = false;
+    log_info("agent %s gone: said goodbye (%s)", node->name, why);
+    store_agent_seen(self->store, node->name, fb_now_ms());
+    store_agent_set_state(self->store, node->name, "gone", fb_now_ms());
+    coord_event(self, self->runner ? runner_id(self->runner) : NULL, NULL, node->name, "agent",
+                "gone: said goodbye (%s)", why);
+    if (node->identity && strmap_get(self->identities, node->identity) == node)
+        strmap_remove(self->identities, node->identity);
+    free(node->identity);
+    node->identity = NULL;
+    node->fd = -1;
+    if (self->runner && !runner_finished(self->runner)) {
+        char *reason = xasprintf("said goodbye: %s", why);
+        runner_on_node_lost(self->runner, node->name, reason);
+        free(reason);
+    }
 }
 
 static void s_node_free(node_t *node)
@@ -502,6 +534,10 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
             /* An agent from before a coordinator restart: it re-registers when it notices
              * that its heartbeats go unanswered. */
             log_debug("ignored a message from an unregistered peer");
+        } else if (env->body_case == FLEETBURN__ENVELOPE__BODY_HEARTBEAT &&
+                   env->heartbeat->goodbye && env->heartbeat->goodbye[0]) {
+            node->last_seen = fb_mono_ms();
+            s_node_gone(self, node, env->heartbeat->goodbye);
         } else {
             node->last_seen = fb_mono_ms();
             if (node->last_seen - node->last_seen_stored >= COORD_SEEN_STORE_MS) {
@@ -557,6 +593,11 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
         coord_destroy(&self);
         return NULL;
     }
+    int unheard = store_agents_mark_unheard(self->store, fb_now_ms());
+    if (unheard > 0)
+        log_info("%d agent(s) recorded alive by an earlier coordinator are 'unheard' until they "
+                 "register again",
+                 unheard);
     int stale = store_campaign_interrupt_stale(self->store, fb_now_ms());
     if (stale > 0)
         log_warn("marked %d campaign(s) left running by an earlier coordinator as interrupted",

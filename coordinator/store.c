@@ -146,6 +146,7 @@ enum {
     S_AGENT_SET_STATE,
     S_AGENT_SEEN,
     S_AGENT_LIST,
+    S_AGENT_UNHEARD,
     S_CAMPAIGN_CREATE,
     S_CAMPAIGN_FINISH,
     S_CAMPAIGN_INTERRUPT,
@@ -198,6 +199,8 @@ static const char *const s_sql[S_COUNT] = {
                           " state_since_ms = CASE WHEN state IS ?2 THEN state_since_ms ELSE ?3 END,"
                           " state = ?2 WHERE name = ?1",
     [S_AGENT_SEEN] = "UPDATE agents SET last_seen_ms = MAX(last_seen_ms, ?2) WHERE name = ?1",
+    [S_AGENT_UNHEARD] = "UPDATE agents SET state = 'unheard', state_since_ms = ?1"
+                        " WHERE state = 'alive'",
     [S_AGENT_LIST] = "SELECT name, state, summary, inventory_json, first_seen_ms, last_seen_ms,"
                      " state_since_ms FROM agents ORDER BY name",
     [S_CAMPAIGN_CREATE] = "INSERT INTO campaigns(id, name, source, yaml, started_ms, state)"
@@ -858,6 +861,16 @@ int store_campaign_finish(store_t *self, const char *id, fb_verdict_t verdict, u
     s_bind_verdict(st, 2, verdict);
     s_bind_time(st, 3, finished_ms);
     return s_update_one(self, st, "finishing a campaign", id);
+}
+
+int store_agents_mark_unheard(store_t *self, uint64_t now_ms)
+{
+    sqlite3_stmt *st = s_stmt(self, S_AGENT_UNHEARD);
+    if (!st)
+        return -EIO;
+    s_bind_time(st, 1, now_ms);
+    int err = s_run(self, st, "marking agents not heard since the start");
+    return err ? err : sqlite3_changes(self->db);
 }
 
 int store_campaign_interrupt_stale(store_t *self, uint64_t now_ms)

@@ -72,6 +72,11 @@ int store_agent_set_state(store_t *self, const char *name, const char *state, ui
 /* Records that an agent was heard from at now_ms (never moves last_seen_ms backwards).
  * -ENOENT for an unknown agent. */
 int store_agent_seen(store_t *self, const char *name, uint64_t now_ms);
+/* A coordinator starting on a database: agents it recorded 'alive' were alive for an earlier
+ * coordinator only, so they become 'unheard' (not heard since this coordinator started) until
+ * they register again; state_since_ms moves to now_ms, last_seen_ms stays. Returns how many, or
+ * -errno. Agent states: alive, unheard, gone (said goodbye), lost (went silent). */
+int store_agents_mark_unheard(store_t *self, uint64_t now_ms);
 
 /* ---- Campaigns, stages, tasks ------------------------------------------------------------ */
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Agents that stay away leave the live registry after --forget-after: a stopped agent and 200
 # names a hostile peer registered are forgotten, the database keeps them (fleetburn nodes lists
-# them as lost), a campaign on `nodes: all` runs on live agents only, and a forgotten agent that
+# them as gone or lost), a campaign on `nodes: all` runs on live agents only, and a forgotten agent that
 # comes back registers as a new one and runs tasks.
 . "$(dirname "$0")/lib.sh"
 HOSTILE="$FB_BIN/bin/fb_hostile"
@@ -24,7 +24,7 @@ wait_for_log "$WORK/coordinator.log" "agent n2 registered"
 wait_for_log "$WORK/coordinator.log" "agent fake-199 registered"
 kill -TERM "$n2_pid"
 wait "$n2_pid" || true
-wait_for_log "$WORK/coordinator.log" "agent n2 lost" 20
+wait_for_log "$WORK/coordinator.log" "agent n2 gone: said goodbye" 20
 wait_for_log "$WORK/coordinator.log" "agent n2 forgotten: away for" 30
 for i in $(seq 1 300); do
     [ "$(grep -c "agent fake-[0-9]* forgotten" "$WORK/coordinator.log")" -ge 200 ] && break
@@ -34,9 +34,9 @@ forgotten=$(grep -c "agent fake-[0-9]* forgotten" "$WORK/coordinator.log" || tru
 [ "$forgotten" = 200 ] || fail "$forgotten of 200 fake names were forgotten"
 grep -q "agent n1 forgotten" "$WORK/coordinator.log" && fail "n1, which heartbeats, was forgotten"
 "$FLEETBURN" nodes --db "$WORK/fb.db" >"$WORK/nodes.out"
-grep -w n2 "$WORK/nodes.out" | grep -q lost || fail "fleetburn nodes does not list forgotten n2 as lost"
+grep -w n2 "$WORK/nodes.out" | grep -q gone || fail "fleetburn nodes does not list forgotten n2 as gone"
 [ "$(grep -c "fake-" "$WORK/nodes.out")" -ge 200 ] || fail "the database lost the fake names' history"
-pass "n2 and 200 fake names forgotten after 3 s away; the database still lists them as lost"
+pass "n2 and 200 fake names forgotten after 3 s away; the database still lists them (gone, lost)"
 
 cat >"$WORK/campaign.yaml" <<'YAML'
 name: live-only

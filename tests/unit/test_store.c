@@ -578,6 +578,20 @@ static void test_agents(void **state)
     s_campaign(s);
     assert_int_equal(store_campaign_foreach(s, s_collect_campaign, &n), 0);
     assert_int_equal(n, 1);
+
+    /* A coordinator starting on this database: node-a was alive for the earlier one only. */
+    assert_int_equal(store_agent_upsert(s, "node-c", "alive", "1x H200", NULL, 600), 0);
+    assert_int_equal(store_agent_set_state(s, "node-c", "gone", 650), 0);
+    assert_int_equal(store_agents_mark_unheard(s, 700), 1);
+    assert_int_equal(store_agents_mark_unheard(s, 800), 0);
+    agents_seen_t after = {0};
+    assert_int_equal(store_agent_foreach(s, s_collect_agent, &after), 0);
+    assert_int_equal(after.n, 3);
+    assert_string_equal(after.states[0], "unheard");
+    assert_int_equal(after.since[0], 700);
+    assert_int_equal(after.last_seen[0], 500); /* not seen by being marked */
+    assert_string_equal(after.states[1], "lost");
+    assert_string_equal(after.states[2], "gone");
 }
 
 /* A reader holding a snapshot (as `fleetburn report` does) does not block the writer. */

@@ -51,6 +51,34 @@ static void test_hello_round_trip(void **state)
     free(buf);
 }
 
+/* A goodbye is a heartbeat with a short reason; a long one is refused. */
+static void test_heartbeat_goodbye(void **state)
+{
+    (void)state;
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__Heartbeat hb = FLEETBURN__HEARTBEAT__INIT;
+    hb.goodbye = (char *)"agent stopped";
+    env.body_case = FLEETBURN__ENVELOPE__BODY_HEARTBEAT;
+    env.heartbeat = &hb;
+    size_t len;
+    uint8_t *buf = wire_encode(&env, &len);
+    Fleetburn__Envelope *out = NULL;
+    char err[256];
+    assert_int_equal(wire_decode(buf, len, &out, err, sizeof err), 0);
+    assert_string_equal(out->heartbeat->goodbye, "agent stopped");
+    wire_free(&out);
+    free(buf);
+    char *long_why = xmalloc(FB_WIRE_MAX_NAME + 2);
+    memset(long_why, 'x', FB_WIRE_MAX_NAME + 1);
+    long_why[FB_WIRE_MAX_NAME + 1] = '\0';
+    hb.goodbye = long_why;
+    buf = wire_encode(&env, &len);
+    assert_int_equal(wire_decode(buf, len, &out, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "goodbye"));
+    free(buf);
+    free(long_why);
+}
+
 static void test_version_mismatch_names_both(void **state)
 {
     (void)state;
@@ -267,6 +295,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hello_round_trip),
         cmocka_unit_test(test_version_mismatch_names_both),
+        cmocka_unit_test(test_heartbeat_goodbye),
         cmocka_unit_test(test_invalid_fields_rejected),
         cmocka_unit_test(test_truncated_and_garbage_frames),
         cmocka_unit_test(test_invalid_field_numbers),
