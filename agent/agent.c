@@ -266,6 +266,17 @@ static void s_on_welcome(agent_t *self, const Fleetburn__Welcome *m)
     s_resend_spool(self);
 }
 
+/* A RunTask the wire refused (a value over a limit of common/value_limits.h) still names its
+ * task: the agent answers with an `error` result rather than leave the coordinator waiting. */
+static void s_refuse_invalid_task(agent_t *self, const uint8_t *data, size_t len, const char *why)
+{
+    Fleetburn__Envelope *raw = fleetburn__envelope__unpack(NULL, len, data);
+    if (raw && raw->body_case == FLEETBURN__ENVELOPE__BODY_RUN_TASK && raw->run_task)
+        agent_refuse_run_task(self, raw->run_task, why);
+    if (raw)
+        fleetburn__envelope__free_unpacked(raw, NULL);
+}
+
 static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
                          void *arg)
 {
@@ -282,6 +293,8 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
     if (rc) {
         log_warn("dropped a message from the coordinator: %s", err);
         wire_free(&env);
+        if (rc == -EINVAL && self->welcomed)
+            s_refuse_invalid_task(self, frames[n - 1], lens[n - 1], err);
         return;
     }
     self->last_heard = fb_mono_ms();

@@ -66,6 +66,9 @@ int agent_send(agent_t *self, Fleetburn__Envelope *env);
 void agent_send_spooled_result(agent_t *self, const char *result_id);
 /* agent_tasks.c */
 void agent_on_run_task(agent_t *self, const Fleetburn__RunTask *m);
+/* A RunTask that failed validation (why says how) but names a task: answered with an `error`
+ * result naming the reason, so the coordinator never waits for a task nobody runs. */
+void agent_refuse_run_task(agent_t *self, const Fleetburn__RunTask *m, const char *why);
 void agent_on_cancel(agent_t *self, const Fleetburn__CancelTask *m);
 void agent_on_exchange(agent_t *self, const Fleetburn__Exchange *m);
 bool agent_is_spooled(agent_t *self, const char *id);

@@ -369,6 +369,21 @@ void agent_on_run_task(agent_t *self, const Fleetburn__RunTask *m)
     free(params);
 }
 
+void agent_refuse_run_task(agent_t *self, const Fleetburn__RunTask *m, const char *why)
+{
+    if (!wire_valid_id(m->task_id) || agent_is_running(self, m->task_id))
+        return;
+    char *result_id = s_result_id(self, m);
+    bool spooled = !wire_valid_id(result_id) || agent_is_spooled(self, result_id);
+    free(result_id);
+    if (spooled)
+        return;
+    log_warn("refused task %s: %s", m->task_id, why);
+    fb_result_t *r = s_refusal(self, m, "this agent refused the task: %s", why);
+    s_finish_result(self, r);
+    fb_result_destroy(&r);
+}
+
 void agent_on_cancel(agent_t *self, const Fleetburn__CancelTask *m)
 {
     running_t *r = s_find_running(self, m->task_id);

@@ -114,6 +114,11 @@ static int s_valid_address(const char *s)
     return 1;
 }
 
+int wire_valid_id(const char *s)
+{
+    return s_valid_id(s);
+}
+
 static int s_validate_ids(char **ids, size_t n, const char *what, char *err, size_t errlen)
 {
     CHECK(n <= FB_WIRE_MAX_ITEMS, "%s: %zu ids, at most %u allowed", what, n, FB_WIRE_MAX_ITEMS);
@@ -156,12 +161,16 @@ static int s_validate_run_task(const Fleetburn__RunTask *m, char *err, size_t er
     CHECK(s_valid_id(m->campaign_id), "run_task: invalid campaign id");
     CHECK(wire_valid_name(m->workload), "run_task: invalid workload name");
     CHECK(s_text_ok(m->stage, FB_WIRE_MAX_NAME), "run_task: stage name too long");
-    CHECK(m->timeout_ms >= 1 && m->timeout_ms <= 30ull * 86400 * 1000,
-          "run_task: timeout %llu ms out of range", (unsigned long long)m->timeout_ms);
-    CHECK(m->n_params <= 256, "run_task: %zu params, at most 256", m->n_params);
+    CHECK(m->timeout_ms >= FB_LIMIT_TIMEOUT_MS_MIN && m->timeout_ms <= FB_LIMIT_TIMEOUT_MS_MAX,
+          "run_task: timeout %llu ms out of range %llu..%llu ms (30 days)",
+          (unsigned long long)m->timeout_ms, FB_LIMIT_TIMEOUT_MS_MIN, FB_LIMIT_TIMEOUT_MS_MAX);
+    CHECK(m->n_params <= FB_LIMIT_PARAMS, "run_task: %zu params, at most %u", m->n_params,
+          FB_LIMIT_PARAMS);
     for (size_t i = 0; i < m->n_params; i++)
-        CHECK(wire_valid_name(m->params[i]->key) && s_text_ok(m->params[i]->value, 4096),
-              "run_task: param %zu invalid", i);
+        CHECK(wire_valid_name(m->params[i]->key) &&
+                  s_text_ok(m->params[i]->value, FB_LIMIT_PARAM_VALUE_BYTES),
+              "run_task: param %zu invalid (a name, and a value of at most %u bytes)", i,
+              FB_LIMIT_PARAM_VALUE_BYTES);
     if (m->group) {
         CHECK(m->group->size >= 1 && m->group->size <= FB_WIRE_MAX_ITEMS &&
                   m->group->rank < m->group->size && m->group->n_peers <= FB_WIRE_MAX_ITEMS &&

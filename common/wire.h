@@ -8,6 +8,7 @@
 #ifndef FB_WIRE_H
 #define FB_WIRE_H
 
+#include "common/value_limits.h"
 #include "common/result.h"
 #include "fleetburn.pb-c.h"
 
@@ -18,13 +19,13 @@
 
 /* Limits a valid message stays within. */
 #define FB_WIRE_MAX_FRAME (4u << 20)    /* bytes in one frame */
-#define FB_WIRE_MAX_NAME 128            /* node, workload, stage, metric names */
+#define FB_WIRE_MAX_NAME FB_LIMIT_NAME  /* node, workload, stage, metric names */
 #define FB_WIRE_MAX_ID 200              /* task, campaign and result ids */
 #define FB_WIRE_MAX_TEXT 65536          /* messages, errors, findings */
-#define FB_WIRE_MAX_YAML (1u << 20)     /* submitted campaign files */
-#define FB_WIRE_MAX_ITEMS 4096          /* any repeated field */
+#define FB_WIRE_MAX_YAML FB_LIMIT_CAMPAIGN_BYTES /* submitted campaign files */
+#define FB_WIRE_MAX_ITEMS FB_LIMIT_GROUP_SIZE    /* any repeated field */
 #define FB_WIRE_MAX_EXCHANGE 65536      /* one rank's value in an Exchange */
-#define FB_WIRE_MAX_FILES 16            /* files attached to a Submit */
+#define FB_WIRE_MAX_FILES FB_LIMIT_CAMPAIGN_FILES /* files attached to a Submit */
 
 /* Decodes one frame into *out. Returns 0; -EBADMSG when it is not a protobuf Envelope (*out NULL);
  * -EPROTONOSUPPORT when it decoded but speaks another protocol version (*out is set, so the
@@ -40,6 +41,8 @@ uint8_t *wire_encode(Fleetburn__Envelope *env, size_t *len_out);
 
 /* True when s is a valid node name: [A-Za-z0-9._-], 1..FB_WIRE_MAX_NAME characters. */
 int wire_valid_name(const char *s);
+/* True when s is a valid task, campaign or result id (1..FB_WIRE_MAX_ID characters). */
+int wire_valid_id(const char *s);
 
 /* TaskResult <-> fb_result_t. Packing gives bytes the caller frees (spool, worker result file). */
 uint8_t *wire_result_pack(const fb_result_t *result, size_t *len_out);

@@ -14,6 +14,7 @@
 #include "common/strmap.h"
 #include "common/units.h"
 #include "common/util.h"
+#include "common/value_limits.h"
 #include "common/yamldoc.h"
 
 #include <errno.h>
@@ -600,6 +601,13 @@ static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, strmap
                                   "'%s' is zero; expected a duration above zero, "
                                   "e.g. 90s, 30m, 2h",
                                   fb_show_value(text, shown, sizeof shown));
+            else if (!rc && st->timeout_ms > FB_LIMIT_TIMEOUT_MS_MAX)
+                /* Agents and the wire refuse a longer one (common/value_limits.h). */
+                rc = fb_yaml_fail(ctx, fb_yaml_line(v), kpath,
+                                  "'%s' is over the limit of 30d (%llu ms), the longest timeout "
+                                  "an agent accepts; expected at most 30d",
+                                  fb_show_value(text, shown, sizeof shown),
+                                  FB_LIMIT_TIMEOUT_MS_MAX);
         } else if (seen == &seen_on_fail) {
             const char *exp = "expected continue, stop or bisect";
             char shown[256];

@@ -5,6 +5,7 @@
  * the strict parsers of common/units.h, so what passes here is what a worker can convert. */
 #include "workload.h"
 
+#include "common/value_limits.h"
 #include "common/units.h"
 #include "common/util.h"
 
@@ -152,7 +153,7 @@ static const fb_param_spec_t s_rdmabw_params[] = {
      "floor for peak write bandwidth in Gb/s (default: 90% of the port rate)"},
 };
 static const fb_param_spec_t s_netbw_params[] = {
-    {"duration", FB_PARAM_DURATION, "10s", NULL, 0, 0, false,
+    {"duration", FB_PARAM_DURATION, "10s", NULL, FB_LIMIT_NETBW_DURATION_MS_MIN, 0, false,
      "time per direction for the bandwidth measurement"},
     {"streams", FB_PARAM_UINT, "4", NULL, 1, 256, false, "parallel TCP streams per direction"},
     {"lat_iters", FB_PARAM_UINT, "2000", NULL, 0, 10000000, false,
@@ -345,6 +346,11 @@ int fb_param_check(const fb_param_spec_t *p, const char *value, char *problem, s
     if (!value) {
         s_put(problem, problemlen, "no value");
         bad = 3;
+    } else if (strlen(value) > FB_LIMIT_PARAM_VALUE_BYTES) {
+        /* The longest value a task carries to an agent (common/value_limits.h). */
+        s_put(problem, problemlen, "the value is %zu bytes, over the limit of %u",
+              strlen(value), FB_LIMIT_PARAM_VALUE_BYTES);
+        bad = 3;
     }
     switch (p->type) {
     case FB_PARAM_BYTES:
@@ -384,9 +390,16 @@ int fb_param_check(const fb_param_spec_t *p, const char *value, char *problem, s
             bad = 1;
         break;
     case FB_PARAM_DURATION:
-        s_put(expected, expectedlen, "expected e.g. 90s, 30m, 2h");
+        /* Bounds in ms: min from the spec, max the limit every agent and worker accepts. */
+        if (p->min)
+            s_put(expected, expectedlen, "expected e.g. 90s, 30m, 2h (from %llums to 30d)",
+                  (unsigned long long)p->min);
+        else
+            s_put(expected, expectedlen, "expected e.g. 90s, 30m, 2h (at most 30d)");
         if (!bad && fb_parse_duration_ms(value, &u))
             bad = 1;
+        else if (!bad && (u < p->min || u > FB_LIMIT_DURATION_MS_MAX))
+            bad = 2;
         break;
     case FB_PARAM_BOOL:
         s_put(expected, expectedlen, "expected true or false");

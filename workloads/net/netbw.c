@@ -12,6 +12,7 @@
 
 #include "common/units.h"
 #include "common/util.h"
+#include "common/value_limits.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -27,7 +28,8 @@
 
 #define NB_DEFAULT_EXCHANGE_MS 120000u
 #define NB_DEFAULT_CONNECT_MS 20000u
-#define NB_MIN_DURATION_MS 100u
+/* The shortest measurement: the campaign checker refuses a shorter one (common/value_limits.h). */
+#define NB_MIN_DURATION_MS ((unsigned)FB_LIMIT_NETBW_DURATION_MS_MIN)
 #define NB_TICK_MS 1000u
 #define NB_PING_LEN 32u
 #define NB_LAT_WARMUP 10u
