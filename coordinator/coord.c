@@ -184,8 +184,8 @@ static void s_forgive_own_stall(coord_t *self, uint64_t now)
     uint64_t stall = now - last - tick;
     if (stall >= self->heartbeat_ms)
         log_warn("the coordinator's loop did not run for %.1f s (stopped or stalled); agents' "
-             "silence during it does not count against them",
-             (double)stall / 1e3);
+                 "silence during it does not count against them",
+                 (double)stall / 1e3);
     size_t pos = 0;
     void *value;
     while (strmap_next(self->nodes, &pos, NULL, &value)) {

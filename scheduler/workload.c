@@ -348,8 +348,8 @@ int fb_param_check(const fb_param_spec_t *p, const char *value, char *problem, s
         bad = 3;
     } else if (strlen(value) > FB_LIMIT_PARAM_VALUE_BYTES) {
         /* The longest value a task carries to an agent (common/value_limits.h). */
-        s_put(problem, problemlen, "the value is %zu bytes, over the limit of %u",
-              strlen(value), FB_LIMIT_PARAM_VALUE_BYTES);
+        s_put(problem, problemlen, "the value is %zu bytes, over the limit of %u", strlen(value),
+              FB_LIMIT_PARAM_VALUE_BYTES);
         bad = 3;
     }
     switch (p->type) {

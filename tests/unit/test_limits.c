@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The limits of common/value_limits.h agree on every side: what the campaign checker accepts
- * the wire accepts, what the wire refuses the checker refuses first (FILE:LINE naming the key and the
- * limit), and an agent handed a task over a limit answers with an `error` result. */
+ * the wire accepts, what the wire refuses the checker refuses first (FILE:LINE naming the key and
+ * the limit), and an agent handed a task over a limit answers with an `error` result. */
 #include "agent/agent.h"
 #include "common/util.h"
 #include "common/value_limits.h"
@@ -156,9 +156,18 @@ static void *s_start(void *arg, uv_loop_t *loop, const task_env_t *env, const ch
     (*(int *)arg)++;
     return NULL;
 }
-static void s_nop(void *task, const char *reason) { (void)task, (void)reason; }
-static void s_nop1(void *task) { (void)task; }
-static void s_nopw(void *task, const char *line) { (void)task, (void)line; }
+static void s_nop(void *task, const char *reason)
+{
+    (void)task, (void)reason;
+}
+static void s_nop1(void *task)
+{
+    (void)task;
+}
+static void s_nopw(void *task, const char *line)
+{
+    (void)task, (void)line;
+}
 
 /* Runs the agent's loop until the fake coordinator receives a message; returns it (decoded). */
 static Fleetburn__Envelope *s_recv(uv_loop_t *loop, void *router, uint8_t *id, size_t *id_len)
@@ -179,8 +188,7 @@ static Fleetburn__Envelope *s_recv(uv_loop_t *loop, void *router, uint8_t *id, s
         assert_true(zmq_msg_recv(&b, router, 0) >= 0);
         Fleetburn__Envelope *env = NULL;
         char err[256];
-        assert_int_equal(wire_decode(zmq_msg_data(&b), zmq_msg_size(&b), &env, err, sizeof err),
-                         0);
+        assert_int_equal(wire_decode(zmq_msg_data(&b), zmq_msg_size(&b), &env, err, sizeof err), 0);
         zmq_msg_close(&b);
         return env;
     }
@@ -214,8 +222,12 @@ static void test_agent_answers_over_limit_task(void **state)
     int started = 0;
     agent_executor_t exec = {s_start, s_nop, s_nop1, s_nopw, &started};
     Fleetburn__Inventory inv = FLEETBURN__INVENTORY__INIT;
-    agent_options_t opts = {.coordinator = endpoint, .name = "n1", .sysfs_root = "",
-                            .address = "127.0.0.1", .executor = &exec, .inventory = &inv};
+    agent_options_t opts = {.coordinator = endpoint,
+                            .name = "n1",
+                            .sysfs_root = "",
+                            .address = "127.0.0.1",
+                            .executor = &exec,
+                            .inventory = &inv};
     char err[256];
     agent_t *agent = agent_new(&loop, &opts, err, sizeof err);
     assert_non_null(agent);
