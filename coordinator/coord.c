@@ -38,6 +38,8 @@
 /* How often an agent's last-seen time is written: fresh enough for `fleetburn nodes`, few
  * enough writes for thousands of agents. */
 #define COORD_SEEN_STORE_MS 30000
+/* Connections the kernel queues before the coordinator accepts them (ZMQ_BACKLOG). */
+#define COORD_LISTEN_BACKLOG 8192
 /* How often exchange deadlines are checked. */
 #define COORD_EXCHANGE_TICK_MS 250
 /* How long an agent may stay away before it leaves the live registry (--forget-after). */
@@ -626,6 +628,11 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    /* A fleet reconnects at once after a coordinator restart: with libzmq's listen backlog of
+     * 100, thousands of SYNs overflow the queue and their senders retry after 1, 3, 7, 15 s.
+     * The kernel caps this at net.core.somaxconn. */
+    int backlog = COORD_LISTEN_BACKLOG;
+    zmq_setsockopt(sock, ZMQ_BACKLOG, &backlog, sizeof backlog);
     /* Before the bind: libzmq copies socket options into the listener when it binds. */
     conns_limits_t limits = {opts->max_connections, opts->max_connections_per_address,
                              opts->handshake_ms};
