@@ -12,6 +12,8 @@
 # Environment: REPEAT (3) runs; the median of each number is kept, because the machine is shared.
 # CURVE=1: every connection with CURVE keys (fleetburn-simfleet --curve: a keyed coordinator, one
 # agent key for sim-*, an operator key for the submission).
+# With CURVE=1, FLEETBURN_SECUREMEM=libsodium in the environment measures libsodium's own guarded
+# allocator for CURVE secrets instead of fleetburn's locked pool (docs/security.md).
 # Results are printed and written to bench/results/scale[-curve]-<date>.txt (RESULTS overrides).
 set -euo pipefail
 
@@ -91,7 +93,7 @@ mkdir -p "$(dirname "$RESULTS")"
     echo "# machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/ {print $2}') GiB;"
     echo "#   coordinator (fleetburn serve) and fleetburn-simfleet (all agents, one loop thread) share it;"
     echo "#   load average before the runs: $LOAD (other work on the machine moves elapsed times)"
-    echo "# command: bench/scale.sh BUILD $N (CURVE=$CURVE REPEAT=$REPEAT); connections: $([ "$CURVE" = 1 ] && echo "CURVE (keyed coordinator, ZAP handler)" || echo "plain, loopback")"
+    echo "# command: bench/scale.sh BUILD $N (CURVE=$CURVE REPEAT=$REPEAT); connections: $([ "$CURVE" = 1 ] && echo "CURVE (keyed coordinator, ZAP handler; secrets in ${FLEETBURN_SECUREMEM:-the locked pool})" || echo "plain, loopback")"
     echo "# campaign: node-local memtest on every agent, then one round of netbw pairs; results at once (--delay-ms 0)"
     echo "agents                                   $N"
     echo "all registered                           ${REG} s      (goal <= 10 s: $(verdict "$REG" 10))"

@@ -11,7 +11,8 @@
  * libzmq's calls to the executable's definitions first): blocks of a few size classes carved from
  * chunks that are locked in RAM (mlock, where RLIMIT_MEMLOCK allows), excluded from core dumps
  * (MADV_DONTDUMP) and zeroed when freed. What is given up is the per-allocation guard page and
- * canary, which catch overflows inside libzmq. Larger requests go to libsodium's own allocator.
+ * canary, which catch overflows inside libzmq. Larger requests go to libsodium's own allocator,
+ * and so does everything with FLEETBURN_SECUREMEM=libsodium in the environment.
  * Thread-safe: libzmq's I/O threads allocate concurrently. */
 #ifndef FB_SECUREMEM_H
 #define FB_SECUREMEM_H
