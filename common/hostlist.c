@@ -156,7 +156,8 @@ typedef struct {
 typedef struct {
     char **names;
     size_t n, cap;
-    uint64_t total; /* names generated so far, duplicates included */
+    uint64_t total;  /* names generated so far, duplicates included */
+    bool count_only; /* hostlist_check: count the names, make none */
     s_map_t seen;
 } s_out_t;
 
@@ -378,6 +379,10 @@ static int s_expand_item(const char *text, size_t b, size_t e, s_out_t *out, cha
         return -EINVAL;
     }
     out->total += count;
+    if (out->count_only) {
+        s_segs_free(segs, n_segs);
+        return 0;
+    }
 
     /* odometer over the bracket groups: range index and value of each, last group fastest */
     size_t *ri = xcalloc(n_segs, sizeof *ri);
@@ -433,16 +438,41 @@ static int s_expand_item(const char *text, size_t b, size_t e, s_out_t *out, cha
     return 0;
 }
 
+/* hostlist_expand into out (count_only set: hostlist_check). */
+static int s_expand(const char *expr, s_out_t *out, char *err, size_t errlen);
+
 int hostlist_expand(const char *expr, char ***names_out, size_t *n_out, char *err, size_t errlen)
 {
     *names_out = NULL;
     *n_out = 0;
+    s_out_t out = {0};
+    s_map_init(&out.seen, 16);
+    int rc = s_expand(expr, &out, err, errlen);
+    s_map_fini(&out.seen);
+    if (rc) {
+        hostlist_free(out.names, out.n);
+        return rc;
+    }
+    *names_out = out.names;
+    *n_out = out.n;
+    return 0;
+}
+
+int hostlist_check(const char *expr, size_t *n_out, char *err, size_t errlen)
+{
+    s_out_t out = {.count_only = true};
+    int rc = s_expand(expr, &out, err, errlen);
+    if (n_out)
+        *n_out = rc ? 0 : (size_t)out.total;
+    return rc;
+}
+
+static int s_expand(const char *expr, s_out_t *out, char *err, size_t errlen)
+{
     if (err && errlen)
         err[0] = '\0';
     if (!expr)
         expr = "";
-    s_out_t out = {0};
-    s_map_init(&out.seen, 16);
     size_t len = strlen(expr), p = 0, items = 0;
     bool after_comma = false;
     int rc = 0;
@@ -497,7 +527,7 @@ int hostlist_expand(const char *expr, char ***names_out, size_t *n_out, char *er
             rc = -EINVAL;
             break;
         }
-        rc = s_expand_item(expr, b, p, &out, err, errlen);
+        rc = s_expand_item(expr, b, p, out, err, errlen);
         if (rc)
             break;
         items++;
@@ -507,14 +537,7 @@ int hostlist_expand(const char *expr, char ***names_out, size_t *n_out, char *er
         if (after_comma)
             p++;
     }
-    s_map_fini(&out.seen);
-    if (rc) {
-        hostlist_free(out.names, out.n);
-        return rc;
-    }
-    *names_out = out.names;
-    *n_out = out.n;
-    return 0;
+    return rc;
 }
 
 void hostlist_free(char **names, size_t n)

@@ -26,6 +26,11 @@
  * names the bad part (err may be NULL when errlen is 0). */
 int hostlist_expand(const char *expr, char ***names_out, size_t *n_out, char *err, size_t errlen);
 
+/* Checks expr exactly as hostlist_expand does, in time linear in its length, without making the
+ * names: 0 with the number of names it expands to, counted before duplicates are removed (so at
+ * least the number hostlist_expand returns), in *n_out (may be NULL), or -EINVAL with the same
+ * message as hostlist_expand. For validating text that may name many nodes. */
+int hostlist_check(const char *expr, size_t *n_out, char *err, size_t errlen);
 /* Frees an array from hostlist_expand. NULL-safe. */
 void hostlist_free(char **names, size_t n);
 

@@ -35,6 +35,7 @@
 #define S_BISECT_REPEAT_MAX 100
 #define S_GROUP_SIZE_MAX 4096
 #define S_ROUNDS_MAX 10000
+#define S_RAILS_MAX 64 /* rails (NICs) a stage may name: more than any node has */
 #define S_HOSTLIST_EXPECTED "expected all, or hostlist notation such as node[01-16,20],gpu-a[1-4]"
 
 /* The text of a mapping key (borrowed). */
@@ -116,14 +117,14 @@ static int s_hostlist(fb_yaml_t *ctx, const yaml_node_t *node, const char *path,
     char *expr;
     if (s_scalar_or_list(ctx, node, path, S_HOSTLIST_EXPECTED, true, NULL, NULL, &expr))
         return -EINVAL;
+    /* Checked, not expanded: a few bytes can name a million nodes, and a campaign has many
+     * stages (the runner expands a stage's nodes when it runs it). */
     if (strcmp(expr, "all")) {
-        char err[512], **names;
-        size_t n;
-        if (hostlist_expand(expr, &names, &n, err, sizeof err)) {
+        char err[512];
+        if (hostlist_check(expr, NULL, err, sizeof err)) {
             free(expr);
             return fb_yaml_fail(ctx, fb_yaml_line(node), path, "%s; %s", err, S_HOSTLIST_EXPECTED);
         }
-        hostlist_free(names, n);
     }
     *out = expr;
     return 0;
@@ -306,6 +307,15 @@ static int s_rails_value(fb_yaml_t *ctx, const yaml_node_t *v, const char *kpath
     if (s_hostlist(ctx, v, kpath, &expr))
         return -EINVAL;
     char err[256];
+    size_t count = 0;
+    if (strcmp(expr, "all") && hostlist_check(expr, &count, err, sizeof err) == 0 &&
+        count > S_RAILS_MAX) {
+        char shown[128];
+        fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "'%s' names %zu rails; expected at most %d",
+                     fb_show_value(expr, shown, sizeof shown), count, S_RAILS_MAX);
+        free(expr);
+        return -EINVAL;
+    }
     int rc = hostlist_expand(expr, &st->rails, &st->n_rails, err, sizeof err);
     if (rc || st->n_rails == 0 || !strcmp(expr, "all")) {
         fb_yaml_fail(ctx, fb_yaml_line(v), kpath,

@@ -64,7 +64,11 @@ int fb_plan_check_nodes(const char *const *nodes, size_t n)
 
 void fb_plan_add_group(fb_plan_t *plan, const char *const *names, size_t k)
 {
-    plan->groups = xrealloc(plan->groups, (plan->n_groups + 1) * sizeof *plan->groups);
+    /* Capacity doubles: a plan of many nodes is not copied once per node. */
+    if (plan->n_groups == plan->cap_groups) {
+        plan->cap_groups = plan->cap_groups ? 2 * plan->cap_groups : 8;
+        plan->groups = xrealloc(plan->groups, plan->cap_groups * sizeof *plan->groups);
+    }
     fb_group_t *g = &plan->groups[plan->n_groups++];
     g->members = xcalloc(k ? k : 1, sizeof *g->members);
     g->n_members = k;
@@ -74,7 +78,10 @@ void fb_plan_add_group(fb_plan_t *plan, const char *const *names, size_t k)
 
 void fb_plan_add_idle(fb_plan_t *plan, const char *name)
 {
-    plan->idle = xrealloc(plan->idle, (plan->n_idle + 1) * sizeof *plan->idle);
+    if (plan->n_idle == plan->cap_idle) {
+        plan->cap_idle = plan->cap_idle ? 2 * plan->cap_idle : 8;
+        plan->idle = xrealloc(plan->idle, plan->cap_idle * sizeof *plan->idle);
+    }
     plan->idle[plan->n_idle++] = xstrdup(name);
 }
 

@@ -51,6 +51,7 @@ typedef struct {
     size_t n_groups;
     char **idle; /* owned: nodes that sit this round out, in input order */
     size_t n_idle;
+    size_t cap_groups, cap_idle; /* room in groups and idle (fb_plan_add_*) */
 } fb_plan_t;
 
 /* scope: node. One group of one per node, in input order. */

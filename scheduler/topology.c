@@ -24,7 +24,7 @@
 typedef struct {
     char *name;
     const char **nodes; /* borrowed from fb_topology.nodes */
-    size_t n_nodes;
+    size_t n_nodes, cap_nodes;
     const char **spines; /* borrowed from fb_topology.spines */
     size_t *spine_idx;
     size_t n_spines;
@@ -37,11 +37,21 @@ struct fb_topology {
     size_t n_spines;
     char **nodes; /* every node, in the order added */
     size_t *node_leaf;
-    size_t n_nodes;
+    size_t n_nodes, cap_nodes;
     strmap_t *node_index; /* node name -> index + 1 */
 };
 
 static const char s_any_spine[] = "*";
+
+/* Room for one more element in an array of n that holds *cap: doubles the capacity when full
+ * (growing by one would copy the array on every element: quadratic in the size of the text). */
+static void *s_grow(void *array, size_t n, size_t *cap, size_t elem)
+{
+    if (n < *cap)
+        return array;
+    *cap = *cap ? *cap * 2 : 8;
+    return xrealloc(array, *cap * elem);
+}
 
 /* --- model ------------------------------------------------------------------------------- */
 
@@ -98,14 +108,16 @@ static size_t s_add_node(fb_topology_t *self, size_t leaf, const char *node)
     uintptr_t have = (uintptr_t)strmap_get(self->node_index, node);
     if (have)
         return self->node_leaf[have - 1] + 1;
-    self->nodes = xrealloc(self->nodes, (self->n_nodes + 1) * sizeof *self->nodes);
-    self->node_leaf = xrealloc(self->node_leaf, (self->n_nodes + 1) * sizeof *self->node_leaf);
+    size_t cap = self->cap_nodes;
+    self->nodes = s_grow(self->nodes, self->n_nodes, &cap, sizeof *self->nodes);
+    self->node_leaf =
+        s_grow(self->node_leaf, self->n_nodes, &self->cap_nodes, sizeof *self->node_leaf);
     self->nodes[self->n_nodes] = xstrdup(node);
     self->node_leaf[self->n_nodes] = leaf;
     self->n_nodes++;
     strmap_put(self->node_index, node, (void *)(uintptr_t)self->n_nodes);
     s_leaf_t *l = &self->leaves[leaf];
-    l->nodes = xrealloc(l->nodes, (l->n_nodes + 1) * sizeof *l->nodes);
+    l->nodes = s_grow(l->nodes, l->n_nodes, &l->cap_nodes, sizeof *l->nodes);
     l->nodes[l->n_nodes++] = self->nodes[self->n_nodes - 1];
     return 0;
 }
@@ -279,7 +291,7 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
     if (!text)
         return s_fail(err, errlen, "no topology text");
     s_record_t *recs = NULL;
-    size_t n = 0;
+    size_t n = 0, cap_recs = 0, listed = 0; /* members of all lines so far */
     strmap_t *index = strmap_new(); /* record name -> index + 1 */
     int rc = 0;
     unsigned lineno = 0;
@@ -319,10 +331,17 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
                                 "',', '[', ']')",
                                 lineno, name,
                                 s_show_char(rhs[strspn(rhs, S_MEMBER_CHARS)], cbuf, sizeof cbuf));
+                else if (hostlist_check(rhs, &n_members, herr, sizeof herr) < 0)
+                    rc = s_fail(err, errlen, "line %u: %s: %s", lineno, name, herr);
+                else if ((listed += n_members) > FB_TOPOLOGY_MAX_MEMBERS)
+                    rc = s_fail(err, errlen,
+                                "line %u: %s: the lines up to here list more than %u members; "
+                                "expected a two-level fabric",
+                                lineno, name, FB_TOPOLOGY_MAX_MEMBERS);
                 else if (hostlist_expand(rhs, &members, &n_members, herr, sizeof herr) < 0)
                     rc = s_fail(err, errlen, "line %u: %s: %s", lineno, name, herr);
                 if (rc == 0) {
-                    recs = xrealloc(recs, (n + 1) * sizeof *recs);
+                    recs = s_grow(recs, n, &cap_recs, sizeof *recs);
                     recs[n++] = (s_record_t){.line = lineno,
                                              .name = xstrdup(name),
                                              .members = members,
@@ -480,10 +499,10 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
     if (!text)
         return s_fail(err, errlen, "no ibnetdiscover text");
     s_ent_t *ents = NULL;
-    size_t n_ents = 0;
+    size_t n_ents = 0, cap_ents = 0;
     strmap_t *ent_index = strmap_new(); /* GUID -> index + 1 */
     s_iblink_t *links = NULL;
-    size_t n_links = 0;
+    size_t n_links = 0, cap_links = 0;
     int rc = 0;
     unsigned lineno = 0;
     size_t cur = SIZE_MAX; /* current Switch/Ca block; SIZE_MAX outside (or in another kind) */
@@ -510,7 +529,7 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
                             fb_show_value(guid, gbuf, sizeof gbuf));
                 free(guid);
             } else {
-                ents = xrealloc(ents, (n_ents + 1) * sizeof *ents);
+                ents = s_grow(ents, n_ents, &cap_ents, sizeof *ents);
                 ents[n_ents] = (s_ent_t){
                     .guid = guid, .desc = s_comment_desc(p), .is_switch = sw, .line = lineno};
                 cur = n_ents++;
@@ -539,7 +558,7 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
                     rc = s_fail(err, errlen, "line %u: port line without a quoted peer GUID",
                                 lineno);
                 } else {
-                    links = xrealloc(links, (n_links + 1) * sizeof *links);
+                    links = s_grow(links, n_links, &cap_links, sizeof *links);
                     links[n_links++] = (s_iblink_t){
                         .from = cur, .peer = peer, .peer_desc = s_comment_desc(p), .line = lineno};
                 }
@@ -678,7 +697,7 @@ int fb_topology_path(const fb_topology_t *self, const char *a, const char *b, fb
 typedef struct {
     size_t leaf;   /* topology leaf index */
     size_t *nodes; /* indices into the input node list */
-    size_t n_nodes;
+    size_t n_nodes, cap_nodes;
 } s_active_t;
 
 /* Leaves that hold selected nodes, in topology order. -ENOENT for an unknown node unless
@@ -700,7 +719,7 @@ static int s_active_leaves(const fb_topology_t *self, const char *const *nodes, 
             continue;
         }
         s_active_t *a = &act[self->node_leaf[k - 1]];
-        a->nodes = xrealloc(a->nodes, (a->n_nodes + 1) * sizeof *a->nodes);
+        a->nodes = s_grow(a->nodes, a->n_nodes, &a->cap_nodes, sizeof *a->nodes);
         a->nodes[a->n_nodes++] = i;
     }
     size_t m = 0;

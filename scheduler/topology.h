@@ -11,7 +11,9 @@
  * A line whose members are all switches named on the left of another line is a spine; one whose
  * members are none of them is a leaf. Errors name the line: a missing ':', a bad hostlist, a
  * switch defined twice, a node on two leaves, a line that mixes switches and nodes, a spine that
- * lists a spine (only two levels are modelled), a leaf with no nodes.
+ * lists a spine (only two levels are modelled), a leaf with no nodes, and lines that list more
+ * than FB_TOPOLOGY_MAX_MEMBERS members together (a two-level fat tree of 128-port switches has
+ * 8192 nodes; the bound keeps a short hostlist from making the parser build millions of names).
  *
  * ibnetdiscover (fb_topology_parse_ibnetdiscover): the text `ibnetdiscover` prints. Switch and
  * Ca blocks; a switch with a link to a channel adapter (H-...) is a leaf, a switch whose links
@@ -35,6 +37,10 @@
 #include <stdint.h>
 
 typedef struct fb_topology fb_topology_t;
+
+/* Members (nodes, and leaves on spine lines) all lines of the text format list together, at most;
+ * counted as written, before any check of names seen twice. */
+#define FB_TOPOLOGY_MAX_MEMBERS 131072u
 
 /* Parse the text format / ibnetdiscover output into a new topology (*out, caller destroys).
  * 0, or -EINVAL with *out = NULL and a one-line message in err such as "line 7: node05 is on

@@ -61,6 +61,12 @@ static void s_expect_error(const char *expr, const char *fragment)
     if (!strstr(err, fragment))
         fail_msg("'%s': message '%s' lacks '%s'", expr, err, fragment);
     assert_null(strchr(err, '\n'));
+    /* hostlist_check says the same */
+    char check_err[256] = "";
+    n = 99;
+    assert_int_equal(hostlist_check(expr, &n, check_err, sizeof check_err), -EINVAL);
+    assert_int_equal(n, 0);
+    assert_string_equal(check_err, err);
 }
 
 static void test_expand_basic(void **state)
@@ -158,6 +164,24 @@ static void test_expand_limit(void **state)
     assert_int_equal(hostlist_expand("n[1-500000],n[1-500001]", &names, &n, err, sizeof err),
                      -EINVAL);
     hostlist_free(NULL, 0);
+}
+
+/* hostlist_check: the verdict of hostlist_expand (errors: s_expect_error), the count before
+ * duplicates are removed, and no names made, so a million is counted at once. The campaign and
+ * topology parsers use it before they expand anything (libFuzzer found 156-byte campaigns that
+ * took seconds to parse). */
+static void test_check(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    char err[128];
+    assert_int_equal(hostlist_check("node[01-16,20],gpu-a[1-4],login", &n, err, sizeof err), 0);
+    assert_int_equal(n, 22);
+    assert_int_equal(hostlist_check("a,a,n[1-2],n2", &n, err, sizeof err), 0);
+    assert_int_equal(n, 5);
+    assert_int_equal(hostlist_check("r[1-1000]n[1-1000]", &n, NULL, 0), 0);
+    assert_int_equal(n, 1000000);
+    assert_int_equal(hostlist_check("n[1-2]", NULL, NULL, 0), 0);
 }
 
 static void s_expect_compress(const char *const *names, size_t n, const char *expected)
@@ -399,7 +423,7 @@ int main(void)
         cmocka_unit_test(test_expand_basic),  cmocka_unit_test(test_expand_product_and_duplicates),
         cmocka_unit_test(test_expand_errors), cmocka_unit_test(test_expand_limit),
         cmocka_unit_test(test_compress),      cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_oracle),
+        cmocka_unit_test(test_oracle),        cmocka_unit_test(test_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -137,6 +137,55 @@ static void test_text_errors(void **state)
     assert_string_equal(err, "line 1: Switch line without a quoted GUID");
 }
 
+/* A few bytes of hostlist name many nodes: the lines together list at most
+ * FB_TOPOLOGY_MAX_MEMBERS, refused before they are made (libFuzzer found a 69-byte file of
+ * 173056 nodes that took over 30 s to parse under ASan: tests/fuzz/corpus/topology). */
+static void test_member_bound(void **state)
+{
+    (void)state;
+    char err[256];
+    fb_topology_t *t = NULL;
+    /* at the bound: parses, and every node is there */
+    assert_int_equal(
+        fb_topology_parse("leaf01: n[1-65536]\nleaf02: m[1-65536]\n", &t, err, sizeof err), 0);
+    assert_int_equal(fb_topology_n_nodes(t), 2 * 65536);
+    /* A round over all of them: 65536 cross-leaf pairs; over one leaf: all idle. Plans grow by
+     * doubling (growing by one element, a plan of 66416 idle nodes took fuzz_topology past its
+     * 30 s limit under ASan: tests/fuzz/corpus/topology/crash-timeout-66k-idle). */
+    const char **all = malloc(2 * 65536 * sizeof *all);
+    assert_non_null(all);
+    for (size_t l = 0; l < 2; l++) {
+        size_t k = 0;
+        const char *const *on_leaf = fb_topology_leaf_nodes(t, l, &k);
+        assert_int_equal(k, 65536);
+        memcpy(all + l * 65536, on_leaf, k * sizeof *all);
+    }
+    fb_plan_t plan;
+    assert_int_equal(fb_plan_pairs_topology(t, all, 2 * 65536, 0, &plan), 0);
+    assert_int_equal(plan.n_groups, 65536);
+    assert_int_equal(plan.n_idle, 0);
+    fb_plan_clear(&plan);
+    assert_int_equal(fb_plan_pairs_topology(t, all, 65536, 0, &plan), 0);
+    assert_int_equal(plan.n_groups, 0);
+    assert_int_equal(plan.n_idle, 65536);
+    fb_plan_clear(&plan);
+    free(all);
+    fb_topology_destroy(&t);
+    s_assert_error("leaf01: n[1-65536]\nleaf02: m[1-65537]\n",
+                   "line 2: leaf02: the lines up to here list more than 131072 members");
+    s_assert_error("leaf00: n[1-1000]m[1-1000]\n",
+                   "line 1: leaf00: the lines up to here list more than 131072 members");
+    /* many lines, each small: the total counts */
+    size_t len = 0, cap = 3 * 1024 * 40;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    for (int i = 0; i < 3 * 1024; i++)
+        len += (size_t)snprintf(text + len, cap - len, "l%d: n%d-[1-50]\n", i, i);
+    assert_int_equal(fb_topology_parse(text, &t, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "more than 131072 members"));
+    free(text);
+}
+
 static void test_ibnetdiscover(void **state)
 {
     (void)state;
@@ -466,6 +515,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_format),
         cmocka_unit_test(test_text_errors),
+        cmocka_unit_test(test_member_bound),
         cmocka_unit_test(test_ibnetdiscover),
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_topology_pairs),
