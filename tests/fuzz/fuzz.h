@@ -39,7 +39,7 @@ static inline void fz_quiet(void)
 #define FZ_CHECK(cond)                                                                             \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);    \
+            fprintf(stderr, "fuzz invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);     \
             abort();                                                                               \
         }                                                                                          \
     } while (0)

@@ -71,8 +71,8 @@ static void s_reply(const char *line)
         return;
     }
     FZ_CHECK(exline_valid_key(key));
-    char *again = ok ? exline_reply_ok_format(key, values, n)
-                     : exline_reply_error_format(key, error);
+    char *again =
+        ok ? exline_reply_ok_format(key, values, n) : exline_reply_error_format(key, error);
     char *key2 = NULL, *error2 = NULL;
     bool ok2 = !ok;
     exline_blob_t *values2 = NULL;
@@ -83,7 +83,8 @@ static void s_reply(const char *line)
         FZ_CHECK(n == n2);
         for (size_t i = 0; i < n; i++)
             FZ_CHECK(values[i].len == values2[i].len &&
-                     (values[i].len == 0 || memcmp(values[i].data, values2[i].data, values[i].len) == 0));
+                     (values[i].len == 0 ||
+                      memcmp(values[i].data, values2[i].data, values[i].len) == 0));
     }
     free(key);
     free(key2);

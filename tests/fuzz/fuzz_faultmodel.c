@@ -33,8 +33,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static void s_judge(const fb_faultmodel_t *m, const char *id, const char *const *members,
-                    size_t n, int rail)
+static void s_judge(const fb_faultmodel_t *m, const char *id, const char *const *members, size_t n,
+                    int rail)
 {
     fb_sim_test_t test = {id, members, n, rail};
     fb_sim_outcome_t out;

@@ -79,8 +79,8 @@ static char *s_endpoints(const uint8_t *data, size_t len)
     rdma_endpoint_t eps[RDMA_MAX_CONNS];
     bool none = false;
     char reason[256], err[256];
-    int n = rdma_endpoints_decode(data, len, eps, RDMA_MAX_CONNS, &none, reason, sizeof reason,
-                                  err, sizeof err);
+    int n = rdma_endpoints_decode(data, len, eps, RDMA_MAX_CONNS, &none, reason, sizeof reason, err,
+                                  sizeof err);
     if (n < 0)
         return NULL;
     FZ_CHECK(n <= RDMA_MAX_CONNS);

@@ -55,8 +55,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     struct stat st;
     const char *tmp = getenv("TMPDIR");
     const char *parent = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm"
-                         : tmp && *tmp                                      ? tmp
-                                                                            : "/tmp";
+                         : tmp && *tmp                                     ? tmp
+                                                                           : "/tmp";
     s_base = xasprintf("%s/fb-fuzz-spool.XXXXXX", parent);
     if (!mkdtemp(s_base)) {
         perror("fuzz_spool: mkdtemp");

@@ -66,8 +66,8 @@ static void fz_tree_init(void)
     struct stat st;
     const char *tmp = getenv("TMPDIR");
     const char *parent = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm"
-                         : tmp && *tmp                                      ? tmp
-                                                                            : "/tmp";
+                         : tmp && *tmp                                     ? tmp
+                                                                           : "/tmp";
     fz_tree_base = xasprintf("%s/fb-fuzz-tree.XXXXXX", parent);
     if (!mkdtemp(fz_tree_base)) {
         perror("fuzz tree: mkdtemp");
@@ -201,8 +201,7 @@ static void fz_tree_entry(const char *head, size_t head_len, const uint8_t *body
                 free(t);
             }
         } else {
-            int fd = openat(dfd, leaf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                            0600);
+            int fd = openat(dfd, leaf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
             if (fd >= 0) {
                 size_t off = 0;
                 while (off < body_len) {

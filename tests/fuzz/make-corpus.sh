@@ -13,7 +13,7 @@ corpus=tests/fuzz/corpus
 fix=tests/fixtures
 
 cmake --build "$build" --target fb-fuzz-seeds >/dev/null
-for h in wire result spool exline peer campaign hostlist topology kmsg faultmodel edac inventory units; do
+for h in wire result spool exline peer keys campaign hostlist topology kmsg faultmodel edac inventory units; do
     mkdir -p "$corpus/$h"
     find "$corpus/$h" -type f ! -name 'crash-*' -delete
 done
@@ -24,6 +24,19 @@ done
 for f in "$fix"/campaigns/*.yaml deploy/campaigns/*.yaml; do
     cp "$f" "$corpus/campaign/$(basename "$(dirname "$f")")-$(basename "$f")"
 done
+
+# A campaign with the topology file it names, as a Submit carries them (fuzz_campaign: the
+# campaign, a NUL, the file).
+{
+    printf 'name: rack\nnodes: node[01-16]\nstages:\n  - name: net\n    workload: netbw\n'
+    printf '    scope: pairs\n    pairing: topology\n    topology: fabric.topo\n\0'
+    cat "$fix/topology/fabric-2s4l16n.topo"
+} >"$corpus/campaign/submit-with-topology"
+{
+    printf 'name: rack\nstages:\n  - {name: net, workload: rdmabw, scope: pairs, pairing: topology,\n'
+    printf '     topology: ib.txt, on_fail: bisect, rails: "mlx5_[0-1]"}\n\0'
+    cat "$fix/topology/fabric-2s4l16n.ibnetdiscover"
+} >"$corpus/campaign/submit-with-ibnetdiscover"
 
 # Fault files: the example, the simulator tests' forms, and the keys one by one.
 cp deploy/campaigns/sim-faults.yaml "$corpus/faultmodel/sim-faults.yaml"

@@ -3,7 +3,8 @@
  * encoders so that every seed is a valid input: OUTDIR/wire (one frame of every message kind and
  * one of another protocol version), OUTDIR/result (packed TaskResults), OUTDIR/spool (entry files
  * as spool_put writes them, in fuzz_spool's input form), OUTDIR/exline (post and reply lines) and
- * OUTDIR/peer (every message fuzz_peer decodes, behind its selector byte).
+ * OUTDIR/peer (every message fuzz_peer decodes, behind its selector byte) and OUTDIR/keys (key
+ * files of a fixed key pair: public, secret, an agent key with a nodes: line).
  * tests/fuzz/make-corpus.sh runs it. */
 #include "agent/spool.h"
 #include "allreduce/ar.h"
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zmq.h>
 
 static const char *s_out;
 
@@ -307,7 +309,20 @@ static void s_result_seeds(void)
     }
 }
 
-/* Entries as spool_put writes them, as fuzz_spool's input: flags 0, the name, the file. */
+static uint32_t s_crc32(const uint8_t *p, size_t n)
+{
+    uint32_t crc = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (int k = 0; k < 8; k++)
+            crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+    }
+    return ~crc;
+}
+
+/* Entries as spool_put writes them, as fuzz_spool's input: flags 0, the name, the file. The
+ * store time in the header (bytes 16..23) is set to a fixed one, with the header CRC (36..39)
+ * made again, so that the seeds are the same on every run. */
 static void s_spool_seeds(void)
 {
     char tmpl[] = "/tmp/fb-fuzz-seeds.XXXXXX";
@@ -346,6 +361,12 @@ static void s_spool_seeds(void)
             fprintf(stderr, "fb-fuzz-seeds: cannot read back %s\n", path);
             exit(1);
         }
+        uint64_t when = 1795000000000ull;
+        for (int i = 0; i < 8; i++)
+            file[16 + i] = (char)(when >> (8 * i));
+        uint32_t crc = s_crc32((const uint8_t *)file, 36);
+        for (int i = 0; i < 4; i++)
+            file[36 + i] = (char)(crc >> (8 * i));
         size_t slen = 1 + strlen(name + 2) + 1 + flen;
         uint8_t *seed = xmalloc(slen);
         seed[0] = 0;
@@ -400,7 +421,10 @@ static void s_peer(unsigned which, const char *name, const void *msg, size_t len
 
 static void s_peer_seeds(void)
 {
-    ar_member_t m = {.state = AR_MEMBER_OK, .n = 2, .devices = {0, 1}, .nccl_version = 22105,
+    ar_member_t m = {.state = AR_MEMBER_OK,
+                     .n = 2,
+                     .devices = {0, 1},
+                     .nccl_version = 22105,
                      .min_mem_bytes = 85899345920ull};
     char *text = ar_member_format(&m);
     s_peer(0, "ar_member", text, strlen(text));
@@ -411,13 +435,28 @@ static void s_peer_seeds(void)
     s_peer(0, "ar_member_none", text, strlen(text));
     free(text);
 
-    ar_size_result_t sizes[2] = {
-        {.bytes = 1048576, .count = 262144, .avg_us = 41.5, .min_us = 40.1, .max_us = 44.0,
-         .iters = 20, .first_bad_rank = -1},
-        {.bytes = 268435456, .count = 67108864, .avg_us = 2210.0, .min_us = 2190.5,
-         .max_us = 2250.25, .errors = 3, .iters = 20, .first_bad_rank = 1}};
-    ar_rank_error_t bad = {.bytes = 268435456, .rank = 1, .errors = 3, .index = 4096, .iter = 7,
-                           .expected = 2.0, .got = 2.5};
+    ar_size_result_t sizes[2] = {{.bytes = 1048576,
+                                  .count = 262144,
+                                  .avg_us = 41.5,
+                                  .min_us = 40.1,
+                                  .max_us = 44.0,
+                                  .iters = 20,
+                                  .first_bad_rank = -1},
+                                 {.bytes = 268435456,
+                                  .count = 67108864,
+                                  .avg_us = 2210.0,
+                                  .min_us = 2190.5,
+                                  .max_us = 2250.25,
+                                  .errors = 3,
+                                  .iters = 20,
+                                  .first_bad_rank = 1}};
+    ar_rank_error_t bad = {.bytes = 268435456,
+                           .rank = 1,
+                           .errors = 3,
+                           .index = 4096,
+                           .iter = 7,
+                           .expected = 2.0,
+                           .got = 2.5};
     text = ar_results_format("", sizes, 2, &bad, 1);
     s_peer(1, "ar_results", text, strlen(text));
     free(text);
@@ -428,10 +467,19 @@ static void s_peer_seeds(void)
     s_peer(2, "mpirun_member", text, strlen(text));
     free(text);
 
-    rdma_endpoint_t ep = {.lid = 7, .mtu = 4096, .qpn = 4711, .psn = 123, .ctl_qpn = 4712,
-                          .ctl_psn = 99, .rkey = 0x1234, .src_addr = 0x7f0000000000ull,
-                          .sink_addr = 0x7f0000800000ull, .region = 8388608, .lat_rkey = 0x99,
-                          .lat_addr = 0x7f0001000000ull, .gbps = 200};
+    rdma_endpoint_t ep = {.lid = 7,
+                          .mtu = 4096,
+                          .qpn = 4711,
+                          .psn = 123,
+                          .ctl_qpn = 4712,
+                          .ctl_psn = 99,
+                          .rkey = 0x1234,
+                          .src_addr = 0x7f0000000000ull,
+                          .sink_addr = 0x7f0000800000ull,
+                          .region = 8388608,
+                          .lat_rkey = 0x99,
+                          .lat_addr = 0x7f0001000000ull,
+                          .gbps = 200};
     snprintf(ep.port, sizeof ep.port, "mlx5_0:1");
     ep.gid[0] = 0xfe, ep.gid[1] = 0x80, ep.gid[15] = 0x2e;
     text = rdma_endpoints_encode(&ep, 1, NULL);
@@ -455,16 +503,44 @@ static void s_peer_seeds(void)
     s_peer(7, "ar_error_line", line, strlen(line));
 
     uint8_t bin[64];
-    nbc_hello_t h = {.kind = NBC_CONN_DATA, .sender = 1, .stream = 3, .nonce = 0x1122334455667788ull};
+    nbc_hello_t h = {
+        .kind = NBC_CONN_DATA, .sender = 1, .stream = 3, .nonce = 0x1122334455667788ull};
     nbc_hello_encode(&h, bin);
     s_peer(8, "nbc_hello", bin, NBC_HELLO_LEN);
-    nbc_result_t nr = {.corrupt_blocks = 1, .corrupt_stream = 2, .first_offset = 65536,
-                       .first_expected = 0xaa, .first_actual = 0xab};
+    nbc_result_t nr = {.corrupt_blocks = 1,
+                       .corrupt_stream = 2,
+                       .first_offset = 65536,
+                       .first_expected = 0xaa,
+                       .first_actual = 0xab};
     nbc_result_encode(&nr, bin);
     s_peer(9, "nbc_result", bin, NBC_RESULT_LEN);
     rdma_ctl_t ctl = {.kind = RDMA_CTL_DONE, .step = 4, .status = 0, .value = 8388608};
     rdma_ctl_encode(&ctl, bin);
     s_peer(10, "rdma_ctl", bin, RDMA_CTL_BYTES);
+}
+
+/* Key files in the format common/keys.h describes, of a key pair made from a fixed secret (the
+ * bytes 0..31), so that the seeds are the same on every run. */
+static void s_key_seeds(void)
+{
+    uint8_t raw[32];
+    for (int i = 0; i < 32; i++)
+        raw[i] = (uint8_t)i;
+    char secret[41], public_key[41];
+    if (!zmq_z85_encode(secret, raw, sizeof raw) || zmq_curve_public(public_key, secret) != 0) {
+        fprintf(stderr, "fb-fuzz-seeds: libzmq cannot make a CURVE key\n");
+        exit(1);
+    }
+    char *text = xasprintf("# fleetburn CURVE key\npublic-key: %s\n", public_key);
+    s_write("keys", "public", text, strlen(text));
+    free(text);
+    text = xasprintf("# fleetburn CURVE key (secret)\npublic-key: %s\nsecret-key: %s\n", public_key,
+                     secret);
+    s_write("keys", "secret", text, strlen(text));
+    free(text);
+    text = xasprintf("public-key = %s\nnodes: gpu[001-128],login\n", public_key);
+    s_write("keys", "agent-nodes", text, strlen(text));
+    free(text);
 }
 
 int main(int argc, char **argv)
@@ -479,5 +555,6 @@ int main(int argc, char **argv)
     s_spool_seeds();
     s_exline_seeds();
     s_peer_seeds();
+    s_key_seeds();
     return 0;
 }
