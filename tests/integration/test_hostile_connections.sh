@@ -23,7 +23,7 @@ PIDS+=("$COORD_PID")
 wait_for_log "$WORK/coordinator.log" "coordinator on"
 
 "$HOSTILE" idle --connect "127.0.0.1:$port" --source 127.0.0.2 --count 1100 --reconnect \
-    --hold 25 >"$WORK/flood.out" 2>>"$WORK/hostile.log" &
+    --hold 25 --settle 3 >"$WORK/flood.out" 2>>"$WORK/hostile.log" &
 flood_pid=$!
 PIDS+=("$flood_pid")
 wait_for_log "$WORK/hostile.log" "connections made" 90

@@ -51,6 +51,7 @@ typedef struct {
     unsigned count;
     uint64_t frame_size, send, rate;
     double hold_s;
+    double settle_s; /* after --hold: reopen nothing, let the server end what it will */
     bool reconnect;
     const char *prefix;
 } opts_t;
@@ -78,6 +79,8 @@ static void s_usage(void)
             "  --rate B         bytes per second per connection (default: unlimited)\n"
             "  --hold S         seconds to hold the connections (default 5)\n"
             "  --reconnect      idle: reopen connections the server ends\n"
+            "  --settle S       then S seconds more without reopening, so that connections still\n"
+            "                   in the server's listen queue are accepted and judged (default 0)\n"
             "  --prefix P       hello: name prefix (default fake)\n");
 }
 
@@ -257,7 +260,8 @@ int main(int argc, char **argv)
         {"source", required_argument, 0, 's'},  {"frame-size", required_argument, 0, 'f'},
         {"send", required_argument, 0, 'b'},    {"rate", required_argument, 0, 'r'},
         {"hold", required_argument, 0, 'h'},    {"reconnect", no_argument, 0, 'R'},
-        {"prefix", required_argument, 0, 'p'},  {0, 0, 0, 0}};
+        {"prefix", required_argument, 0, 'p'},  {"settle", required_argument, 0, 'S'},
+        {0, 0, 0, 0}};
     if (argc < 2) {
         s_usage();
         return 2;
@@ -309,6 +313,9 @@ int main(int argc, char **argv)
             break;
         case 'h':
             o.hold_s = strtod(optarg, NULL);
+            break;
+        case 'S':
+            o.settle_s = strtod(optarg, NULL);
             break;
         case 'R':
             o.reconnect = true;
@@ -365,6 +372,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "fb_hostile: %llu connections made\n", (unsigned long long)opened);
     fflush(stderr);
     uint64_t hold_until = fb_mono_ms() + (uint64_t)(o.hold_s * 1000);
+    uint64_t settle_until = hold_until + (uint64_t)(o.settle_s * 1000);
     unsigned frames_sent = 0;
     for (;;) {
         uint64_t now = fb_mono_ms();
@@ -417,7 +425,7 @@ int main(int argc, char **argv)
             }
             open++;
         }
-        if ((open == 0 && !(o.reconnect && idle)) || now >= hold_until)
+        if ((open == 0 && !(o.reconnect && idle && now < hold_until)) || now >= settle_until)
             break;
         /* Wait for the peer (or for the rate to allow more). */
         unsigned n = 0;
