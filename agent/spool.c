@@ -60,7 +60,7 @@ struct spool {
 /* ---------------------------------------------------------------------------------------------
  * Encoding */
 
-static uint32_t s_crc32(const uint8_t *p, size_t n)
+uint32_t spool_crc32(const uint8_t *p, size_t n)
 {
     uint32_t crc = 0xffffffffu;
     for (size_t i = 0; i < n; i++) {
@@ -187,14 +187,14 @@ static int s_load(spool_t *self, const char *name, uint8_t **data_out, size_t *l
     uint64_t len = 0;
     if (rc == 0) {
         len = s_get_le(header + 24, 8);
-        if (memcmp(header, S_MAGIC, 8) != 0 || s_get_le(header + 36, 4) != s_crc32(header, 36) ||
+        if (memcmp(header, S_MAGIC, 8) != 0 || s_get_le(header + 36, 4) != spool_crc32(header, 36) ||
             len > SPOOL_DATA_MAX || (uint64_t)st.st_size != S_HEADER_LEN + len)
             rc = -EBADMSG;
     }
     if (rc == 0) {
         data = xmalloc((size_t)len);
         rc = s_read_all(fd, data, (size_t)len);
-        if (rc == 0 && s_get_le(header + 32, 4) != s_crc32(data, (size_t)len))
+        if (rc == 0 && s_get_le(header + 32, 4) != spool_crc32(data, (size_t)len))
             rc = -EBADMSG;
     }
     close(fd);
@@ -412,8 +412,8 @@ int spool_put(spool_t *self, const char *result_id, const uint8_t *data, size_t 
     s_put_le(header + 8, seq, 8);
     s_put_le(header + 16, fb_now_ms(), 8);
     s_put_le(header + 24, len, 8);
-    s_put_le(header + 32, s_crc32(data, len), 4);
-    s_put_le(header + 36, s_crc32(header, 36), 4);
+    s_put_le(header + 32, spool_crc32(data, len), 4);
+    s_put_le(header + 36, spool_crc32(header, 36), 4);
 
     char temp[32];
     snprintf(temp, sizeof temp, S_TEMP_PREFIX "%llu", (unsigned long long)self->next_temp++);

@@ -45,6 +45,8 @@ void spool_destroy(spool_t **self_p);
  * '/'-separated path every segment is non-empty and neither "." nor ".." ("../x", "/x", "a//b"
  * and "a/" are refused). */
 int spool_id_valid(const char *result_id);
+/* The CRC-32 (IEEE) an entry's header and payload carry; for tools that write entries. */
+uint32_t spool_crc32(const uint8_t *p, size_t n);
 
 /* Durably stores len bytes under result_id (temporary file, fsync, rename, fsync of the directory)
  * and returns 0 once they would survive a power loss. Replaces an existing entry, which then

@@ -67,17 +67,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static uint32_t s_crc32(const uint8_t *p, size_t n)
-{
-    uint32_t crc = 0xffffffffu;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= p[i];
-        for (int k = 0; k < 8; k++)
-            crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
-    }
-    return ~crc;
-}
-
 static void s_put_le(uint8_t *p, uint64_t v, int bytes)
 {
     for (int i = 0; i < bytes; i++)
@@ -150,9 +139,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (flags & 1)
             s_put_le(file + 24, len - S_HEADER_LEN, 8);
         if (flags & 2)
-            s_put_le(file + 32, s_crc32(file + S_HEADER_LEN, len - S_HEADER_LEN), 4);
+            s_put_le(file + 32, spool_crc32(file + S_HEADER_LEN, len - S_HEADER_LEN), 4);
         if (flags & 4)
-            s_put_le(file + 36, s_crc32(file, 36), 4);
+            s_put_le(file + 36, spool_crc32(file, 36), 4);
     }
 
     FZ_CHECK(fb_mkdir_p(s_dir, 0700) == 0);
