@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define S_MAGIC "FBSPOOL1"
@@ -38,6 +39,7 @@
 #define S_TEMP_PREFIX "t."
 #define S_BAD_PREFIX "bad."
 #define S_LOCK_NAME ".lock"
+#define S_LOCK_WAIT_MS 3000 /* for the lock of an owner that is exiting */
 
 typedef struct {
     char *id;
@@ -317,6 +319,21 @@ static int s_scan(spool_t *self)
 /* ---------------------------------------------------------------------------------------------
  * Public API */
 
+/* The lock of an agent that was just killed is released only when the kernel has finished its
+ * exit, a moment after the kill returned: an agent restarted at once (a supervisor's restart)
+ * waits that moment instead of failing. A live owner still holds it after S_LOCK_WAIT_MS. */
+static int s_lock_waiting(int lock_fd)
+{
+    for (unsigned waited = 0;; waited += 50) {
+        if (flock(lock_fd, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        if (errno != EWOULDBLOCK || waited >= S_LOCK_WAIT_MS)
+            return -1;
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 int spool_open(const char *dir, spool_t **out)
 {
     if (!dir || !*dir || !out)
@@ -334,7 +351,7 @@ int spool_open(const char *dir, spool_t **out)
         close(dir_fd);
         return rc;
     }
-    if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
+    if (s_lock_waiting(lock_fd) < 0) {
         rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
         close(lock_fd);
         close(dir_fd);
