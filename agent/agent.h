@@ -13,7 +13,7 @@
 #include <uv.h>
 
 /* How the agent runs tasks. The default (executor NULL in agent_options_t) runs each in a
- * fleetburn-worker process (task.h); fleetburn-simfleet plugs in simulated tasks (simagent.h).
+ * fleetburn-worker process (task.h); fleetburn-simfleet plugs in simulated tasks (sim/simtask.h).
  * An executor keeps task.h's contract: start returns a handle, or NULL with *result_out set (the
  * agent reports that result); a started task calls cb->on_done exactly once, never from inside
  * start, unless abort came first; cancel makes it end with verdict error and the reason; abort

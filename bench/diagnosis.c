@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fleetburn-bench-diagnosis: seeded trials of the diagnosis session (scheduler/bisect.h, the
  * planning code the runner uses for `on_fail: bisect`) against the simulated fleet's fault model
- * (scheduler/faultmodel.h, what fleetburn-simfleet's agents answer from), in one process so that
+ * (sim/faultmodel.h, what fleetburn-simfleet's agents answer from), in one process so that
  * thousands of trials run in minutes. Each trial: a fleet of N nodes with R rails on a fat tree
  * (leaves of 32 nodes, 4 spines, as fleetburn-simfleet makes up), 1 + (trial mod 8) faults of one
  * kind (more with --faults), a node-local round, then pair rounds planned by the session until it
@@ -23,7 +23,7 @@
 #include "common/fileload.h"
 #include "common/util.h"
 #include "scheduler/bisect.h"
-#include "scheduler/faultmodel.h"
+#include "sim/faultmodel.h"
 #include "scheduler/topology.h"
 
 #include <errno.h>

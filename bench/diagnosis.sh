@@ -34,7 +34,7 @@ trials() { # full count -> the count for this run
 {
     echo "# fleetburn diagnosis benchmark, $(date -u +%Y-%m-%dT%H:%MZ)"
     echo "# commit $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?'), $(uname -srm), $(nproc) CPUs"
-    echo "# fault model: scheduler/faultmodel.h; fabric: leaves of 32 nodes on 4 spines;"
+    echo "# fault model: sim/faultmodel.h; fabric: leaves of 32 nodes on 4 spines;"
     echo "# 1% of all tests fail spuriously; intermittent faults show with q = 0.5 per test;"
     echo "# slow node x0.6, slow uplink x0.5; engine defaults (docs/diagnosis.md); 2 sweeps"
     echo "# (fresh matchings on every rail, topology pairing), then follow-up rounds."

@@ -5,7 +5,7 @@
  * pair and a group, with flow factors, as the simulated agents ask it. */
 #include "fuzz.h"
 
-#include "scheduler/faultmodel.h"
+#include "sim/faultmodel.h"
 #include "scheduler/topology.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The diagnosis session of a stage (scheduler/bisect.h) against the simulated fleet's fault
- * model (scheduler/faultmodel.h), as the runner drives it: pairs planned from the first round on
+ * model (sim/faultmodel.h), as the runner drives it: pairs planned from the first round on
  * every rail, a hard node and a hard NIC named and nothing else, evidence that cites the tests;
  * a slow uplink named by its spine when the routing is known; a failing group split down to its
  * bad node; the round limit; bad options. */
@@ -12,7 +12,7 @@
 
 #include "common/util.h"
 #include "scheduler/bisect.h"
-#include "scheduler/faultmodel.h"
+#include "sim/faultmodel.h"
 #include "scheduler/topology.h"
 
 #include <errno.h>

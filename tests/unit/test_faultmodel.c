@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of scheduler/faultmodel: the fault file (a good one read back, each class of error
+/* Unit tests of sim/faultmodel: the fault file (a good one read back, each class of error
  * as its exact one-line message, binding errors against a topology, mutated files never crash),
  * determinism (same draws for the same test whatever the member order, different draws for other
  * seeds), the statistics of intermittent faults and false fails, slow factors, NIC rails, and
  * link faults on the routes of a 2-spine 4-leaf fabric. */
 #include "common/fileload.h"
-#include "scheduler/faultmodel.h"
+#include "sim/faultmodel.h"
 #include "scheduler/topology.h"
 #include "common/util.h"
 

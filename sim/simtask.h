@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Simulated tasks: an agent executor (agent.h) for fleetburn-simfleet. A task waits a short real
- * delay, then reports what the fault model (scheduler/faultmodel.h) says about it: the verdict of
+ * delay, then reports what the fault model (sim/faultmodel.h) says about it: the verdict of
  * the test over its members (the node itself, or every member of its group, so that all members
  * agree), bandwidth metrics scaled by the slow parts on its flows, and the simulated time the test
  * stands for (metric sim.duration_s). docs/simfleet.md lists the metrics and how they are derived.
@@ -10,7 +10,7 @@
 #ifndef FB_SIMTASK_H
 #define FB_SIMTASK_H
 
-#include "agent.h"
+#include "agent/agent.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -10,7 +10,7 @@
 #include "common/strmap.h"
 #include "common/units.h"
 #include "common/util.h"
-#include "scheduler/faultmodel.h"
+#include "sim/faultmodel.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
  * naming the key path and what was expected. */
 #include "faultmodel.h"
 
-#include "topology.h"
+#include "scheduler/topology.h"
 #include "common/strmap.h"
 #include "common/units.h"
 #include "common/util.h"

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fleetburn-simfleet's fleet: the agents' names, the fabric they sit on (a topology file or leaves
+ * of SIMFLEET_LEAF_SIZE nodes), the fault model bound to it, the inventory each simulated node
+ * reports, and the pool of agents themselves: the real agent state machine (agent/agent.c), each
+ * with its own ZeroMQ DEALER connection, all on this process's one loop thread and one ZeroMQ
+ * context, with simulated tasks (sim/simtask.h) in place of fleetburn-worker processes. */
+#include "simfleet.h"
+
+#include "agent/inventory.h"
+#include "common/fileload.h"
+#include "common/securemem.h"
+#include "common/util.h"
+#include "scheduler/campaign.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <zmq.h>
+
+static char **s_names(unsigned n)
+{
+    int width = 1;
+    for (unsigned v = n - 1; v >= 10; v /= 10)
+        width++;
+    char **names = xcalloc(n, sizeof *names);
+    for (unsigned i = 0; i < n; i++)
+        names[i] = xasprintf("sim-%0*u", width, i);
+    return names;
+}
+
+/* Leaves of SIMFLEET_LEAF_SIZE nodes, every leaf on the same SIMFLEET_SPINES spines. */
+static char *s_default_topology_text(char **names, unsigned n)
+{
+    unsigned leaves = (n + SIMFLEET_LEAF_SIZE - 1) / SIMFLEET_LEAF_SIZE;
+    int lw = leaves >= 100 ? (leaves >= 1000 ? 4 : 3) : 2;
+    size_t cap = 256 + (size_t)n * 16 + leaves * 32, len = 0;
+    char *text = xmalloc(cap);
+    for (unsigned l = 0; l < leaves; l++) {
+        len += (size_t)snprintf(text + len, cap - len, "leaf%0*u:", lw, l + 1);
+        for (unsigned i = l * SIMFLEET_LEAF_SIZE; i < n && i < (l + 1) * SIMFLEET_LEAF_SIZE; i++)
+            len += (size_t)snprintf(text + len, cap - len, "%s%s",
+                                    i % SIMFLEET_LEAF_SIZE ? "," : " ", names[i]);
+        len += (size_t)snprintf(text + len, cap - len, "\n");
+    }
+    for (unsigned s = 0; s < SIMFLEET_SPINES; s++)
+        len += (size_t)snprintf(text + len, cap - len, "spine%02u: leaf[%0*u-%0*u]\n", s + 1, lw, 1,
+                                lw, leaves);
+    return text;
+}
+
+static int s_load_topology(fleet_t *f)
+{
+    const simfleet_cli_t *cli = f->cli;
+    char err[512];
+    int rc;
+    if (cli->topology) {
+        char *text = NULL, *why = NULL;
+        rc = fb_load_file(cli->topology, CAMPAIGN_FILE_MAX_ATTACHED, &text, NULL, &why);
+        if (rc) {
+            fprintf(stderr, "fleetburn-simfleet: %s; expected a topology file\n", why);
+            free(why);
+            return -EINVAL;
+        }
+        rc = fb_topology_parse_any(text, &f->topo, err, sizeof err);
+        free(text);
+    } else {
+        char *text = s_default_topology_text(f->names, cli->agents);
+        rc = fb_topology_parse(text, &f->topo, err, sizeof err);
+        free(text);
+    }
+    if (rc) {
+        fprintf(stderr, "fleetburn-simfleet: %s%s%s\n", cli->topology ? cli->topology : "",
+                cli->topology ? ": " : "", err);
+        return -EINVAL;
+    }
+    for (unsigned i = 0; i < cli->agents; i++)
+        if (!fb_topology_leaf_of(f->topo, f->names[i])) {
+            fprintf(stderr,
+                    "fleetburn-simfleet: %s: agent %s is on no leaf; expected every "
+                    "simulated agent (%s ... %s) in the topology\n",
+                    cli->topology, f->names[i], f->names[0], f->names[cli->agents - 1]);
+            return -EINVAL;
+        }
+    return 0;
+}
+
+int simfleet_load_inputs(fleet_t *f)
+{
+    const simfleet_cli_t *cli = f->cli;
+    char *err = NULL;
+    /* The campaign and the files it names, sent with it as `fleetburn run` sends them. */
+    if (campaign_file_read(cli->campaign, &f->campaign_file, &err) ||
+        campaign_file_check_submission(f->campaign_file, &err)) {
+        fprintf(stderr, "fleetburn-simfleet: %s\n", err);
+        free(err);
+        return -EINVAL;
+    }
+    f->yaml = xstrdup(f->campaign_file->yaml);
+    char *text = NULL;
+    size_t len = 0;
+    if (fb_load_file(cli->faults, FB_FAULTMODEL_MAX_BYTES, &text, &len, &err)) {
+        fprintf(stderr, "fleetburn-simfleet: %s; expected a fault file\n", err);
+        free(err);
+        return -EINVAL;
+    }
+    int rc = fb_faultmodel_parse(text, len, cli->faults, &f->model, &err);
+    free(text);
+    if (rc) {
+        fprintf(stderr, "fleetburn-simfleet: %s\n", err);
+        free(err);
+        return -EINVAL;
+    }
+    if (cli->has_seed)
+        fb_faultmodel_set_seed(f->model, cli->seed);
+    f->names = s_names(cli->agents);
+    if (s_load_topology(f))
+        return -EINVAL;
+    if (fb_faultmodel_bind(f->model, f->topo, &err)) {
+        fprintf(stderr, "fleetburn-simfleet: %s\n", err);
+        free(err);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* What a simulated node reports: 8 GPUs, its rails as InfiniBand HCAs. Built as a message, then
+ * packed and unpacked, so that it is laid out like one the agent reads from sysfs. */
+static Fleetburn__Inventory *s_inventory(const char *name, unsigned rails)
+{
+    Fleetburn__Inventory inv = FLEETBURN__INVENTORY__INIT;
+    inv.hostname = (char *)name;
+    inv.kernel = "simulated";
+    inv.cpu_model = "simulated CPU";
+    inv.cpus = 64;
+    inv.numa_nodes = 2;
+    inv.mem_total_bytes = 1024ull << 30;
+    inv.agent_version = FB_VERSION;
+    Fleetburn__Gpu gpus[8], *gpu_ptrs[8];
+    char pci[8][16];
+    for (int i = 0; i < 8; i++) {
+        fleetburn__gpu__init(&gpus[i]);
+        gpus[i].vendor = "nvidia";
+        gpus[i].vendor_id = "0x10de";
+        gpus[i].device_id = "0x2330";
+        snprintf(pci[i], sizeof pci[i], "0000:%02x:00.0", 0x18 + i * 0x10);
+        gpus[i].pci_address = pci[i];
+        gpus[i].link_speed = gpus[i].max_link_speed = "32.0 GT/s PCIe";
+        gpus[i].link_width = gpus[i].max_link_width = 16;
+        gpus[i].numa_node = (uint32_t)(i / 4);
+        gpu_ptrs[i] = &gpus[i];
+    }
+    inv.gpus = gpu_ptrs;
+    inv.n_gpus = 8;
+    Fleetburn__Nic *nics = xcalloc(rails, sizeof *nics);
+    Fleetburn__Nic **nic_ptrs = xcalloc(rails, sizeof *nic_ptrs);
+    char(*nic_names)[16] = xcalloc(rails, sizeof *nic_names);
+    for (unsigned i = 0; i < rails; i++) {
+        fleetburn__nic__init(&nics[i]);
+        snprintf(nic_names[i], sizeof nic_names[i], "mlx5_%u", i);
+        nics[i].name = nic_names[i];
+        nics[i].kind = "infiniband";
+        nics[i].port = 1;
+        nics[i].state = "ACTIVE";
+        nics[i].rate = "400 Gb/sec (4X NDR)";
+        nics[i].speed_mbps = 400000;
+        nics[i].address = "";
+        nic_ptrs[i] = &nics[i];
+    }
+    inv.nics = nic_ptrs;
+    inv.n_nics = rails;
+    size_t len = fleetburn__inventory__get_packed_size(&inv);
+    uint8_t *buf = xmalloc(len ? len : 1);
+    fleetburn__inventory__pack(&inv, buf);
+    Fleetburn__Inventory *out = fleetburn__inventory__unpack(NULL, len, buf);
+    free(buf);
+    free(nics);
+    free(nic_ptrs);
+    free(nic_names);
+    if (!out) {
+        fprintf(stderr, "fleetburn-simfleet: out of memory\n");
+        abort();
+    }
+    return out;
+}
+
+/* Every agent holds a ZeroMQ socket (its mailbox descriptor) and a TCP connection; the
+ * coordinator, started from here, inherits the limit and holds one connection per agent. */
+int simfleet_raise_fd_limit(unsigned agents)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return -errno;
+    rlim_t need = (rlim_t)agents * 2 + 1024;
+    if (rl.rlim_cur >= need)
+        return 0;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+        fprintf(stderr,
+                "fleetburn-simfleet: %u agents need about %llu file descriptors; the hard "
+                "limit is %llu (raise it with ulimit -Hn or limits.conf)\n",
+                agents, (unsigned long long)need, (unsigned long long)rl.rlim_max);
+        return -EMFILE;
+    }
+    rl.rlim_cur = need;
+    return setrlimit(RLIMIT_NOFILE, &rl) == 0 ? 0 : -errno;
+}
+
+int simfleet_start_agents(fleet_t *f)
+{
+    unsigned n = f->cli->agents;
+    f->zctx = zmq_ctx_new();
+    if (f->cli->curve)
+        fb_securemem_use(); /* thousands of handshakes in one process (common/securemem.h) */
+    if (f->cli->curve)      /* every agent's handshake is public-key crypto on the I/O threads */
+        zmq_ctx_set(f->zctx, ZMQ_IO_THREADS, 2);
+    if (zmq_ctx_set(f->zctx, ZMQ_MAX_SOCKETS, (int)n + 64) != 0) {
+        fprintf(stderr, "fleetburn-simfleet: ZeroMQ cannot hold %u sockets: %s\n", n + 64,
+                zmq_strerror(errno));
+        return -EMFILE;
+    }
+    simtask_options_t so = {f->model, f->cli->delay_min_ms, f->cli->delay_max_ms};
+    f->exec = simtask_exec_new(&so);
+    f->inventories = xcalloc(n, sizeof *f->inventories);
+    f->agents = xcalloc(n, sizeof *f->agents);
+    f->t_agents = fb_mono_ms();
+    for (unsigned i = 0; i < n; i++) {
+        f->inventories[i] = s_inventory(f->names[i], fb_faultmodel_rails(f->model));
+        agent_options_t o = {0};
+        o.coordinator = f->endpoint;
+        o.name = f->names[i];
+        o.address = "127.0.0.1";
+        o.executor = simtask_exec_executor(f->exec);
+        o.zmq_context = f->zctx;
+        o.inventory = f->inventories[i];
+        o.tick_ms = f->cli->tick_ms;
+        if (f->cli->curve) {
+            o.key_file = f->agent_key;
+            o.server_key_file = f->server_key;
+        }
+        char err[512];
+        f->agents[i] = agent_new(f->loop, &o, err, sizeof err);
+        if (!f->agents[i]) {
+            fprintf(stderr, "fleetburn-simfleet: agent %s: %s\n", f->names[i], err);
+            return -EIO;
+        }
+    }
+    fprintf(stderr, "started %u simulated agents against %s\n", n, f->endpoint);
+    return 0;
+}
+
+size_t simfleet_count_registered(const fleet_t *f)
+{
+    size_t n = 0;
+    for (unsigned i = 0; i < f->cli->agents; i++)
+        n += f->agents[i] && agent_registered(f->agents[i]);
+    return n;
+}
+
+void simfleet_free_fleet(fleet_t *f)
+{
+    if (f->zctx)
+        zmq_ctx_term(f->zctx);
+    f->zctx = NULL;
+    simtask_exec_destroy(&f->exec);
+    for (unsigned i = 0; f->inventories && i < f->cli->agents; i++)
+        inventory_free(&f->inventories[i]);
+    free(f->inventories);
+    f->inventories = NULL;
+    free(f->agents);
+    f->agents = NULL;
+    for (unsigned i = 0; f->names && i < f->cli->agents; i++)
+        free(f->names[i]);
+    free(f->names);
+    f->names = NULL;
+    fb_faultmodel_destroy(&f->model);
+    fb_topology_destroy(&f->topo);
+}
