@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The reports' insides, shared by the files that make them up: report.c (the campaign verdict,
+ * counts, metrics, the diagnosis model, software versions), report_json.c (the JSON report) and
+ * report_text.c (the text report and the nodes table). Nothing outside coordinator/report*.c
+ * includes this; report.h is the reports' only public header. Functions shared between these
+ * files are named report__name (as libuv's uv__name); helpers of one file stay static s_name. */
+#ifndef FB_REPORT_INTERNAL_H
+#define FB_REPORT_INTERNAL_H
+
+#include "report.h"
+#include "strmap.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* ---- Shared helpers ---------------------------------------------------------------------- */
+
+/* Flushes out: 0, or -EIO when writing to it failed. */
+int report__finish_output(FILE *out);
+/* Counts of tasks by verdict (index: fb_verdict_t; NONE counts pending ones). */
+void report__count_tasks(const store_campaign_t *c, size_t counts[FB_VERDICT_MAX + 1],
+                         size_t *total);
+
+/* A metric as reports show it: the key is unique within its object. */
+typedef struct {
+    char *key;
+    double value;
+    const char *unit; /* borrowed from the result */
+} report_metric_t;
+
+typedef struct {
+    report_metric_t *items;
+    size_t n;
+} report_metrics_t;
+
+/* The metrics of a task: a name reported by one result keeps its name; a name reported by
+ * several results (a group task, one result per node) becomes "name@node" for each. */
+void report__task_metrics(const store_task_t *task, report_metrics_t *ms);
+/* The metrics of one result, by name (the last value of a repeated name wins). */
+void report__result_metrics(const fb_result_t *r, report_metrics_t *ms);
+/* Frees the items and empties ms. */
+void report__metrics_free(report_metrics_t *ms);
+
+/* ---- Diagnosis ---------------------------------------------------------------------------- */
+
+/* The diagnosis is built once from the campaign (everything borrowed from it) and written as
+ * JSON and as text. Two sources: findings of failed tasks of ordinary stages (a memtest naming
+ * a DIMM or its node: bad with confidence 1), and the diagnosis task that a stage with
+ * on_fail: bisect ends with (coordinator/runner.c): one result per part, whose first finding is
+ * the part and whose other findings (kind "evidence") cite the tests it rests on. */
+
+typedef enum { REPORT_BAD, REPORT_UNDECIDED, REPORT_CLEARED } report_state_t;
+
+/* One piece of evidence: a finding, or a test the diagnosis rests on. */
+typedef struct {
+    const store_stage_t *stage;
+    const store_task_t *task; /* the task of the finding, or the test cited (NULL: unknown) */
+    const char *task_id;      /* as cited */
+    const fb_result_t *result;
+    const char *what;
+} report_evidence_t;
+
+/* One part and what is known of it. */
+typedef struct {
+    const char *part, *kind, *summary; /* summary NULL for parts named by findings only */
+    report_state_t state;
+    double confidence;
+    bool bisect; /* a diagnosis session decided it */
+    const store_stage_t *stage;
+    report_evidence_t *evidence;
+    size_t n_evidence;
+} report_suspect_t;
+
+typedef struct {
+    report_suspect_t *v;
+    size_t n;
+    bool bisect;        /* some stage had a diagnosis session */
+    strmap_t *tasks;    /* task id -> store_task_t, for citing tests */
+    strmap_t *stage_of; /* task id -> store_stage_t */
+} report_diag_t;
+
+/* Builds the diagnosis of c into d (everything borrowed from c); free it with report__diag_free. */
+void report__diag_build(report_diag_t *d, const store_campaign_t *c);
+void report__diag_free(report_diag_t *d);
+/* Whether part is also named bad (a part bad in one stage is not listed as cleared). */
+bool report__diag_bad(const report_diag_t *d, const char *part);
+/* Failed tasks no finding or diagnosis explains: a timeout, a lost node. In a bisect stage only
+ * those that did not run to a verdict (its failures are what the diagnosis explains). */
+bool report__unattributed(const store_stage_t *stage, const store_task_t *task);
+
+/* ---- Fleet software versions ------------------------------------------------------------ */
+
+/* Software versions of the campaign's nodes (from their inventories), to show components whose
+ * version differs across the fleet: after an upgrade that reached only part of it, a regression
+ * is often exactly that. Rows arrive ordered by component, version, node. */
+typedef struct {
+    char *component, *version, *node;
+} report_sw_row_t;
+
+typedef struct {
+    report_sw_row_t *rows;
+    size_t n, cap;
+} report_software_t;
+
+/* A store_software_foreach callback: appends a row to the report_software_t arg. */
+int report__sw_add(const char *component, const char *version, const char *node, void *arg);
+void report__sw_free(report_software_t *sw);
+/* Index one past the last row of the component starting at i. */
+size_t report__sw_component_end(const report_software_t *sw, size_t i);
+/* Whether the rows [begin, end) of one component hold more than one version. */
+bool report__sw_differs(const report_software_t *sw, size_t begin, size_t end);
+
+#endif
