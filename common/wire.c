@@ -248,12 +248,41 @@ static int s_validate_task_result(const Fleetburn__TaskResult *m, char *err, siz
 static int s_validate_progress(const Fleetburn__Progress *m, char *err, size_t errlen)
 {
     CHECK(s_text_ok(m->campaign_id, FB_WIRE_MAX_ID) && s_text_ok(m->stage, FB_WIRE_MAX_NAME) &&
-              s_text_ok(m->error, FB_WIRE_MAX_TEXT) && s_text_ok(m->summary, FB_WIRE_MAX_YAML),
+              s_text_ok(m->error, FB_WIRE_MAX_TEXT) && s_text_ok(m->summary, FB_WIRE_MAX_YAML) &&
+              s_text_ok(m->state, FB_WIRE_MAX_NAME),
           "progress: field too long");
     CHECK(m->tasks_done <= m->tasks_total && m->tasks_failed <= m->tasks_done,
           "progress: task counts inconsistent");
     CHECK(m->verdict >= 0 && m->verdict <= FLEETBURN__VERDICT__VERDICT_ERROR,
           "progress: verdict out of range");
+    return 0;
+}
+
+static int s_validate_campaign_request(const Fleetburn__CampaignRequest *m, char *err,
+                                       size_t errlen)
+{
+    CHECK(m->action >= FLEETBURN__CAMPAIGN_REQUEST__ACTION__ACTION_FOLLOW &&
+              m->action <= FLEETBURN__CAMPAIGN_REQUEST__ACTION__ACTION_LIST,
+          "campaign_request: unknown action %d", (int)m->action);
+    CHECK(m->campaign_id[0] == '\0' || s_valid_id(m->campaign_id),
+          "campaign_request: invalid campaign id");
+    CHECK(s_text_ok(m->reason, FB_WIRE_MAX_TEXT), "campaign_request: reason too long");
+    return 0;
+}
+
+static int s_validate_campaign_list(const Fleetburn__CampaignList *m, char *err, size_t errlen)
+{
+    CHECK(m->n_campaigns <= FB_WIRE_MAX_ITEMS, "campaign_list: %zu campaigns, at most %u",
+          m->n_campaigns, FB_WIRE_MAX_ITEMS);
+    CHECK(s_text_ok(m->error, FB_WIRE_MAX_TEXT), "campaign_list: error too long");
+    for (size_t i = 0; i < m->n_campaigns; i++) {
+        const Fleetburn__CampaignInfo *c = m->campaigns[i];
+        CHECK(c && s_valid_id(c->id) && s_text_ok(c->name, FB_WIRE_MAX_TEXT) &&
+                  s_text_ok(c->state, FB_WIRE_MAX_NAME) && s_text_ok(c->nodes, FB_WIRE_MAX_TEXT),
+              "campaign_list: campaign %zu has an invalid or too long field", i);
+        CHECK(c->verdict >= 0 && c->verdict <= FLEETBURN__VERDICT__VERDICT_ERROR,
+              "campaign_list: campaign %zu verdict out of range", i);
+    }
     return 0;
 }
 
@@ -300,6 +329,10 @@ int wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen)
         return s_validate_progress(env->progress, err, errlen);
     case FLEETBURN__ENVELOPE__BODY_EXCHANGE:
         return s_validate_exchange(env->exchange, err, errlen);
+    case FLEETBURN__ENVELOPE__BODY_CAMPAIGN_REQUEST:
+        return s_validate_campaign_request(env->campaign_request, err, errlen);
+    case FLEETBURN__ENVELOPE__BODY_CAMPAIGN_LIST:
+        return s_validate_campaign_list(env->campaign_list, err, errlen);
     default:
         return s_fail(err, errlen, "envelope: no known body (case %d)", (int)env->body_case);
     }

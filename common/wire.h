@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FB_PROTOCOL_VERSION 3
+#define FB_PROTOCOL_VERSION 4
 
 /* Limits a valid message stays within. */
 #define FB_WIRE_MAX_FRAME (4u << 20)    /* bytes in one frame */

@@ -153,11 +153,12 @@ static void s_on_wait(uv_timer_t *h)
     if (alive >= run->n_agents) {
         uv_timer_stop(h);
         uv_close((uv_handle_t *)h, NULL);
-        char *id = NULL;
-        int rc =
-            coord_start_campaign(run->coord, &run->campaign, run->yaml, s_local_progress, run, &id);
+        char *id = NULL, *error = NULL;
+        coord_start_t how = {.cb = s_local_progress, .cb_arg = run};
+        int rc = coord_start_campaign(run->coord, &run->campaign, run->yaml, &how, &id, &error);
         if (rc) {
-            log_error("cannot start the campaign: %s", strerror(-rc));
+            log_error("cannot start the campaign: %s", error ? error : strerror(-rc));
+            free(error);
             run->exit_code = EXIT_INFRA;
             run->campaign_done = true;
             s_stop_agents(run);

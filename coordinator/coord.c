@@ -113,10 +113,9 @@ static void s_node_lost(coord_t *self, node_t *node, const char *why)
     log_warn("agent %s lost: %s", node->name, why);
     store_agent_seen(self->store, node->name, s_seen_wall_ms(node));
     store_agent_set_state(self->store, node->name, "lost", fb_now_ms());
-    coord_event(self, self->runner ? runner_id(self->runner) : NULL, NULL, node->name, "agent",
+    coord_event(self, coord_campaign_holding(self, node->name), NULL, node->name, "agent",
                 "lost: %s", why);
-    if (self->runner && !runner_finished(self->runner))
-        runner_on_node_lost(self->runner, node->name, why);
+    coord_campaigns_node_lost(self, node->name, why);
 }
 
 /* The agent said goodbye: it is `gone`, not `lost`; the tasks it still had end as lost ones do
@@ -128,18 +127,16 @@ static void s_node_gone(coord_t *self, node_t *node, const char *why)
     log_info("agent %s gone: said goodbye (%s)", node->name, why);
     store_agent_seen(self->store, node->name, fb_now_ms());
     store_agent_set_state(self->store, node->name, "gone", fb_now_ms());
-    coord_event(self, self->runner ? runner_id(self->runner) : NULL, NULL, node->name, "agent",
+    coord_event(self, coord_campaign_holding(self, node->name), NULL, node->name, "agent",
                 "gone: said goodbye (%s)", why);
     if (node->identity && strmap_get(self->identities, node->identity) == node)
         strmap_remove(self->identities, node->identity);
     free(node->identity);
     node->identity = NULL;
     node->fd = -1;
-    if (self->runner && !runner_finished(self->runner)) {
-        char *reason = xasprintf("said goodbye: %s", why);
-        runner_on_node_lost(self->runner, node->name, reason);
-        free(reason);
-    }
+    char *reason = xasprintf("said goodbye: %s", why);
+    coord_campaigns_node_lost(self, node->name, reason);
+    free(reason);
 }
 
 static void s_node_free(node_t *node)
@@ -158,7 +155,7 @@ static void s_node_forget(coord_t *self, node_t *node, uint64_t now)
     char away[32];
     fb_format_duration(now - node->last_seen, away, sizeof away);
     log_info("agent %s forgotten: away for %s (the database keeps its history)", node->name, away);
-    coord_event(self, self->runner ? runner_id(self->runner) : NULL, NULL, node->name, "agent",
+    coord_event(self, coord_campaign_holding(self, node->name), NULL, node->name, "agent",
                 "forgotten: away for %s", away);
     strmap_remove(self->nodes, node->name);
     if (node->identity && strmap_get(self->identities, node->identity) == node)
@@ -306,7 +303,7 @@ static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hel
     char *json = inventory_to_json(m->inventory);
     if (store_agent_upsert(self->store, node->name, "alive", summary, json, fb_now_ms()))
         log_error("cannot store agent %s: %s", node->name, store_errmsg(self->store));
-    coord_event(self, self->runner ? runner_id(self->runner) : NULL, NULL, node->name, "agent",
+    coord_event(self, coord_campaign_holding(self, node->name), NULL, node->name, "agent",
                 "registered: %s (%zu unacknowledged results, %zu running tasks)", summary,
                 m->n_unacked_result_ids, m->n_running_task_ids);
     if (!was_alive)
@@ -314,9 +311,8 @@ static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hel
     free(summary);
     free(json);
     s_send_welcome(self, identity, true, NULL);
-    if (self->runner)
-        runner_on_hello(self->runner, node->name, m->running_task_ids, m->n_running_task_ids,
-                        m->unacked_result_ids, m->n_unacked_result_ids);
+    coord_campaigns_hello(self, node->name, m->running_task_ids, m->n_running_task_ids,
+                          m->unacked_result_ids, m->n_unacked_result_ids);
 }
 
 static void s_on_heartbeat(coord_t *self, const char *identity)
@@ -333,6 +329,13 @@ static void s_on_heartbeat(coord_t *self, const char *identity)
  * result's id must be the node's own (the task id, or <task>@<node> for a group member), so that
  * no peer can take the result id another node will use. Anything else is dropped, counted and
  * logged naming the node; it changes nothing. */
+/* The id of the campaign task_id belongs to, for its timeline events (NULL: none running). */
+static const char *s_campaign_of(coord_t *self, const char *task_id)
+{
+    campaign_slot_t *slot = coord_campaign_of_task(self, task_id);
+    return slot ? slot->id : NULL;
+}
+
 static bool s_task_is_nodes(coord_t *self, node_t *node, const char *task_id, const char *what)
 {
     int rank = store_task_member(self->store, task_id, node->name);
@@ -371,7 +374,7 @@ static void s_on_task_event(coord_t *self, node_t *node, const Fleetburn__TaskEv
         if (now - node->last_progress_ms < COORD_PROGRESS_STORE_MS && ev->progress < 1.0)
             return;
         node->last_progress_ms = now;
-        coord_event(self, self->runner ? runner_id(self->runner) : NULL, ev->task_id, node->name,
+        coord_event(self, s_campaign_of(self, ev->task_id), ev->task_id, node->name,
                     kind, "%.0f%% %s", ev->progress * 100.0, ev->message);
         return;
     }
@@ -384,12 +387,12 @@ static void s_on_task_event(coord_t *self, node_t *node, const Fleetburn__TaskEv
             len += (size_t)snprintf(text + len, cap - len, "%s%s=%g%s%s", i ? " " : "",
                                     ev->samples[i]->name, ev->samples[i]->value,
                                     ev->samples[i]->unit[0] ? " " : "", ev->samples[i]->unit);
-        coord_event(self, self->runner ? runner_id(self->runner) : NULL, ev->task_id, node->name,
+        coord_event(self, s_campaign_of(self, ev->task_id), ev->task_id, node->name,
                     kind, "%s", text);
         free(text);
         return;
     }
-    coord_event(self, self->runner ? runner_id(self->runner) : NULL, ev->task_id, node->name, kind,
+    coord_event(self, s_campaign_of(self, ev->task_id), ev->task_id, node->name, kind,
                 "%s", ev->message);
 }
 
@@ -415,11 +418,10 @@ static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
     if (rc == 0) {
         log_info("result %s from %s: %s%s%s", r->task_id, node->name, fb_verdict_name(r->verdict),
                  r->error ? ": " : "", r->error ? r->error : "");
-        coord_event(self, self->runner ? runner_id(self->runner) : NULL, r->task_id, node->name,
+        coord_event(self, s_campaign_of(self, r->task_id), r->task_id, node->name,
                     "result", "%s%s%s", fb_verdict_name(r->verdict), r->error ? ": " : "",
                     r->error ? r->error : "");
-        if (self->runner)
-            runner_on_result(self->runner, r);
+        coord_campaigns_result(self, r);
     } else if (rc == -EEXIST) {
         log_debug("result %s from %s already stored", r->result_id, node->name);
     } else {
@@ -467,6 +469,7 @@ void coord_flush(coord_t *self)
 
 static void s_on_flush(uv_prepare_t *h)
 {
+    coord_campaigns_reap(h->data);
     coord_flush(h->data);
 }
 
@@ -517,7 +520,8 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
         s_bad_message(self, "refused a peer: %s", err);
         if (env->body_case == FLEETBURN__ENVELOPE__BODY_HELLO)
             s_send_welcome(self, identity, false, err);
-        else if (env->body_case == FLEETBURN__ENVELOPE__BODY_SUBMIT)
+        else if (env->body_case == FLEETBURN__ENVELOPE__BODY_SUBMIT ||
+                 env->body_case == FLEETBURN__ENVELOPE__BODY_CAMPAIGN_REQUEST)
             coord_send_progress(self, identity, NULL, err, NULL);
         wire_free(&env);
         return;
@@ -530,6 +534,8 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
         s_on_hello(self, identity, env->hello);
     } else if (env->body_case == FLEETBURN__ENVELOPE__BODY_SUBMIT) {
         coord_on_submit(self, identity, env->submit);
+    } else if (env->body_case == FLEETBURN__ENVELOPE__BODY_CAMPAIGN_REQUEST) {
+        coord_on_campaign_request(self, identity, env->campaign_request);
     } else {
         node_t *node = s_node_by_identity(self, identity);
         if (!node) {
@@ -584,6 +590,7 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     self->forget_after_ms = opts->forget_after_ms ? opts->forget_after_ms : COORD_FORGET_AFTER_MS;
     self->nodes = strmap_new();
     self->identities = strmap_new();
+    self->held = strmap_new();
     self->foreign_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
     self->refusal_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
     self->bad_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
@@ -600,7 +607,7 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
         log_info("%d agent(s) recorded alive by an earlier coordinator are 'unheard' until they "
                  "register again",
                  unheard);
-    int stale = store_campaign_interrupt_stale(self->store, fb_now_ms());
+    int stale = opts->resume ? 0 : store_campaign_interrupt_stale(self->store, fb_now_ms());
     if (stale > 0)
         log_warn("marked %d campaign(s) left running by an earlier coordinator as interrupted",
                  stale);
@@ -661,6 +668,8 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     self->exchange_timer.data = self;
     uv_timer_start(&self->exchange_timer, coord_on_exchange_tick, COORD_EXCHANGE_TICK_MS,
                    COORD_EXCHANGE_TICK_MS);
+    if (opts->resume)
+        coord_campaigns_resume(self);
     return self;
 }
 
@@ -676,11 +685,7 @@ void coord_destroy(coord_t **self_p)
     coord_t *self = *self_p;
     *self_p = NULL;
     coord_submit_jobs_orphan(self);
-    runner_destroy(&self->runner);
-    if (self->client) {
-        free(self->client->identity);
-        free(self->client);
-    }
+    coord_campaigns_destroy(self);
     if (self->liveness_timer.data)
         uv_close((uv_handle_t *)&self->liveness_timer, s_noop_close);
     if (self->exchange_timer.data)
@@ -723,6 +728,11 @@ store_t *coord_store(coord_t *self)
 uv_loop_t *coord_loop(coord_t *self)
 {
     return self->loop;
+}
+
+uint64_t coord_reregister_ms(const coord_t *self)
+{
+    return 2ull * self->heartbeat_ms * self->liveness + 2000;
 }
 
 size_t coord_alive_count(const coord_t *self)
@@ -787,33 +797,6 @@ int coord_send_cancel(coord_t *self, const char *name, const char *task_id, cons
     env.body_case = FLEETBURN__ENVELOPE__BODY_CANCEL_TASK;
     env.cancel_task = &c;
     return coord_send_to(self, node->identity, &env);
-}
-
-int coord_start_campaign(coord_t *self, fb_campaign_t **campaign, const char *yaml,
-                         coord_progress_cb cb, void *arg, char **id_out)
-{
-    if (self->runner && !runner_finished(self->runner))
-        return -EBUSY;
-    runner_destroy(&self->runner);
-    if (self->client) {
-        free(self->client->identity);
-        free(self->client);
-        self->client = NULL;
-    }
-    char stamp[32];
-    time_t now = (time_t)(fb_now_ms() / 1000);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-    char *id = xasprintf("%s-%04x", stamp, (unsigned)(fb_mono_ms() ^ (uint64_t)getpid()) & 0xffff);
-    self->runner = runner_new(self, campaign, id, yaml, cb, arg);
-    if (!self->runner) {
-        free(id);
-        return -EIO;
-    }
-    runner_start(self->runner);
-    *id_out = id;
-    return 0;
 }
 
 int coord_reload_keys(coord_t *self, char *err, size_t errlen)

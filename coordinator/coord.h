@@ -8,6 +8,7 @@
 #include "common/result.h"
 #include "fleetburn.pb-c.h"
 #include "store.h"
+#include "scheduler/campaign.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,6 +28,9 @@ typedef struct {
     uint32_t max_connections, max_connections_per_address;
     uint32_t handshake_ms;    /* a connection's ZeroMQ handshake must end within; 0: 5 s */
     uint64_t forget_after_ms; /* an agent away this long leaves the live registry; 0: 1 h */
+    /* Campaigns an earlier coordinator left running: resumed (serve), or marked interrupted
+     * (`run --local`, whose agents are new). */
+    bool resume;
 } coord_options_t;
 
 /* What a campaign's watchers see. */
@@ -39,13 +43,14 @@ typedef struct {
     uint64_t elapsed_ms;
     bool finished;
     fb_verdict_t verdict;
+    const char *state; /* running | finished | cancelled | error */
 } coord_progress_t;
 
 typedef void (*coord_progress_cb)(const coord_progress_t *progress, void *arg);
 
 coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size_t errlen);
 /* Closes the socket and the store; an unfinished campaign stays 'running' in the store and is
- * marked interrupted by the next coordinator that opens it. */
+ * resumed by the next coordinator that opens it. */
 void coord_destroy(coord_t **self_p);
 /* Reads the key directory again (SIGHUP): agents whose key no longer allows their node name
  * are dropped, and their connections closed. 0, -ENOTSUP without keys, or -errno with err (the
@@ -63,20 +68,43 @@ size_t coord_alive_count(const coord_t *self);
 int coord_campaign_from_submit(const Fleetburn__Submit *m, struct fb_campaign **out,
                                char **error_out);
 
-/* Starts a campaign (ownership of *campaign passes). Fails with -EBUSY while another runs.
- * yaml is the file's text, kept on the timeline. *id_out: heap copy of the new campaign id. */
+/* How a campaign is started: who watches it, and whether it may wait for held nodes. */
+typedef struct {
+    coord_progress_cb cb; /* in-process watcher, or NULL */
+    void *cb_arg;
+    const char *watcher; /* ROUTER identity (hex) of a client to send Progress to, or NULL */
+    bool queue;          /* wait for nodes other campaigns hold instead of being refused */
+    const fb_campaign_file_t *files; /* the files its text names, as submitted (copied) */
+    size_t n_files;
+} coord_start_t;
+
+/* Starts a campaign (ownership of *campaign passes) on the nodes it selects, which it holds
+ * until it ends. -EBUSY when another campaign holds some of them (and how->queue is not set),
+ * with *error_out naming the holders and nodes; queued, it starts when they are free. yaml is
+ * the file's text, kept on the timeline. *id_out: heap copy of the new campaign id. *error_out
+ * (may be NULL): heap message on failure. */
 int coord_start_campaign(coord_t *self, struct fb_campaign **campaign, const char *yaml,
-                         coord_progress_cb cb, void *arg, char **id_out);
+                         const coord_start_t *how, char **id_out, char **error_out);
+/* Campaigns running (not queued) now. */
+size_t coord_running_count(const coord_t *self);
+/* The id of the campaign holding node, or NULL. Borrowed. */
+const char *coord_campaign_holding(const coord_t *self, const char *node);
 
 /* --- for runner.c ------------------------------------------------------------------------ */
 bool coord_node_alive(const coord_t *self, const char *name);
-/* Names of alive agents, sorted. Free with hostlist_free-compatible loop (each + array). */
+/* Names of alive agents, sorted. Free with hostlist_free. */
 size_t coord_alive_names(const coord_t *self, char ***names_out);
+/* The alive agents a stage of campaign_id with `nodes: all` may use, sorted: those it holds and
+ * those nobody holds (which it holds from now on). Free with hostlist_free. */
+size_t coord_campaign_alive_nodes(coord_t *self, const char *campaign_id, char ***names_out);
 int coord_send_run_task(coord_t *self, const char *node, Fleetburn__RunTask *task);
 int coord_send_cancel(coord_t *self, const char *node, const char *task_id, const char *reason);
 void coord_event(coord_t *self, const char *campaign_id, const char *task_id, const char *node,
                  const char *kind, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 uv_loop_t *coord_loop(coord_t *self);
+/* How long agents take at most to notice a coordinator restart and register again (their
+ * liveness window, twice, and a margin): a resumed campaign waits that long for them. */
+uint64_t coord_reregister_ms(const coord_t *self);
 /* Where peers reach node name (its Hello.address); "" when unknown. Borrowed. */
 const char *coord_node_address(const coord_t *self, const char *name);
 /* A group task was decided: its pending exchanges fail with why (the members that posted are

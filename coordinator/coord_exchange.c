@@ -29,6 +29,12 @@ static void s_send_exchange(coord_t *self, const char *node_name, Fleetburn__Exc
     coord_send_to(self, node->identity, &env);
 }
 
+static const char *s_campaign_id(coord_t *self, const char *task_id)
+{
+    campaign_slot_t *slot = coord_campaign_of_task(self, task_id);
+    return slot ? slot->id : NULL;
+}
+
 /* Sends a broker reply (all values, or the error) to its recipients. */
 static void s_send_reply(coord_t *self, const fb_rdv_reply_t *reply)
 {
@@ -46,7 +52,7 @@ static void s_send_reply(coord_t *self, const fb_rdv_reply_t *reply)
     } else {
         ex.error = reply->error;
         log_warn("task %s: %s", reply->task_id, reply->error);
-        coord_event(self, self->runner ? runner_id(self->runner) : NULL, reply->task_id, NULL,
+        coord_event(self, s_campaign_id(self, reply->task_id), reply->task_id, NULL,
                     "exchange", "%s", reply->error);
     }
     for (size_t i = 0; i < reply->n_to; i++) {
@@ -87,8 +93,9 @@ static void s_refuse_exchange(coord_t *self, node_t *node, const Fleetburn__Exch
 void coord_on_exchange(coord_t *self, node_t *node, const Fleetburn__Exchange *m)
 {
     size_t size = 0;
+    campaign_slot_t *slot = coord_campaign_of_task(self, m->task_id);
     const char *const *members =
-        self->runner ? runner_group(self->runner, m->task_id, &size) : NULL;
+        slot && slot->runner ? runner_group(slot->runner, m->task_id, &size) : NULL;
     if (!members) {
         s_refuse_exchange(self, node, m, "exchange %s: task %s is not a running group task", m->key,
                           m->task_id);

@@ -13,6 +13,7 @@
 #include "common/ratelimit.h"
 #include "common/strmap.h"
 #include "common/zsock.h"
+#include "scheduler/campaign.h"
 #include "scheduler/rendezvous.h"
 
 typedef struct {
@@ -27,11 +28,31 @@ typedef struct {
     int fd; /* its connection's descriptor, to end it when its key is revoked; -1 unknown */
 } node_t;
 
-typedef struct {
+/* A client following a campaign (it submitted it, or `fleetburn follow`). */
+typedef struct watcher {
     char *identity;
-    coord_t *coord;
     uint64_t last_sent;
-} client_t;
+    struct watcher *next;
+} watcher_t;
+
+/* A campaign of this coordinator (coord_campaigns.c): running, or queued for held nodes. */
+typedef struct campaign_slot {
+    coord_t *coord;
+    char *id;
+    runner_t *runner;       /* NULL while queued */
+    bool queued;            /* waits for nodes another campaign holds */
+    bool ended;             /* finished or cancelled: reaped on the next loop iteration */
+    fb_campaign_t *pending; /* queued: the campaign and its text, until it starts */
+    char *pending_yaml;
+    fb_campaign_file_t *files; /* the files its text names (owned copies), stored when it starts */
+    size_t n_files;
+    char **held; /* the nodes it holds */
+    size_t n_held;
+    coord_progress_cb cb; /* an in-process watcher (`run --local`), or NULL */
+    void *cb_arg;
+    watcher_t *watchers;
+    struct campaign_slot *next;
+} campaign_slot_t;
 
 struct coord {
     uv_loop_t *loop;
@@ -50,8 +71,8 @@ struct coord {
     uint64_t last_liveness_tick; /* monotonic ms of the liveness timer's last run; 0 before */
     fb_rendezvous_t *rendezvous; /* exchanges of group tasks */
     uv_timer_t exchange_timer;
-    runner_t *runner;
-    client_t *client;               /* the CLI that submitted the running campaign, if any */
+    campaign_slot_t *campaigns;     /* in the order they came */
+    strmap_t *held;                 /* node name -> the campaign_slot_t holding it */
     struct submit_job *submit_jobs; /* submissions being parsed on the thread pool */
     /* The store commits once per loop iteration (store_defer_commits), not once per record:
      * results stored since the last commit are acknowledged only after it. */
@@ -72,8 +93,34 @@ void coord_flush(coord_t *self);
 /* coord_exchange.c */
 void coord_on_exchange(coord_t *self, node_t *node, const Fleetburn__Exchange *m);
 void coord_on_exchange_tick(uv_timer_t *h);
+/* coord_campaigns.c */
+campaign_slot_t *coord_campaign_find(coord_t *self, const char *id);
+/* The campaign a task id belongs to ("<campaign>/..."), or NULL. */
+campaign_slot_t *coord_campaign_of_task(coord_t *self, const char *task_id);
+void coord_campaign_watch(coord_t *self, campaign_slot_t *slot, const char *identity);
+/* Cancels a running or queued campaign: -EALREADY when it has ended. */
+int coord_campaign_cancel(coord_t *self, campaign_slot_t *slot, const char *why);
+/* The campaign's text report for its final Progress (cut to fit a message). Heap. */
+char *coord_campaign_summary(coord_t *self, const char *campaign_id);
+/* A campaign resumed from the store: a slot holding nodes, its runner attached after. */
+campaign_slot_t *coord_campaign_adopt(coord_t *self, const char *id, char **nodes, size_t n);
+void coord_campaign_attach(campaign_slot_t *slot, runner_t *runner);
+coord_progress_cb coord_campaign_progress_cb(campaign_slot_t *slot, void **arg_out);
+/* Frees campaigns that ended, then starts queued ones whose nodes are free. */
+void coord_campaigns_reap(coord_t *self);
+void coord_campaigns_destroy(coord_t *self);
+/* Campaigns an earlier coordinator left running continue (runner_resume); one that cannot ends
+ * `interrupted`, saying why. */
+void coord_campaigns_resume(coord_t *self);
+void coord_campaigns_node_lost(coord_t *self, const char *node, const char *why);
+void coord_campaigns_result(coord_t *self, const fb_result_t *r);
+void coord_campaigns_hello(coord_t *self, const char *node, char **running, size_t n_running,
+                           char **unacked, size_t n_unacked);
 /* coord_submit.c */
 void coord_on_submit(coord_t *self, const char *identity, const Fleetburn__Submit *m);
+/* follow, cancel, list */
+void coord_on_campaign_request(coord_t *self, const char *identity,
+                               const Fleetburn__CampaignRequest *m);
 /* The coordinator is going away: submissions still being parsed are dropped when they end. */
 void coord_submit_jobs_orphan(coord_t *self);
 /* A Progress to a client; p NULL for a refusal (error says why). */

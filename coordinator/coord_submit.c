@@ -4,6 +4,7 @@
  * machine), and the progress a client follows until the final summary. */
 #include "coord_internal.h"
 #include "report.h"
+#include "common/hostlist.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "common/wire.h"
@@ -33,6 +34,7 @@ void coord_send_progress(coord_t *self, const char *identity, const coord_progre
         m.elapsed_ms = p->elapsed_ms;
         m.finished = p->finished;
         m.verdict = (Fleetburn__Verdict)p->verdict;
+        m.state = (char *)(p->state ? p->state : p->finished ? "finished" : "running");
     } else {
         m.finished = true;
         m.verdict = FLEETBURN__VERDICT__VERDICT_ERROR;
@@ -44,44 +46,9 @@ void coord_send_progress(coord_t *self, const char *identity, const coord_progre
     coord_send_to(self, identity, &env);
 }
 
-/* A summary longer than a Progress may carry (a line per task: 8192 nodes make 1.4 MB) is cut
- * at a line, with a note: a message over the limit would be dropped by the client, which would
- * then wait for "finished" forever. */
-static void s_fit_summary(char *summary, size_t len)
-{
-    static const char note[] = "... (summary cut to fit a message; `fleetburn report` has all)\n";
-    if (!summary || len <= FB_WIRE_MAX_YAML)
-        return;
-    size_t cut = FB_WIRE_MAX_YAML - sizeof note;
-    while (cut > 0 && summary[cut - 1] != '\n')
-        cut--;
-    memcpy(summary + cut, note, sizeof note);
-}
-
-static void s_client_progress(const coord_progress_t *p, void *arg)
-{
-    client_t *client = arg;
-    coord_t *self = client->coord;
-    uint64_t now = fb_mono_ms();
-    if (!p->finished && now - client->last_sent < 250)
-        return;
-    client->last_sent = now;
-    char *summary = NULL;
-    if (p->finished) {
-        coord_flush(self); /* whoever hears "finished" may read the store at once */
-        size_t len = 0;
-        FILE *mem = open_memstream(&summary, &len);
-        report_write_text(self->store, p->campaign_id, mem);
-        fclose(mem);
-        s_fit_summary(summary, len);
-    }
-    coord_send_progress(self, client->identity, p, NULL, summary);
-    free(summary);
-}
-
-/* With keys, only operators submit. The refusal starts with "not authorised" (the client exits
- * 3 on it). */
-static bool s_submit_allowed(coord_t *self, const char *identity)
+/* With keys, only operators submit, follow, cancel and list. The refusal starts with "not
+ * authorised" (the client exits 3 on it). */
+static bool s_operator(coord_t *self, const char *identity, const char *what)
 {
     if (!self->auth)
         return true;
@@ -94,7 +61,7 @@ static bool s_submit_allowed(coord_t *self, const char *identity)
                              file ? file : "unknown", auth_dir(self->auth));
     uint64_t held = 0;
     if (fb_ratelimit_ok(&self->refusal_log, fb_mono_ms(), &held))
-        log_warn("refused a campaign from %s: %s (%llu lines held back)",
+        log_warn("refused %s from %s: %s (%llu lines held back)", what,
                  zsock_peer_address(self->zs), reason, (unsigned long long)held);
     coord_send_progress(self, identity, NULL, reason, NULL);
     free(reason);
@@ -127,6 +94,7 @@ typedef struct submit_job {
     uv_work_t work;
     coord_t *coord; /* NULL once the coordinator is gone: the result is dropped */
     char *identity, *yaml, *source;
+    bool queue;
     Fleetburn__AttachedFile *files;
     Fleetburn__AttachedFile **file_ptrs;
     size_t n_files;
@@ -180,23 +148,29 @@ static void s_start_parsed(coord_t *self, submit_job_t *job)
                             NULL);
         return;
     }
-    client_t *client = xcalloc(1, sizeof *client);
-    client->identity = xstrdup(identity);
-    client->coord = self;
-    char *id = NULL;
-    int rc = coord_start_campaign(self, &job->campaign, job->yaml, s_client_progress, client, &id);
+    char *id = NULL, *error = NULL;
+    fb_campaign_file_t *files = xcalloc(job->n_files + 1, sizeof *files);
+    for (size_t i = 0; i < job->n_files; i++)
+        files[i] =
+            (fb_campaign_file_t){job->files[i].name, (const char *)job->files[i].content.data,
+                                 job->files[i].content.len};
+    coord_start_t how = {
+        .watcher = identity, .queue = job->queue, .files = files, .n_files = job->n_files};
+    int rc = coord_start_campaign(self, &job->campaign, job->yaml, &how, &id, &error);
+    free(files);
     if (rc) {
-        char *msg = rc == -EBUSY ? xasprintf("busy: campaign %s is running; try again when it has "
-                                             "finished",
-                                             self->runner ? runner_id(self->runner) : "?")
-                                 : xasprintf("cannot start the campaign: %s", strerror(-rc));
+        char *msg = error ? error : xasprintf("cannot start the campaign: %s", strerror(-rc));
+        log_warn("refused a campaign: %s", msg);
         coord_send_progress(self, identity, NULL, msg, NULL);
         free(msg);
-        free(client->identity);
-        free(client);
         return;
     }
-    self->client = client;
+    /* The client prints "submitted" on this first Progress: the campaign is accepted. */
+    campaign_slot_t *slot = coord_campaign_find(self, id);
+    coord_progress_t p = {.campaign_id = id,
+                          .campaign_name = "",
+                          .state = slot && slot->queued ? "queued" : "running"};
+    coord_send_progress(self, identity, &p, NULL, NULL);
     free(id);
 }
 
@@ -214,13 +188,14 @@ static void s_job_done(uv_work_t *w, int status)
 
 void coord_on_submit(coord_t *self, const char *identity, const Fleetburn__Submit *m)
 {
-    if (!s_submit_allowed(self, identity))
+    if (!s_operator(self, identity, "a campaign"))
         return;
     submit_job_t *job = xcalloc(1, sizeof *job);
     job->coord = self;
     job->identity = xstrdup(identity);
     job->yaml = xstrdup(m->campaign_yaml);
     job->source = xstrdup(m->source);
+    job->queue = m->queue;
     job->n_files = m->n_files;
     job->files = xcalloc(m->n_files ? m->n_files : 1, sizeof *job->files);
     job->file_ptrs = xcalloc(m->n_files ? m->n_files : 1, sizeof *job->file_ptrs);
@@ -252,4 +227,150 @@ void coord_submit_jobs_orphan(coord_t *self)
     for (submit_job_t *job = self->submit_jobs; job; job = job->next)
         job->coord = NULL;
     self->submit_jobs = NULL;
+}
+
+/* --- follow, cancel, list -------------------------------------------------------------------- */
+
+/* The campaign a request names, or the one running when it names none. NULL after telling the
+ * client why. */
+static campaign_slot_t *s_requested(coord_t *self, const char *identity, const char *id)
+{
+    if (id[0]) {
+        campaign_slot_t *slot = coord_campaign_find(self, id);
+        if (slot && !slot->ended)
+            return slot;
+        store_campaign_t *c = NULL;
+        char *msg = NULL;
+        if (store_campaign_load(self->store, id, &c) == 0)
+            msg = xasprintf("campaign %s is not running: it is %s (%s); see `fleetburn report "
+                            "--campaign %s`",
+                            id, c->state, fb_verdict_name(c->verdict), id);
+        else
+            msg = xasprintf("no campaign %s on this coordinator", id);
+        store_campaign_destroy(&c);
+        coord_send_progress(self, identity, NULL, msg, NULL);
+        free(msg);
+        return NULL;
+    }
+    campaign_slot_t *found = NULL;
+    size_t n = 0;
+    for (campaign_slot_t *s = self->campaigns; s; s = s->next)
+        if (!s->ended) {
+            found = s;
+            n++;
+        }
+    if (n == 1)
+        return found;
+    coord_send_progress(self, identity, NULL,
+                        n ? "several campaigns run: name one (`fleetburn campaigns` lists them)"
+                          : "no campaign is running",
+                        NULL);
+    return NULL;
+}
+
+typedef struct {
+    Fleetburn__CampaignInfo *infos;
+    Fleetburn__CampaignInfo **ptrs;
+    size_t n, cap;
+    char **texts; /* heap strings the infos point to */
+    size_t n_texts;
+} s_list_t;
+
+static char *s_keep(s_list_t *l, char *text)
+{
+    l->texts = xrealloc(l->texts, (l->n_texts + 1) * sizeof *l->texts);
+    l->texts[l->n_texts++] = text;
+    return text;
+}
+
+static Fleetburn__CampaignInfo *s_list_add(s_list_t *l)
+{
+    if (l->n == l->cap)
+        return NULL;
+    Fleetburn__CampaignInfo *c = &l->infos[l->n];
+    fleetburn__campaign_info__init(c);
+    l->ptrs[l->n++] = c;
+    return c;
+}
+
+static int s_list_stored(const store_campaign_t *c, void *arg)
+{
+    void **a = arg;
+    s_list_t *l = a[0];
+    coord_t *self = a[1];
+    campaign_slot_t *slot = coord_campaign_find(self, c->id);
+    Fleetburn__CampaignInfo *info = s_list_add(l);
+    if (!info)
+        return 1;
+    info->id = s_keep(l, xstrdup(c->id));
+    info->name = s_keep(l, xstrdup(c->name ? c->name : ""));
+    info->state = s_keep(l, xstrdup(c->state ? c->state : ""));
+    info->verdict = (Fleetburn__Verdict)c->verdict;
+    info->started_ms = c->started_ms;
+    info->finished_ms = c->finished_ms;
+    info->nodes = slot && slot->n_held
+                      ? s_keep(l, hostlist_compress((const char *const *)slot->held, slot->n_held))
+                      : "";
+    return 0;
+}
+
+static void s_send_list(coord_t *self, const char *identity)
+{
+    s_list_t l = {0};
+    l.cap = FB_WIRE_MAX_ITEMS;
+    l.infos = xcalloc(l.cap, sizeof *l.infos);
+    l.ptrs = xcalloc(l.cap, sizeof *l.ptrs);
+    for (campaign_slot_t *s = self->campaigns; s; s = s->next) { /* queued: not stored yet */
+        Fleetburn__CampaignInfo *info = s->queued && !s->ended ? s_list_add(&l) : NULL;
+        if (!info)
+            continue;
+        info->id = s->id;
+        info->name = s_keep(&l, xstrdup(s->pending ? s->pending->name : ""));
+        info->state = "queued";
+    }
+    coord_flush(self);
+    void *arg[2] = {&l, self};
+    Fleetburn__CampaignList list = FLEETBURN__CAMPAIGN_LIST__INIT;
+    if (store_campaign_foreach(self->store, s_list_stored, arg) < 0)
+        list.error = s_keep(&l, xasprintf("cannot read the database %s: %s",
+                                          store_path(self->store), store_errmsg(self->store)));
+    list.campaigns = l.ptrs;
+    list.n_campaigns = l.n;
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_CAMPAIGN_LIST;
+    env.campaign_list = &list;
+    coord_send_to(self, identity, &env);
+    for (size_t i = 0; i < l.n_texts; i++)
+        free(l.texts[i]);
+    free(l.texts);
+    free(l.infos);
+    free(l.ptrs);
+}
+
+void coord_on_campaign_request(coord_t *self, const char *identity,
+                               const Fleetburn__CampaignRequest *m)
+{
+    if (!s_operator(self, identity, "a campaign request"))
+        return;
+    if (m->action == FLEETBURN__CAMPAIGN_REQUEST__ACTION__ACTION_LIST) {
+        s_send_list(self, identity);
+        return;
+    }
+    campaign_slot_t *slot = s_requested(self, identity, m->campaign_id);
+    if (!slot)
+        return;
+    coord_campaign_watch(self, slot, identity);
+    if (m->action == FLEETBURN__CAMPAIGN_REQUEST__ACTION__ACTION_CANCEL) {
+        char reason[512];
+        fb_log_sanitize(m->reason, reason, sizeof reason);
+        char *why = xasprintf("cancelled by an operator%s%s", reason[0] ? ": " : "", reason);
+        coord_campaign_cancel(self, slot, why);
+        free(why);
+        return;
+    }
+    /* follow: the state now, then the stream */
+    coord_progress_t p = {.campaign_id = slot->id, .state = slot->queued ? "queued" : "running"};
+    if (slot->runner)
+        runner_progress(slot->runner, &p);
+    coord_send_progress(self, identity, &p, NULL, NULL);
 }

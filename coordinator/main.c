@@ -331,7 +331,8 @@ static int s_cmd_serve(cli_t *cli)
         log_warn("CURVE secrets cannot be locked in RAM (RLIMIT_MEMLOCK); they stay out of core "
                  "dumps and are zeroed when freed");
     uv_loop_t *loop = uv_default_loop();
-    coord_options_t opts = {.bind = bind,
+    coord_options_t opts = {.resume = true,
+                            .bind = bind,
                             .db_path = cli->db,
                             .heartbeat_ms = cli->heartbeat_ms,
                             .liveness = cli->liveness,

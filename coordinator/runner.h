@@ -7,17 +7,34 @@
 #define FB_RUNNER_H
 
 #include "coord.h"
+#include "scheduler/campaign.h"
 
 typedef struct runner runner_t;
 
+/* A new campaign: stored (its text, the files it names, its stages) before runner_start. NULL
+ * when the store refused it. */
 runner_t *runner_new(coord_t *coord, struct fb_campaign **campaign, const char *id,
-                     const char *yaml, coord_progress_cb cb, void *arg);
+                     const char *yaml, const fb_campaign_file_t *files, size_t n_files,
+                     coord_progress_cb cb, void *arg);
+/* A campaign an earlier coordinator left running, rebuilt from the store (c) and its parsed text
+ * (*campaign, ownership passes): finished stages keep their verdicts, the running stage is
+ * planned again from its stored plan and its rounds replayed (a bisect session included), and
+ * it waits for its agents to register again before anything advances (runner_resume.c). NULL
+ * with err when it cannot be resumed. Then runner_start is not called. */
+runner_t *runner_resume(coord_t *coord, struct fb_campaign **campaign,
+                        const struct store_campaign *c, coord_progress_cb cb, void *arg,
+                        char *err, size_t errlen);
 /* Frees the runner (it must have finished, or the coordinator is shutting down). */
 void runner_destroy(runner_t **self_p);
 /* Begins the first stage on the next loop iteration. */
 void runner_start(runner_t *self);
 const char *runner_id(const runner_t *self);
 bool runner_finished(const runner_t *self);
+/* The campaign's progress now (what its watchers were last told). */
+void runner_progress(const runner_t *self, coord_progress_t *out);
+/* Ends the campaign `cancelled`: undecided tasks end `error` with why, members still running
+ * are sent CancelTask, stages not begun are skipped. Its watchers get the final progress. */
+void runner_cancel(runner_t *self, const char *why);
 
 /* Events from the coordinator. */
 /* A result was stored (result is borrowed for the call): a member's verdict and, for pair

@@ -132,10 +132,44 @@ static const char s_schema_v1[] =
     "CREATE INDEX events_by_campaign ON events(campaign_id, time_ms);";
 /* clang-format on */
 
+/* Schema version 2: campaigns may end cancelled (and wait queued); a stage keeps its plan (seed
+ * and selected nodes) and a campaign the files its text names, so that a campaign a coordinator
+ * left running is resumed by the next one. SQLite cannot change a CHECK constraint in place:
+ * the campaigns table is built again (foreign keys are off while migrating, s_setup). */
+/* clang-format off */
+static const char s_schema_v2[] =
+    "CREATE TABLE campaigns_v2 ("
+    "  id TEXT PRIMARY KEY,"
+    "  name TEXT,"
+    "  source TEXT,"
+    "  yaml TEXT,"
+    "  started_ms INTEGER NOT NULL,"
+    "  finished_ms INTEGER,"
+    "  verdict TEXT " S_VERDICT_CHECK("verdict") ","
+    "  state TEXT NOT NULL DEFAULT 'running'"
+    "    CHECK (state IN ('queued','running','finished','cancelled','interrupted','error'))"
+    ");"
+    "INSERT INTO campaigns_v2(rowid, id, name, source, yaml, started_ms, finished_ms, verdict,"
+    "  state) SELECT rowid, id, name, source, yaml, started_ms, finished_ms, verdict, state"
+    "  FROM campaigns ORDER BY rowid;"
+    "DROP TABLE campaigns;"
+    "ALTER TABLE campaigns_v2 RENAME TO campaigns;"
+    "CREATE INDEX campaigns_by_start ON campaigns(started_ms);"
+    "ALTER TABLE stages ADD COLUMN seed INTEGER;"
+    "ALTER TABLE stages ADD COLUMN nodes_json TEXT;"
+    "CREATE TABLE campaign_files ("
+    "  campaign_id TEXT NOT NULL REFERENCES campaigns(id),"
+    "  name TEXT NOT NULL,"
+    "  content BLOB NOT NULL,"
+    "  PRIMARY KEY (campaign_id, name)"
+    ");";
+/* clang-format on */
+
 /* s_migrations[v] takes a database from schema version v to v + 1. Append only: a released
  * step is never edited, a change is a new step (ALTER TABLE, new tables, data rewrites). */
 static const char *const s_migrations[] = {
     s_schema_v1, /* 0 -> 1 */
+    s_schema_v2, /* 1 -> 2 */
 };
 
 _Static_assert(sizeof s_migrations / sizeof s_migrations[0] == STORE_SCHEMA_VERSION,
@@ -194,7 +228,15 @@ static const char *const s_sql[STMT_COUNT] = {
     [STMT_STAGE_FINISH] = "UPDATE stages SET verdict = ?2, finished_ms = ?3 WHERE id = ?1",
     [STMT_STAGES_OF] =
         "SELECT id, idx, name, workload, on_fail, params_json, timeout_ms, started_ms,"
-        " finished_ms, verdict FROM stages WHERE campaign_id = ?1 ORDER BY idx, id",
+        " finished_ms, verdict, seed, nodes_json FROM stages WHERE campaign_id = ?1"
+        " ORDER BY idx, id",
+    [STMT_CAMPAIGN_END] =
+        "UPDATE campaigns SET state = ?2, verdict = ?3, finished_ms = ?4 WHERE id = ?1",
+    [STMT_FILE_ADD] = "INSERT OR REPLACE INTO campaign_files(campaign_id, name, content)"
+                      " SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM campaigns WHERE id = ?1)",
+    [STMT_FILES_OF] = "SELECT name, content FROM campaign_files WHERE campaign_id = ?1"
+                      " ORDER BY rowid",
+    [STMT_STAGE_PLAN] = "UPDATE stages SET seed = ?2, nodes_json = ?3 WHERE id = ?1",
     [STMT_TASK_CREATE] =
         "INSERT INTO tasks(id, campaign_id, stage_id, nodes_json, state, started_ms)"
         " SELECT ?1, ?2, ?3, ?4, 'running', ?5"
@@ -606,8 +648,16 @@ static int s_setup(store_t *self)
     err = store__exec(self, "PRAGMA synchronous = NORMAL", "setting synchronous");
     if (err)
         return err;
-    if (version < STORE_SCHEMA_VERSION)
-        err = s_migrate(self);
+    if (version < STORE_SCHEMA_VERSION) {
+        /* A step may build a table again (s_schema_v2): foreign keys are off while it runs (the
+         * pragma is a no-op inside the migration's transaction, so it is set around it). */
+        err = store__exec(self, "PRAGMA foreign_keys = OFF", "disabling foreign keys");
+        if (!err)
+            err = s_migrate(self);
+        int on = store__exec(self, "PRAGMA foreign_keys = ON", "enabling foreign keys");
+        if (!err)
+            err = on;
+    }
     return err;
 }
 

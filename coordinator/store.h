@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 /* The schema version this build writes (PRAGMA user_version and meta.schema_version). */
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 /* PRAGMA application_id of a fleetburn timeline ("FLBN"). */
 #define STORE_APPLICATION_ID 0x464c424e
 /* How long a statement waits for a lock held by another process. */
@@ -87,6 +87,10 @@ int store_campaign_create(store_t *self, const char *id, const char *name, const
  * -EINVAL for FB_VERDICT_NONE. */
 int store_campaign_finish(store_t *self, const char *id, fb_verdict_t verdict,
                           uint64_t finished_ms);
+/* Ends a campaign in state (finished | cancelled | interrupted | error) with verdict at
+ * finished_ms. -ENOENT for an unknown campaign, -EINVAL for FB_VERDICT_NONE or another state. */
+int store_campaign_end(store_t *self, const char *id, const char *state, fb_verdict_t verdict,
+                       uint64_t finished_ms);
 /* Marks campaigns still 'running' (a coordinator died) as 'interrupted', verdict error,
  * finished_ms now_ms; returns how many, or -errno. Their tasks are left as they are: a result
  * spooled on an agent may still arrive and is stored normally. */
@@ -94,12 +98,32 @@ int store_campaign_interrupt_stale(store_t *self, uint64_t now_ms);
 /* Latest campaign id (by start time), or -ENOENT. *id_out heap string the caller frees. */
 int store_latest_campaign(store_t *self, char **id_out);
 
+/* A file the campaign's text names (a stage's topology), as it was submitted: a resumed
+ * campaign is built again from exactly what ran. A name stored already is replaced; -ENOENT for
+ * an unknown campaign. */
+int store_campaign_add_file(store_t *self, const char *campaign_id, const char *name,
+                            const char *content, size_t len);
+typedef struct {
+    char *name, *content; /* content[0..len), NUL-terminated for convenience */
+    size_t len;
+} store_file_t;
+/* The files of campaign_id in the order they were added. *files_out heap array (free with
+ * store_files_free), possibly empty. */
+int store_campaign_files(store_t *self, const char *campaign_id, store_file_t **files_out,
+                         size_t *n_out);
+void store_files_free(store_file_t *files, size_t n);
+
 /* A stage of a campaign; *stage_id_out (may be NULL) receives its id. params_json must be a
  * JSON object text or NULL (-EINVAL otherwise); it is stored as given. -ENOENT for an unknown
  * campaign. */
 int store_stage_create(store_t *self, const char *campaign_id, int idx, const char *name,
                        const char *workload, const char *params_json, const char *on_fail,
                        uint64_t timeout_ms, int64_t *stage_id_out);
+/* The plan of a stage that starts: the seed of its random choices and the nodes it selected
+ * (for `nodes: all`, those alive then), from which it is planned again when resumed. -ENOENT for
+ * an unknown stage. */
+int store_stage_plan(store_t *self, int64_t stage_id, uint64_t seed, const char *const *nodes,
+                     size_t n);
 /* -ENOENT for an unknown stage. */
 int store_stage_start(store_t *self, int64_t stage_id, uint64_t now_ms);
 int store_stage_finish(store_t *self, int64_t stage_id, fb_verdict_t verdict, uint64_t now_ms);
@@ -162,13 +186,17 @@ typedef struct {
     char *params_json; /* as stored; NULL when none */
     uint64_t timeout_ms, started_ms, finished_ms;
     fb_verdict_t verdict;
+    bool planned;  /* its plan was stored (store_stage_plan) */
+    uint64_t seed; /* the plan: the seed of its random choices ... */
+    char **nodes;  /* ... and the nodes it selected */
+    size_t n_nodes;
     store_task_t *tasks; /* in creation order */
     size_t n_tasks;
 } store_stage_t;
 
-typedef struct {
+typedef struct store_campaign {
     char *id, *name, *source, *yaml;
-    char *state; /* running | finished | interrupted */
+    char *state; /* running | finished | cancelled | interrupted */
     fb_verdict_t verdict;
     uint64_t started_ms, finished_ms;
     store_stage_t *stages; /* by idx, then creation order */

@@ -49,6 +49,10 @@ enum {
     STMT_STAGE_START,
     STMT_STAGE_FINISH,
     STMT_STAGES_OF,
+    STMT_CAMPAIGN_END,
+    STMT_FILE_ADD,
+    STMT_FILES_OF,
+    STMT_STAGE_PLAN,
     /* tasks, results, metrics, findings, events (writes store_write.c, reads store_read.c) */
     STMT_TASK_CREATE,
     STMT_TASK_FINISH,

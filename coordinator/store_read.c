@@ -103,6 +103,9 @@ static void s_stage_clear(store_stage_t *stage)
     free(stage->workload);
     free(stage->on_fail);
     free(stage->params_json);
+    for (size_t i = 0; i < stage->n_nodes; i++)
+        free(stage->nodes[i]);
+    free(stage->nodes);
 }
 
 void store_campaign_destroy(store_campaign_t **self_p)
@@ -156,20 +159,28 @@ static int s_load_result_details(store_t *self, fb_result_t *r)
     return more;
 }
 
-static int s_load_task(store_t *self, store_task_t *task, const char *nodes_json)
+/* The names of a JSON array of node names (a task's nodes, a stage's plan). */
+static int s_json_names(store_t *self, const char *json, char ***names, size_t *n)
 {
     sqlite3_stmt *st = store__stmt(self, STMT_TASK_NODES);
     if (!st)
         return -EIO;
-    store__bind_text(st, 1, nodes_json ? nodes_json : "[]");
+    store__bind_text(st, 1, json ? json : "[]");
     int more;
-    while ((more = s_next(self, st, "reading a task's nodes")) > 0) {
-        char **node = s_push(&task->nodes, &task->n_nodes, sizeof *task->nodes);
+    while ((more = s_next(self, st, "reading node names")) > 0) {
+        char **node = s_push(names, n, sizeof **names);
         const char *text = store__col_text(st, 0);
         *node = xstrdup(text ? text : "");
     }
+    return more < 0 ? more : 0;
+}
+
+static int s_load_task(store_t *self, store_task_t *task, const char *nodes_json)
+{
+    int more = s_json_names(self, nodes_json, &task->nodes, &task->n_nodes);
     if (more < 0)
         return more;
+    sqlite3_stmt *st;
 
     if (!(st = store__stmt(self, STMT_RESULTS_OF)))
         return -EIO;
@@ -251,6 +262,7 @@ static int s_campaign_load(store_t *self, const char *id, store_campaign_t *c)
 
     if (!(st = store__stmt(self, STMT_STAGES_OF)))
         return -EIO;
+    char **plans_json = NULL; /* read after the stages statement is done with */
     store__bind_text(st, 1, id);
     while ((more = s_next(self, st, "reading stages")) > 0) {
         store_stage_t *stage = s_push(&c->stages, &c->n_stages, sizeof *c->stages);
@@ -264,8 +276,18 @@ static int s_campaign_load(store_t *self, const char *id, store_campaign_t *c)
         stage->started_ms = store__col_time(st, 7);
         stage->finished_ms = store__col_time(st, 8);
         stage->verdict = store__col_verdict(st, 9);
+        stage->planned = sqlite3_column_type(st, 11) != SQLITE_NULL;
+        stage->seed = (uint64_t)sqlite3_column_int64(st, 10);
+        plans_json = xrealloc(plans_json, c->n_stages * sizeof *plans_json);
+        plans_json[c->n_stages - 1] = store__col_dup(st, 11);
     }
     int err = more;
+    for (size_t i = 0; i < c->n_stages; i++) {
+        if (!err && plans_json[i])
+            err = s_json_names(self, plans_json[i], &c->stages[i].nodes, &c->stages[i].n_nodes);
+        free(plans_json[i]);
+    }
+    free(plans_json);
     for (size_t i = 0; !err && i < c->n_stages; i++)
         err = s_load_stage(self, &c->stages[i]);
     return err;
@@ -380,4 +402,44 @@ int store_software_foreach(store_t *self, const char *campaign_id,
         ret = cb(store__col_text(st, 0), store__col_text(st, 1), store__col_text(st, 2), arg);
     sqlite3_finalize(st);
     return ret ? ret : more;
+}
+
+int store_campaign_files(store_t *self, const char *campaign_id, store_file_t **files_out,
+                         size_t *n_out)
+{
+    *files_out = NULL;
+    *n_out = 0;
+    sqlite3_stmt *st = store__stmt(self, STMT_FILES_OF);
+    if (!st)
+        return -EIO;
+    store__bind_text(st, 1, campaign_id);
+    int more;
+    while ((more = s_next(self, st, "reading a campaign's files")) > 0) {
+        store_file_t *f = s_push(files_out, n_out, sizeof **files_out);
+        const char *name = store__col_text(st, 0);
+        size_t len = (size_t)sqlite3_column_bytes(st, 1);
+        const void *blob = sqlite3_column_blob(st, 1);
+        f->name = xstrdup(name ? name : "");
+        f->content = xmalloc(len + 1);
+        if (len)
+            memcpy(f->content, blob, len);
+        f->content[len] = '\0';
+        f->len = len;
+    }
+    sqlite3_reset(st);
+    if (more < 0) {
+        store_files_free(*files_out, *n_out);
+        *files_out = NULL;
+        *n_out = 0;
+    }
+    return more < 0 ? more : 0;
+}
+
+void store_files_free(store_file_t *files, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(files[i].name);
+        free(files[i].content);
+    }
+    free(files);
 }

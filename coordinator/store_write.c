@@ -153,6 +153,72 @@ int store_campaign_finish(store_t *self, const char *id, fb_verdict_t verdict, u
     return s_update_one(self, st, "finishing a campaign", id);
 }
 
+int store_campaign_end(store_t *self, const char *id, const char *state, fb_verdict_t verdict,
+                       uint64_t finished_ms)
+{
+    static const char *const ends[] = {"finished", "cancelled", "interrupted", "error"};
+    bool known = false;
+    for (size_t i = 0; state && i < sizeof ends / sizeof ends[0]; i++)
+        known |= !strcmp(state, ends[i]);
+    if (!known)
+        return store__fail(self, -EINVAL, "campaign end: state %s is not an end",
+                           state ? state : "(none)");
+    int err = s_check_verdict(self, verdict, "campaign end");
+    if (err)
+        return err;
+    if (!id)
+        return store__fail(self, -EINVAL, "campaign end: id is required");
+    sqlite3_stmt *st = store__stmt(self, STMT_CAMPAIGN_END);
+    if (!st)
+        return -EIO;
+    store__bind_text(st, 1, id);
+    store__bind_text(st, 2, state);
+    store__bind_verdict(st, 3, verdict);
+    store__bind_time(st, 4, finished_ms);
+    return s_update_one(self, st, "ending a campaign", id);
+}
+
+int store_campaign_add_file(store_t *self, const char *campaign_id, const char *name,
+                            const char *content, size_t len)
+{
+    if (!campaign_id || !name || (!content && len))
+        return store__fail(self, -EINVAL, "campaign file: campaign id and name are required");
+    sqlite3_stmt *st = store__stmt(self, STMT_FILE_ADD);
+    if (!st)
+        return -EIO;
+    store__bind_text(st, 1, campaign_id);
+    store__bind_text(st, 2, name);
+    sqlite3_bind_blob64(st, 3, len ? content : "", len, SQLITE_TRANSIENT);
+    int err = store__run(self, st, "storing a campaign's file");
+    if (err == 0 && sqlite3_changes(self->db) == 0)
+        err = store__fail(self, -ENOENT, "campaign file %s: no campaign %s", name, campaign_id);
+    return err;
+}
+
+int store_stage_plan(store_t *self, int64_t stage_id, uint64_t seed, const char *const *nodes,
+                     size_t n)
+{
+    if (!nodes && n)
+        return store__fail(self, -EINVAL, "stage plan: nodes missing");
+    fb_json_t *json = fb_json_new(false);
+    fb_json_array_begin(json, NULL);
+    for (size_t i = 0; i < n; i++)
+        fb_json_string(json, NULL, nodes[i]);
+    fb_json_array_end(json);
+    sqlite3_stmt *st = store__stmt(self, STMT_STAGE_PLAN);
+    int err = -EIO;
+    if (st) {
+        sqlite3_bind_int64(st, 1, stage_id);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)seed); /* the bits, not the value */
+        store__bind_text(st, 3, fb_json_text(json));
+        char key[24];
+        snprintf(key, sizeof key, "%lld", (long long)stage_id);
+        err = s_update_one(self, st, "storing a stage's plan", key);
+    }
+    fb_json_destroy(&json);
+    return err;
+}
+
 int store_agents_mark_unheard(store_t *self, uint64_t now_ms)
 {
     sqlite3_stmt *st = store__stmt(self, STMT_AGENT_UNHEARD);

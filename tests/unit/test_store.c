@@ -150,7 +150,9 @@ static void test_open_schema_and_wal(void **state)
     assert_int_equal(s_query_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     assert_int_equal(s_query_int(db, "PRAGMA application_id"), STORE_APPLICATION_ID);
     char *v = s_query_text(db, "SELECT value FROM meta WHERE key = 'schema_version'");
-    assert_string_equal(v, "1");
+    char want[16];
+    snprintf(want, sizeof want, "%d", STORE_SCHEMA_VERSION);
+    assert_string_equal(v, want);
     free(v);
     sqlite3_close(db);
     assert_string_equal(store_path(fx->store), fx->path);
@@ -181,7 +183,9 @@ static void test_refuses_newer_schema(void **state)
     assert_null(store);
     assert_non_null(err);
     assert_non_null(strstr(err, "schema version 7"));
-    assert_non_null(strstr(err, "schema version 1"));
+    char own[32];
+    snprintf(own, sizeof own, "schema version %d", STORE_SCHEMA_VERSION);
+    assert_non_null(strstr(err, own));
     free(err);
 
     /* Nothing was changed: the version is still the newer one. */
@@ -661,6 +665,74 @@ static void test_deferred_commits(void **state)
     sqlite3_close(reader);
 }
 
+/* A timeline written by schema version 1 (tests/fixtures/timeline-v1.sql, made by fleetburn
+ * itself) is migrated on open: nothing recorded is lost, foreign keys still hold, and what
+ * version 2 adds works on the old rows (a cancelled end, a stage plan, a campaign's files). */
+static void test_migrates_version_1(void **state)
+{
+    fixture_t *fx = *state;
+    store_destroy(&fx->store);
+    unlink(fx->path);
+    FILE *f = fopen(FB_FIXTURES "/timeline-v1.sql", "r");
+    assert_non_null(f);
+    char *sql = NULL;
+    size_t cap = 0;
+    ssize_t len = getdelim(&sql, &cap, '\0', f);
+    fclose(f);
+    assert_true(len > 0);
+    sqlite3 *db = s_raw(fx);
+    s_exec(db, sql);
+    free(sql);
+    int64_t tasks = s_query_int(db, "SELECT COUNT(*) FROM tasks");
+    int64_t results = s_query_int(db, "SELECT COUNT(*) FROM results");
+    assert_int_equal(s_query_int(db, "PRAGMA user_version"), 1);
+    sqlite3_close(db);
+
+    char *err = NULL;
+    assert_int_equal(store_open(fx->path, &fx->store, &err), 0);
+    assert_null(err);
+    db = s_raw(fx);
+    assert_int_equal(s_query_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM tasks"), tasks);
+    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM results"), results);
+    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+    char *id = s_query_text(db, "SELECT id FROM campaigns");
+    sqlite3_close(db);
+
+    store_campaign_t *c = NULL;
+    assert_int_equal(store_campaign_load(fx->store, id, &c), 0);
+    assert_string_equal(c->name, "v1-fixture");
+    assert_string_equal(c->state, "finished");
+    assert_int_equal(c->n_stages, 2);
+    assert_false(c->stages[0].planned);
+    assert_int_equal(c->stages[0].n_tasks, 2);
+    assert_int_equal(c->stages[1].tasks[0].n_nodes, 2);
+    int64_t stage = c->stages[1].id;
+    store_campaign_destroy(&c);
+
+    const char *nodes[] = {"local-0", "local-1"};
+    assert_int_equal(store_stage_plan(fx->store, stage, UINT64_MAX - 6, nodes, 2), 0);
+    assert_int_equal(store_campaign_add_file(fx->store, id, "rack.topo", "a\0b", 3), 0);
+    assert_int_equal(store_campaign_add_file(fx->store, "nope", "rack.topo", "x", 1), -ENOENT);
+    assert_int_equal(store_campaign_end(fx->store, id, "cancelled", FB_VERDICT_ERROR, 5), 0);
+    assert_int_equal(store_campaign_end(fx->store, id, "running", FB_VERDICT_ERROR, 5), -EINVAL);
+    assert_int_equal(store_campaign_load(fx->store, id, &c), 0);
+    assert_string_equal(c->state, "cancelled");
+    assert_true(c->stages[1].planned);
+    assert_true(c->stages[1].seed == UINT64_MAX - 6);
+    assert_int_equal(c->stages[1].n_nodes, 2);
+    assert_string_equal(c->stages[1].nodes[1], "local-1");
+    store_campaign_destroy(&c);
+    store_file_t *files = NULL;
+    size_t n = 0;
+    assert_int_equal(store_campaign_files(fx->store, id, &files, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(files[0].len, 3);
+    assert_memory_equal(files[0].content, "a\0b", 3);
+    store_files_free(files, n);
+    free(id);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -676,6 +748,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_agents, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_reader_beside_writer, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_deferred_commits, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_migrates_version_1, s_setup, s_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
