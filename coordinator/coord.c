@@ -13,6 +13,7 @@
 #include "coord_internal.h"
 #include "report.h"
 #include "runner.h"
+#include "common/hostlist.h"
 #include "common/log.h"
 #include "common/ratelimit.h"
 #include "common/strmap.h"
@@ -44,6 +45,8 @@
 #define COORD_EXCHANGE_TICK_MS 250
 /* How long an agent may stay away before it leaves the live registry (--forget-after). */
 #define COORD_FORGET_AFTER_MS 3600000
+/* Campaigns are held this long while the database cannot be written (coord_store_health.c). */
+#define COORD_STORE_GIVE_UP_MS 60000
 
 static void s_hex(const uint8_t *data, size_t len, char *out, size_t outlen)
 {
@@ -374,8 +377,8 @@ static void s_on_task_event(coord_t *self, node_t *node, const Fleetburn__TaskEv
         if (now - node->last_progress_ms < COORD_PROGRESS_STORE_MS && ev->progress < 1.0)
             return;
         node->last_progress_ms = now;
-        coord_event(self, s_campaign_of(self, ev->task_id), ev->task_id, node->name,
-                    kind, "%.0f%% %s", ev->progress * 100.0, ev->message);
+        coord_event(self, s_campaign_of(self, ev->task_id), ev->task_id, node->name, kind,
+                    "%.0f%% %s", ev->progress * 100.0, ev->message);
         return;
     }
     if (ev->kind == FLEETBURN__TASK_EVENT__KIND__KIND_TELEMETRY) {
@@ -387,18 +390,20 @@ static void s_on_task_event(coord_t *self, node_t *node, const Fleetburn__TaskEv
             len += (size_t)snprintf(text + len, cap - len, "%s%s=%g%s%s", i ? " " : "",
                                     ev->samples[i]->name, ev->samples[i]->value,
                                     ev->samples[i]->unit[0] ? " " : "", ev->samples[i]->unit);
-        coord_event(self, s_campaign_of(self, ev->task_id), ev->task_id, node->name,
-                    kind, "%s", text);
+        coord_event(self, s_campaign_of(self, ev->task_id), ev->task_id, node->name, kind, "%s",
+                    text);
         free(text);
         return;
     }
-    coord_event(self, s_campaign_of(self, ev->task_id), ev->task_id, node->name, kind,
-                "%s", ev->message);
+    coord_event(self, s_campaign_of(self, ev->task_id), ev->task_id, node->name, kind, "%s",
+                ev->message);
 }
 
 static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
                              const Fleetburn__TaskResult *m)
 {
+    if (self->store_down)
+        return; /* not acknowledged: the agent sends it again once the store takes writes */
     if (!s_task_is_nodes(self, node, m->task_id, "result"))
         return;
     if (!s_result_id_is_nodes(m->result_id, m->task_id, node->name)) {
@@ -418,8 +423,8 @@ static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
     if (rc == 0) {
         log_info("result %s from %s: %s%s%s", r->task_id, node->name, fb_verdict_name(r->verdict),
                  r->error ? ": " : "", r->error ? r->error : "");
-        coord_event(self, s_campaign_of(self, r->task_id), r->task_id, node->name,
-                    "result", "%s%s%s", fb_verdict_name(r->verdict), r->error ? ": " : "",
+        coord_event(self, s_campaign_of(self, r->task_id), r->task_id, node->name, "result",
+                    "%s%s%s", fb_verdict_name(r->verdict), r->error ? ": " : "",
                     r->error ? r->error : "");
         coord_campaigns_result(self, r);
     } else if (rc == -EEXIST) {
@@ -447,9 +452,11 @@ static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
 void coord_flush(coord_t *self)
 {
     int rc = store_flush(self->store);
-    if (rc)
+    if (rc) {
         log_error("cannot commit to the store: %s; %zu result(s) will be sent again",
                   store_errmsg(self->store), self->n_acks);
+        coord_store_failed(self, rc);
+    }
     for (size_t i = 0; i < self->n_acks; i++) {
         if (!rc) {
             Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
@@ -664,6 +671,10 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     uv_timer_start(&self->liveness_timer, s_on_liveness, s_liveness_tick_ms(self),
                    s_liveness_tick_ms(self));
     self->rendezvous = fb_rendezvous_new();
+    self->store_give_up_ms =
+        opts->store_give_up_ms ? opts->store_give_up_ms : COORD_STORE_GIVE_UP_MS;
+    uv_timer_init(loop, &self->store_retry);
+    self->store_retry.data = self;
     uv_timer_init(loop, &self->exchange_timer);
     self->exchange_timer.data = self;
     uv_timer_start(&self->exchange_timer, coord_on_exchange_tick, COORD_EXCHANGE_TICK_MS,
@@ -690,6 +701,9 @@ void coord_destroy(coord_t **self_p)
         uv_close((uv_handle_t *)&self->liveness_timer, s_noop_close);
     if (self->exchange_timer.data)
         uv_close((uv_handle_t *)&self->exchange_timer, s_noop_close);
+    if (self->store_retry.data)
+        uv_close((uv_handle_t *)&self->store_retry, s_noop_close);
+    hostlist_free(self->given_up, self->n_given_up);
     if (self->flush.data) {
         coord_flush(self);
         uv_close((uv_handle_t *)&self->flush, s_noop_close);

@@ -31,6 +31,9 @@ typedef struct {
     /* Campaigns an earlier coordinator left running: resumed (serve), or marked interrupted
      * (`run --local`, whose agents are new). */
     bool resume;
+    /* how long campaigns are held while the database cannot be written before they end `error`
+     * for their watchers; 0: COORD_STORE_GIVE_UP_MS */
+    uint64_t store_give_up_ms;
 } coord_options_t;
 
 /* What a campaign's watchers see. */

@@ -209,6 +209,12 @@ static void s_slot_progress(const coord_progress_t *p, void *arg)
 {
     campaign_slot_t *slot = arg;
     coord_t *self = slot->coord;
+    if (p->finished && slot->runner) {
+        /* Never "finished" while what it rests on is not on disk: a failed commit freezes it. */
+        coord_flush(self);
+        if (coord_store_down(self))
+            return;
+    }
     if (slot->cb)
         slot->cb(p, slot->cb_arg);
     if (p->finished)
@@ -403,7 +409,7 @@ void coord_campaigns_reap(coord_t *self)
     bool freed = false;
     for (campaign_slot_t **p = &self->campaigns; *p;) {
         campaign_slot_t *s = *p;
-        if (!s->ended || (s->runner && !runner_finished(s->runner) && !s->queued)) {
+        if (!s->ended || s->frozen || (s->runner && !runner_finished(s->runner) && !s->queued)) {
             p = &s->next;
             continue;
         }
@@ -451,14 +457,14 @@ void coord_campaigns_destroy(coord_t *self)
 void coord_campaigns_node_lost(coord_t *self, const char *node, const char *why)
 {
     for (campaign_slot_t *s = self->campaigns; s; s = s->next)
-        if (s->runner && !runner_finished(s->runner))
+        if (s->runner && !s->frozen && !runner_finished(s->runner))
             runner_on_node_lost(s->runner, node, why);
 }
 
 void coord_campaigns_result(coord_t *self, const fb_result_t *r)
 {
     campaign_slot_t *s = coord_campaign_of_task(self, r->task_id);
-    if (s && s->runner && !runner_finished(s->runner))
+    if (s && s->runner && !s->frozen && !runner_finished(s->runner))
         runner_on_result(s->runner, r);
 }
 
@@ -479,7 +485,7 @@ void coord_campaigns_hello(coord_t *self, const char *node, char **running, size
                           "its campaign is not running on this coordinator");
     }
     for (campaign_slot_t *s = self->campaigns; s; s = s->next)
-        if (s->runner && !runner_finished(s->runner))
+        if (s->runner && !s->frozen && !runner_finished(s->runner))
             runner_on_hello(s->runner, node, running, n_running, unacked, n_unacked);
 }
 
@@ -524,14 +530,14 @@ static int s_reparse(coord_t *self, const store_campaign_t *c, fb_campaign_t **o
     return rc;
 }
 
-/* One campaign resumed, or ended `interrupted` saying why it could not be. */
-static void s_resume_one(coord_t *self, const char *id)
+/* One campaign resumed (into slot, or a new one holding its nodes), or ended `interrupted`
+ * saying why it could not be. */
+static void s_resume_one(coord_t *self, const char *id, campaign_slot_t *slot)
 {
     char err[512] = "";
     store_campaign_t *c = NULL;
     fb_campaign_t *campaign = NULL;
     runner_t *runner = NULL;
-    campaign_slot_t *slot = NULL;
     if (store_campaign_load(self->store, id, &c))
         snprintf(err, sizeof err, "cannot load it: %s", store_errmsg(self->store));
     else if (s_reparse(self, c, &campaign, err, sizeof err) == 0) {
@@ -540,7 +546,8 @@ static void s_resume_one(coord_t *self, const char *id)
         for (size_t i = 0; i < c->n_stages; i++)
             for (size_t k = 0; k < c->stages[i].n_nodes; k++)
                 s_add_name(&names, &n, c->stages[i].nodes[k]);
-        slot = coord_campaign_adopt(self, id, names, n);
+        if (!slot)
+            slot = coord_campaign_adopt(self, id, names, n);
         hostlist_free(names, n);
         void *arg;
         coord_progress_cb cb = coord_campaign_progress_cb(slot, &arg);
@@ -552,8 +559,15 @@ static void s_resume_one(coord_t *self, const char *id)
         coord_campaign_attach(slot, runner);
         return;
     }
-    if (slot)
-        slot->ended = true; /* reaped on the first loop iteration */
+    if (slot) {
+        slot->ended = true; /* reaped on the next loop iteration */
+        coord_progress_t p = {.campaign_id = id,
+                              .finished = true,
+                              .verdict = FB_VERDICT_ERROR,
+                              .state = "interrupted"};
+        for (watcher_t *w = slot->watchers; w; w = w->next)
+            coord_send_progress(self, w->identity, &p, err, NULL);
+    }
     log_error("campaign %s left running by an earlier coordinator cannot be resumed: %s", id, err);
     coord_event(self, id, NULL, NULL, "campaign", "interrupted: cannot be resumed: %s", err);
     store_campaign_end(self->store, id, "interrupted", FB_VERDICT_ERROR, fb_now_ms());
@@ -567,6 +581,16 @@ void coord_campaigns_resume(coord_t *self)
     if (store_campaign_foreach(self->store, s_collect_running, arg) < 0)
         log_error("cannot list the campaigns left running: %s", store_errmsg(self->store));
     for (size_t i = n; i-- > 0;) /* oldest first: they held their nodes first */
-        s_resume_one(self, ids[i]);
+        s_resume_one(self, ids[i], NULL);
     hostlist_free(ids, n);
+}
+
+void coord_campaign_reload(coord_t *self, campaign_slot_t *slot, const char *down)
+{
+    runner_destroy(&slot->runner);
+    coord_event(self, slot->id, NULL, NULL, "store",
+                "the database could not be written for %s; the campaign continues from what it "
+                "holds",
+                down);
+    s_resume_one(self, slot->id, slot);
 }

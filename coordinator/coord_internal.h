@@ -42,6 +42,7 @@ typedef struct campaign_slot {
     runner_t *runner;       /* NULL while queued */
     bool queued;            /* waits for nodes another campaign holds */
     bool ended;             /* finished or cancelled: reaped on the next loop iteration */
+    bool frozen;            /* held while the store cannot be written (coord_store_health.c) */
     fb_campaign_t *pending; /* queued: the campaign and its text, until it starts */
     char *pending_yaml;
     fb_campaign_file_t *files; /* the files its text names (owned copies), stored when it starts */
@@ -82,6 +83,14 @@ struct coord {
     bool dispatched;    /* a RunTask went out since the last commit */
     uint64_t n_foreign; /* results and events dropped: for tasks not given to their sender */
     fb_ratelimit_t foreign_log;
+    /* the store cannot be written (coord_store_health.c) */
+    bool store_down;
+    uint64_t store_down_since; /* monotonic ms */
+    uint64_t store_give_up_ms;
+    char store_error[512];
+    uv_timer_t store_retry;
+    char **given_up; /* campaigns ended for their watchers while it was down */
+    size_t n_given_up;
     uint64_t n_bad;         /* messages dropped before they reached a handler */
     fb_ratelimit_t bad_log; /* their log lines */
 };
@@ -116,6 +125,12 @@ void coord_campaigns_node_lost(coord_t *self, const char *node, const char *why)
 void coord_campaigns_result(coord_t *self, const fb_result_t *r);
 void coord_campaigns_hello(coord_t *self, const char *node, char **running, size_t n_running,
                            char **unacked, size_t n_unacked);
+/* A frozen campaign rebuilt from the store (after the store was unwritable for `down`). */
+void coord_campaign_reload(coord_t *self, campaign_slot_t *slot, const char *down);
+/* coord_store_health.c */
+/* A commit failed (rc): results stay unacknowledged, campaigns are held, the store is retried. */
+void coord_store_failed(coord_t *self, int rc);
+bool coord_store_down(const coord_t *self);
 /* coord_submit.c */
 void coord_on_submit(coord_t *self, const char *identity, const Fleetburn__Submit *m);
 /* follow, cancel, list */

@@ -142,6 +142,13 @@ static void s_job_unlink(coord_t *self, submit_job_t *job)
 static void s_start_parsed(coord_t *self, submit_job_t *job)
 {
     const char *identity = job->identity;
+    if (coord_store_down(self)) {
+        char *msg = xasprintf("cannot start the campaign: the database %s cannot be written: %s",
+                              store_path(self->store), self->store_error);
+        coord_send_progress(self, identity, NULL, msg, NULL);
+        free(msg);
+        return;
+    }
     if (!job->campaign) {
         log_warn("refused a campaign: %s", job->error ? job->error : "unknown error");
         coord_send_progress(self, identity, NULL, job->error ? job->error : "invalid campaign",

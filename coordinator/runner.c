@@ -418,6 +418,20 @@ bool runner_finished(const runner_t *self)
     return self->finished;
 }
 
+void runner_freeze(runner_t *self)
+{
+    self->frozen = true;
+    uv_timer_stop(&self->deadline);
+    uv_timer_stop(&self->next);
+    uv_timer_stop(&self->resume_timer);
+}
+
+void runner_abandon(runner_t *self, const char *why)
+{
+    for (size_t i = self->round_first; i < self->n_tasks; i++)
+        rn_cancel_running(self, self->tasks[i], why);
+}
+
 void runner_cancel(runner_t *self, const char *why)
 {
     if (self->finished)

@@ -22,8 +22,8 @@ runner_t *runner_new(coord_t *coord, struct fb_campaign **campaign, const char *
  * it waits for its agents to register again before anything advances (runner_resume.c). NULL
  * with err when it cannot be resumed. Then runner_start is not called. */
 runner_t *runner_resume(coord_t *coord, struct fb_campaign **campaign,
-                        const struct store_campaign *c, coord_progress_cb cb, void *arg,
-                        char *err, size_t errlen);
+                        const struct store_campaign *c, coord_progress_cb cb, void *arg, char *err,
+                        size_t errlen);
 /* Frees the runner (it must have finished, or the coordinator is shutting down). */
 void runner_destroy(runner_t **self_p);
 /* Begins the first stage on the next loop iteration. */
@@ -35,6 +35,11 @@ void runner_progress(const runner_t *self, coord_progress_t *out);
 /* Ends the campaign `cancelled`: undecided tasks end `error` with why, members still running
  * are sent CancelTask, stages not begun are skipped. Its watchers get the final progress. */
 void runner_cancel(runner_t *self, const char *why);
+/* The store lost what was written since the last commit: the runner stops (no timer fires, it
+ * takes no event) until it is destroyed and the campaign resumed from the store. */
+void runner_freeze(runner_t *self);
+/* A frozen campaign given up: members still running are sent CancelTask; nothing is stored. */
+void runner_abandon(runner_t *self, const char *why);
 
 /* Events from the coordinator. */
 /* A result was stored (result is borrowed for the call): a member's verdict and, for pair

@@ -67,6 +67,7 @@ struct runner {
     bool next_is_round;   /* what the next timer begins: a round, else a stage */
     uint64_t started_mono;
     bool finished, any_failed, cancelled;
+    bool frozen; /* runner_freeze: the store lost its latest writes */
     fb_verdict_t verdict;
     uv_timer_t deadline;
     uv_timer_t next;

@@ -26,6 +26,8 @@ cleanup() {
         echo "FAIL: a sanitizer reported an error in the logs above" >&2
         rc=1
     fi
+    # A test's own cleanup (unmounting what it mounted in $WORK), before $WORK goes.
+    if declare -F test_cleanup >/dev/null; then test_cleanup || true; fi
     if [ $rc -ne 0 ]; then
         echo "--- test failed (status $rc); logs from $WORK:" >&2
         for f in "$WORK"/*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -n 40 "$f" >&2; }; done
