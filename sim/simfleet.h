@@ -37,9 +37,28 @@ typedef struct {
     uint32_t heartbeat_ms, liveness, tick_ms;
     bool keep, verbose;
     bool curve; /* keys for everyone: the coordinator, one shared key for sim-*, an operator */
+    /* Joining an external coordinator (--coordinator) instead of starting one: several
+     * processes make one fleet of `fleet` agents, this one runs agents first .. first+agents-1;
+     * keys are files (--key for the agents, --operator-key for the submission, --server-key the
+     * coordinator's public key); --no-submit runs agents only, until a signal. */
+    const char *coordinator, *key, *server_key, *operator_key;
+    unsigned first, fleet; /* fleet: 0 until parsed, then first + agents by default */
+    bool no_submit;
+    int coordinator_pid;     /* --coordinator-pid: whose /proc to read for memory and CPU */
+    unsigned connect_window; /* at most this many agents waiting for Welcome; 0: no limit */
 } simfleet_cli_t;
 
-typedef enum { S_STARTING, S_REGISTERING, S_RUNNING, S_STOPPING } simfleet_phase_t;
+/* Starting (a spawned coordinator until it listens), registering (this process's agents until
+ * welcomed), waiting (a submitting process joined to an external coordinator, until it counts
+ * the whole fleet), running (the campaign), serving (--no-submit: agents until a signal). */
+typedef enum {
+    S_STARTING,
+    S_REGISTERING,
+    S_WAITING,
+    S_RUNNING,
+    S_SERVING,
+    S_STOPPING
+} simfleet_phase_t;
 
 typedef struct {
     uv_loop_t *loop;
@@ -48,25 +67,32 @@ typedef struct {
     int exit_code;
     char workdir[256];
     char *db, *log_path, *yaml;
-    char endpoint[64];
+    char endpoint[256];
     int port;
-    /* the coordinator process */
+    /* the coordinator process: spawned (coord, coord_running), or external (coord_pid from
+     * --coordinator-pid, 0 when unknown) */
     uv_process_t coord;
     bool coord_running;
+    int coord_pid;
+    struct sqlite3 *fleet_db;         /* --coordinator: its database, read-only, to count agents */
+    struct sqlite3_stmt *fleet_count; /* alive agents among this fleet's names */
     /* the fleet */
     fb_topology_t *topo;
     fb_faultmodel_t *model;
     simtask_exec_t *exec;
     void *zctx;
-    char **names;
+    char **names; /* the whole fleet's, cli->fleet; this process runs names[first ...] */
     Fleetburn__Inventory **inventories;
     agent_t **agents;
+    unsigned started; /* agents[0 .. started) exist */
     zsock_t *client;
     uv_timer_t poll;
     uv_signal_t sigint, sigterm;
-    /* what happened, monotonic ms */
-    uint64_t t_start, t_agents, t_registered, t_submit, t_finished, last_print;
-    size_t registered;
+    /* what happened, monotonic ms; and in epoch ms, to line up with other processes */
+    uint64_t t_start, t_agents, t_registered, t_fleet, t_submit, t_finished, last_print;
+    uint64_t t_counted; /* the fleet's last count in the database */
+    uint64_t unix_agents, unix_registered, unix_fleet;
+    size_t registered, fleet_registered;
     char *campaign_id;
     fb_verdict_t verdict;
     double coord_rss_mb, coord_peak_mb, coord_rss_registered_mb;
@@ -87,8 +113,14 @@ void simfleet_stop(fleet_t *f, int exit_code);
 int simfleet_load_inputs(fleet_t *f);
 /* Raises RLIMIT_NOFILE for this many agents (the coordinator started from here inherits it). */
 int simfleet_raise_fd_limit(unsigned agents);
-/* Starts every agent against f->endpoint on f->loop. */
+/* This process's agent i (0 .. agents-1): its name. */
+const char *simfleet_agent_name(const fleet_t *f, unsigned i);
+/* Starts the agents against f->endpoint on f->loop: all of them, or with --connect-window the
+ * first window of them. */
 int simfleet_start_agents(fleet_t *f);
+/* --connect-window: starts more agents so that at most the window of them wait for their Welcome
+ * (registered: how many of those started are registered). */
+int simfleet_start_more(fleet_t *f, size_t registered);
 size_t simfleet_count_registered(const fleet_t *f);
 /* Frees the fleet's agents' inputs (names, inventories, fabric, model) after the loop ended. */
 void simfleet_free_fleet(fleet_t *f);
@@ -107,13 +139,22 @@ double simfleet_coord_cpu_s(const fleet_t *f);
 /* Resident and peak resident memory of the coordinator, MiB, into f. */
 void simfleet_read_coord_memory(fleet_t *f);
 
+/* The pid of the coordinator whose /proc is read (spawned or --coordinator-pid), 0 if none. */
+int simfleet_coord_pid(const fleet_t *f);
+
 /* simfleet_campaign.c */
+/* --coordinator: how many of the fleet's names the coordinator's database lists alive (its own
+ * record of registered agents, as `fleetburn nodes` shows them), or -errno. Opens the database
+ * read-only on the first call. */
+int simfleet_count_fleet(fleet_t *f, size_t *alive);
+/* Closes what simfleet_count_fleet opened. */
+void simfleet_close_fleet_db(fleet_t *f);
 /* Submits the campaign through the wire like `fleetburn run --coordinator` and follows its
  * progress; simfleet_stop when it finishes or is refused. */
 int simfleet_submit(fleet_t *f);
 /* The JSON report of f->campaign_id, read from the coordinator's store. */
 int simfleet_write_report(fleet_t *f);
-/* Timings, memory and CPU on stderr and into --stats. */
+/* Timings, memory and CPU on stderr and into --stats (rewritten at each call). */
 void simfleet_summary(fleet_t *f);
 
 #endif

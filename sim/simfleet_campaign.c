@@ -12,9 +12,11 @@
 #include "common/wire.h"
 
 #include <errno.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <zmq.h>
 
 /* ---- the campaign, through the wire like `fleetburn run --coordinator` ---------------------- */
@@ -74,7 +76,7 @@ int simfleet_submit(fleet_t *f)
     int linger = 0;
     zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
     char kerr[512];
-    if (sock && f->cli->curve &&
+    if (sock && f->operator_key &&
         fb_key_apply_client(sock, f->operator_key, f->server_key, kerr, sizeof kerr)) {
         fprintf(stderr, "fleetburn-simfleet: %s\n", kerr);
         zmq_close(sock);
@@ -100,6 +102,53 @@ int simfleet_submit(fleet_t *f)
     f->t_submit = fb_mono_ms();
     fprintf(stderr, "submitted %s to the coordinator\n", f->cli->campaign);
     return 0;
+}
+
+/* ---- the fleet, as the coordinator records it ----------------------------------------------- */
+
+/* Read from the database like `fleetburn nodes` or `sqlite3 -readonly` (docs/timeline-store.md:
+ * the agents table, state alive), in one cheap query instead of every row with its inventory:
+ * names of one fleet have one width, so they sort as their numbers do. */
+int simfleet_count_fleet(fleet_t *f, size_t *alive)
+{
+    if (!f->fleet_db) {
+        sqlite3 *db = NULL;
+        int rc = sqlite3_open_v2(f->db, &db, SQLITE_OPEN_READONLY, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_busy_timeout(db, 1000);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_prepare_v2(db,
+                                    "SELECT count(*) FROM agents WHERE state = 'alive' AND "
+                                    "name >= ?1 AND name <= ?2",
+                                    -1, &f->fleet_count, NULL);
+        if (rc != SQLITE_OK) {
+            fprintf(stderr, "fleetburn-simfleet: cannot read %s: %s\n", f->db,
+                    db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+            sqlite3_finalize(f->fleet_count);
+            f->fleet_count = NULL;
+            sqlite3_close(db);
+            return -EIO;
+        }
+        f->fleet_db = db;
+        sqlite3_bind_text(f->fleet_count, 1, f->names[0], -1, SQLITE_STATIC);
+        sqlite3_bind_text(f->fleet_count, 2, f->names[f->cli->fleet - 1], -1, SQLITE_STATIC);
+    }
+    int rc = sqlite3_step(f->fleet_count);
+    if (rc == SQLITE_ROW)
+        *alive = (size_t)sqlite3_column_int64(f->fleet_count, 0);
+    sqlite3_reset(f->fleet_count);
+    /* Busy (the coordinator holds a write lock past the timeout): try again at the next poll. */
+    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+        return -EAGAIN;
+    return rc == SQLITE_ROW ? 0 : -EIO;
+}
+
+void simfleet_close_fleet_db(fleet_t *f)
+{
+    sqlite3_finalize(f->fleet_count);
+    f->fleet_count = NULL;
+    sqlite3_close(f->fleet_db);
+    f->fleet_db = NULL;
 }
 
 /* ---- the end --------------------------------------------------------------------------------- */
@@ -181,9 +230,17 @@ void simfleet_summary(fleet_t *f)
     if (f->cli->stats && !stats)
         fprintf(stderr, "fleetburn-simfleet: cannot write %s: %s\n", f->cli->stats,
                 strerror(errno));
-    if (stats)
-        fprintf(stats, "agents=%u\nregister_s=%.3f\n", f->cli->agents,
-                (double)(f->t_registered - f->t_agents) / 1000.0);
+    if (stats) {
+        fprintf(stats, "agents=%u\nfirst=%u\nfleet=%u\n", f->cli->agents, f->cli->first,
+                f->cli->fleet);
+        if (f->t_registered)
+            fprintf(stats, "register_s=%.3f\nstart_unix_ms=%llu\nregistered_unix_ms=%llu\n",
+                    (double)(f->t_registered - f->t_agents) / 1000.0,
+                    (unsigned long long)f->unix_agents, (unsigned long long)f->unix_registered);
+        if (f->t_fleet)
+            fprintf(stats, "fleet_register_s=%.3f\nfleet_registered_unix_ms=%llu\n",
+                    (double)(f->t_fleet - f->t_agents) / 1000.0, (unsigned long long)f->unix_fleet);
+    }
     if (f->t_finished && f->t_submit) {
         fprintf(stderr, "campaign %s: %s after %.2f s\n", f->campaign_id,
                 fb_verdict_name(f->verdict), (double)(f->t_finished - f->t_submit) / 1000.0);
@@ -193,6 +250,12 @@ void simfleet_summary(fleet_t *f)
     }
     if (f->campaign_id)
         s_report_stages(f, stats);
+    struct rusage ru;
+    if (stats && getrusage(RUSAGE_SELF, &ru) == 0) /* ru_maxrss: KiB on Linux */
+        fprintf(stats, "simfleet_peak_rss_mb=%.1f\nsimfleet_cpu_s=%.2f\n",
+                (double)ru.ru_maxrss / 1024.0,
+                (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
     if (f->coord_peak_mb > 0) {
         fprintf(stderr,
                 "coordinator memory: %.1f MiB resident with every agent registered, %.1f "

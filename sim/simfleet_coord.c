@@ -3,7 +3,7 @@
  * its own process on a free loopback port, so that what is measured is the coordinator a fleet
  * would talk to; with --curve its key directory, one agent key for every simulated node and an
  * operator key, made in the work directory; and its resident memory and CPU time read from
- * /proc. */
+ * /proc (of the spawned one, or of an external one named by --coordinator-pid). */
 #include "simfleet.h"
 
 #include "common/hostlist.h"
@@ -121,7 +121,7 @@ int simfleet_make_keys(fleet_t *f)
             rc = -errno;
         free(dirs[i]);
     }
-    char *nodes = hostlist_compress((const char *const *)f->names, f->cli->agents);
+    char *nodes = hostlist_compress((const char *const *)f->names, f->cli->fleet);
     if (rc == 0)
         rc = s_make_key(f, "keys/coordinator", err, sizeof err);
     if (rc == 0)
@@ -210,12 +210,20 @@ int simfleet_spawn_coordinator(fleet_t *f)
     return rc;
 }
 
+int simfleet_coord_pid(const fleet_t *f)
+{
+    return f->coord_running ? f->coord.pid : f->coord_pid;
+}
+
 /* CPU time (user + system) the coordinator has used, seconds; on a shared machine a steadier
  * measure of its cost than elapsed time. */
 double simfleet_coord_cpu_s(const fleet_t *f)
 {
+    int pid = simfleet_coord_pid(f);
+    if (pid <= 0)
+        return 0;
     char path[64];
-    snprintf(path, sizeof path, "/proc/%d/stat", f->coord.pid);
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
     char *text = fb_read_file(path, NULL);
     const char *p = text ? strrchr(text, ')') : NULL;
     unsigned long utime = 0, stime = 0;
@@ -229,8 +237,11 @@ double simfleet_coord_cpu_s(const fleet_t *f)
 /* Resident and peak resident memory of the coordinator, MiB, from /proc. */
 void simfleet_read_coord_memory(fleet_t *f)
 {
+    int pid = simfleet_coord_pid(f);
+    if (pid <= 0)
+        return;
     char path[64];
-    snprintf(path, sizeof path, "/proc/%d/status", f->coord.pid);
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
     FILE *in = fopen(path, "r");
     if (!in)
         return;

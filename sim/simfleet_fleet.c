@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* fleetburn-simfleet's fleet: the agents' names, the fabric they sit on (a topology file or leaves
+/* fleetburn-simfleet's fleet: the agents' names (the whole fleet's, when several processes make
+ * one: this process runs the slice from --first), the fabric they sit on (a topology file or leaves
  * of SIMFLEET_LEAF_SIZE nodes), the fault model bound to it, the inventory each simulated node
  * reports, and the pool of agents themselves: the real agent state machine (agent/agent.c), each
  * with its own ZeroMQ DEALER connection, all on this process's one loop thread and one ZeroMQ
@@ -66,7 +67,7 @@ static int s_load_topology(fleet_t *f)
         rc = fb_topology_parse_any(text, &f->topo, err, sizeof err);
         free(text);
     } else {
-        char *text = s_default_topology_text(f->names, cli->agents);
+        char *text = s_default_topology_text(f->names, cli->fleet);
         rc = fb_topology_parse(text, &f->topo, err, sizeof err);
         free(text);
     }
@@ -75,12 +76,14 @@ static int s_load_topology(fleet_t *f)
                 cli->topology ? ": " : "", err);
         return -EINVAL;
     }
-    for (unsigned i = 0; i < cli->agents; i++)
+    /* Every member of the fleet, not only this process's: a group's members each judge the whole
+     * group's test by themselves. */
+    for (unsigned i = 0; i < cli->fleet; i++)
         if (!fb_topology_leaf_of(f->topo, f->names[i])) {
             fprintf(stderr,
                     "fleetburn-simfleet: %s: agent %s is on no leaf; expected every "
                     "simulated agent (%s ... %s) in the topology\n",
-                    cli->topology, f->names[i], f->names[0], f->names[cli->agents - 1]);
+                    cli->topology, f->names[i], f->names[0], f->names[cli->fleet - 1]);
             return -EINVAL;
         }
     return 0;
@@ -91,13 +94,14 @@ int simfleet_load_inputs(fleet_t *f)
     const simfleet_cli_t *cli = f->cli;
     char *err = NULL;
     /* The campaign and the files it names, sent with it as `fleetburn run` sends them. */
-    if (campaign_file_read(cli->campaign, &f->campaign_file, &err) ||
-        campaign_file_check_submission(f->campaign_file, &err)) {
+    if (cli->campaign && (campaign_file_read(cli->campaign, &f->campaign_file, &err) ||
+                          campaign_file_check_submission(f->campaign_file, &err))) {
         fprintf(stderr, "fleetburn-simfleet: %s\n", err);
         free(err);
         return -EINVAL;
     }
-    f->yaml = xstrdup(f->campaign_file->yaml);
+    if (f->campaign_file)
+        f->yaml = xstrdup(f->campaign_file->yaml);
     char *text = NULL;
     size_t len = 0;
     if (fb_load_file(cli->faults, FB_FAULTMODEL_MAX_BYTES, &text, &len, &err)) {
@@ -114,7 +118,7 @@ int simfleet_load_inputs(fleet_t *f)
     }
     if (cli->has_seed)
         fb_faultmodel_set_seed(f->model, cli->seed);
-    f->names = s_names(cli->agents);
+    f->names = s_names(cli->fleet);
     if (s_load_topology(f))
         return -EINVAL;
     if (fb_faultmodel_bind(f->model, f->topo, &err)) {
@@ -206,14 +210,38 @@ int simfleet_raise_fd_limit(unsigned agents)
     return setrlimit(RLIMIT_NOFILE, &rl) == 0 ? 0 : -errno;
 }
 
+static int s_start_agent(fleet_t *f, unsigned i)
+{
+    const char *name = simfleet_agent_name(f, i);
+    agent_options_t o = {0};
+    o.coordinator = f->endpoint;
+    o.name = name;
+    o.address = "127.0.0.1";
+    o.executor = simtask_exec_executor(f->exec);
+    o.zmq_context = f->zctx;
+    o.inventory = f->inventories[i];
+    o.tick_ms = f->cli->tick_ms;
+    o.key_file = f->agent_key;
+    o.server_key_file = f->server_key;
+    char err[512];
+    f->agents[i] = agent_new(f->loop, &o, err, sizeof err);
+    if (!f->agents[i]) {
+        fprintf(stderr, "fleetburn-simfleet: agent %s: %s\n", name, err);
+        return -EIO;
+    }
+    f->started++;
+    return 0;
+}
+
 int simfleet_start_agents(fleet_t *f)
 {
     unsigned n = f->cli->agents;
     f->zctx = zmq_ctx_new();
-    if (f->cli->curve)
+    if (f->agent_key) {
         fb_securemem_use(); /* thousands of handshakes in one process (common/securemem.h) */
-    if (f->cli->curve)      /* every agent's handshake is public-key crypto on the I/O threads */
+        /* every agent's handshake is public-key crypto on the I/O threads */
         zmq_ctx_set(f->zctx, ZMQ_IO_THREADS, 2);
+    }
     if (zmq_ctx_set(f->zctx, ZMQ_MAX_SOCKETS, (int)n + 64) != 0) {
         fprintf(stderr, "fleetburn-simfleet: ZeroMQ cannot hold %u sockets: %s\n", n + 64,
                 zmq_strerror(errno));
@@ -221,38 +249,50 @@ int simfleet_start_agents(fleet_t *f)
     }
     simtask_options_t so = {f->model, f->cli->delay_min_ms, f->cli->delay_max_ms};
     f->exec = simtask_exec_new(&so);
+    /* What each node will report exists before its agent starts (the timing starts after). */
     f->inventories = xcalloc(n, sizeof *f->inventories);
+    for (unsigned i = 0; i < n; i++)
+        f->inventories[i] = s_inventory(simfleet_agent_name(f, i), fb_faultmodel_rails(f->model));
     f->agents = xcalloc(n, sizeof *f->agents);
     f->t_agents = fb_mono_ms();
-    for (unsigned i = 0; i < n; i++) {
-        f->inventories[i] = s_inventory(f->names[i], fb_faultmodel_rails(f->model));
-        agent_options_t o = {0};
-        o.coordinator = f->endpoint;
-        o.name = f->names[i];
-        o.address = "127.0.0.1";
-        o.executor = simtask_exec_executor(f->exec);
-        o.zmq_context = f->zctx;
-        o.inventory = f->inventories[i];
-        o.tick_ms = f->cli->tick_ms;
-        if (f->cli->curve) {
-            o.key_file = f->agent_key;
-            o.server_key_file = f->server_key;
-        }
-        char err[512];
-        f->agents[i] = agent_new(f->loop, &o, err, sizeof err);
-        if (!f->agents[i]) {
-            fprintf(stderr, "fleetburn-simfleet: agent %s: %s\n", f->names[i], err);
-            return -EIO;
-        }
-    }
-    fprintf(stderr, "started %u simulated agents against %s\n", n, f->endpoint);
+    f->unix_agents = fb_now_ms();
+    int rc = simfleet_start_more(f, 0);
+    if (rc)
+        return rc;
+    if (n == f->cli->fleet)
+        fprintf(stderr, "started %u simulated agents against %s\n", f->started, f->endpoint);
+    else
+        fprintf(stderr, "started %u simulated agents (%s ... %s of %u) against %s\n", f->started,
+                simfleet_agent_name(f, 0), simfleet_agent_name(f, f->started - 1), f->cli->fleet,
+                f->endpoint);
+    if (f->started < n)
+        fprintf(stderr,
+                "the other %u start as agents register: at most %u waiting for their "
+                "Welcome at a time (--connect-window)\n",
+                n - f->started, f->cli->connect_window);
     return 0;
+}
+
+int simfleet_start_more(fleet_t *f, size_t registered)
+{
+    unsigned n = f->cli->agents, window = f->cli->connect_window ? f->cli->connect_window : n;
+    while (f->started < n && f->started - registered < window) {
+        int rc = s_start_agent(f, f->started);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+const char *simfleet_agent_name(const fleet_t *f, unsigned i)
+{
+    return f->names[f->cli->first + i];
 }
 
 size_t simfleet_count_registered(const fleet_t *f)
 {
     size_t n = 0;
-    for (unsigned i = 0; i < f->cli->agents; i++)
+    for (unsigned i = 0; i < f->started; i++)
         n += f->agents[i] && agent_registered(f->agents[i]);
     return n;
 }
@@ -269,7 +309,7 @@ void simfleet_free_fleet(fleet_t *f)
     f->inventories = NULL;
     free(f->agents);
     f->agents = NULL;
-    for (unsigned i = 0; f->names && i < f->cli->agents; i++)
+    for (unsigned i = 0; f->names && i < f->cli->fleet; i++)
         free(f->names[i]);
     free(f->names);
     f->names = NULL;

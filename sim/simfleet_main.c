@@ -3,6 +3,8 @@
  *
  *   fleetburn-simfleet --agents N [--topology FILE] --faults FILE --campaign FILE [--db PATH]
  *                      --report-json OUT [--seed S] [--delay-ms MIN[-MAX]] [--stats FILE]
+ *   fleetburn-simfleet --coordinator EP [--key FILE --server-key FILE] --agents N --first I
+ *                      --fleet M --faults FILE (--no-submit | --campaign FILE --db PATH ...)
  *
  * The coordinator is the real one, run as its own process (`fleetburn serve` next to this
  * program, on a free loopback port), so that what is measured and reported is the coordinator a
@@ -13,6 +15,11 @@
  * spool kept in memory. The campaign goes in through the wire like `fleetburn run --coordinator`
  * (Submit/Progress). At the end the report JSON is read from the coordinator's store, exactly
  * as `fleetburn report --format json` writes it.
+ *
+ * With --coordinator the agents join a running `fleetburn serve` instead, so that several
+ * processes (each under its own descriptor limit) make one fleet: each runs a slice of the names
+ * (--first, of --fleet in all). Agent-only processes (--no-submit) run until a signal; the one that
+ * submits waits until the coordinator's database lists the whole fleet alive, then submits.
  *
  * Exit status as `fleetburn run`: 0 every task passed, 1 some did not, 2 usage, campaign or fault
  * file errors, 3 the campaign could not be run (coordinator, agents, limits).
@@ -37,32 +44,51 @@
 
 #define S_POLL_MS 10
 #define S_COORD_START_MS 15000
+#define S_FLEET_POLL_MS 100 /* how often a submitting process counts the fleet in the database */
 
 /* ---- command line ------------------------------------------------------------------------- */
 
 static void s_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: fleetburn-simfleet --agents N --faults FILE --campaign FILE --report-json OUT\n"
-            "                          [--topology FILE] [--db PATH] [--seed S] [options]\n"
-            "  --agents N            simulated agents sim-0 ... (1-%d)\n"
-            "  --faults FILE         fault file (docs/simfleet.md)\n"
-            "  --campaign FILE       campaign to run\n"
-            "  --report-json OUT     write the JSON report here (- for stdout)\n"
-            "  --topology FILE       fabric (leaf/spine text or ibnetdiscover output); default:\n"
-            "                        leaves of %d nodes, each on %d spines\n"
-            "  --db PATH             the coordinator's database (default: a temporary one)\n"
-            "  --seed S              overrides the fault file's seed\n"
-            "  --delay-ms MIN[-MAX]  real time a simulated task takes (default 0-50)\n"
-            "  --heartbeat-ms MS, --liveness N   passed to the coordinator\n"
-            "  --tick-ms MS          how often each agent checks its timers and socket\n"
-            "                        (default %d; a real agent: 100)\n"
-            "  --stats FILE          timings as key=value lines (bench/scale.sh reads them)\n"
-            "  --curve               CURVE on every connection: keys are made in the work\n"
-            "                        directory (one agent key for sim-*, with a nodes: line)\n"
-            "  --keep                keep the work directory (coordinator log, database)\n"
-            "  --verbose             agent and coordinator details on stderr\n",
-            SIMFLEET_MAX_AGENTS, SIMFLEET_LEAF_SIZE, SIMFLEET_SPINES, SIMFLEET_TICK_MS);
+    fprintf(
+        out,
+        "usage: fleetburn-simfleet --agents N --faults FILE --campaign FILE --report-json OUT\n"
+        "                          [--topology FILE] [--db PATH] [--seed S] [options]\n"
+        "  --agents N            simulated agents sim-0 ... (1-%d)\n"
+        "  --faults FILE         fault file (docs/simfleet.md)\n"
+        "  --campaign FILE       campaign to run\n"
+        "  --report-json OUT     write the JSON report here (- for stdout)\n"
+        "  --topology FILE       fabric (leaf/spine text or ibnetdiscover output); default:\n"
+        "                        leaves of %d nodes, each on %d spines\n"
+        "  --db PATH             the coordinator's database (default: a temporary one)\n"
+        "  --seed S              overrides the fault file's seed\n"
+        "  --delay-ms MIN[-MAX]  real time a simulated task takes (default 0-50)\n"
+        "  --heartbeat-ms MS, --liveness N   passed to the coordinator\n"
+        "  --tick-ms MS          how often each agent checks its timers and socket\n"
+        "                        (default %d; a real agent: 100)\n"
+        "  --stats FILE          timings as key=value lines (bench/scale.sh reads them)\n"
+        "  --curve               CURVE on every connection: keys are made in the work\n"
+        "                        directory (one agent key for sim-*, with a nodes: line)\n"
+        "  --connect-window W    at most W agents connecting and waiting for their Welcome\n"
+        "                        at a time; the others start as agents register (default:\n"
+        "                        all at once)\n"
+        "  --keep                keep the work directory (coordinator log, database)\n"
+        "  --verbose             agent and coordinator details on stderr\n"
+        "One fleet from several processes, joining a running `fleetburn serve`:\n"
+        "  --coordinator EP      join this coordinator instead of starting one\n"
+        "  --key FILE            the agents' secret key (one key for every simulated node;\n"
+        "                        its .pub in the coordinator's keys/agents with a nodes: line)\n"
+        "  --server-key FILE     the coordinator's public key (with --key)\n"
+        "  --operator-key FILE   secret key of an operator, for the submission (with --key)\n"
+        "  --fleet M             agents of the whole fleet, named sim-0 ... with the width of\n"
+        "                        M-1 (default: --first + --agents)\n"
+        "  --first I             this process runs agents I ... I+N-1 of the fleet (default 0)\n"
+        "  --no-submit           agents only, until SIGINT or SIGTERM (exit 0); no campaign\n"
+        "  --db PATH             (to submit) the coordinator's database, read here: the fleet\n"
+        "                        is counted in it before the campaign is submitted, and the\n"
+        "                        report and timings come from it\n"
+        "  --coordinator-pid PID read the coordinator's memory and CPU from /proc/PID\n",
+        SIMFLEET_MAX_AGENTS, SIMFLEET_LEAF_SIZE, SIMFLEET_SPINES, SIMFLEET_TICK_MS);
 }
 
 static int s_parse_u32(const char *opt, const char *text, uint64_t min, uint64_t max, uint32_t *out)
@@ -89,6 +115,20 @@ static int s_parse_delay(const char *text, simfleet_cli_t *cli)
     return rc;
 }
 
+enum {
+    S_OPT_COORD = 256,
+    S_OPT_KEY,
+    S_OPT_SERVER_KEY,
+    S_OPT_OP_KEY,
+    S_OPT_FIRST,
+    S_OPT_FLEET,
+    S_OPT_NO_SUBMIT,
+    S_OPT_PID,
+    S_OPT_WINDOW
+};
+
+static int s_check_cli(simfleet_cli_t *cli);
+
 static int s_parse_cli(int argc, char **argv, simfleet_cli_t *cli)
 {
     static const struct option longopts[] = {{"agents", required_argument, 0, 'n'},
@@ -107,6 +147,15 @@ static int s_parse_cli(int argc, char **argv, simfleet_cli_t *cli)
                                              {"help", no_argument, 0, 'h'},
                                              {"tick-ms", required_argument, 0, 'T'},
                                              {"curve", no_argument, 0, 'C'},
+                                             {"coordinator", required_argument, 0, S_OPT_COORD},
+                                             {"key", required_argument, 0, S_OPT_KEY},
+                                             {"server-key", required_argument, 0, S_OPT_SERVER_KEY},
+                                             {"operator-key", required_argument, 0, S_OPT_OP_KEY},
+                                             {"first", required_argument, 0, S_OPT_FIRST},
+                                             {"fleet", required_argument, 0, S_OPT_FLEET},
+                                             {"no-submit", no_argument, 0, S_OPT_NO_SUBMIT},
+                                             {"coordinator-pid", required_argument, 0, S_OPT_PID},
+                                             {"connect-window", required_argument, 0, S_OPT_WINDOW},
                                              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->delay_max_ms = 50;
@@ -170,6 +219,41 @@ static int s_parse_cli(int argc, char **argv, simfleet_cli_t *cli)
         case 'v':
             cli->verbose = true;
             break;
+        case S_OPT_COORD:
+            cli->coordinator = optarg;
+            break;
+        case S_OPT_KEY:
+            cli->key = optarg;
+            break;
+        case S_OPT_SERVER_KEY:
+            cli->server_key = optarg;
+            break;
+        case S_OPT_OP_KEY:
+            cli->operator_key = optarg;
+            break;
+        case S_OPT_FIRST:
+            if (s_parse_u32("--first", optarg, 0, SIMFLEET_MAX_AGENTS - 1, &v))
+                return -EINVAL;
+            cli->first = v;
+            break;
+        case S_OPT_FLEET:
+            if (s_parse_u32("--fleet", optarg, 1, SIMFLEET_MAX_AGENTS, &v))
+                return -EINVAL;
+            cli->fleet = v;
+            break;
+        case S_OPT_NO_SUBMIT:
+            cli->no_submit = true;
+            break;
+        case S_OPT_PID:
+            if (s_parse_u32("--coordinator-pid", optarg, 1, INT32_MAX, &v))
+                return -EINVAL;
+            cli->coordinator_pid = (int)v;
+            break;
+        case S_OPT_WINDOW:
+            if (s_parse_u32("--connect-window", optarg, 1, SIMFLEET_MAX_AGENTS, &v))
+                return -EINVAL;
+            cli->connect_window = v;
+            break;
         case 'h':
             s_usage(stdout);
             exit(0);
@@ -181,26 +265,158 @@ static int s_parse_cli(int argc, char **argv, simfleet_cli_t *cli)
         fprintf(stderr, "fleetburn-simfleet: unexpected argument '%s'\n", argv[optind]);
         return -EINVAL;
     }
-    const char *missing = !cli->agents     ? "--agents"
-                          : !cli->faults   ? "--faults"
-                          : !cli->campaign ? "--campaign"
-                          : !cli->report   ? "--report-json"
-                                           : NULL;
+    return s_check_cli(cli);
+}
+
+static int s_cli_error(const char *what)
+{
+    fprintf(stderr, "fleetburn-simfleet: %s\n", what);
+    return -EINVAL;
+}
+
+/* What goes together: a spawned coordinator takes --curve, --heartbeat-ms and --liveness; a joined
+ * one takes key files, a slice of a larger fleet and agent-only processes; a process that
+ * submits needs the campaign and where the report goes (and, joined, the database to read). */
+static int s_check_cli(simfleet_cli_t *cli)
+{
+    bool joined = cli->coordinator != NULL, submit = !cli->no_submit;
+    const char *missing = !cli->agents               ? "--agents"
+                          : !cli->faults             ? "--faults"
+                          : submit && !cli->campaign ? "--campaign"
+                          : submit && !cli->report   ? "--report-json"
+                          : joined && submit && !cli->db
+                              ? "--db (the database of the coordinator, to count the fleet and "
+                                "read the report)"
+                              : NULL;
     if (missing) {
         fprintf(stderr, "fleetburn-simfleet: %s is required\n", missing);
         return -EINVAL;
     }
+    if (!joined && (cli->key || cli->server_key || cli->operator_key || cli->first || cli->fleet ||
+                    cli->no_submit || cli->coordinator_pid))
+        return s_cli_error("--key, --server-key, --operator-key, --first, --fleet, --no-submit "
+                           "and --coordinator-pid go with --coordinator (a coordinator started "
+                           "elsewhere)");
+    if (joined && (cli->curve || cli->heartbeat_ms || cli->liveness))
+        return s_cli_error("--curve, --heartbeat-ms and --liveness set up the coordinator "
+                           "fleetburn-simfleet starts; with --coordinator give its keys (--key, "
+                           "--server-key, --operator-key) and set the others on fleetburn serve");
+    if (!cli->key != !cli->server_key)
+        return s_cli_error("--key and --server-key go together (the agents' secret key and the "
+                           "coordinator's public key)");
+    if (cli->operator_key && !cli->key)
+        return s_cli_error("--operator-key needs --key and --server-key");
+    if (joined && submit && cli->key && !cli->operator_key)
+        return s_cli_error("--operator-key is required to submit to a keyed coordinator (an "
+                           "agent key may not submit campaigns); or run with --no-submit");
+    if (cli->no_submit && (cli->campaign || cli->report))
+        return s_cli_error("--no-submit runs agents only: no --campaign or --report-json");
+    if (!cli->fleet)
+        cli->fleet = cli->first + cli->agents;
+    if ((uint64_t)cli->first + cli->agents > cli->fleet)
+        return s_cli_error("--first + --agents is more than --fleet; expected this process's "
+                           "agents to be part of the fleet");
+    if (strlen(cli->coordinator ? cli->coordinator : "") >= 200)
+        return s_cli_error("--coordinator: the endpoint is too long");
     return 0;
 }
 
 /* ---- phases, driven by one timer ------------------------------------------------------------ */
 
+/* Every agent the submission needs is registered: the coordinator's memory and CPU at this
+ * point, then the campaign. */
+static void s_submit_now(fleet_t *f)
+{
+    simfleet_read_coord_memory(f);
+    f->coord_rss_registered_mb = f->coord_rss_mb;
+    f->coord_cpu_registered_s = simfleet_coord_cpu_s(f);
+    f->phase = S_RUNNING;
+    if (simfleet_submit(f))
+        simfleet_stop(f, EXIT_INFRA);
+}
+
+static bool s_print_due(fleet_t *f, uint64_t now)
+{
+    if (now - f->last_print < (f->tty ? 250u : 2000u))
+        return false;
+    f->last_print = now;
+    return true;
+}
+
+static void s_on_registering(fleet_t *f, uint64_t now)
+{
+    f->registered = simfleet_count_registered(f);
+    if (simfleet_start_more(f, f->registered)) {
+        simfleet_stop(f, EXIT_INFRA);
+        return;
+    }
+    uint64_t limit = 30000 + (uint64_t)f->cli->agents * 20;
+    if (f->registered == f->cli->agents) {
+        f->t_registered = now;
+        f->unix_registered = fb_now_ms();
+        fprintf(stderr, "%s%u agents registered in %.2f s\n", f->tty ? "\r\033[K" : "",
+                f->cli->agents, (double)(now - f->t_agents) / 1000.0);
+        if (f->cli->no_submit) {
+            f->phase = S_SERVING;
+            simfleet_summary(f); /* the stats file tells a driver script that they are in */
+            fprintf(stderr, "serving until SIGINT or SIGTERM\n");
+        } else if (f->cli->coordinator) {
+            f->phase = S_WAITING;
+        } else {
+            s_submit_now(f);
+        }
+    } else if (now - f->t_agents > limit) {
+        fprintf(stderr,
+                "\nfleetburn-simfleet: only %zu of %u agents registered within %.0f s; see "
+                "%s\n",
+                f->registered, f->cli->agents, (double)limit / 1000.0, f->log_path);
+        simfleet_stop(f, EXIT_INFRA);
+    } else if (s_print_due(f, now)) {
+        fprintf(stderr, "%sregistered %zu/%u agents%s", f->tty ? "\r\033[K" : "", f->registered,
+                f->cli->agents, f->tty ? "" : "\n");
+    }
+}
+
+/* Joined and submitting: the campaign's nodes are the agents the coordinator has, so wait until
+ * its database lists every agent of the fleet (other processes' too) alive. */
+static void s_on_waiting(fleet_t *f, uint64_t now)
+{
+    if (now - f->t_counted < S_FLEET_POLL_MS)
+        return;
+    f->t_counted = now;
+    uint64_t limit = 30000 + (uint64_t)f->cli->fleet * 20;
+    int rc = simfleet_count_fleet(f, &f->fleet_registered);
+    if (rc && rc != -EAGAIN) {
+        simfleet_stop(f, EXIT_INFRA);
+    } else if (rc == 0 && f->fleet_registered >= f->cli->fleet) {
+        f->t_fleet = now;
+        f->unix_fleet = fb_now_ms();
+        fprintf(stderr,
+                "%sthe coordinator lists all %u agents of the fleet alive, %.2f s after "
+                "this process started its agents\n",
+                f->tty ? "\r\033[K" : "", f->cli->fleet, (double)(now - f->t_agents) / 1000.0);
+        simfleet_close_fleet_db(f);
+        s_submit_now(f);
+    } else if (now - f->t_agents > limit) {
+        fprintf(stderr,
+                "\nfleetburn-simfleet: the coordinator lists only %zu of the fleet's %u agents "
+                "alive after %.0f s; expected the other fleetburn-simfleet processes (--first, "
+                "--fleet) to have joined\n",
+                f->fleet_registered, f->cli->fleet, (double)limit / 1000.0);
+        simfleet_stop(f, EXIT_INFRA);
+    } else if (s_print_due(f, now)) {
+        fprintf(stderr, "%sthe coordinator lists %zu/%u agents of the fleet alive%s",
+                f->tty ? "\r\033[K" : "", f->fleet_registered, f->cli->fleet, f->tty ? "" : "\n");
+    }
+}
+
 static void s_on_poll(uv_timer_t *h)
 {
     fleet_t *f = h->data;
     uint64_t now = fb_mono_ms();
-    if (f->phase == S_STARTING) {
-        if (simfleet_port_open(f->port)) {
+    switch (f->phase) {
+    case S_STARTING:
+        if (f->cli->coordinator || simfleet_port_open(f->port)) {
             f->phase = S_REGISTERING;
             if (simfleet_start_agents(f))
                 simfleet_stop(f, EXIT_INFRA);
@@ -211,38 +427,27 @@ static void s_on_poll(uv_timer_t *h)
                     f->endpoint, S_COORD_START_MS / 1000, f->log_path);
             simfleet_stop(f, EXIT_INFRA);
         }
-        return;
-    }
-    if (f->phase != S_REGISTERING)
-        return;
-    f->registered = simfleet_count_registered(f);
-    uint64_t limit = 30000 + (uint64_t)f->cli->agents * 20;
-    if (f->registered == f->cli->agents) {
-        f->t_registered = now;
-        simfleet_read_coord_memory(f);
-        f->coord_rss_registered_mb = f->coord_rss_mb;
-        f->coord_cpu_registered_s = simfleet_coord_cpu_s(f);
-        fprintf(stderr, "%s%u agents registered in %.2f s\n", f->tty ? "\r\033[K" : "",
-                f->cli->agents, (double)(now - f->t_agents) / 1000.0);
-        f->phase = S_RUNNING;
-        if (simfleet_submit(f))
-            simfleet_stop(f, EXIT_INFRA);
-    } else if (now - f->t_agents > limit) {
-        fprintf(stderr,
-                "\nfleetburn-simfleet: only %zu of %u agents registered within %.0f s; see "
-                "%s\n",
-                f->registered, f->cli->agents, (double)limit / 1000.0, f->log_path);
-        simfleet_stop(f, EXIT_INFRA);
-    } else if (now - f->last_print >= (f->tty ? 250u : 2000u)) {
-        f->last_print = now;
-        fprintf(stderr, "%sregistered %zu/%u agents%s", f->tty ? "\r\033[K" : "", f->registered,
-                f->cli->agents, f->tty ? "" : "\n");
+        break;
+    case S_REGISTERING:
+        s_on_registering(f, now);
+        break;
+    case S_WAITING:
+        s_on_waiting(f, now);
+        break;
+    default:
+        break;
     }
 }
 
 static void s_on_signal(uv_signal_t *h, int signum)
 {
     fleet_t *f = h->data;
+    if (f->phase == S_SERVING) { /* the normal end of agents that serve another's campaign */
+        fprintf(stderr, "fleetburn-simfleet: signal %d: stopping %u agents\n", signum,
+                f->cli->agents);
+        simfleet_stop(f, EXIT_PASS);
+        return;
+    }
     fprintf(stderr, "\nfleetburn-simfleet: interrupted (signal %d)\n", signum);
     simfleet_stop(f, EXIT_INFRA);
 }
@@ -259,10 +464,11 @@ void simfleet_stop(fleet_t *f, int exit_code)
         return;
     f->phase = S_STOPPING;
     f->exit_code = exit_code;
-    if (f->coord_running) {
+    if (simfleet_coord_pid(f) > 0) {
         simfleet_read_coord_memory(f);
         f->coord_cpu_end_s = simfleet_coord_cpu_s(f);
     }
+    simfleet_close_fleet_db(f);
     if (f->campaign_id && (exit_code == EXIT_PASS || exit_code == EXIT_FAILED) &&
         simfleet_write_report(f))
         f->exit_code = EXIT_INFRA;
@@ -307,7 +513,22 @@ static void s_cleanup(fleet_t *f)
     free(f->campaign_id);
 }
 
-static int s_run(fleet_t *f)
+/* Joined: no work directory, no coordinator to start; the keys are the caller's files. */
+static int s_join(fleet_t *f)
+{
+    const simfleet_cli_t *cli = f->cli;
+    snprintf(f->endpoint, sizeof f->endpoint, "%s", cli->coordinator);
+    f->db = cli->db ? xstrdup(cli->db) : NULL;
+    f->log_path = xstrdup("the coordinator's log");
+    f->coord_pid = cli->coordinator_pid;
+    f->agent_key = cli->key ? xstrdup(cli->key) : NULL;
+    f->server_key = cli->server_key ? xstrdup(cli->server_key) : NULL;
+    f->operator_key = cli->operator_key ? xstrdup(cli->operator_key) : NULL;
+    return 0;
+}
+
+/* Starting the coordinator: a work directory for its log, database and --curve keys. */
+static int s_spawn(fleet_t *f)
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(f->workdir, sizeof f->workdir, "%s/fleetburn-simfleet-XXXXXX",
@@ -320,13 +541,6 @@ static int s_run(fleet_t *f)
     }
     f->db = f->cli->db ? xstrdup(f->cli->db) : xasprintf("%s/fleetburn.db", f->workdir);
     f->log_path = xasprintf("%s/coordinator.log", f->workdir);
-    int rc = simfleet_raise_fd_limit(f->cli->agents);
-    if (rc) {
-        if (rc != -EMFILE)
-            fprintf(stderr, "fleetburn-simfleet: cannot raise the file descriptor limit: %s\n",
-                    strerror(-rc));
-        return EXIT_INFRA;
-    }
     if (f->cli->curve) {
         if (simfleet_make_keys(f))
             return EXIT_INFRA;
@@ -334,10 +548,23 @@ static int s_run(fleet_t *f)
         f->operator_key = simfleet_work_path(f, "operator");
         f->server_key = simfleet_work_path(f, "keys/coordinator.pub");
     }
+    return simfleet_spawn_coordinator(f) ? EXIT_INFRA : 0;
+}
+
+static int s_run(fleet_t *f)
+{
+    int rc = simfleet_raise_fd_limit(f->cli->agents);
+    if (rc) {
+        if (rc != -EMFILE)
+            fprintf(stderr, "fleetburn-simfleet: cannot raise the file descriptor limit: %s\n",
+                    strerror(-rc));
+        return EXIT_INFRA;
+    }
     f->loop = uv_default_loop();
     f->t_start = fb_mono_ms();
-    if (simfleet_spawn_coordinator(f))
-        return EXIT_INFRA;
+    rc = f->cli->coordinator ? s_join(f) : s_spawn(f);
+    if (rc)
+        return rc;
     uv_timer_init(f->loop, &f->poll);
     f->poll.data = f;
     uv_timer_start(&f->poll, s_on_poll, S_POLL_MS, S_POLL_MS);
