@@ -744,6 +744,11 @@ uv_loop_t *coord_loop(coord_t *self)
     return self->loop;
 }
 
+void coord_read_pending(coord_t *self)
+{
+    zsock_drain(self->zs);
+}
+
 uint64_t coord_reregister_ms(const coord_t *self)
 {
     return 2ull * self->heartbeat_ms * self->liveness + 2000;

@@ -105,6 +105,8 @@ int coord_send_cancel(coord_t *self, const char *node, const char *task_id, cons
 void coord_event(coord_t *self, const char *campaign_id, const char *task_id, const char *node,
                  const char *kind, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 uv_loop_t *coord_loop(coord_t *self);
+/* Reads and handles every message already queued on the socket (before a deadline is judged). */
+void coord_read_pending(coord_t *self);
 /* How long agents take at most to notice a coordinator restart and register again (their
  * liveness window, twice, and a margin): a resumed campaign waits that long for them. */
 uint64_t coord_reregister_ms(const coord_t *self);

@@ -67,7 +67,9 @@ struct runner {
     bool next_is_round;   /* what the next timer begins: a round, else a stage */
     uint64_t started_mono;
     bool finished, any_failed, cancelled;
-    bool frozen; /* runner_freeze: the store lost its latest writes */
+    bool frozen;           /* runner_freeze: the store lost its latest writes */
+    unsigned rounds_ended; /* rounds that ended so far (a deadline checks its round still runs) */
+    uint64_t deadline_due; /* monotonic ms the deadline timer is due at */
     fb_verdict_t verdict;
     uv_timer_t deadline;
     uv_timer_t next;
@@ -116,6 +118,8 @@ void rn_member_gone(runner_t *self, rtask_t *t, size_t rank, fb_verdict_t verdic
 size_t rn_rank_of(const rtask_t *t, const char *node);
 char *rn_member_name(const rtask_t *t, size_t rank);
 void rn_on_deadline(uv_timer_t *h);
+/* Starts the round's deadline timer, remembering when it is due (stalls are not counted). */
+void rn_start_deadline(runner_t *self, uint64_t ms);
 
 /* runner_resume.c */
 /* An agent registered while a resumed campaign waits for its agents. */

@@ -406,7 +406,7 @@ static void s_on_settle(uv_timer_t *h)
     uint64_t passed = self->resume_round_started && now > self->resume_round_started
                           ? now - self->resume_round_started
                           : 0;
-    uv_timer_start(&self->deadline, rn_on_deadline, passed < deadline ? deadline - passed : 0, 0);
+    rn_start_deadline(self, passed < deadline ? deadline - passed : 0);
     rn_progress(self);
     rn_check_round_done(self);
 }

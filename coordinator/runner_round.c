@@ -133,11 +133,12 @@ void rn_check_round_done(runner_t *self)
     if (!self->stop_waiting && s_round_busy(self, &uncancelled)) {
         if (!uncancelled && !self->winding_down) { /* the wind-down replaces the deadline */
             self->winding_down = true;
-            uv_timer_start(&self->deadline, rn_on_deadline, S_WIND_DOWN_MS, 0);
+            rn_start_deadline(self, S_WIND_DOWN_MS);
         }
         return;
     }
     uv_timer_stop(&self->deadline);
+    self->rounds_ended++;
     self->winding_down = self->stop_waiting = false;
     if (self->bisect)
         rn_bisect_record_round(self);
@@ -295,9 +296,38 @@ static void s_dispatch(runner_t *self, rtask_t *t)
     }
 }
 
+/* The late-firing allowance: a timer that runs this much later than due was held up by a stall
+ * of the coordinator itself (the liveness timer uses the same rule). */
+#define S_STALL_MS 2000
+
+void rn_start_deadline(runner_t *self, uint64_t ms)
+{
+    self->deadline_due = fb_mono_ms() + ms;
+    uv_timer_start(&self->deadline, rn_on_deadline, ms, 0);
+}
+
 void rn_on_deadline(uv_timer_t *h)
 {
     runner_t *self = h->data;
+    uint64_t now = fb_mono_ms();
+    if (now > self->deadline_due + S_STALL_MS) {
+        /* The coordinator was stopped past the deadline: what the agents sent meanwhile is still
+         * on its way in (the socket's own thread was stopped too). The stall is not the agents'
+         * time: the deadline moves by it. */
+        uint64_t late = now - self->deadline_due;
+        log_info("stage %s: deadline passed %.1f s late (the coordinator was stalled); extended "
+                 "by that much",
+                 rn_stage(self)->name, (double)late / 1000.0);
+        rn_start_deadline(self, late);
+        return;
+    }
+    /* A deadline that passed while the coordinator itself was stalled (stopped, paused, a slow
+     * write) must not time out tasks whose results wait on the socket: they are read first, and
+     * if they ended the round, the deadline is moot. */
+    unsigned rounds_ended = self->rounds_ended;
+    coord_read_pending(self->coord);
+    if (self->frozen || self->finished || self->rounds_ended != rounds_ended)
+        return;
     self->stop_waiting = true; /* whatever still runs is left behind */
     if (self->winding_down) {
         rn_check_round_done(self);
@@ -341,8 +371,7 @@ void rn_dispatch_round(runner_t *self)
 {
     for (size_t i = self->round_first; i < self->n_tasks; i++)
         s_dispatch(self, self->tasks[i]);
-    uv_timer_start(&self->deadline, rn_on_deadline,
-                   fb_stage_deadline_ms(rn_stage(self)->timeout_ms), 0);
+    rn_start_deadline(self, fb_stage_deadline_ms(rn_stage(self)->timeout_ms));
     rn_progress(self);
     rn_check_round_done(self);
 }
