@@ -247,19 +247,30 @@ def one_run(args, work, run, kills):
                 raise RuntimeError("the campaign did not end within %d s" % args.timeout)
             time.sleep(0.2)
         client.kill()
+        time.sleep(1.0)  # a cancelled worker gets SIGTERM, then SIGKILL 3 s later at most
+        leftover = leftover_workers(fleet.agents) if args.mode == "local" else []
         fleet.stop()
         result = outcome(fleet.db)
         result["kills"] = moments
         result["seconds"] = round(time.time() - started, 1)
-        result["leftover"] = leftover_workers() if args.mode == "local" else []
+        result["leftover"] = leftover
         return result
     finally:
         fleet.stop()
 
 
-def leftover_workers():
-    out = subprocess.run(["pgrep", "-f", "fleetburn-worker"], capture_output=True, text=True)
-    return out.stdout.split()
+def leftover_workers(agents):
+    """Workers the agents still run once the campaign has ended (their children)."""
+    left = []
+    for _ in range(8):
+        left = []
+        for p in agents:
+            out = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True)
+            left += out.stdout.split()
+        if not left:
+            break
+        time.sleep(0.5)
+    return left
 
 
 def compare(ref, got, strict):
