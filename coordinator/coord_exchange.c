@@ -52,8 +52,8 @@ static void s_send_reply(coord_t *self, const fb_rdv_reply_t *reply)
     } else {
         ex.error = reply->error;
         log_warn("task %s: %s", reply->task_id, reply->error);
-        coord_event(self, s_campaign_id(self, reply->task_id), reply->task_id, NULL,
-                    "exchange", "%s", reply->error);
+        coord_event(self, s_campaign_id(self, reply->task_id), reply->task_id, NULL, "exchange",
+                    "%s", reply->error);
     }
     for (size_t i = 0; i < reply->n_to; i++) {
         ex.rank = reply->ranks[i];
