@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The `fleetburn` command line, shared by its files: main.c (options, serve, report, nodes,
  * keygen), cli_local.c (`run --local`: an embedded coordinator and local agents), cli_remote.c
- * (`run --coordinator`: a client of `fleetburn serve`, its keys and configuration file) and
- * cli_progress.c (the progress line both runs show). */
+ * (the clients of `fleetburn serve`: `run --coordinator`, `follow`, `cancel`, `campaigns`, their
+ * keys and configuration file) and cli_progress.c (the progress line both runs show, and the
+ * campaigns table). */
 #ifndef FB_CLI_H
 #define FB_CLI_H
 
@@ -12,11 +13,15 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define EXIT_PASS 0
 #define EXIT_FAILED 1
 #define EXIT_USAGE 2
 #define EXIT_INFRA 3
+#define EXIT_DETACHED 130 /* Ctrl-C: the client let go; the campaign keeps running */
+#define FB_CLIENT_DEFAULT_COORDINATOR "tcp://127.0.0.1:7755" /* serve's default without keys */
+#define FB_CLIENT_DEFAULT_WAIT_MS 120000 /* --wait: how long a coordinator may stay silent */
 #define FB_CLIENT_CONFIG_DEFAULT "/etc/fleetburn/client.conf"
 #define MAX_INJECT 64
 
@@ -31,6 +36,10 @@ typedef struct {
     const char *key_file;   /* client: own secret key */
     const char *server_key; /* client: the coordinator's public key */
     const char *coordinator;
+    uint64_t wait_ms; /* client: --wait (FB_CLIENT_DEFAULT_WAIT_MS) */
+    bool wait_given;
+    bool queue;         /* run --coordinator: --queue */
+    const char *reason; /* cancel: --reason */
     const char *format;
     unsigned local;
     bool local_given;
@@ -51,6 +60,7 @@ typedef struct {
     uint64_t last_print;
     unsigned last_stage, last_done;
     bool printed;
+    bool line_open; /* a terminal line rewritten in place, not ended yet */
 } progress_view_t;
 
 /* Shows a campaign's progress on stderr: one line rewritten on a terminal, a line per change
@@ -58,10 +68,22 @@ typedef struct {
 void cli_show_progress(progress_view_t *view, const char *stage, unsigned idx, unsigned count,
                        unsigned total, unsigned done, unsigned failed, uint64_t elapsed_ms,
                        bool finished);
+/* Ends a progress line left open on a terminal, so that a message starts on its own line. */
+void cli_progress_break(progress_view_t *view);
+/* The campaigns table of `fleetburn campaigns` (ID, NAME, STATE, VERDICT, STARTED, DURATION,
+ * NODES), or with json a {"campaigns": [...]} document; now_ms (epoch) times the running ones. */
+void cli_print_campaigns(const Fleetburn__CampaignList *list, bool json, uint64_t now_ms,
+                         FILE *out);
 /* run --local: ownership of *campaign passes; yaml is borrowed. Returns the exit status. */
 int cli_run_local(cli_t *cli, struct fb_campaign **campaign, char *yaml);
 /* run --coordinator: submits cf (its text and attached files). Returns the exit status. */
 int cli_run_remote(cli_t *cli, const campaign_file_t *cf);
+/* follow [ID]: re-attaches to a campaign's progress; exits like run (0, 1; 3 when it was
+ * cancelled or cannot be followed). cancel [ID] [--reason TEXT]: 0 once it ended `cancelled`.
+ * campaigns: the table of the coordinator's campaigns. A malformed ID exits 2. */
+int cli_follow(cli_t *cli);
+int cli_cancel(cli_t *cli);
+int cli_campaigns(cli_t *cli);
 /* Reads the client configuration into cli (coordinator, key, server_key where the command line
  * gave none). 0, or -EINVAL after printing why. */
 int cli_load_client_config(cli_t *cli);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fleetburn: the coordinator and the command line.
  *
- *   fleetburn run CAMPAIGN.yaml [--local N | --coordinator EP] [--db PATH]
+ *   fleetburn run CAMPAIGN.yaml [--local N | --coordinator EP [--queue] [--wait D]] [--db PATH]
+ *   fleetburn follow [ID] | cancel [ID] [--reason TEXT] | campaigns [--format text|json]
  *   fleetburn serve [--bind EP] [--db PATH] [--keys DIR | --insecure]
  *   fleetburn keygen PATH
  *   fleetburn report [CAMPAIGN_ID] [--format text|json] [--db PATH]
@@ -10,7 +11,10 @@
  * `run --local N` (the default, with N = 1) embeds a coordinator on an ephemeral loopback port
  * and starts N fleetburn-agent processes named local-0 … local-(N-1). Exit status of `run`:
  * 0 when every task passed (or was skipped), 1 when any did not, 2 for usage and campaign-file
- * errors, 3 when the campaign could not be run at all (database, agents, coordinator). */
+ * errors, 3 when the campaign could not be run at all (database, agents, coordinator) or was
+ * cancelled, 130 when Ctrl-C detached `run --coordinator` from a campaign that keeps running.
+ * follow, cancel and campaigns are clients of `fleetburn serve` like `run --coordinator`
+ * (cli_remote.c). */
 #include "cli.h"
 #include "coord.h"
 #include "report.h"
@@ -47,10 +51,17 @@ static void s_usage(FILE *out)
     fprintf(out,
             "usage: fleetburn COMMAND [options]\n"
             "\n"
-            "  run CAMPAIGN.yaml [--local N | --coordinator EP] [--db PATH]\n"
+            "  run CAMPAIGN.yaml [--local N | --coordinator EP [--queue] [--wait D]] [--db PATH]\n"
             "      Run a campaign and wait for it. --local N (default 1) starts an embedded\n"
             "      coordinator and N local agents; --coordinator hands the campaign to a\n"
-            "      running `fleetburn serve`.\n"
+            "      running `fleetburn serve`; it prints \"submitted ... as ID\" once the\n"
+            "      coordinator accepts it, follows it through coordinator restarts, and\n"
+            "      Ctrl-C detaches (exit 130; the campaign keeps running).\n"
+            "      --queue                   wait for nodes another campaign holds instead\n"
+            "                                of being refused\n"
+            "      --wait DURATION           give up (exit 3) when the coordinator stays\n"
+            "                                silent this long (default 2m; also follow,\n"
+            "                                cancel, campaigns)\n"
             "      --inject NODE:KEY=VALUE   test-only: pass a fault-injection parameter to one\n"
             "                                local agent (e.g. local-1:inject_bitflips=4)\n"
             "      --keep-logs               keep local agents' logs (printed path)\n"
@@ -72,6 +83,14 @@ static void s_usage(FILE *out)
             "      --handshake-timeout DURATION\n"
             "                                a connection must finish its ZeroMQ handshake\n"
             "                                within this (default 5s)\n"
+            "  follow [ID]\n"
+            "      Re-attach to a running campaign's progress (default: the one running) and\n"
+            "      wait for its end; exit status as run's.\n"
+            "  cancel [ID] [--reason TEXT]\n"
+            "      Cancel a campaign: its running tasks are stopped, it ends `cancelled`.\n"
+            "  campaigns [--format text|json]\n"
+            "      List the coordinator's campaigns: id, name, state (queued, running,\n"
+            "      finished, cancelled, interrupted), verdict, start, duration, nodes held.\n"
             "  keygen PATH\n"
             "      Write a CURVE key pair: PATH (secret, mode 0600) and PATH.pub; never\n"
             "      overwrites.\n"
@@ -80,14 +99,17 @@ static void s_usage(FILE *out)
             "  nodes [--db PATH]\n"
             "      List agents, their state and inventory.\n"
             "\n"
-            "Keys of a client (run --coordinator): --key FILE (own secret key, an operator's)\n"
-            "        and --server-key FILE (the coordinator's public key, pinned). --config FILE\n"
-            "        (default ~/.config/fleetburn/client.conf, else /etc/fleetburn/client.conf)\n"
-            "        may set coordinator, key and server_key.\n"
+            "Clients (run --coordinator, follow, cancel, campaigns): --coordinator EP (for\n"
+            "        follow, cancel, campaigns default " FB_CLIENT_DEFAULT_COORDINATOR
+            "), --key FILE (own\n"
+            "        secret key, an operator's) and --server-key FILE (the coordinator's public\n"
+            "        key, pinned). --config FILE (default ~/.config/fleetburn/client.conf, else\n"
+            "        /etc/fleetburn/client.conf) may set coordinator, key and server_key.\n"
             "Common: --db PATH (default ./fleetburn.db or $FLEETBURN_DB), --heartbeat-ms MS,\n"
             "        --liveness N (heartbeats missed before an agent is lost), --verbose.\n"
-            "Exit status of run: 0 all passed, 1 a task did not pass, 2 usage or campaign\n"
-            "error, 3 the campaign could not be run.\n");
+            "Exit status of run and follow: 0 all passed, 1 a task did not pass, 2 usage or\n"
+            "campaign error, 3 the campaign could not be run, was cancelled or the coordinator\n"
+            "stayed silent past --wait, 130 detached with Ctrl-C.\n");
 }
 
 static int s_parse_u32(const char *opt, const char *text, uint64_t max, uint32_t *out)
@@ -107,7 +129,10 @@ enum {
     S_OPT_MAX_CONNECTIONS = 0x100,
     S_OPT_MAX_PER_ADDRESS,
     S_OPT_FORGET_AFTER,
-    S_OPT_HANDSHAKE_TIMEOUT
+    S_OPT_HANDSHAKE_TIMEOUT,
+    S_OPT_WAIT,
+    S_OPT_QUEUE,
+    S_OPT_REASON
 };
 
 static int s_parse_cli(int argc, char **argv, cli_t *cli)
@@ -125,12 +150,16 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"max-connections-per-address", required_argument, 0, S_OPT_MAX_PER_ADDRESS},
         {"forget-after", required_argument, 0, S_OPT_FORGET_AFTER},
         {"handshake-timeout", required_argument, 0, S_OPT_HANDSHAKE_TIMEOUT},
+        {"wait", required_argument, 0, S_OPT_WAIT},
+        {"queue", no_argument, 0, S_OPT_QUEUE},
+        {"reason", required_argument, 0, S_OPT_REASON},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->db = s_default_db();
     cli->format = "text";
     cli->local = 1;
     cli->max_per_address = CONNS_DEFAULT_PER_ADDRESS;
+    cli->wait_ms = FB_CLIENT_DEFAULT_WAIT_MS;
     optind = 2;
     int c;
     uint32_t v;
@@ -207,6 +236,18 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
                 return -EINVAL;
             }
             break;
+        case S_OPT_WAIT:
+            if (fb_parse_duration_ms(optarg, &cli->wait_ms) || cli->wait_ms < 100 ||
+                cli->wait_ms > 7 * 86400000ull) {
+                fprintf(stderr, "fleetburn: --wait: '%s' is not a duration between 100ms and "
+                                "7d (e.g. 30s, 5m)\n",
+                        optarg);
+                return -EINVAL;
+            }
+            cli->wait_given = true;
+            break;
+        case S_OPT_QUEUE: cli->queue = true; break;
+        case S_OPT_REASON: cli->reason = optarg; break;
         case 'h': s_usage(stdout); exit(0);
         default: return -EINVAL;
         }
@@ -252,10 +293,38 @@ static int s_cmd_run(cli_t *cli)
     int rc;
     if (cli->coordinator)
         rc = cli_run_remote(cli, cf);
-    else
+    else if (cli->queue || cli->wait_given) {
+        fprintf(stderr, "fleetburn run: --queue and --wait apply to run --coordinator\n");
+        rc = EXIT_USAGE;
+    } else
         rc = cli_run_local(cli, &cf->campaign, cf->yaml);
     campaign_file_destroy(&cf);
     return rc;
+}
+
+/* follow, cancel, campaigns: clients of a running coordinator, like run --coordinator. */
+static int s_cmd_client(cli_t *cli, const char *cmd)
+{
+    if (cli->local_given) {
+        fprintf(stderr, "fleetburn %s: --local applies to run; %s talks to a coordinator "
+                        "(--coordinator EP)\n",
+                cmd, cmd);
+        return EXIT_USAGE;
+    }
+    if (cli->queue || (cli->reason && strcmp(cmd, "cancel"))) {
+        fprintf(stderr, "fleetburn %s: %s applies to %s\n", cmd, cli->queue ? "--queue" : "--reason",
+                cli->queue ? "run --coordinator" : "cancel");
+        return EXIT_USAGE;
+    }
+    if (cli_load_client_config(cli))
+        return EXIT_USAGE;
+    if (!cli->coordinator)
+        cli->coordinator = FB_CLIENT_DEFAULT_COORDINATOR;
+    if (!strcmp(cmd, "follow"))
+        return cli_follow(cli);
+    if (!strcmp(cmd, "cancel"))
+        return cli_cancel(cli);
+    return cli_campaigns(cli);
 }
 
 /* --- serve, report, nodes ------------------------------------------------------------------- */
@@ -448,6 +517,11 @@ int main(int argc, char **argv)
     fb_log_init("fleetburn", cli.verbose ? FB_LOG_DEBUG : FB_LOG_WARN);
     if (!strcmp(cmd, "run")) {
         int rc = s_cmd_run(&cli);
+        fb_conf_destroy(&cli.conf);
+        return rc;
+    }
+    if (!strcmp(cmd, "follow") || !strcmp(cmd, "cancel") || !strcmp(cmd, "campaigns")) {
+        int rc = s_cmd_client(&cli, cmd);
         fb_conf_destroy(&cli.conf);
         return rc;
     }

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# `run --coordinator` outlives its coordinator: the coordinator is killed -9 while the campaign
+# runs and started again on the same endpoint and database; it resumes the campaign, the client
+# reconnects by itself, follows it again and prints the final summary (exit 0). With the
+# coordinator killed and not restarted, `run --wait 3s` gives up after 3 s of silence (exit 3)
+# saying how to follow the campaign later.
+. "$(dirname "$0")/lib.sh"
+
+start_coordinator
+start_agent n1
+wait_for_log "$WORK/coordinator.log" "agent n1 registered"
+
+cat >"$WORK/nap.yaml" <<'YAML'
+name: nap
+nodes: n1
+stages:
+  - {name: nap, workload: sleep, timeout: 1m, params: {duration: 5s}}
+YAML
+"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/nap.yaml" >"$WORK/run.out" 2>"$WORK/run.log" &
+run_pid=$!
+PIDS+=("$run_pid")
+wait_for_log "$WORK/run.log" "^submitted .* as [^ ]+ to"
+id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/run.log")
+wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
+kill -KILL "$COORD_PID"
+wait_for_log "$WORK/run.log" "lost the connection to $ENDPOINT" 10
+sleep 1
+kill -0 "$run_pid" || fail "the client exited when its coordinator died: $(cat "$WORK/run.log")"
+
+"$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 \
+    >>"$WORK/coordinator2.log" 2>&1 &
+PIDS+=("$!")
+second_pid=$!
+wait_for_log "$WORK/coordinator2.log" "coordinator on"
+wait_for_log "$WORK/run.log" "reconnected to $ENDPOINT; following campaign $id again" 10
+set +e
+wait "$run_pid"; rc=$?
+set -e
+[ $rc -eq 0 ] || fail "the client exited $rc after the restart, expected 0: $(cat "$WORK/run.log")"
+grep -q "campaign $id .* finished: pass" "$WORK/coordinator2.log" || fail "the restarted coordinator did not finish the campaign"
+grep -qE "^verdict +PASS" "$WORK/run.out" || fail "no final summary: $(cat "$WORK/run.out")"
+grep -q "campaign finished after" "$WORK/run.log" || fail "no end of progress: $(cat "$WORK/run.log")"
+pass "run --coordinator follows its campaign through kill -9 and restart of the coordinator (exit 0, summary)"
+
+# --- a coordinator that stays away ----------------------------------------------------------------
+cat >"$WORK/long.yaml" <<'YAML'
+name: long
+nodes: n1
+stages:
+  - {name: nap, workload: sleep, timeout: 1m, params: {duration: 30s}}
+YAML
+"$FLEETBURN" run --coordinator "$ENDPOINT" --wait 3s "$WORK/long.yaml" >/dev/null 2>"$WORK/wait.log" &
+run_pid=$!
+PIDS+=("$run_pid")
+wait_for_log "$WORK/wait.log" "^submitted .* as [^ ]+ to"
+id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/wait.log")
+wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
+kill -KILL "$second_pid"
+killed=$(date +%s.%N)
+set +e
+wait "$run_pid"; rc=$?
+set -e
+took=$(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$killed")
+[ $rc -eq 3 ] || fail "run exited $rc with its coordinator gone, expected 3: $(cat "$WORK/wait.log")"
+grep -qF "coordinator $ENDPOINT silent for 3.0s; the campaign may still be running: \`fleetburn follow $id --coordinator $ENDPOINT\`" "$WORK/wait.log" \
+    || fail "no clear message: $(cat "$WORK/wait.log")"
+python3 -c "import sys; t = float(sys.argv[1]); sys.exit(0 if 1.5 <= t <= 8 else 1)" "$took" \
+    || fail "run gave up after ${took}s, expected about 3 s"
+pass "with the coordinator gone, run --wait 3s exits 3 after ${took}s saying how to follow later"
