@@ -249,8 +249,7 @@ static campaign_slot_t *s_requested(coord_t *self, const char *identity, const c
         store_campaign_t *c = NULL;
         char *msg = NULL;
         if (store_campaign_load(self->store, id, &c) == 0)
-            msg = xasprintf("campaign %s is not running: it is %s (%s); see `fleetburn report "
-                            "--campaign %s`",
+            msg = xasprintf("campaign %s is not running: it is %s (%s); see `fleetburn report %s`",
                             id, c->state, fb_verdict_name(c->verdict), id);
         else
             msg = xasprintf("no campaign %s on this coordinator", id);
