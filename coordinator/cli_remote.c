@@ -209,7 +209,9 @@ static void s_on_list(remote_t *r, const Fleetburn__CampaignList *list)
 {
     if (r->mode == S_LIST) {
         if (list->error[0]) {
-            fprintf(stderr, "fleetburn: %s\n", list->error);
+            char safe[1024];
+            fb_log_sanitize(list->error, safe, sizeof safe);
+            fprintf(stderr, "fleetburn: %s\n", safe);
             s_end(r, EXIT_INFRA);
             return;
         }
@@ -301,6 +303,15 @@ static void s_on_attached(remote_t *r, const char *state)
     }
 }
 
+/* The progress line, the stage name (campaign text) made safe for a terminal. */
+static void s_show(remote_t *r, const Fleetburn__Progress *p, bool finished)
+{
+    char stage[256];
+    fb_log_sanitize(p->stage, stage, sizeof stage);
+    cli_show_progress(&r->view, stage, p->stage_index, p->stage_count, p->tasks_total,
+                      p->tasks_done, p->tasks_failed, p->elapsed_ms, finished);
+}
+
 static void s_on_end(remote_t *r, const Fleetburn__Progress *p, const char *state)
 {
     char elapsed[32];
@@ -317,13 +328,20 @@ static void s_on_end(remote_t *r, const Fleetburn__Progress *p, const char *stat
         return;
     }
     if (!strcmp(state, "finished")) {
-        cli_show_progress(&r->view, p->stage, p->stage_index, p->stage_count, p->tasks_total,
-                          p->tasks_done, p->tasks_failed, p->elapsed_ms, true);
+        s_show(r, p, true);
         fputs(p->summary, stdout);
         s_end(r, fb_verdict_ok((fb_verdict_t)p->verdict) ? EXIT_PASS : EXIT_FAILED);
         return;
     }
     cli_progress_break(&r->view);
+    if (!strcmp(state, "cancelled") && r->queued) {
+        fprintf(stderr,
+                "fleetburn: campaign %s was cancelled while it waited in the queue; it "
+                "never ran\n",
+                r->id);
+        s_end(r, EXIT_INFRA);
+        return;
+    }
     fputs(p->summary, stdout);
     if (!strcmp(state, "cancelled"))
         fprintf(stderr,
@@ -369,8 +387,7 @@ static void s_on_progress(remote_t *r, const Fleetburn__Progress *p)
     }
     r->queued = queued;
     if (!queued && p->stage_count)
-        cli_show_progress(&r->view, p->stage, p->stage_index, p->stage_count, p->tasks_total,
-                          p->tasks_done, p->tasks_failed, p->elapsed_ms, false);
+        s_show(r, p, false);
 }
 
 static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,

@@ -3,7 +3,7 @@
 # Several campaigns at once: two campaigns on disjoint nodes (n1, n2) run at the same time; a
 # third that selects both is refused naming each holder and its nodes (exit 3, nothing runs);
 # with --queue it is accepted as queued, says whose nodes it waits for, and runs once both have
-# finished (exit 0).
+# finished (exit 0). A queued campaign cancelled while it waits never runs; its client exits 3.
 . "$(dirname "$0")/lib.sh"
 
 start_coordinator
@@ -65,13 +65,27 @@ id3=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/queued.log")
 [ -n "$id3" ] || fail "the queued campaign was not said submitted: $(cat "$WORK/queued.log")"
 "$FLEETBURN" campaigns --coordinator "$ENDPOINT" | grep -qE "^$id3 +both +queued " \
     || fail "the queued campaign is not listed queued"
+# A second queued campaign, cancelled while it waits: its client exits 3, it never runs.
+"$FLEETBURN" run --coordinator "$ENDPOINT" --queue "$WORK/both.yaml" >/dev/null 2>"$WORK/queued2.log" &
+pid4=$!
+PIDS+=("$pid4")
+wait_for_log "$WORK/queued2.log" "^queued: waiting for nodes held by "
+id4=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/queued2.log")
+"$FLEETBURN" cancel "$id4" --coordinator "$ENDPOINT" >"$WORK/cancel4.out" 2>&1 || fail "cancel of a queued campaign: $(cat "$WORK/cancel4.out")"
+set +e
+wait "$pid4"; rc=$?
+set -e
+[ $rc -eq 3 ] || fail "the cancelled queued campaign's client exited $rc, expected 3"
+grep -q "campaign $id4 was cancelled" "$WORK/queued2.log" || fail "no word of the cancel: $(cat "$WORK/queued2.log")"
+pass "a queued campaign cancelled while it waits ends its client with 3"
+
 for pid in "$pid1" "$pid2"; do wait "$pid" || fail "a disjoint campaign failed"; done
 set +e
 wait "$pid3"; rc=$?
 set -e
 [ $rc -eq 0 ] || fail "the queued campaign exited $rc, expected 0: $(cat "$WORK/queued.log")"
 grep -q "campaign $id3 leaves the queue" "$WORK/queued.log" || fail "no word of leaving the queue"
-python3 - "$WORK/fb.db" "$id1" "$id2" "$id3" <<'PY' || fail "the queued campaign did not wait for the others"
+python3 - "$WORK/fb.db" "$id1" "$id2" "$id3" "$id4" <<'PY' || fail "the queued campaign did not wait for the others"
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 def span(cid):
@@ -80,5 +94,6 @@ def span(cid):
 a, b, c = (span(i) for i in sys.argv[2:5])
 assert all(x[2:] == ("finished", "pass") for x in (a, b, c)), (a, b, c)
 assert c[0] >= max(a[1], b[1]), (a, b, c)
+assert db.execute("select count(*) from campaigns where id = ?", (sys.argv[5],)).fetchone()[0] == 0
 PY
 pass "with --queue it waits for the held nodes and runs after (exit 0)"

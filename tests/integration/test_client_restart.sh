@@ -4,7 +4,9 @@
 # runs and started again on the same endpoint and database; it resumes the campaign, the client
 # reconnects by itself, follows it again and prints the final summary (exit 0). With the
 # coordinator killed and not restarted, `run --wait 3s` gives up after 3 s of silence (exit 3)
-# saying how to follow the campaign later.
+# saying how to follow the campaign later. A client that was away while its campaign finished
+# (stopped across the restart) exits with the campaign's verdict; one whose campaign the restarted
+# coordinator cannot resume (its stored text broken) prints why and exits 3.
 . "$(dirname "$0")/lib.sh"
 
 start_coordinator
@@ -68,3 +70,58 @@ grep -qF "coordinator $ENDPOINT silent for 3.0s; the campaign may still be runni
 python3 -c "import sys; t = float(sys.argv[1]); sys.exit(0 if 1.5 <= t <= 8 else 1)" "$took" \
     || fail "run gave up after ${took}s, expected about 3 s"
 pass "with the coordinator gone, run --wait 3s exits 3 after ${took}s saying how to follow later"
+
+# --- a campaign that ended while the client was away -----------------------------------------------
+restart() { # starts the coordinator again on the same endpoint and database; sets COORD_PID
+    : >"$WORK/coordinator3.log"
+    "$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 \
+        >>"$WORK/coordinator3.log" 2>&1 &
+    COORD_PID=$!
+    PIDS+=("$COORD_PID")
+    wait_for_log "$WORK/coordinator3.log" "coordinator on"
+}
+restart
+wait_for_log "$WORK/coordinator3.log" "agent n1 registered" 20
+"$FLEETBURN" cancel "$id" --coordinator "$ENDPOINT" >/dev/null # the long one, resumed: frees n1
+cat >"$WORK/short.yaml" <<'YAML'
+name: short
+nodes: n1
+stages:
+  - {name: nap, workload: sleep, timeout: 1m, params: {duration: 2s}}
+YAML
+"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/short.yaml" >/dev/null 2>"$WORK/away.log" &
+run_pid=$!
+PIDS+=("$run_pid")
+wait_for_log "$WORK/away.log" "^submitted .* as [^ ]+ to"
+id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/away.log")
+wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
+kill -STOP "$run_pid"
+kill -KILL "$COORD_PID"
+restart
+wait_for_log "$WORK/coordinator3.log" "campaign $id .* finished: pass" 30
+kill -CONT "$run_pid"
+set +e
+wait "$run_pid"; rc=$?
+set -e
+[ $rc -eq 0 ] || fail "the client away during the end exited $rc, expected 0: $(cat "$WORK/away.log")"
+grep -q "campaign $id finished while this client was away: pass" "$WORK/away.log" \
+    || fail "no word of the end: $(cat "$WORK/away.log")"
+pass "a client away while its campaign finished exits with its verdict (0)"
+
+# --- a campaign the restarted coordinator cannot resume ---------------------------------------------
+"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/long.yaml" >/dev/null 2>"$WORK/broken.log" &
+run_pid=$!
+PIDS+=("$run_pid")
+wait_for_log "$WORK/broken.log" "^submitted .* as [^ ]+ to"
+id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/broken.log")
+wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
+kill -KILL "$COORD_PID"
+python3 -c "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(\"update campaigns set yaml = 'stages: [' where id = ?\", (sys.argv[2],)); db.commit()" "$WORK/fb.db" "$id"
+restart
+set +e
+wait "$run_pid"; rc=$?
+set -e
+[ $rc -eq 3 ] || fail "the client of a campaign that cannot be resumed exited $rc, expected 3: $(cat "$WORK/broken.log")"
+grep -q "campaign $id is not running: it is interrupted" "$WORK/broken.log" \
+    || fail "the client does not say the campaign was interrupted: $(cat "$WORK/broken.log")"
+pass "a campaign the restarted coordinator cannot resume: the client says it is interrupted (exit 3)"
