@@ -223,11 +223,20 @@ static void s_slot_progress(const coord_progress_t *p, void *arg)
         return;
     uint64_t now = fb_mono_ms();
     char *summary = p->finished ? coord_campaign_summary(self, p->campaign_id) : NULL;
-    for (watcher_t *w = slot->watchers; w; w = w->next) {
-        if (!p->finished && now - w->last_sent < S_PROGRESS_EVERY_MS)
+    for (watcher_t **wp = &slot->watchers; *wp;) {
+        watcher_t *w = *wp;
+        if (!p->finished && now - w->last_sent < S_PROGRESS_EVERY_MS) {
+            wp = &w->next;
             continue;
+        }
         w->last_sent = now;
-        coord_send_progress(self, w->identity, p, NULL, summary);
+        if (coord_send_progress(self, w->identity, p, NULL, summary) == -EHOSTUNREACH) {
+            *wp = w->next; /* the client went away (it may follow again from a new connection) */
+            free(w->identity);
+            free(w);
+            continue;
+        }
+        wp = &w->next;
     }
     free(summary);
 }

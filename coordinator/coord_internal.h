@@ -138,8 +138,9 @@ void coord_on_campaign_request(coord_t *self, const char *identity,
                                const Fleetburn__CampaignRequest *m);
 /* The coordinator is going away: submissions still being parsed are dropped when they end. */
 void coord_submit_jobs_orphan(coord_t *self);
-/* A Progress to a client; p NULL for a refusal (error says why). */
-void coord_send_progress(coord_t *self, const char *identity, const coord_progress_t *p,
+/* A Progress to a client; p NULL for a refusal (error says why). 0, or -EHOSTUNREACH when the
+ * client is gone. */
+int coord_send_progress(coord_t *self, const char *identity, const coord_progress_t *p,
                          const char *error, const char *summary);
 
 #endif

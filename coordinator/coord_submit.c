@@ -18,7 +18,7 @@
 
 /* --- submissions from the CLI --------------------------------------------------------------- */
 
-void coord_send_progress(coord_t *self, const char *identity, const coord_progress_t *p,
+int coord_send_progress(coord_t *self, const char *identity, const coord_progress_t *p,
                          const char *error, const char *summary)
 {
     Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
@@ -43,7 +43,7 @@ void coord_send_progress(coord_t *self, const char *identity, const coord_progre
     m.summary = (char *)(summary ? summary : "");
     env.body_case = FLEETBURN__ENVELOPE__BODY_PROGRESS;
     env.progress = &m;
-    coord_send_to(self, identity, &env);
+    return coord_send_to(self, identity, &env);
 }
 
 /* With keys, only operators submit, follow, cancel and list. The refusal starts with "not

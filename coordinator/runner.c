@@ -462,5 +462,26 @@ void runner_cancel(runner_t *self, const char *why)
                     "cancelled",
                     rn_stage(self)->name);
     }
-    s_finish_campaign(self);
+    rn_cancel_settle(self);
+}
+
+static void s_on_cancel_waited(uv_timer_t *h)
+{
+    runner_t *self = h->data;
+    if (!self->finished)
+        s_finish_campaign(self);
+}
+
+/* A cancelled campaign ends, and frees its nodes, once the members it cancelled have reported
+ * (or S_WIND_DOWN_MS passed): the next campaign on those nodes must not overlap them. */
+void rn_cancel_settle(runner_t *self)
+{
+    if (!self->cancelled || self->finished)
+        return;
+    if (!rn_members_running(self)) {
+        uv_timer_stop(&self->deadline);
+        s_finish_campaign(self);
+    } else if (!uv_is_active((uv_handle_t *)&self->deadline)) {
+        uv_timer_start(&self->deadline, s_on_cancel_waited, S_WIND_DOWN_MS, 0);
+    }
 }

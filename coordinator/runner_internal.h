@@ -102,7 +102,12 @@ void rn_progress(runner_t *self);
 void rn_schedule_next(runner_t *self, bool round);
 void rn_end_stage(runner_t *self);
 
+/* After a cancel: ends the campaign once no cancelled member still runs. */
+void rn_cancel_settle(runner_t *self);
+
 /* runner_round.c */
+/* Whether members of the running round's tasks still run on agents that are alive. */
+bool rn_members_running(const runner_t *self);
 rtask_t *rn_task_new(runner_t *self, char *id, const fb_group_t *g, bool group, unsigned round);
 void rn_clear_tasks(runner_t *self);
 void rn_cancel_running(runner_t *self, rtask_t *t, const char *reason);

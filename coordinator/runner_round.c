@@ -443,6 +443,12 @@ static void s_member_result(runner_t *self, rtask_t *t, size_t rank, const fb_re
     free(name);
 }
 
+bool rn_members_running(const runner_t *self)
+{
+    bool uncancelled;
+    return s_round_busy(self, &uncancelled);
+}
+
 void runner_on_result(runner_t *self, const fb_result_t *r)
 {
     rtask_t *t = self->task_index ? strmap_get(self->task_index, r->task_id) : NULL;
@@ -450,6 +456,12 @@ void runner_on_result(runner_t *self, const fb_result_t *r)
     if (rank == SIZE_MAX)
         return; /* not a task of this stage: stored, nothing to decide */
     rmember_t *m = &t->members[rank];
+    if (self->cancelled) { /* its stages are over: only whether members still run matters */
+        if (m->verdict == FB_VERDICT_NONE)
+            m->verdict = r->verdict;
+        rn_cancel_settle(self);
+        return;
+    }
     if (m->verdict == FB_VERDICT_NONE) {
         m->verdict = r->verdict;
         rn_note_metrics(self, m, r);
@@ -473,6 +485,10 @@ void runner_on_node_lost(runner_t *self, const char *node, const char *why)
             rn_member_gone(self, t, rank, FB_VERDICT_LOST, reason);
     }
     free(reason);
+    if (self->cancelled) {
+        rn_cancel_settle(self);
+        return;
+    }
     rn_progress(self);
     rn_check_round_done(self);
 }

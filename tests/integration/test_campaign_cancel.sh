@@ -44,6 +44,14 @@ wait_for_log "$WORK/n1.log" "cancelling: cancelled by an operator: rack needed e
 for i in $(seq 50); do kill -0 "$worker" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$worker" 2>/dev/null && fail "the sleep worker $worker still runs after the cancel"
 pass "the agent stopped the task (its log says cancelled, the worker is gone)"
+# The campaign ends (and frees n1 for the next one) only once the cancelled task has reported.
+python3 - "$WORK/coordinator.log" <<'PY' || fail "the campaign ended before its cancelled task reported"
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+result = next(i for i, l in enumerate(lines) if re.search(r"result .* from n1: error: cancelled", l))
+end = next(i for i, l in enumerate(lines) if re.search(r"\) cancelled: error", l))
+assert result < end, (result, end)
+PY
 
 "$FLEETBURN" campaigns --coordinator "$ENDPOINT" >"$WORK/list2.txt"
 grep -qE "^$id +long-nap +cancelled +error " "$WORK/list2.txt" \
