@@ -46,6 +46,7 @@ typedef struct {
     uint32_t heartbeat_ms, liveness;
     uint32_t max_connections, max_per_address; /* serve */
     uint64_t forget_after_ms;                  /* serve */
+    uint64_t store_timeout_ms;                 /* serve: --store-timeout */
     uint64_t handshake_ms;                     /* serve */
     bool verbose, keep_logs;
     const char *agent_config; /* run --local: --config of the local agents */

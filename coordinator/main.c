@@ -80,6 +80,9 @@ static void s_usage(FILE *out)
             "                                connections from one address (default 64; 0: none)\n"
             "      --forget-after DURATION   an agent away this long leaves the live registry\n"
             "                                (default 1h; the database keeps it)\n"
+            "      --store-timeout DURATION  how long running campaigns are held while the\n"
+            "                                database cannot be written before they end\n"
+            "                                error (default 1m; docs/operations.md)\n"
             "      --handshake-timeout DURATION\n"
             "                                a connection must finish its ZeroMQ handshake\n"
             "                                within this (default 5s)\n"
@@ -129,6 +132,7 @@ enum {
     S_OPT_MAX_CONNECTIONS = 0x100,
     S_OPT_MAX_PER_ADDRESS,
     S_OPT_FORGET_AFTER,
+    S_OPT_STORE_TIMEOUT,
     S_OPT_HANDSHAKE_TIMEOUT,
     S_OPT_WAIT,
     S_OPT_QUEUE,
@@ -149,6 +153,7 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"max-connections", required_argument, 0, S_OPT_MAX_CONNECTIONS},
         {"max-connections-per-address", required_argument, 0, S_OPT_MAX_PER_ADDRESS},
         {"forget-after", required_argument, 0, S_OPT_FORGET_AFTER},
+        {"store-timeout", required_argument, 0, S_OPT_STORE_TIMEOUT},
         {"handshake-timeout", required_argument, 0, S_OPT_HANDSHAKE_TIMEOUT},
         {"wait", required_argument, 0, S_OPT_WAIT},
         {"queue", no_argument, 0, S_OPT_QUEUE},
@@ -223,6 +228,15 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             if (fb_parse_duration_ms(optarg, &cli->forget_after_ms) || cli->forget_after_ms == 0) {
                 fprintf(stderr, "fleetburn: --forget-after: '%s' is not a duration above zero "
                                 "(e.g. 30m, 1h, 2d)\n",
+                        optarg);
+                return -EINVAL;
+            }
+            break;
+        case S_OPT_STORE_TIMEOUT:
+            if (fb_parse_duration_ms(optarg, &cli->store_timeout_ms) ||
+                cli->store_timeout_ms < 1000) {
+                fprintf(stderr, "fleetburn: --store-timeout: '%s' is not a duration of at least "
+                                "1s (e.g. 30s, 5m)\n",
                         optarg);
                 return -EINVAL;
             }
@@ -409,6 +423,7 @@ static int s_cmd_serve(cli_t *cli)
                             .max_connections = cli->max_connections,
                             .max_connections_per_address = cli->max_per_address,
                             .forget_after_ms = cli->forget_after_ms,
+                            .store_give_up_ms = cli->store_timeout_ms,
                             .handshake_ms = (uint32_t)cli->handshake_ms};
     char err[512];
     coord_t *coord = coord_new(loop, &opts, err, sizeof err);

@@ -65,3 +65,49 @@ orphans = db.execute("select count(*) from results where task_id not in (select 
 assert orphans.fetchone()[0] == 0
 PY
 pass "space freed: the campaign continued and finished pass, one result per task, no orphan"
+
+# The disk stays full past --store-timeout: the campaign ends `error` for its client (exit 3),
+# naming the database and the cause; its running task is cancelled; once space is back the
+# campaign is marked error in the store, and the coordinator takes campaigns again.
+pkill -TERM -f "serve --bind $ENDPOINT" || true
+sleep 0.5
+: >"$WORK/coordinator.log"
+"$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/disk/fb.db" --heartbeat-ms 200 --liveness 5 \
+    --store-timeout 3s >>"$WORK/coordinator.log" 2>&1 &
+PIDS+=("$!")
+wait_for_log "$WORK/coordinator.log" "agent n1 registered" 30
+cat >"$WORK/long.yaml" <<'YAML'
+name: full-for-good
+stages:
+  - name: long
+    workload: sleep
+    params: {duration: 60s}
+YAML
+"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/long.yaml" >"$WORK/run2.out" 2>"$WORK/run2.log" &
+run_pid=$!
+PIDS+=("$run_pid")
+started=$(grep -c "started sleep" "$WORK/n1.log")
+for i in $(seq 100); do [ "$(grep -c "started sleep" "$WORK/n1.log")" -gt 1 ] && break; sleep 0.1; done
+dd if=/dev/zero of="$WORK/disk/fill" bs=16k >/dev/null 2>&1 || true
+# Something must be written for the failure to show: the agent's progress or a heartbeat's
+# last-seen; the task's own start is already stored.
+wait_for_log "$WORK/coordinator.log" "cannot write to the database" 30
+set +e
+timeout 30 tail --pid="$run_pid" -f /dev/null
+wait "$run_pid"
+rc=$?
+set -e
+[ $rc -eq 3 ] || fail "run exited $rc while the store stayed full, expected 3"
+grep -qE "cannot write to the database $WORK/disk/fb.db for 3(\.0)?s" "$WORK/run2.log" \
+    || fail "run does not name the database and the limit: $(cat "$WORK/run2.log")"
+wait_for_log "$WORK/n1.log" "cancelling: cannot write to the database" 10
+pass "store full past --store-timeout: run exits 3 naming the database; the task is cancelled"
+rm -f "$WORK/disk/fill"
+wait_for_log "$WORK/coordinator.log" "takes writes again" 20
+python3 - "$WORK/disk/fb.db" <<'PY' || fail "the given-up campaign is not marked error"
+import sqlite3, sys
+rows = sqlite3.connect(sys.argv[1]).execute(
+    "select state, verdict from campaigns where name = 'full-for-good'").fetchall()
+assert rows == [("error", "error")], rows
+PY
+pass "space back: the given-up campaign is marked error in the store"
