@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The one YAML helper layer: how fleetburn's YAML readers (campaign files, scheduler/campaign.c;
- * fault files, scheduler/faultmodel.c) load a document under limits and report errors.
+ * fault files, sim/faultmodel.c) load a document under limits and report errors.
  *
  * Input is untrusted (a campaign arrives over the network), so a document is loaded only after
  * a streaming pass over its events has checked, in time linear in the input:
