@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The coordinator: the ROUTER socket, the registry of agents and their liveness, message
- * handling, the exchange relay of group tasks, and the campaign that is running. One loop
+ * handling, the exchange relay of group tasks, and the campaigns that run. One loop
  * thread owns all of it. */
 #ifndef FB_COORD_H
 #define FB_COORD_H
@@ -8,13 +8,13 @@
 #include "common/result.h"
 #include "fleetburn.pb-c.h"
 #include "store.h"
+#include "runner_host.h"
 #include "scheduler/campaign.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
-typedef struct coord coord_t;
 struct fb_campaign;
 
 typedef struct {
@@ -36,21 +36,6 @@ typedef struct {
     uint64_t store_give_up_ms;
 } coord_options_t;
 
-/* What a campaign's watchers see. */
-typedef struct {
-    const char *campaign_id;
-    const char *campaign_name;
-    const char *stage;
-    unsigned stage_index, stage_count;
-    unsigned tasks_total, tasks_done, tasks_failed;
-    uint64_t elapsed_ms;
-    bool finished;
-    fb_verdict_t verdict;
-    const char *state; /* running | finished | cancelled | error */
-} coord_progress_t;
-
-typedef void (*coord_progress_cb)(const coord_progress_t *progress, void *arg);
-
 coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size_t errlen);
 /* Closes the socket and the store; an unfinished campaign stays 'running' in the store and is
  * resumed by the next coordinator that opens it. */
@@ -61,7 +46,6 @@ void coord_destroy(coord_t **self_p);
 int coord_reload_keys(coord_t *self, char *err, size_t errlen);
 /* The endpoint actually bound (with the port resolved), borrowed. */
 const char *coord_endpoint(const coord_t *self);
-store_t *coord_store(coord_t *self);
 size_t coord_alive_count(const coord_t *self);
 
 /* The campaign of a submission: its text parsed and the files it names resolved from the
@@ -92,32 +76,5 @@ int coord_start_campaign(coord_t *self, struct fb_campaign **campaign, const cha
 size_t coord_running_count(const coord_t *self);
 /* The id of the campaign holding node, or NULL. Borrowed. */
 const char *coord_campaign_holding(const coord_t *self, const char *node);
-
-/* --- for runner.c ------------------------------------------------------------------------ */
-bool coord_node_alive(const coord_t *self, const char *name);
-/* Names of alive agents, sorted. Free with hostlist_free. */
-size_t coord_alive_names(const coord_t *self, char ***names_out);
-/* The alive agents a stage of campaign_id with `nodes: all` may use, sorted: those it holds and
- * those nobody holds (which it holds from now on). Free with hostlist_free. */
-size_t coord_campaign_alive_nodes(coord_t *self, const char *campaign_id, char ***names_out);
-int coord_send_run_task(coord_t *self, const char *node, Fleetburn__RunTask *task);
-int coord_send_cancel(coord_t *self, const char *node, const char *task_id, const char *reason);
-void coord_event(coord_t *self, const char *campaign_id, const char *task_id, const char *node,
-                 const char *kind, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-uv_loop_t *coord_loop(coord_t *self);
-/* Reads and handles every message already queued on the socket (before a deadline is judged). */
-void coord_read_pending(coord_t *self);
-/* How long agents take at most to notice a coordinator restart and register again (their
- * liveness window, twice, and a margin): a resumed campaign waits that long for them. */
-uint64_t coord_reregister_ms(const coord_t *self);
-/* Where peers reach node name (its Hello.address); "" when unknown. Borrowed. */
-const char *coord_node_address(const coord_t *self, const char *name);
-/* A group task was decided: its pending exchanges fail with why (the members that posted are
- * told), and the exchange broker forgets the task. */
-void coord_exchange_task_ended(coord_t *self, const char *task_id, const char *why);
-/* A member (rank) of a running group task ended: the exchanges it never posted to fail with
- * why; the others may still complete. */
-void coord_exchange_member_ended(coord_t *self, const char *task_id, unsigned rank,
-                                 const char *why);
 
 #endif

@@ -6,7 +6,7 @@
 #ifndef FB_RUNNER_H
 #define FB_RUNNER_H
 
-#include "coord.h"
+#include "runner_host.h"
 #include "scheduler/campaign.h"
 
 typedef struct runner runner_t;
