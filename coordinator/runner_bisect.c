@@ -417,6 +417,7 @@ fb_verdict_t rn_bisect_finish(runner_t *self, fb_verdict_t *verdicts, size_t n)
  * (<campaign>/<stage>/r<k>.g<j>) or a follow-up round (b<k>.g<j>), one task per test. */
 void rn_begin_bisect_round(runner_t *self)
 {
+    self->round_over = false;
     const fb_stage_t *stage = rn_stage(self);
     const fb_bisect_round_t *br = &self->bround;
     store_t *store = coord_store(self->coord);

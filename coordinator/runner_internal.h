@@ -69,6 +69,10 @@ struct runner {
     bool finished, any_failed, cancelled;
     bool frozen;           /* runner_freeze: the store lost its latest writes */
     unsigned rounds_ended; /* rounds that ended so far (a deadline checks its round still runs) */
+    /* The running round ended (recorded, the next one planned); a result or an agent's event
+     * arriving before the next round begins must not end it again: that would record it twice
+     * and plan (or skip) a round. */
+    bool round_over;
     uint64_t deadline_due; /* monotonic ms the deadline timer is due at */
     fb_verdict_t verdict;
     uv_timer_t deadline;

@@ -68,6 +68,7 @@ static void s_task_free(rtask_t *t)
 
 void rn_clear_tasks(runner_t *self)
 {
+    self->round_over = false;
     for (size_t i = 0; i < self->n_tasks; i++)
         s_task_free(self->tasks[i]);
     free(self->tasks);
@@ -126,6 +127,8 @@ void rn_check_round_done(runner_t *self)
 {
     if (!self->stage_running || self->resuming)
         return; /* a resumed round is judged once its agents had time to register again */
+    if (self->round_over)
+        return; /* ended already; events until the next round begins change nothing */
     for (size_t i = self->round_first; i < self->n_tasks; i++)
         if (self->tasks[i]->verdict == FB_VERDICT_NONE)
             return;
@@ -139,6 +142,7 @@ void rn_check_round_done(runner_t *self)
     }
     uv_timer_stop(&self->deadline);
     self->rounds_ended++;
+    self->round_over = true;
     self->winding_down = self->stop_waiting = false;
     if (self->bisect)
         rn_bisect_record_round(self);
@@ -378,6 +382,7 @@ void rn_dispatch_round(runner_t *self)
 
 void rn_begin_round(runner_t *self)
 {
+    self->round_over = false;
     const fb_stage_t *stage = rn_stage(self);
     const fb_plan_t *plan = &self->plans[self->round];
     store_t *store = coord_store(self->coord);
