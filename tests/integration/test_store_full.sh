@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The database on a small tmpfs fills up in the middle of a campaign: nothing is acknowledged
+# The database on a small tmpfs (16 MiB: more than SQLite's write-ahead log grows to between
+# checkpoints, about 4 MiB) fills up in the middle of a campaign: nothing is acknowledged
 # before it is stored (the agent keeps its result), the campaign is held and never reported
 # finished while the store cannot be written, the coordinator keeps serving and retries; once
 # space is freed the campaign continues from what the store holds and finishes with every
@@ -9,7 +10,7 @@
 
 [ "$(id -u)" = 0 ] || { echo "skip: needs root to mount a tmpfs"; exit 77; }
 mkdir -p "$WORK/disk"
-mount -t tmpfs -o size=2m tmpfs "$WORK/disk" 2>/dev/null || { echo "skip: cannot mount a tmpfs"; exit 77; }
+mount -t tmpfs -o size=16m tmpfs "$WORK/disk" 2>/dev/null || { echo "skip: cannot mount a tmpfs"; exit 77; }
 test_cleanup() { umount -l "$WORK/disk" 2>/dev/null; }
 
 port=$(free_port)
@@ -69,8 +70,8 @@ pass "space freed: the campaign continued and finished pass, one result per task
 # The disk stays full past --store-timeout: the campaign ends `error` for its client (exit 3),
 # naming the database and the cause; its running task is cancelled; once space is back the
 # campaign is marked error in the store, and the coordinator takes campaigns again.
-pkill -TERM -f "serve --bind $ENDPOINT" || true
-sleep 0.5
+kill -TERM "$COORD_PID"
+for _ in $(seq 100); do kill -0 "$COORD_PID" 2>/dev/null || break; sleep 0.1; done
 : >"$WORK/coordinator.log"
 "$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/disk/fb.db" --heartbeat-ms 200 --liveness 5 \
     --store-timeout 3s >>"$WORK/coordinator.log" 2>&1 &
@@ -87,7 +88,8 @@ YAML
 run_pid=$!
 PIDS+=("$run_pid")
 started=$(grep -c "started sleep" "$WORK/n1.log")
-for i in $(seq 100); do [ "$(grep -c "started sleep" "$WORK/n1.log")" -gt 1 ] && break; sleep 0.1; done
+for i in $(seq 200); do [ "$(grep -c "started sleep" "$WORK/n1.log")" -gt "$started" ] && break; sleep 0.1; done
+[ "$(grep -c "started sleep" "$WORK/n1.log")" -gt "$started" ] || fail "the second campaign's task did not start"
 dd if=/dev/zero of="$WORK/disk/fill" bs=16k >/dev/null 2>&1 || true
 # Something must be written for the failure to show: the agent's progress or a heartbeat's
 # last-seen; the task's own start is already stored.
