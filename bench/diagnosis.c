@@ -21,6 +21,7 @@
  * rounds, to compare with what the runner names for the same fleet through fleetburn-simfleet.
  * bench/diagnosis.sh runs the whole matrix and writes bench/results/diagnosis-<date>.txt. */
 #include "common/fileload.h"
+#include "common/rng.h"
 #include "common/util.h"
 #include "scheduler/bisect.h"
 #include "sim/faultmodel.h"
@@ -76,14 +77,6 @@ typedef struct {
     uint64_t rng;
 } s_fleet_t;
 
-static uint64_t s_rand(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 /* ---- the fleet ------------------------------------------------------------------------------ */
 
 static char *s_topology_text(char **names, unsigned n)
@@ -124,7 +117,7 @@ static void s_place_fault(s_fleet_t *f, s_kind_t k, char **yaml, bool *taken)
     const s_opts_t *o = f->o;
     unsigned node;
     do
-        node = (unsigned)(s_rand(&f->rng) % f->n);
+        node = (unsigned)(fb_splitmix64(&f->rng) % f->n);
     while (taken[node]);
     taken[node] = true;
     char *line = NULL, *part = NULL;
@@ -138,14 +131,14 @@ static void s_place_fault(s_fleet_t *f, s_kind_t k, char **yaml, bool *taken)
         line = xasprintf("  - {node: %s, kind: slow, factor: 0.6}\n", f->names[node]);
         part = xstrdup(f->names[node]);
     } else if (k == K_NIC) {
-        unsigned rail = (unsigned)(s_rand(&f->rng) % o->rails);
+        unsigned rail = (unsigned)(fb_splitmix64(&f->rng) % o->rails);
         line = xasprintf("  - {nic: %s/%u, kind: hard}\n", f->names[node], rail);
         part = xasprintf("%s/mlx5_%u", f->names[node], rail);
     } else { /* a slow uplink: a leaf and a spine nobody took (node marks stand for leaves) */
         unsigned leaves = (f->n + S_LEAF_SIZE - 1) / S_LEAF_SIZE, l, s;
         do {
-            l = (unsigned)(s_rand(&f->rng) % leaves);
-            s = (unsigned)(s_rand(&f->rng) % S_SPINES);
+            l = (unsigned)(fb_splitmix64(&f->rng) % leaves);
+            s = (unsigned)(fb_splitmix64(&f->rng) % S_SPINES);
         } while (taken[(l * S_SPINES + s) % f->n] && leaves * S_SPINES > 8);
         taken[(l * S_SPINES + s) % f->n] = true;
         line =
@@ -446,7 +439,7 @@ static void s_run_engine(const s_opts_t *o, s_fleet_t *f, unsigned trial, s_stat
 static void s_shuffle(unsigned *v, unsigned n, uint64_t *rng)
 {
     for (unsigned i = n; i > 1; i--) {
-        unsigned j = (unsigned)(s_rand(rng) % i), t = v[i - 1];
+        unsigned j = (unsigned)(fb_splitmix64(rng) % i), t = v[i - 1];
         v[i - 1] = v[j];
         v[j] = t;
     }

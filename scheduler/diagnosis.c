@@ -7,6 +7,7 @@
  * does no I/O. The model and its approximations are in docs/diagnosis.md. */
 #include "diagnosis.h"
 
+#include "common/rng.h"
 #include "common/strmap.h"
 #include "common/util.h"
 #include "pairing.h"
@@ -79,15 +80,6 @@ static void s_ivec_add_unique(s_ivec_t *v, int x)
 {
     if (!s_ivec_has(v, x))
         s_ivec_push(v, x);
-}
-
-/* splitmix64: small, seedable, good enough for shuffling partner order. */
-static uint64_t s_rand(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
 }
 
 void fb_diag_params_default(fb_diag_params_t *p)
@@ -782,7 +774,7 @@ int fb_diag_plan_pairs(fb_diag_t *d, uint64_t seed, fb_pair_t **pairs, size_t *n
     s_sort_by_p(d, sus, n_sus);
     uint64_t st = seed;
     for (size_t i = n_pool; i > 1; i--) {
-        size_t j = (size_t)(s_rand(&st) % i);
+        size_t j = (size_t)(fb_splitmix64(&st) % i);
         int t = pool[i - 1];
         pool[i - 1] = pool[j];
         pool[j] = t;
@@ -898,7 +890,7 @@ static bool s_on_pass(const fb_diag_t *d, int ni, size_t k)
 static uint64_t s_mix2(uint64_t a, uint64_t b)
 {
     uint64_t st = a ^ (b * 0x9e3779b97f4a7c15ULL);
-    return s_rand(&st);
+    return fb_splitmix64(&st);
 }
 
 /* The largest P of a node and its rails: the order in which suspects get their partners. */
@@ -1056,7 +1048,7 @@ int fb_diag_plan_round(fb_diag_t *d, const fb_diag_round_opts_t *o, fb_diag_roun
     }
     uint64_t st = s_mix2(o->seed, 0x5eedULL + o->round);
     for (size_t i = r.n_pool; i > 1; i--) {
-        size_t j = (size_t)(s_rand(&st) % i);
+        size_t j = (size_t)(fb_splitmix64(&st) % i);
         int t = r.pool[i - 1];
         r.pool[i - 1] = r.pool[j];
         r.pool[j] = t;

@@ -5,6 +5,7 @@
  * coverage properties (round-robin meets every pair exactly once). */
 #include "pairing.h"
 
+#include "common/rng.h"
 #include "common/strmap.h"
 #include "common/util.h"
 
@@ -146,27 +147,6 @@ int fb_plan_groups(const char *const *nodes, size_t n, size_t group_size, fb_pla
     return 0;
 }
 
-/* SplitMix64 (Steele, Lea, Flood 2014): a small, well-mixed generator whose output depends only
- * on the seed, the same on every platform. */
-static uint64_t s_splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, bound) without modulo bias (rejection sampling). */
-static uint64_t s_below(uint64_t *state, uint64_t bound)
-{
-    uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-    uint64_t x;
-    do
-        x = s_splitmix64(state);
-    while (x >= limit);
-    return x % bound;
-}
-
 int fb_plan_pairs_random(const char *const *nodes, size_t n, uint64_t seed, fb_plan_t *out)
 {
     int rc = s_begin(nodes, n, out);
@@ -179,7 +159,7 @@ int fb_plan_pairs_random(const char *const *nodes, size_t n, uint64_t seed, fb_p
         order[i] = i;
     uint64_t state = seed;
     for (size_t i = n - 1; i > 0; i--) {
-        size_t j = (size_t)s_below(&state, (uint64_t)i + 1);
+        size_t j = (size_t)fb_rng_below(&state, (uint64_t)i + 1);
         size_t t = order[i];
         order[i] = order[j];
         order[j] = t;

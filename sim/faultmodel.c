@@ -10,6 +10,7 @@
 #include "faultmodel.h"
 
 #include "scheduler/topology.h"
+#include "common/rng.h"
 #include "common/strmap.h"
 #include "common/units.h"
 #include "common/util.h"
@@ -41,14 +42,6 @@ struct fb_faultmodel {
 
 /* ---- hashing: the one source of randomness ------------------------------------------------ */
 
-static uint64_t s_mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 /* FNV-1a over the bytes and a terminator, so "ab"+"c" and "a"+"bc" differ. */
 static uint64_t s_hash_str(uint64_t h, const char *s)
 {
@@ -59,12 +52,12 @@ static uint64_t s_hash_str(uint64_t h, const char *s)
 
 static double s_unit(uint64_t h)
 {
-    return (double)(s_mix(h) >> 11) * 0x1.0p-53;
+    return (double)(fb_mix64(h) >> 11) * 0x1.0p-53;
 }
 
 double fb_faultmodel_uniform(const fb_faultmodel_t *self, const char *key, const char *salt)
 {
-    uint64_t h = s_hash_str(s_hash_str(0xcbf29ce484222325ull ^ s_mix(self->seed), key), salt);
+    uint64_t h = s_hash_str(s_hash_str(0xcbf29ce484222325ull ^ fb_mix64(self->seed), key), salt);
     return s_unit(h);
 }
 
@@ -539,7 +532,7 @@ static size_t s_route(const fb_faultmodel_t *self, const char *src, const char *
                     break;
                 }
         if (nc) {
-            const char *spine = common[s_mix(s_hash_str(0, dst)) % nc];
+            const char *spine = common[fb_mix64(s_hash_str(0, dst)) % nc];
             hops[n++] = (s_hop_t){ls, spine};
             hops[n++] = (s_hop_t){ld, spine};
         }
@@ -662,7 +655,7 @@ int fb_faultmodel_judge(const fb_faultmodel_t *self, const fb_sim_test_t *t, fb_
     memcpy(sorted, t->members, t->n_members * sizeof *sorted);
     qsort(sorted, t->n_members, sizeof *sorted, s_cmp_str);
     /* Every draw of this test hashes the same key: seed, test id and the sorted members. */
-    uint64_t key = s_hash_str(0xcbf29ce484222325ull ^ s_mix(self->seed), t->test_id);
+    uint64_t key = s_hash_str(0xcbf29ce484222325ull ^ fb_mix64(self->seed), t->test_id);
     for (size_t i = 0; i < t->n_members; i++)
         key = s_hash_str(key, sorted[i]);
     bool *in = xcalloc(self->n_faults ? self->n_faults : 1, sizeof *in);
@@ -671,13 +664,13 @@ int fb_faultmodel_judge(const fb_faultmodel_t *self, const fb_sim_test_t *t, fb_
         const fb_fault_t *f = &self->faults[i];
         if (!in[i] || f->kind == FB_FAULT_SLOW)
             continue;
-        if (f->kind == FB_FAULT_HARD || s_unit(key ^ s_mix(i + 1)) < f->q) {
+        if (f->kind == FB_FAULT_HARD || s_unit(key ^ fb_mix64(i + 1)) < f->q) {
             if (out->n_causes < FB_SIM_CAUSES_MAX)
                 out->causes[out->n_causes] = i;
             out->n_causes++;
         }
     }
-    bool spurious = s_unit(key ^ s_mix(0)) < self->false_fail_rate;
+    bool spurious = s_unit(key ^ fb_mix64(0)) < self->false_fail_rate;
     out->failed = out->n_causes > 0 || spurious;
     out->spurious = spurious && out->n_causes == 0;
     free(in);

@@ -19,6 +19,7 @@
  * the peer, still open, bytes sent. Test equipment only: it is built with the tests and installed
  * nowhere. */
 #include "common/util.h"
+#include "common/rng.h"
 #include "common/wire.h"
 
 #include <arpa/inet.h>
@@ -60,11 +61,7 @@ static uint64_t s_rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t s_next(void)
 {
-    /* splitmix64 */
-    uint64_t z = (s_rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return fb_splitmix64(&s_rng);
 }
 
 static void s_usage(void)

@@ -13,6 +13,7 @@
  * first write and verify of the first pattern on the first GPU to prove detection end to end. */
 extern "C" {
 #include "common/result.h"
+#include "common/rng.h"
 #include "common/units.h"
 #include "common/util.h"
 #include "gpu/host/gpu_devices.h"
@@ -75,14 +76,6 @@ __device__ __forceinline__ void s_report(gm_log *log, const void *addr, u64 expe
     }
 }
 
-__host__ __device__ __forceinline__ u64 s_mix(u64 x)
-{
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-
 __device__ __forceinline__ u64 s_rotl(u64 x, unsigned s)
 {
     s &= 63;
@@ -125,7 +118,7 @@ struct g_random {
     u64 seed;
     __device__ u64 operator()(u64 i, const void *) const
     {
-        return s_mix(seed ^ (i * 0xD6E8FEB86659FD93ULL));
+        return fb_mix64(seed ^ (i * 0xD6E8FEB86659FD93ULL));
     }
 };
 struct g_modulo20 {
@@ -198,8 +191,8 @@ __global__ void k_flip(u64 *p, size_t words, u64 seed, unsigned count)
     unsigned k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= count)
         return;
-    u64 h = s_mix(seed + k);
-    atomicXor(&p[h % words], 1ULL << (s_mix(h) & 63));
+    u64 h = fb_mix64(seed + k);
+    atomicXor(&p[h % words], 1ULL << (fb_mix64(h) & 63));
 }
 
 __global__ void k_triad_init(double *a, double *b, double *c, size_t n)
@@ -389,7 +382,7 @@ static int s_maybe_inject(gm_gpu_t *t)
     t->inject_pending = false;
     const gm_chunk_t *ch = &t->chunks[0];
     unsigned count = (unsigned)t->run->cfg->inject;
-    k_flip<<<(count + 255) / 256, 256>>>(ch->ptr, ch->words, s_mix(t->run->cfg->seed ^ 0xF11Bu),
+    k_flip<<<(count + 255) / 256, 256>>>(ch->ptr, ch->words, fb_mix64(t->run->cfg->seed ^ 0xF11Bu),
                                          count);
     GM_TRY(t, gpuGetLastError(), "launching the bit-flip injection");
     GM_TRY(t, gpuDeviceSynchronize(), "bit-flip injection");
@@ -426,7 +419,7 @@ static void s_fade_wait(gm_gpu_t *t, uint64_t ms)
 static int s_run_pattern(gm_gpu_t *t, gpumem_pattern_t p, unsigned pass)
 {
     const gm_config_t *cfg = t->run->cfg;
-    u64 seed = s_mix(cfg->seed + 0x100ULL * pass + (u64)p);
+    u64 seed = fb_mix64(cfg->seed + 0x100ULL * pass + (u64)p);
     switch (p) {
     case GPUMEM_WALKING_ONES:
     case GPUMEM_WALKING_ZEROS:
@@ -455,7 +448,7 @@ static int s_run_pattern(gm_gpu_t *t, gpumem_pattern_t p, unsigned pass)
         return 0;
     case GPUMEM_MOVING_INV_RANDOM:
         for (unsigned r = 0; r < 2; r++)
-            if (s_moving_inversions(t, g_random{s_mix(seed + r)}, p, pass))
+            if (s_moving_inversions(t, g_random{fb_mix64(seed + r)}, p, pass))
                 return -EIO;
         return 0;
     case GPUMEM_MODULO20:
@@ -758,7 +751,7 @@ fb_verdict_t gpumemtest_run(worker_ctx_t *ctx)
         free(cfg.devices);
         return FB_VERDICT_ERROR;
     }
-    cfg.seed = s_mix(fb_now_ms() ^ (u64)fb_mono_ms() << 20);
+    cfg.seed = fb_mix64(fb_now_ms() ^ (u64)fb_mono_ms() << 20);
     worker_log(ctx,
                "gpumemtest: %zu GPU%s, mem_fraction %.3f, %" PRIu64 " pass%s, %zu pattern%s, "
                "bit_fade_delay %" PRIu64 " ms, seed 0x%016" PRIx64,

@@ -14,6 +14,7 @@
  * type is a finding on that link. inject_corrupt (test-only) corrupts one received buffer. */
 extern "C" {
 #include "common/result.h"
+#include "common/rng.h"
 #include "common/units.h"
 #include "common/util.h"
 #include "gpu/host/gpu_devices.h"
@@ -62,15 +63,7 @@ struct p2p_log {
 /* Word i of a buffer filled with key: distinct for every word, and for every key. */
 __host__ __device__ __forceinline__ u64 s_word(u64 i, u64 key)
 {
-    return (i * 0x9E3779B97F4A7C15ULL) ^ key;
-}
-
-__host__ __device__ __forceinline__ u64 s_mix(u64 x)
-{
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
+    return (i * FB_RNG_GAMMA) ^ key;
 }
 
 __global__ void k_fill(ulonglong2 *p, size_t pairs, u64 key)
@@ -210,7 +203,7 @@ static const char *s_node(p2p_run_t *run)
 
 static u64 s_key(p2p_run_t *run, kind_t kind, int a, int b, uint64_t it)
 {
-    return s_mix(run->seed ^ ((u64)kind << 56) ^ ((u64)(unsigned)a << 44) ^
+    return fb_mix64(run->seed ^ ((u64)kind << 56) ^ ((u64)(unsigned)a << 44) ^
                  ((u64)(unsigned)b << 32) ^ it);
 }
 
@@ -276,7 +269,7 @@ static int s_collect(p2p_run_t *run, p2p_gpu_t *g, kind_t kind, int from, p2p_li
 static void s_host_fill(u64 *p, size_t words, u64 key)
 {
     u64 x = 0;
-    for (size_t i = 0; i < words; i++, x += 0x9E3779B97F4A7C15ULL)
+    for (size_t i = 0; i < words; i++, x += FB_RNG_GAMMA)
         p[i] = x ^ key;
 }
 
@@ -285,7 +278,7 @@ static void s_host_check(p2p_run_t *run, const p2p_gpu_t *g, kind_t kind, const 
                          size_t words, u64 key, uint64_t it)
 {
     uint64_t x = 0, bad = 0, first = 0, exp = 0, got = 0;
-    for (size_t i = 0; i < words; i++, x += 0x9E3779B97F4A7C15ULL)
+    for (size_t i = 0; i < words; i++, x += FB_RNG_GAMMA)
         if (p[i] != (x ^ key)) {
             if (!bad++) {
                 first = i;
@@ -438,7 +431,7 @@ static int s_measure_latency(p2p_run_t *run, size_t ia, size_t ib, double *us)
     /* One cycle through every slot (Sattolo): slot order[i] points to order[i+1]. */
     u64 r = s_key(run, K_N, a->dev, b->dev, 0);
     for (unsigned i = P2P_CHASE_SLOTS - 1; i > 0; i--) {
-        r = s_mix(r);
+        r = fb_mix64(r);
         unsigned j = (unsigned)(r % i), tmp = order[i];
         order[i] = order[j];
         order[j] = tmp;
@@ -828,7 +821,7 @@ fb_verdict_t p2p_run(worker_ctx_t *ctx)
     run.g = (p2p_gpu_t *)xcalloc(n, sizeof *run.g);
     run.link = (p2p_link_t *)xcalloc(nn, sizeof *run.link);
     run.peer = (bool *)xcalloc(nn, sizeof *run.peer);
-    run.seed = s_mix(fb_now_ms() ^ (u64)fb_mono_ms() << 20);
+    run.seed = fb_mix64(fb_now_ms() ^ (u64)fb_mono_ms() << 20);
     run.steps_total = 3 * n + 3 * n * (n - 1) + (n * (n - 1) / 2) * 2;
     double *ce_uni = (double *)xmalloc(nn * sizeof(double));
     double *sm_uni = (double *)xmalloc(nn * sizeof(double));

@@ -202,7 +202,7 @@ static int s_parse_config(worker_ctx_t *ctx, config_t *cfg)
         if (s_parse_count(ctx, "seed", "0", 0, UINT64_MAX, &cfg->seed))
             return -EINVAL;
     } else {
-        cfg->seed = mt_mix64(fb_now_ms() ^ ((uint64_t)getpid() << 32) ^ fb_mono_ms()) &
+        cfg->seed = fb_mix64(fb_now_ms() ^ ((uint64_t)getpid() << 32) ^ fb_mono_ms()) &
                     ((1ULL << MEMTEST_SEED_BITS) - 1);
     }
     const char *lock = worker_param(ctx, "lock");
@@ -382,7 +382,7 @@ static void s_on_miscompare(mt_ctx_t *mt, const mt_miscompare_t *m)
 static void s_on_inject(mt_ctx_t *mt, uint64_t *buf, size_t n_words)
 {
     thread_t *t = mt->user;
-    uint64_t seed = mt_mix64(t->run->cfg->seed ^ 0x666C6970ULL ^ ((uint64_t)t->index << 40));
+    uint64_t seed = fb_mix64(t->run->cfg->seed ^ 0x666C6970ULL ^ ((uint64_t)t->index << 40));
     atomic_fetch_add(&t->run->flipped, mt_flip_bits(buf, n_words, t->flips, seed, NULL, NULL));
 }
 
@@ -439,7 +439,7 @@ static void s_test(thread_t *t)
             t->pattern = cfg->patterns[k];
             /* Injection goes into the first pattern of the first pass, after its fill. */
             t->mt.inject = (pass == 0 && k == 0 && t->flips) ? s_on_inject : NULL;
-            t->mt.seed = mt_mix64(cfg->seed ^ ((uint64_t)t->index << 32) ^ pass);
+            t->mt.seed = fb_mix64(cfg->seed ^ ((uint64_t)t->index << 32) ^ pass);
             mt_run_pattern(t->pattern, t->buf, n_words, &t->mt);
             t->done_sweeps += mt_pattern_sweeps(t->pattern);
             pthread_barrier_wait(&run->step);

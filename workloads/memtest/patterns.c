@@ -58,14 +58,6 @@ struct gen {
     size_t from, shift; /* block_move: words at index >= from hold the value of index - shift */
 };
 
-uint64_t mt_mix64(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-
 static uint64_t s_rotl(uint64_t x, unsigned k)
 {
     k &= 63;
@@ -131,7 +123,7 @@ static uint64_t s_apply(op_t op, uint64_t v, uint64_t q)
  * with a key derived from the block number. */
 MT_HOT static void s_gen_table(gen_t *g, size_t first, uint64_t *restrict out)
 {
-    uint64_t key = mt_mix64(g->key_seed + first / MT_BLOCK);
+    uint64_t key = fb_mix64(g->key_seed + first / MT_BLOCK);
     for (size_t i = 0; i < MT_BLOCK; i++)
         out[i] = g->table[i] ^ key;
     if (g->op != OP_NONE)
@@ -505,7 +497,7 @@ static void s_moving_inversions(mt_ctx_t *c, uint64_t *p, size_t n)
 /* Seeded pseudo-random words, regenerated from the seed to verify. */
 static void s_random(mt_ctx_t *c, uint64_t *p, size_t n)
 {
-    uint64_t start = mt_mix64(c->seed ^ 0x72616E646F6DULL) | 1; /* xorshift state must be != 0 */
+    uint64_t start = fb_mix64(c->seed ^ 0x72616E646F6DULL) | 1; /* xorshift state must be != 0 */
     gen_t g = {.fn = s_gen_xorshift, .state = start};
     s_fill(c, p, n, &g);
     s_inject(c, p, n);
@@ -535,7 +527,7 @@ static void s_block_move(mt_ctx_t *c, uint64_t *p, size_t n)
         size_t s = shifts[k];
         if (s > n / 2 || (k > 0 && s <= shifts[k - 1]))
             continue; /* small buffers: skip shifts that do not fit or repeat */
-        gen_t g = {.fn = s_gen_move, .a = mt_mix64(c->seed ^ (0x6D6F7665ULL + k)), .from = n};
+        gen_t g = {.fn = s_gen_move, .a = fb_mix64(c->seed ^ (0x6D6F7665ULL + k)), .from = n};
         s_fill(c, p, n, &g);
         s_move(c, p + s, p, n - s); /* p[i] = v(i - s) for i >= s */
         s_inject(c, p, n);
@@ -558,10 +550,10 @@ static void s_block_move(mt_ctx_t *c, uint64_t *p, size_t n)
 static void s_compare(mt_ctx_t *c, uint64_t *p, size_t n, op_t op)
 {
     _Alignas(64) uint64_t table[MT_BLOCK];
-    uint64_t seed = mt_mix64(c->seed ^ (0x636D70ULL << 8) ^ (uint64_t)op);
+    uint64_t seed = fb_mix64(c->seed ^ (0x636D70ULL << 8) ^ (uint64_t)op);
     for (size_t i = 0; i < MT_BLOCK; i++)
-        table[i] = mt_mix64(seed + i);
-    uint64_t q = mt_mix64(seed ^ 0x71);
+        table[i] = fb_mix64(seed + i);
+    uint64_t q = fb_mix64(seed ^ 0x71);
     if (op == OP_MUL)
         q |= 1; /* odd: multiplication stays a bijection and keeps the low bits alive */
     if (op == OP_DIV)
@@ -611,7 +603,7 @@ static void s_compare_and(mt_ctx_t *c, uint64_t *p, size_t n)
 /* Both halves count upwards from a random start. */
 static void s_sequential_increment(mt_ctx_t *c, uint64_t *p, size_t n)
 {
-    gen_t g = {.fn = s_gen_seq, .a = mt_mix64(c->seed ^ 0x696E63ULL)};
+    gen_t g = {.fn = s_gen_seq, .a = fb_mix64(c->seed ^ 0x696E63ULL)};
     s_round_halves(c, p, n, &g);
     s_step(c, 1, 1);
 }
@@ -741,9 +733,9 @@ size_t mt_flip_bits(uint64_t *buf, size_t n_words, size_t n_flips, uint64_t seed
     for (size_t i = 0; i < n_flips; i++) {
         size_t lo = i * slice;
         size_t width = (i == n_flips - 1) ? n_words - lo : slice;
-        uint64_t r = mt_mix64(seed + i);
+        uint64_t r = fb_mix64(seed + i);
         size_t word = lo + (size_t)(r % width);
-        unsigned bit = (unsigned)(mt_mix64(r) & 63);
+        unsigned bit = (unsigned)(fb_mix64(r) & 63);
         volatile uint64_t *w = &buf[word];
         *w ^= 1ULL << bit;
         if (index_out)

@@ -11,6 +11,8 @@
 #ifndef FB_MEMTEST_PATTERNS_H
 #define FB_MEMTEST_PATTERNS_H
 
+#include "common/rng.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -89,8 +91,5 @@ uint64_t mt_run_pattern(mt_pattern_t p, uint64_t *buf, size_t n_words, mt_ctx_t 
  * index_out / bit_out when not NULL (arrays of n_flips). */
 size_t mt_flip_bits(uint64_t *buf, size_t n_words, size_t n_flips, uint64_t seed, size_t *index_out,
                     unsigned *bit_out);
-
-/* A 64-bit mixing function (splitmix64 finaliser): seeds derived from one run seed. */
-uint64_t mt_mix64(uint64_t x);
 
 #endif

@@ -5,22 +5,15 @@
  * already said that there is one. */
 #include "pattern.h"
 
+#include "common/rng.h"
 #include <string.h>
-
-static uint64_t s_splitmix(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 void np_init(np_pattern_t *p, uint64_t seed)
 {
     p->seed = seed;
     uint64_t state = seed;
     for (size_t i = 0; i < NP_BLOCK; i += 8) {
-        uint64_t w = s_splitmix(&state);
+        uint64_t w = fb_splitmix64(&state);
         memcpy(p->ref + i, &w, 8);
     }
 }

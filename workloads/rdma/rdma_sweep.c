@@ -4,6 +4,7 @@
  * number in the result is unit-tested on machines without an HCA. */
 #include "rdma_sweep.h"
 
+#include "common/rng.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,15 +38,6 @@ int rdma_sizes(uint64_t min, uint64_t max, uint64_t *out, size_t cap)
     return (int)n;
 }
 
-/* splitmix64: step seeds that differ in every bit between neighbouring steps. */
-static uint64_t s_mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 size_t rdma_schedule(const rdma_mode_t *modes, size_t n_modes, const uint64_t *sizes,
                      size_t n_sizes, bool loopback, bool latency, uint64_t lat_size,
                      rdma_step_t *out, size_t cap)
@@ -57,11 +49,11 @@ size_t rdma_schedule(const rdma_mode_t *modes, size_t n_modes, const uint64_t *s
             for (size_t s = 0; s < n_sizes; s++) {
                 if (n == cap)
                     return n;
-                out[n] = (rdma_step_t){modes[m], d, sizes[s], s_mix(n + 1)};
+                out[n] = (rdma_step_t){modes[m], d, sizes[s], fb_mix64(n + 1)};
                 n++;
             }
     if (latency && n < cap) {
-        out[n] = (rdma_step_t){RDMA_MODE_LAT, 0, lat_size, s_mix(n + 1)};
+        out[n] = (rdma_step_t){RDMA_MODE_LAT, 0, lat_size, fb_mix64(n + 1)};
         n++;
     }
     return n;

@@ -17,6 +17,8 @@
 #ifndef FB_BURN_VERIFY_H
 #define FB_BURN_VERIFY_H
 
+#include "common/rng.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -234,19 +236,11 @@ static inline BURN_HD uint64_t burn_flip_mask(burn_storage_t st)
 
 /* ---- operand generators -------------------------------------------------------------------- */
 
-static inline BURN_HD uint64_t burn_mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 /* The burn operands: uniform in [-1, 1), a function of (seed, index) only, so that every repeat
  * of the GEMM sees the same data and every mantissa bit toggles. */
 static inline BURN_HD double burn_random_value(uint64_t seed, uint64_t i)
 {
-    uint64_t h = burn_mix64(seed ^ burn_mix64(i));
+    uint64_t h = fb_mix64(seed ^ fb_mix64(i));
     return (double)(h >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
 
@@ -255,7 +249,7 @@ static inline BURN_HD double burn_random_value(uint64_t seed, uint64_t i)
  * any order, blocking or split is exact and the answer is known before the GEMM runs. */
 static inline BURN_HD int burn_kat_value(uint64_t seed, uint64_t i, int range)
 {
-    uint64_t h = burn_mix64(seed ^ 0x6b61745f6f70ull ^ burn_mix64(i));
+    uint64_t h = fb_mix64(seed ^ 0x6b61745f6f70ull ^ fb_mix64(i));
     return (int)(h % (uint64_t)(2 * range + 1)) - range;
 }
 
