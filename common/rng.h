@@ -41,6 +41,12 @@ static inline FB_RNG_HD uint64_t fb_splitmix64(uint64_t *state)
     return fb_mix64(x);
 }
 
+/* A word as a double uniform in [0, 1): its top 53 bits, every value a multiple of 2^-53. */
+static inline FB_RNG_HD double fb_rng_unit(uint64_t word)
+{
+    return (double)(word >> 11) * 0x1.0p-53;
+}
+
 /* Uniform in [0, bound), bound > 0, without modulo bias (rejection sampling: the loop runs
  * more than once with probability below bound / 2^64). */
 static inline uint64_t fb_rng_below(uint64_t *state, uint64_t bound)

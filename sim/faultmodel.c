@@ -52,7 +52,7 @@ static uint64_t s_hash_str(uint64_t h, const char *s)
 
 static double s_unit(uint64_t h)
 {
-    return (double)(fb_mix64(h) >> 11) * 0x1.0p-53;
+    return fb_rng_unit(fb_mix64(h));
 }
 
 double fb_faultmodel_uniform(const fb_faultmodel_t *self, const char *key, const char *salt)

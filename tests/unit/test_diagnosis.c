@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "common/rng.h"
 #include "scheduler/diagnosis.h"
 #include "scheduler/pairing.h"
 #include "scheduler/robust.h"
@@ -21,17 +22,9 @@
 
 #define FLEET 256
 
-static uint64_t s_rand(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 static double s_unif(uint64_t *state)
 {
-    return (double)(s_rand(state) >> 11) / 9007199254740992.0;
+    return fb_rng_unit(fb_splitmix64(state));
 }
 
 /* The simulated fleet: which nodes are bad, how often a fault shows, spurious failures. */
@@ -115,7 +108,7 @@ static s_outcome_t s_trial(uint64_t seed, unsigned n_bad, double q, double f, un
         assert_int_equal(fb_diag_add_node(d, fl->names[i], NULL), 0);
     }
     for (unsigned b = 0; b < n_bad;) {
-        size_t i = (size_t)(s_rand(&fl->rng) % FLEET);
+        size_t i = (size_t)(fb_splitmix64(&fl->rng) % FLEET);
         if (!fl->bad[i]) {
             fl->bad[i] = true;
             b++;
@@ -139,7 +132,7 @@ static s_outcome_t s_trial(uint64_t seed, unsigned n_bad, double q, double f, un
         }
         /* the caller's fresh matching of everyone else */
         for (size_t k = n_rest; k > 1; k--) {
-            size_t j = (size_t)(s_rand(&fl->rng) % k);
+            size_t j = (size_t)(fb_splitmix64(&fl->rng) % k);
             char *t = rest[k - 1];
             rest[k - 1] = rest[j];
             rest[j] = t;
@@ -523,7 +516,7 @@ static s_outcome_t s_rail_trial(uint64_t seed, unsigned n_bad, double q, double 
         assert_int_equal(fb_diag_add_node(d, fl->names[i], rails), 0);
     }
     for (unsigned b = 0; b < n_bad;) {
-        size_t i = (size_t)(s_rand(&fl->rng) % FLEET);
+        size_t i = (size_t)(fb_splitmix64(&fl->rng) % FLEET);
         if (!fl->bad[i]) {
             fl->bad[i] = true;
             b++;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "common/rng.h"
 #include "scheduler/flowjudge.h"
 
 #include <errno.h>
@@ -16,17 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t s_rand(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 static double s_jitter(uint64_t *rng)
 {
-    return 0.99 + 0.02 * (double)(s_rand(rng) >> 11) / 9007199254740992.0;
+    return 0.99 + 0.02 * fb_rng_unit(fb_splitmix64(rng));
 }
 
 enum { N = 64, LEAF = 16 };
@@ -74,7 +67,7 @@ static void s_run(fb_flowjudge_t *fj, const s_faults_t *f, int rounds, int rails
             for (int i = 0; i < N; i++)
                 perm[i] = i;
             for (int i = N; i > 1; i--) {
-                int j = (int)(s_rand(&rng) % (uint64_t)i), t = perm[i - 1];
+                int j = (int)(fb_splitmix64(&rng) % (uint64_t)i), t = perm[i - 1];
                 perm[i - 1] = perm[j];
                 perm[j] = t;
             }

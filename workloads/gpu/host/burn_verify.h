@@ -241,7 +241,7 @@ static inline BURN_HD uint64_t burn_flip_mask(burn_storage_t st)
 static inline BURN_HD double burn_random_value(uint64_t seed, uint64_t i)
 {
     uint64_t h = fb_mix64(seed ^ fb_mix64(i));
-    return (double)(h >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+    return 2.0 * fb_rng_unit(h) - 1.0;
 }
 
 /* The known-answer operands: integers in [-range, range]. With range from burn_kat_range every
