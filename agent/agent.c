@@ -32,7 +32,7 @@
 #include <zmq.h>
 
 
-static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
+static void s_on_message(fb_zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
                          void *arg);
 
 int agent_send(agent_t *self, Fleetburn__Envelope *env)
@@ -40,9 +40,9 @@ int agent_send(agent_t *self, Fleetburn__Envelope *env)
     if (!self->zs)
         return -ENOTCONN;
     size_t len = 0;
-    uint8_t *buf = wire_encode(env, &len);
+    uint8_t *buf = fb_wire_encode(env, &len);
     const void *frames[] = {buf};
-    int rc = zsock_send(self->zs, frames, &len, 1);
+    int rc = fb_zsock_send(self->zs, frames, &len, 1);
     free(buf);
     if (rc && rc != -EAGAIN)
         log_warn("send to coordinator failed: %s", zmq_strerror(-rc));
@@ -83,7 +83,7 @@ static int s_check_keys(const agent_options_t *opts, char *err, size_t errlen)
 
 static int s_connect(agent_t *self)
 {
-    void *sock = zsock_new_socket(self->zctx, ZMQ_DEALER);
+    void *sock = fb_zsock_new_socket(self->zctx, ZMQ_DEALER);
     int linger = 0, hwm = 10000, ivl = 100, ivl_max = 2000;
     zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
@@ -102,15 +102,15 @@ static int s_connect(agent_t *self)
         zmq_close(sock);
         return rc;
     }
-    self->zs = zsock_new(self->loop, sock, s_on_message, self);
+    self->zs = fb_zsock_new(self->loop, sock, s_on_message, self);
     if (self->handshake_log.interval_ms) /* a real agent: one monitor per connection */
-        self->monitor = zsock_monitor_new(self->loop, self->zctx, sock,
+        self->monitor = fb_zsock_monitor_new(self->loop, self->zctx, sock,
                                           ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
                                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH,
                                           s_on_handshake, self);
     if (self->tick_ms != AGENT_TICK_MS)
-        zsock_set_safety_ms(self->zs, self->tick_ms);
+        fb_zsock_set_safety_ms(self->zs, self->tick_ms);
     self->welcomed = false;
     self->last_hello = 0;
     return 0;
@@ -194,8 +194,8 @@ static void s_send_heartbeat(agent_t *self)
 static void s_reconnect(agent_t *self, const char *why)
 {
     log_warn("%s; reconnecting to %s", why, self->coordinator);
-    zsock_close(&self->monitor);
-    zsock_close(&self->zs);
+    fb_zsock_close(&self->monitor);
+    fb_zsock_close(&self->zs);
     int rc = s_connect(self);
     if (rc)
         log_error("cannot connect to %s: %s", self->coordinator, zmq_strerror(-rc));
@@ -222,7 +222,7 @@ static void s_on_tick(uv_timer_t *h)
 {
     agent_t *self = h->data;
     /* What the coordinator sent while the loop was away is read before its silence is judged. */
-    zsock_drain(self->zs);
+    fb_zsock_drain(self->zs);
     uint64_t now = fb_mono_ms();
     s_forgive_own_stall(self, now);
     if (!self->zs) {
@@ -277,14 +277,14 @@ static void s_refuse_invalid_task(agent_t *self, const uint8_t *data, size_t len
         fleetburn__envelope__free_unpacked(raw, NULL);
 }
 
-static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
+static void s_on_message(fb_zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
                          void *arg)
 {
     (void)zs;
     agent_t *self = arg;
     char err[256];
     Fleetburn__Envelope *env = NULL;
-    int rc = wire_decode(frames[n - 1], lens[n - 1], &env, err, sizeof err);
+    int rc = fb_wire_decode(frames[n - 1], lens[n - 1], &env, err, sizeof err);
     if (rc == -EPROTONOSUPPORT && env->body_case == FLEETBURN__ENVELOPE__BODY_WELCOME) {
         log_error("coordinator speaks another protocol: %s", err);
         self->fatal = 2;
@@ -292,7 +292,7 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
     }
     if (rc) {
         log_warn("dropped a message from the coordinator: %s", err);
-        wire_free(&env);
+        fb_wire_free(&env);
         if (rc == -EINVAL && self->welcomed)
             s_refuse_invalid_task(self, frames[n - 1], lens[n - 1], err);
         return;
@@ -323,7 +323,7 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
         log_warn("ignored an unexpected message (body %d) from the coordinator",
                  (int)env->body_case);
     }
-    wire_free(&env);
+    fb_wire_free(&env);
 }
 
 /* --- lifecycle ------------------------------------------------------------------------------ */
@@ -422,7 +422,7 @@ agent_t *agent_new(uv_loop_t *loop, const agent_options_t *opts, char *err, size
     }
     if (!opts->executor) {
         agent_note_gpu_vendors(self);
-        char *summary = inventory_summary(self->inventory);
+        char *summary = fb_inventory_summary(self->inventory);
         log_info("inventory: %s", summary);
         free(summary);
     }
@@ -491,7 +491,7 @@ void agent_destroy(agent_t **self_p)
         free(r->result_id);
         free(r);
     }
-    zsock_close(&self->monitor);
+    fb_zsock_close(&self->monitor);
     if (self->zs && self->welcomed && !self->fatal) {
         /* Goodbye, so the coordinator records this agent `gone`, not `lost`; the socket lingers
          * long enough to send it. */
@@ -503,9 +503,9 @@ void agent_destroy(agent_t **self_p)
         env.heartbeat = &hb;
         if (agent_send(self, &env) == 0)
             log_info("said goodbye to %s", self->coordinator);
-        zsock_close_linger(&self->zs, AGENT_GOODBYE_LINGER_MS);
+        fb_zsock_close_linger(&self->zs, AGENT_GOODBYE_LINGER_MS);
     }
-    zsock_close(&self->zs);
+    fb_zsock_close(&self->zs);
     bool closing = self->tick.data != NULL;
     if (closing)
         uv_close((uv_handle_t *)&self->tick, s_on_tick_closed);

@@ -34,7 +34,7 @@ struct agent {
     const agent_executor_t *exec;
     bool own_zctx, own_inventory;
     const char *key_file, *server_key_file; /* borrowed from the options: read at each connect */
-    zsock_t *monitor;                       /* handshake failures, for the log (real agents) */
+    fb_zsock_t *monitor;                       /* handshake failures, for the log (real agents) */
     fb_ratelimit_t handshake_log;
     char *coordinator, *name, *worker_path, *sysfs_root;
     char *address; /* Hello.address: where peers reach this node */
@@ -46,7 +46,7 @@ struct agent {
     char **site; /* site settings for workers, "KEY=VALUE" (agent.h) */
     size_t n_site;
     void *zctx;
-    zsock_t *zs;
+    fb_zsock_t *zs;
     spool_t *spool;
     Fleetburn__Inventory *inventory;
     uv_timer_t tick;

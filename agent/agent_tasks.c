@@ -59,7 +59,7 @@ static void s_send_telemetry(agent_t *self, const char *task_id, const char *tex
             *unit++ = '\0';
         char *end = NULL;
         double v = strtod(eq + 1, &end);
-        if (end == eq + 1 || !wire_valid_name(tok))
+        if (end == eq + 1 || !fb_wire_valid_name(tok))
             continue;
         if (n == cap) {
             cap *= 2;
@@ -106,9 +106,9 @@ static void s_send_exchange(agent_t *self, running_t *r, const char *line)
     uint64_t timeout_ms = 0;
     uint8_t *value = NULL;
     size_t len = 0;
-    if (exline_post_parse(line, &key, &timeout_ms, &value, &len)) {
+    if (fb_exline_post_parse(line, &key, &timeout_ms, &value, &len)) {
         log_warn("task %s: malformed exchange line from the worker", r->id);
-        char *reply = exline_reply_error_format("invalid", "malformed exchange line");
+        char *reply = fb_exline_reply_error_format("invalid", "malformed exchange line");
         self->exec->write_line(r->task, reply);
         free(reply);
         return;
@@ -126,7 +126,7 @@ static void s_send_exchange(agent_t *self, running_t *r, const char *line)
     if (agent_send(self, &env)) {
         /* Not connected: the worker's own timeout ends it, but say why at once. */
         char *reply =
-            exline_reply_error_format(key, "the agent is not connected to the coordinator");
+            fb_exline_reply_error_format(key, "the agent is not connected to the coordinator");
         self->exec->write_line(r->task, reply);
         free(reply);
     }
@@ -144,14 +144,14 @@ void agent_on_exchange(agent_t *self, const Fleetburn__Exchange *m)
     }
     char *line;
     if (m->error && *m->error) {
-        line = exline_reply_error_format(m->key, m->error);
+        line = fb_exline_reply_error_format(m->key, m->error);
     } else {
-        exline_blob_t *values = xcalloc(m->n_values, sizeof *values);
+        fb_exline_blob_t *values = xcalloc(m->n_values, sizeof *values);
         for (size_t i = 0; i < m->n_values; i++) {
             values[i].data = m->values[i].data;
             values[i].len = m->values[i].len;
         }
-        line = exline_reply_ok_format(m->key, values, m->n_values);
+        line = fb_exline_reply_ok_format(m->key, values, m->n_values);
         free(values);
     }
     self->exec->write_line(r->task, line);
@@ -199,18 +199,18 @@ static void s_finish_result(agent_t *self, fb_result_t *result)
     log_info("task %s: %s%s%s", result->task_id, fb_verdict_name(result->verdict),
              result->error ? ": " : "", result->error ? result->error : "");
     size_t len = 0;
-    uint8_t *data = wire_result_pack(result, &len);
+    uint8_t *data = fb_wire_result_pack(result, &len);
     int rc = spool_put(self->spool, result->result_id, data, len);
     free(data);
     if (rc)
         log_error("cannot spool result %s: %s; sending it unspooled", result->result_id,
                   strerror(-rc));
-    Fleetburn__TaskResult *view = wire_result_view(result);
+    Fleetburn__TaskResult *view = fb_wire_result_view(result);
     Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
     env.body_case = FLEETBURN__ENVELOPE__BODY_TASK_RESULT;
     env.task_result = view;
     agent_send(self, &env);
-    wire_result_view_free(&view);
+    fb_wire_result_view_free(&view);
 }
 
 static void s_on_task_done(const char *task_id, fb_result_t **result, void *arg)
@@ -371,10 +371,10 @@ void agent_on_run_task(agent_t *self, const Fleetburn__RunTask *m)
 
 void agent_refuse_run_task(agent_t *self, const Fleetburn__RunTask *m, const char *why)
 {
-    if (!wire_valid_id(m->task_id) || agent_is_running(self, m->task_id))
+    if (!fb_wire_valid_id(m->task_id) || agent_is_running(self, m->task_id))
         return;
     char *result_id = s_result_id(self, m);
-    bool spooled = !wire_valid_id(result_id) || agent_is_spooled(self, result_id);
+    bool spooled = !fb_wire_valid_id(result_id) || agent_is_spooled(self, result_id);
     free(result_id);
     if (spooled)
         return;

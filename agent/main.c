@@ -224,7 +224,7 @@ int main(int argc, char **argv)
     name = xstrdup(s_setting(opt_name, conf, "name"));
     if (!name)
         name = s_default_name();
-    if (!wire_valid_name(name)) {
+    if (!fb_wire_valid_name(name)) {
         fprintf(stderr,
                 "fleetburn-agent: --name '%s' is not a valid node name: use letters, digits, "
                 "'.', '_' and '-', at most %d characters\n",

@@ -168,7 +168,7 @@ static fb_result_t *s_result_from_exit(task_t *t, int64_t status, int term_signa
     char *data = fb_read_file(t->result_path, &len);
     if (data && term_signal == 0) {
         char err[256];
-        fb_result_t *r = wire_result_unpack((const uint8_t *)data, len, err, sizeof err);
+        fb_result_t *r = fb_wire_result_unpack((const uint8_t *)data, len, err, sizeof err);
         free(data);
         if (r)
             return r;

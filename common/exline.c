@@ -12,7 +12,7 @@
 #define EXLINE_PREFIX "exchange "
 #define EXLINE_KEY_MAX 64
 
-bool exline_valid_key(const char *key)
+bool fb_exline_valid_key(const char *key)
 {
     size_t n = key ? strlen(key) : 0;
     if (n == 0 || n > EXLINE_KEY_MAX)
@@ -104,7 +104,7 @@ static int s_key(const char **p, char **key_out)
     if (s_token(p, &t, &n) || n > EXLINE_KEY_MAX)
         return -EINVAL;
     char *key = xstrndup(t, n);
-    if (!exline_valid_key(key)) {
+    if (!fb_exline_valid_key(key)) {
         free(key);
         return -EINVAL;
     }
@@ -112,7 +112,7 @@ static int s_key(const char **p, char **key_out)
     return 0;
 }
 
-char *exline_post_format(const char *key, uint64_t timeout_ms, const void *value, size_t len)
+char *fb_exline_post_format(const char *key, uint64_t timeout_ms, const void *value, size_t len)
 {
     char head[128];
     int h = snprintf(head, sizeof head, EXLINE_PREFIX "%s %llu ", key,
@@ -125,7 +125,7 @@ char *exline_post_format(const char *key, uint64_t timeout_ms, const void *value
     return line;
 }
 
-int exline_post_parse(const char *line, char **key_out, uint64_t *timeout_ms_out,
+int fb_exline_post_parse(const char *line, char **key_out, uint64_t *timeout_ms_out,
                       uint8_t **value_out, size_t *len_out)
 {
     *key_out = NULL;
@@ -159,7 +159,7 @@ bad:
     return -EINVAL;
 }
 
-char *exline_reply_ok_format(const char *key, const exline_blob_t *values, size_t n)
+char *fb_exline_reply_ok_format(const char *key, const fb_exline_blob_t *values, size_t n)
 {
     size_t cap = strlen(EXLINE_PREFIX) + strlen(key) + 8;
     for (size_t i = 0; i < n; i++)
@@ -175,7 +175,7 @@ char *exline_reply_ok_format(const char *key, const exline_blob_t *values, size_
     return line;
 }
 
-char *exline_reply_error_format(const char *key, const char *error)
+char *fb_exline_reply_error_format(const char *key, const char *error)
 {
     char *line = xasprintf(EXLINE_PREFIX "%s error %s\n", key, error && *error ? error : "failed");
     /* The text must stay on one line. */
@@ -185,7 +185,7 @@ char *exline_reply_error_format(const char *key, const char *error)
     return line;
 }
 
-void exline_blobs_free(exline_blob_t **blobs_p, size_t n)
+void fb_exline_blobs_free(fb_exline_blob_t **blobs_p, size_t n)
 {
     if (!blobs_p || !*blobs_p)
         return;
@@ -195,7 +195,7 @@ void exline_blobs_free(exline_blob_t **blobs_p, size_t n)
     *blobs_p = NULL;
 }
 
-int exline_reply_parse(const char *line, char **key_out, bool *ok, exline_blob_t **values_out,
+int fb_exline_reply_parse(const char *line, char **key_out, bool *ok, fb_exline_blob_t **values_out,
                        size_t *n_out, char **error_out)
 {
     *key_out = NULL;
@@ -219,7 +219,7 @@ int exline_reply_parse(const char *line, char **key_out, bool *ok, exline_blob_t
     }
     if (n != 2 || strncmp(t, "ok", 2))
         goto bad;
-    exline_blob_t *values = NULL;
+    fb_exline_blob_t *values = NULL;
     size_t count = 0, cap = 0;
     while (s_token(&p, &t, &n) == 0) {
         if (count == cap) {
@@ -227,7 +227,7 @@ int exline_reply_parse(const char *line, char **key_out, bool *ok, exline_blob_t
             values = xrealloc(values, cap * sizeof *values);
         }
         if (s_get_hex(t, n, &values[count].data, &values[count].len)) {
-            exline_blobs_free(&values, count);
+            fb_exline_blobs_free(&values, count);
             goto bad;
         }
         count++;

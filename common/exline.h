@@ -18,25 +18,25 @@
 typedef struct {
     uint8_t *data; /* owned where an array of these is returned */
     size_t len;
-} exline_blob_t;
+} fb_exline_blob_t;
 
 /* Heap line "exchange KEY TIMEOUT_MS HEX\n". */
-char *exline_post_format(const char *key, uint64_t timeout_ms, const void *value, size_t len);
+char *fb_exline_post_format(const char *key, uint64_t timeout_ms, const void *value, size_t len);
 /* Parses a post line (with or without the leading "exchange "). On 0, *key_out and *value_out
  * are heap (free them; value may be NULL when len is 0). -EINVAL on anything malformed. */
-int exline_post_parse(const char *line, char **key_out, uint64_t *timeout_ms_out,
+int fb_exline_post_parse(const char *line, char **key_out, uint64_t *timeout_ms_out,
                       uint8_t **value_out, size_t *len_out);
 
 /* Heap reply lines. */
-char *exline_reply_ok_format(const char *key, const exline_blob_t *values, size_t n);
-char *exline_reply_error_format(const char *key, const char *error);
+char *fb_exline_reply_ok_format(const char *key, const fb_exline_blob_t *values, size_t n);
+char *fb_exline_reply_error_format(const char *key, const char *error);
 /* Parses a reply line. On 0: *key_out heap; *ok true with *values_out (heap array of n blobs,
- * free with exline_blobs_free) or false with *error_out heap. -EINVAL when malformed. */
-int exline_reply_parse(const char *line, char **key_out, bool *ok, exline_blob_t **values_out,
+ * free with fb_exline_blobs_free) or false with *error_out heap. -EINVAL when malformed. */
+int fb_exline_reply_parse(const char *line, char **key_out, bool *ok, fb_exline_blob_t **values_out,
                        size_t *n_out, char **error_out);
-void exline_blobs_free(exline_blob_t **blobs_p, size_t n);
+void fb_exline_blobs_free(fb_exline_blob_t **blobs_p, size_t n);
 
 /* True for a valid exchange key: [A-Za-z0-9._-], 1..64 characters. */
-bool exline_valid_key(const char *key);
+bool fb_exline_valid_key(const char *key);
 
 #endif

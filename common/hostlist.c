@@ -2,7 +2,7 @@
 /* Hostlist notation: expansion of "node[01-16,20],gpu-a[1-4]" into names and folding of names
  * back into that notation. Campaign files select nodes with it and reports print node sets with
  * it, so expansion is strict (every bad character, bracket or range is an error that names the
- * part) and bounded (an expression that would expand to more than HOSTLIST_MAX_NAMES names is
+ * part) and bounded (an expression that would expand to more than FB_HOSTLIST_MAX_NAMES names is
  * rejected before anything is allocated for it). The rules follow ClusterShell's nodeset, which
  * the unit tests use as an oracle. */
 #include "hostlist.h"
@@ -157,7 +157,7 @@ typedef struct {
     char **names;
     size_t n, cap;
     uint64_t total;  /* names generated so far, duplicates included */
-    bool count_only; /* hostlist_check: count the names, make none */
+    bool count_only; /* fb_hostlist_check: count the names, make none */
     s_map_t seen;
 } s_out_t;
 
@@ -365,16 +365,16 @@ static int s_expand_item(const char *text, size_t b, size_t e, s_out_t *out, cha
         }
         n_groups++;
         uint64_t group = 0;
-        for (size_t r = 0; r < segs[i].n_ranges && group <= HOSTLIST_MAX_NAMES; r++)
+        for (size_t r = 0; r < segs[i].n_ranges && group <= FB_HOSTLIST_MAX_NAMES; r++)
             group += s_range_count(&segs[i].ranges[r]);
-        count = group > HOSTLIST_MAX_NAMES ? HOSTLIST_MAX_NAMES + 1ull : count * group;
-        if (count > HOSTLIST_MAX_NAMES)
-            count = HOSTLIST_MAX_NAMES + 1ull;
+        count = group > FB_HOSTLIST_MAX_NAMES ? FB_HOSTLIST_MAX_NAMES + 1ull : count * group;
+        if (count > FB_HOSTLIST_MAX_NAMES)
+            count = FB_HOSTLIST_MAX_NAMES + 1ull;
     }
-    if (out->total + count > HOSTLIST_MAX_NAMES) {
+    if (out->total + count > FB_HOSTLIST_MAX_NAMES) {
         char item[S_SHOW_MAX * 4 + 8];
         s_err(err, errlen, "'%s' expands to more than %u names",
-              s_show(text + b, e - b, item, sizeof item), HOSTLIST_MAX_NAMES);
+              s_show(text + b, e - b, item, sizeof item), FB_HOSTLIST_MAX_NAMES);
         s_segs_free(segs, n_segs);
         return -EINVAL;
     }
@@ -438,10 +438,10 @@ static int s_expand_item(const char *text, size_t b, size_t e, s_out_t *out, cha
     return 0;
 }
 
-/* hostlist_expand into out (count_only set: hostlist_check). */
+/* fb_hostlist_expand into out (count_only set: fb_hostlist_check). */
 static int s_expand(const char *expr, s_out_t *out, char *err, size_t errlen);
 
-int hostlist_expand(const char *expr, char ***names_out, size_t *n_out, char *err, size_t errlen)
+int fb_hostlist_expand(const char *expr, char ***names_out, size_t *n_out, char *err, size_t errlen)
 {
     *names_out = NULL;
     *n_out = 0;
@@ -450,7 +450,7 @@ int hostlist_expand(const char *expr, char ***names_out, size_t *n_out, char *er
     int rc = s_expand(expr, &out, err, errlen);
     s_map_fini(&out.seen);
     if (rc) {
-        hostlist_free(out.names, out.n);
+        fb_hostlist_free(out.names, out.n);
         return rc;
     }
     *names_out = out.names;
@@ -458,7 +458,7 @@ int hostlist_expand(const char *expr, char ***names_out, size_t *n_out, char *er
     return 0;
 }
 
-int hostlist_check(const char *expr, size_t *n_out, char *err, size_t errlen)
+int fb_hostlist_check(const char *expr, size_t *n_out, char *err, size_t errlen)
 {
     s_out_t out = {.count_only = true};
     int rc = s_expand(expr, &out, err, errlen);
@@ -540,7 +540,7 @@ static int s_expand(const char *expr, s_out_t *out, char *err, size_t errlen)
     return rc;
 }
 
-void hostlist_free(char **names, size_t n)
+void fb_hostlist_free(char **names, size_t n)
 {
     if (!names)
         return;
@@ -657,7 +657,7 @@ static void s_emit_group(s_text_t *t, const s_family_t *f, const s_member_t *m, 
     s_text_put(t, f->name + f->suffix_off, strlen(f->name + f->suffix_off));
 }
 
-char *hostlist_compress(const char *const *names, size_t n)
+char *fb_hostlist_compress(const char *const *names, size_t n)
 {
     s_map_t families_by_key, plain_seen;
     s_map_init(&families_by_key, 16);

@@ -17,7 +17,7 @@ static const char *s_or_empty(const char *s)
     return s ? s : "";
 }
 
-char *inventory_summary(const Fleetburn__Inventory *inv)
+char *fb_inventory_summary(const Fleetburn__Inventory *inv)
 {
     if (!inv)
         return xstrdup("no inventory");
@@ -85,7 +85,7 @@ char *inventory_summary(const Fleetburn__Inventory *inv)
     return out;
 }
 
-char *inventory_to_json(const Fleetburn__Inventory *inv)
+char *fb_inventory_to_json(const Fleetburn__Inventory *inv)
 {
     if (!inv)
         return xstrdup("null");

@@ -11,12 +11,12 @@
  * The "/N NUMA" part is left out when the NUMA node count is unknown (0); mixed GPU vendors read
  * "8 GPU (4 nvidia, 4 amd)"; HCA counts distinct InfiniBand devices (not ports); NIC counts
  * network devices that are not HCA ports. NULL gives "no inventory". Heap string, caller frees. */
-char *inventory_summary(const Fleetburn__Inventory *inv);
+char *fb_inventory_summary(const Fleetburn__Inventory *inv);
 
 /* The whole inventory as one compact JSON object (common/json.h writer), field names as in
  * proto/fleetburn.proto; "software" is an object of component -> version. NULL gives "null".
  * Heap, caller frees. */
-char *inventory_to_json(const Fleetburn__Inventory *inv);
+char *fb_inventory_to_json(const Fleetburn__Inventory *inv);
 
 
 #endif

@@ -13,7 +13,7 @@ typedef struct {
     uint64_t hash;
 } slot_t;
 
-struct strmap {
+struct fb_strmap {
     slot_t *slots;
     size_t cap, size;
 };
@@ -26,19 +26,19 @@ static uint64_t s_hash(const char *key)
     return h;
 }
 
-strmap_t *strmap_new(void)
+fb_strmap_t *fb_strmap_new(void)
 {
-    strmap_t *self = xcalloc(1, sizeof *self);
+    fb_strmap_t *self = xcalloc(1, sizeof *self);
     self->cap = 16;
     self->slots = xcalloc(self->cap, sizeof(slot_t));
     return self;
 }
 
-void strmap_destroy(strmap_t **self_p)
+void fb_strmap_destroy(fb_strmap_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
-    strmap_t *self = *self_p;
+    fb_strmap_t *self = *self_p;
     for (size_t i = 0; i < self->cap; i++)
         free(self->slots[i].key);
     free(self->slots);
@@ -46,7 +46,7 @@ void strmap_destroy(strmap_t **self_p)
     *self_p = NULL;
 }
 
-static size_t s_find(const strmap_t *self, const char *key, uint64_t h)
+static size_t s_find(const fb_strmap_t *self, const char *key, uint64_t h)
 {
     size_t i = h & (self->cap - 1);
     while (self->slots[i].key && (self->slots[i].hash != h || strcmp(self->slots[i].key, key)))
@@ -54,7 +54,7 @@ static size_t s_find(const strmap_t *self, const char *key, uint64_t h)
     return i;
 }
 
-static void s_grow(strmap_t *self)
+static void s_grow(fb_strmap_t *self)
 {
     slot_t *old = self->slots;
     size_t old_cap = self->cap;
@@ -71,7 +71,7 @@ static void s_grow(strmap_t *self)
     free(old);
 }
 
-void *strmap_put(strmap_t *self, const char *key, void *value)
+void *fb_strmap_put(fb_strmap_t *self, const char *key, void *value)
 {
     if ((self->size + 1) * 4 > self->cap * 3)
         s_grow(self);
@@ -89,13 +89,13 @@ void *strmap_put(strmap_t *self, const char *key, void *value)
     return NULL;
 }
 
-void *strmap_get(const strmap_t *self, const char *key)
+void *fb_strmap_get(const fb_strmap_t *self, const char *key)
 {
     size_t i = s_find(self, key, s_hash(key));
     return self->slots[i].key ? self->slots[i].value : NULL;
 }
 
-void *strmap_remove(strmap_t *self, const char *key)
+void *fb_strmap_remove(fb_strmap_t *self, const char *key)
 {
     size_t i = s_find(self, key, s_hash(key));
     if (!self->slots[i].key)
@@ -118,12 +118,12 @@ void *strmap_remove(strmap_t *self, const char *key)
     return value;
 }
 
-size_t strmap_size(const strmap_t *self)
+size_t fb_strmap_size(const fb_strmap_t *self)
 {
     return self->size;
 }
 
-int strmap_next(const strmap_t *self, size_t *pos, const char **key, void **value)
+int fb_strmap_next(const fb_strmap_t *self, size_t *pos, const char **key, void **value)
 {
     while (*pos < self->cap) {
         slot_t *s = &self->slots[(*pos)++];

@@ -7,17 +7,17 @@
 
 #include <stddef.h>
 
-typedef struct strmap strmap_t;
+typedef struct fb_strmap fb_strmap_t;
 
-strmap_t *strmap_new(void);
-void strmap_destroy(strmap_t **self_p);
+fb_strmap_t *fb_strmap_new(void);
+void fb_strmap_destroy(fb_strmap_t **self_p);
 /* Inserts or replaces; returns the previous value or NULL. */
-void *strmap_put(strmap_t *self, const char *key, void *value);
-void *strmap_get(const strmap_t *self, const char *key);
+void *fb_strmap_put(fb_strmap_t *self, const char *key, void *value);
+void *fb_strmap_get(const fb_strmap_t *self, const char *key);
 /* Removes key; returns its value or NULL. */
-void *strmap_remove(strmap_t *self, const char *key);
-size_t strmap_size(const strmap_t *self);
+void *fb_strmap_remove(fb_strmap_t *self, const char *key);
+size_t fb_strmap_size(const fb_strmap_t *self);
 /* Iteration: start with *pos = 0; returns 0 at the end. Do not modify the map while iterating. */
-int strmap_next(const strmap_t *self, size_t *pos, const char **key, void **value);
+int fb_strmap_next(const fb_strmap_t *self, size_t *pos, const char **key, void **value);
 
 #endif

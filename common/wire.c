@@ -25,7 +25,7 @@ static int s_fail(char *err, size_t errlen, const char *fmt, ...)
     return -EINVAL;
 }
 
-int wire_valid_name(const char *s)
+int fb_wire_valid_name(const char *s)
 {
     size_t n = s ? strlen(s) : 0;
     if (n == 0 || n > FB_WIRE_MAX_NAME)
@@ -114,7 +114,7 @@ static int s_valid_address(const char *s)
     return 1;
 }
 
-int wire_valid_id(const char *s)
+int fb_wire_valid_id(const char *s)
 {
     return s_valid_id(s);
 }
@@ -129,7 +129,7 @@ static int s_validate_ids(char **ids, size_t n, const char *what, char *err, siz
 
 static int s_validate_hello(const Fleetburn__Hello *m, char *err, size_t errlen)
 {
-    CHECK(wire_valid_name(m->name), "hello: invalid node name (letters, digits, . _ -; 1-%d chars)",
+    CHECK(fb_wire_valid_name(m->name), "hello: invalid node name (letters, digits, . _ -; 1-%d chars)",
           FB_WIRE_MAX_NAME);
     int rc = s_validate_inventory(m->inventory, err, errlen);
     if (rc)
@@ -159,7 +159,7 @@ static int s_validate_run_task(const Fleetburn__RunTask *m, char *err, size_t er
 {
     CHECK(s_valid_id(m->task_id), "run_task: invalid task id");
     CHECK(s_valid_id(m->campaign_id), "run_task: invalid campaign id");
-    CHECK(wire_valid_name(m->workload), "run_task: invalid workload name");
+    CHECK(fb_wire_valid_name(m->workload), "run_task: invalid workload name");
     CHECK(s_text_ok(m->stage, FB_WIRE_MAX_NAME), "run_task: stage name too long");
     CHECK(m->timeout_ms >= FB_LIMIT_TIMEOUT_MS_MIN && m->timeout_ms <= FB_LIMIT_TIMEOUT_MS_MAX,
           "run_task: timeout %llu ms out of range %llu..%llu ms (30 days)",
@@ -167,7 +167,7 @@ static int s_validate_run_task(const Fleetburn__RunTask *m, char *err, size_t er
     CHECK(m->n_params <= FB_LIMIT_PARAMS, "run_task: %zu params, at most %u", m->n_params,
           FB_LIMIT_PARAMS);
     for (size_t i = 0; i < m->n_params; i++)
-        CHECK(wire_valid_name(m->params[i]->key) &&
+        CHECK(fb_wire_valid_name(m->params[i]->key) &&
                   s_text_ok(m->params[i]->value, FB_LIMIT_PARAM_VALUE_BYTES),
               "run_task: param %zu invalid (a name, and a value of at most %u bytes)", i,
               FB_LIMIT_PARAM_VALUE_BYTES);
@@ -177,7 +177,7 @@ static int s_validate_run_task(const Fleetburn__RunTask *m, char *err, size_t er
                   s_text_ok(m->group->rendezvous, 1024),
               "run_task: group rank/size out of range");
         for (size_t i = 0; i < m->group->n_peers; i++)
-            CHECK(wire_valid_name(m->group->peers[i]), "run_task: group peer %zu invalid", i);
+            CHECK(fb_wire_valid_name(m->group->peers[i]), "run_task: group peer %zu invalid", i);
         CHECK(m->group->n_addresses == 0 || m->group->n_addresses == m->group->n_peers,
               "run_task: group has %zu addresses for %zu peers", m->group->n_addresses,
               m->group->n_peers);
@@ -191,7 +191,7 @@ static int s_validate_run_task(const Fleetburn__RunTask *m, char *err, size_t er
 static int s_validate_exchange(const Fleetburn__Exchange *m, char *err, size_t errlen)
 {
     CHECK(s_valid_id(m->task_id), "exchange: invalid task id");
-    CHECK(wire_valid_name(m->key), "exchange: invalid key");
+    CHECK(fb_wire_valid_name(m->key), "exchange: invalid key");
     CHECK(m->rank < FB_WIRE_MAX_ITEMS, "exchange: rank %u out of range", m->rank);
     CHECK(m->value.len <= FB_WIRE_MAX_EXCHANGE, "exchange: value of %zu bytes, at most %u",
           m->value.len, FB_WIRE_MAX_EXCHANGE);
@@ -208,7 +208,7 @@ static int s_validate_metrics(Fleetburn__Metric **ms, size_t n, char *err, size_
 {
     CHECK(n <= FB_WIRE_MAX_ITEMS, "%zu metrics, at most %u", n, FB_WIRE_MAX_ITEMS);
     for (size_t i = 0; i < n; i++)
-        CHECK(wire_valid_name(ms[i]->name) && s_text_ok(ms[i]->unit, 32),
+        CHECK(fb_wire_valid_name(ms[i]->name) && s_text_ok(ms[i]->unit, 32),
               "metric %zu: invalid name or unit", i);
     return 0;
 }
@@ -229,7 +229,7 @@ static int s_validate_task_result(const Fleetburn__TaskResult *m, char *err, siz
 {
     CHECK(s_valid_id(m->result_id), "task_result: invalid result id");
     CHECK(s_valid_id(m->task_id), "task_result: invalid task id");
-    CHECK(m->node[0] == '\0' || wire_valid_name(m->node), "task_result: invalid node name");
+    CHECK(m->node[0] == '\0' || fb_wire_valid_name(m->node), "task_result: invalid node name");
     CHECK(m->verdict >= FLEETBURN__VERDICT__VERDICT_PASS &&
               m->verdict <= FLEETBURN__VERDICT__VERDICT_ERROR,
           "task_result: verdict %d out of range", (int)m->verdict);
@@ -286,7 +286,7 @@ static int s_validate_campaign_list(const Fleetburn__CampaignList *m, char *err,
     return 0;
 }
 
-int wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen)
+int fb_wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen)
 {
     switch (env->body_case) {
     case FLEETBURN__ENVELOPE__BODY_HELLO:
@@ -376,7 +376,7 @@ static int s_bad_field_number(const ProtobufCMessage *m, uint32_t *bad)
     return 0;
 }
 
-int wire_decode(const uint8_t *data, size_t len, Fleetburn__Envelope **out, char *err,
+int fb_wire_decode(const uint8_t *data, size_t len, Fleetburn__Envelope **out, char *err,
                 size_t errlen)
 {
     *out = NULL;
@@ -402,7 +402,7 @@ int wire_decode(const uint8_t *data, size_t len, Fleetburn__Envelope **out, char
         *out = env;
         return -EPROTONOSUPPORT;
     }
-    int rc = wire_validate(env, err, errlen);
+    int rc = fb_wire_validate(env, err, errlen);
     if (rc) {
         fleetburn__envelope__free_unpacked(env, NULL);
         return rc;
@@ -411,7 +411,7 @@ int wire_decode(const uint8_t *data, size_t len, Fleetburn__Envelope **out, char
     return 0;
 }
 
-void wire_free(Fleetburn__Envelope **env_p)
+void fb_wire_free(Fleetburn__Envelope **env_p)
 {
     if (env_p && *env_p) {
         fleetburn__envelope__free_unpacked(*env_p, NULL);
@@ -419,7 +419,7 @@ void wire_free(Fleetburn__Envelope **env_p)
     }
 }
 
-uint8_t *wire_encode(Fleetburn__Envelope *env, size_t *len_out)
+uint8_t *fb_wire_encode(Fleetburn__Envelope *env, size_t *len_out)
 {
     env->protocol_version = FB_PROTOCOL_VERSION;
     size_t len = fleetburn__envelope__get_packed_size(env);
@@ -429,7 +429,7 @@ uint8_t *wire_encode(Fleetburn__Envelope *env, size_t *len_out)
     return buf;
 }
 
-Fleetburn__TaskResult *wire_result_view(const fb_result_t *r)
+Fleetburn__TaskResult *fb_wire_result_view(const fb_result_t *r)
 {
     Fleetburn__TaskResult *m = xcalloc(1, sizeof *m);
     fleetburn__task_result__init(m);
@@ -464,7 +464,7 @@ Fleetburn__TaskResult *wire_result_view(const fb_result_t *r)
     return m;
 }
 
-void wire_result_view_free(Fleetburn__TaskResult **msg_p)
+void fb_wire_result_view_free(Fleetburn__TaskResult **msg_p)
 {
     if (!msg_p || !*msg_p)
         return;
@@ -480,18 +480,18 @@ void wire_result_view_free(Fleetburn__TaskResult **msg_p)
     *msg_p = NULL;
 }
 
-uint8_t *wire_result_pack(const fb_result_t *result, size_t *len_out)
+uint8_t *fb_wire_result_pack(const fb_result_t *result, size_t *len_out)
 {
-    Fleetburn__TaskResult *m = wire_result_view(result);
+    Fleetburn__TaskResult *m = fb_wire_result_view(result);
     size_t len = fleetburn__task_result__get_packed_size(m);
     uint8_t *buf = xmalloc(len);
     fleetburn__task_result__pack(m, buf);
-    wire_result_view_free(&m);
+    fb_wire_result_view_free(&m);
     *len_out = len;
     return buf;
 }
 
-fb_result_t *wire_result_from_proto(const Fleetburn__TaskResult *m)
+fb_result_t *fb_wire_result_from_proto(const Fleetburn__TaskResult *m)
 {
     fb_result_t *r = fb_result_new();
     fb_result_set_ids(r, m->result_id, m->task_id, m->node);
@@ -507,7 +507,7 @@ fb_result_t *wire_result_from_proto(const Fleetburn__TaskResult *m)
     return r;
 }
 
-fb_result_t *wire_result_unpack(const uint8_t *data, size_t len, char *err, size_t errlen)
+fb_result_t *fb_wire_result_unpack(const uint8_t *data, size_t len, char *err, size_t errlen)
 {
     Fleetburn__TaskResult *m = fleetburn__task_result__unpack(NULL, len, data);
     uint32_t bad = 0;
@@ -523,7 +523,7 @@ fb_result_t *wire_result_unpack(const uint8_t *data, size_t len, char *err, size
         fleetburn__task_result__free_unpacked(m, NULL);
         return NULL;
     }
-    fb_result_t *r = wire_result_from_proto(m);
+    fb_result_t *r = fb_wire_result_from_proto(m);
     fleetburn__task_result__free_unpacked(m, NULL);
     return r;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Encoding, decoding and validation of wire messages (proto/fleetburn.proto).
  *
- * Nothing decoded from the network is used before wire_decode has validated it: the protocol
+ * Nothing decoded from the network is used before fb_wire_decode has validated it: the protocol
  * version, which body is set, string lengths and character sets of names and ids, repeated field
  * counts, enum ranges and numeric ranges. A message that fails is reported with a reason and
  * dropped by the caller. */
@@ -31,28 +31,28 @@
  * -EPROTONOSUPPORT when it decoded but speaks another protocol version (*out is set, so the
  * caller can answer with a refusal naming both versions); -EINVAL when a field is invalid
  * (*out NULL). err receives the reason. */
-int wire_decode(const uint8_t *data, size_t len, Fleetburn__Envelope **out, char *err,
+int fb_wire_decode(const uint8_t *data, size_t len, Fleetburn__Envelope **out, char *err,
                 size_t errlen);
-void wire_free(Fleetburn__Envelope **env_p);
+void fb_wire_free(Fleetburn__Envelope **env_p);
 /* Validates a decoded envelope's body (not the version). 0 or -EINVAL with err. */
-int wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen);
+int fb_wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen);
 /* Stamps the protocol version and packs env into a new buffer (caller frees). */
-uint8_t *wire_encode(Fleetburn__Envelope *env, size_t *len_out);
+uint8_t *fb_wire_encode(Fleetburn__Envelope *env, size_t *len_out);
 
 /* True when s is a valid node name: [A-Za-z0-9._-], 1..FB_WIRE_MAX_NAME characters. */
-int wire_valid_name(const char *s);
+int fb_wire_valid_name(const char *s);
 /* True when s is a valid task, campaign or result id (1..FB_WIRE_MAX_ID characters). */
-int wire_valid_id(const char *s);
+int fb_wire_valid_id(const char *s);
 
 /* TaskResult <-> fb_result_t. Packing gives bytes the caller frees (spool, worker result file). */
-uint8_t *wire_result_pack(const fb_result_t *result, size_t *len_out);
+uint8_t *fb_wire_result_pack(const fb_result_t *result, size_t *len_out);
 /* Unpacks and validates; NULL with err on bad input. */
-fb_result_t *wire_result_unpack(const uint8_t *data, size_t len, char *err, size_t errlen);
-fb_result_t *wire_result_from_proto(const Fleetburn__TaskResult *msg);
+fb_result_t *fb_wire_result_unpack(const uint8_t *data, size_t len, char *err, size_t errlen);
+fb_result_t *fb_wire_result_from_proto(const Fleetburn__TaskResult *msg);
 
 /* A TaskResult view of result whose strings point into result (valid while result lives).
- * Free the view with wire_result_view_free. */
-Fleetburn__TaskResult *wire_result_view(const fb_result_t *result);
-void wire_result_view_free(Fleetburn__TaskResult **msg_p);
+ * Free the view with fb_wire_result_view_free. */
+Fleetburn__TaskResult *fb_wire_result_view(const fb_result_t *result);
+void fb_wire_result_view_free(Fleetburn__TaskResult **msg_p);
 
 #endif

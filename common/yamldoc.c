@@ -135,14 +135,14 @@ typedef struct {
 } s_frame_t;
 
 /* What an anchor stands for, in expansion units, kept as value + 1 (0 = unknown). */
-static void s_anchor_set(strmap_t *anchors, const char *name, size_t cost)
+static void s_anchor_set(fb_strmap_t *anchors, const char *name, size_t cost)
 {
-    strmap_put(anchors, name, (void *)(uintptr_t)(cost + 1));
+    fb_strmap_put(anchors, name, (void *)(uintptr_t)(cost + 1));
 }
 
-static size_t s_anchor_cost(const strmap_t *anchors, const char *name)
+static size_t s_anchor_cost(const fb_strmap_t *anchors, const char *name)
 {
-    uintptr_t v = (uintptr_t)strmap_get(anchors, name);
+    uintptr_t v = (uintptr_t)fb_strmap_get(anchors, name);
     return v ? (size_t)(v - 1) : 1; /* an undefined alias: the load reports it */
 }
 
@@ -154,7 +154,7 @@ static int s_check_limits(fb_yaml_t *y, const char *what)
     if (!yaml_parser_initialize(&parser))
         s_oom();
     yaml_parser_set_input_string(&parser, (const unsigned char *)y->text, y->len);
-    strmap_t *anchors = strmap_new();
+    fb_strmap_t *anchors = fb_strmap_new();
     s_frame_t stack[FB_YAML_MAX_DEPTH];
     size_t depth = 0, cost = 0, documents = 0;
     int rc = 0;
@@ -228,7 +228,7 @@ static int s_check_limits(fb_yaml_t *y, const char *what)
     }
     while (depth > 0)
         free(stack[--depth].anchor);
-    strmap_destroy(&anchors);
+    fb_strmap_destroy(&anchors);
     yaml_parser_delete(&parser);
     return rc;
 }

@@ -16,10 +16,10 @@
 
 #define ZSOCK_MAX_FRAMES 8
 
-struct zsock {
+struct fb_zsock {
     uv_loop_t *loop;
     void *socket;
-    zsock_recv_cb cb;
+    fb_zsock_recv_cb cb;
     void *arg;
     uv_poll_t poll;
     uv_idle_t idle;
@@ -34,7 +34,7 @@ struct zsock {
     fb_ratelimit_t overflow_log; /* a peer sends those at will: one line per 10 s */
 };
 
-static void s_drain(zsock_t *zs)
+static void s_drain(fb_zsock_t *zs)
 {
     if (zs->draining || zs->closing)
         return;
@@ -105,7 +105,7 @@ static void s_on_safety(uv_timer_t *h)
     s_drain(h->data);
 }
 
-void *zsock_new_socket(void *zctx, int type)
+void *fb_zsock_new_socket(void *zctx, int type)
 {
     void *sock = zmq_socket(zctx, type);
     if (!sock)
@@ -120,9 +120,9 @@ void *zsock_new_socket(void *zctx, int type)
     return sock;
 }
 
-zsock_t *zsock_new(uv_loop_t *loop, void *zsocket, zsock_recv_cb cb, void *arg)
+fb_zsock_t *fb_zsock_new(uv_loop_t *loop, void *zsocket, fb_zsock_recv_cb cb, void *arg)
 {
-    zsock_t *zs = xcalloc(1, sizeof *zs);
+    fb_zsock_t *zs = xcalloc(1, sizeof *zs);
     zs->overflow_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
     zs->loop = loop;
     zs->socket = zsocket;
@@ -145,7 +145,7 @@ zsock_t *zsock_new(uv_loop_t *loop, void *zsocket, zsock_recv_cb cb, void *arg)
 
 static void s_on_closed(uv_handle_t *h)
 {
-    zsock_t *zs = h->data;
+    fb_zsock_t *zs = h->data;
     /* libuv requires the watched fd (owned by the ZeroMQ socket) to stay open until the poll
      * handle is closed. */
     if (h == (uv_handle_t *)&zs->poll) {
@@ -158,16 +158,16 @@ static void s_on_closed(uv_handle_t *h)
     }
 }
 
-void zsock_close(zsock_t **zs_p)
+void fb_zsock_close(fb_zsock_t **zs_p)
 {
-    zsock_close_linger(zs_p, 0);
+    fb_zsock_close_linger(zs_p, 0);
 }
 
-void zsock_close_linger(zsock_t **zs_p, int linger_ms)
+void fb_zsock_close_linger(fb_zsock_t **zs_p, int linger_ms)
 {
     if (!zs_p || !*zs_p)
         return;
-    zsock_t *zs = *zs_p;
+    fb_zsock_t *zs = *zs_p;
     *zs_p = NULL;
     if (zs->watched)
         zmq_socket_monitor(zs->watched, NULL, 0);
@@ -179,7 +179,7 @@ void zsock_close_linger(zsock_t **zs_p, int linger_ms)
     uv_close((uv_handle_t *)&zs->safety, s_on_closed);
 }
 
-int zsock_send(zsock_t *zs, const void *const *frames, const size_t *lens, size_t n_frames)
+int fb_zsock_send(fb_zsock_t *zs, const void *const *frames, const size_t *lens, size_t n_frames)
 {
     if (zs->closing)
         return -ESHUTDOWN;
@@ -196,24 +196,24 @@ int zsock_send(zsock_t *zs, const void *const *frames, const size_t *lens, size_
     return rc;
 }
 
-void zsock_drain(zsock_t *zs)
+void fb_zsock_drain(fb_zsock_t *zs)
 {
     if (zs)
         s_drain(zs);
 }
 
-void *zsock_socket(zsock_t *zs)
+void *fb_zsock_socket(fb_zsock_t *zs)
 {
     return zs->socket;
 }
 
-void zsock_set_safety_ms(zsock_t *zs, uint64_t ms)
+void fb_zsock_set_safety_ms(fb_zsock_t *zs, uint64_t ms)
 {
     if (!zs->closing && ms > 0)
         uv_timer_start(&zs->safety, s_on_safety, ms, ms);
 }
 
-const char *zsock_peer_user_id(zsock_t *zs)
+const char *fb_zsock_peer_user_id(fb_zsock_t *zs)
 {
     if (!zs->current)
         return NULL;
@@ -221,13 +221,13 @@ const char *zsock_peer_user_id(zsock_t *zs)
     return id && id[0] ? id : NULL;
 }
 
-const char *zsock_peer_address(zsock_t *zs)
+const char *fb_zsock_peer_address(fb_zsock_t *zs)
 {
     const char *addr = zs->current ? zmq_msg_gets(zs->current, "Peer-Address") : NULL;
     return addr ? addr : "?";
 }
 
-int zsock_peer_fd(zsock_t *zs)
+int fb_zsock_peer_fd(fb_zsock_t *zs)
 {
     /* ZMQ_SRCFD is deprecated for lack of a better way, and still answers in libzmq 4.3: it is
      * what lets the coordinator end one connection of its ROUTER (a revoked key). */
@@ -237,11 +237,11 @@ int zsock_peer_fd(zsock_t *zs)
 /* --- socket monitor ------------------------------------------------------------------------- */
 
 typedef struct {
-    zsock_event_cb cb;
+    fb_zsock_event_cb cb;
     void *arg;
 } monitor_t;
 
-static void s_on_monitor(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
+static void s_on_monitor(fb_zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
                          void *arg)
 {
     (void)zs;
@@ -259,8 +259,8 @@ static void s_on_monitor(zsock_t *zs, const uint8_t *const *frames, const size_t
     m->cb(event, value, endpoint, m->arg);
 }
 
-zsock_t *zsock_monitor_new(uv_loop_t *loop, void *zctx, void *watched, int events,
-                           zsock_event_cb cb, void *arg)
+fb_zsock_t *fb_zsock_monitor_new(uv_loop_t *loop, void *zctx, void *watched, int events,
+                           fb_zsock_event_cb cb, void *arg)
 {
     static unsigned long serial;
     char endpoint[64];
@@ -269,7 +269,7 @@ zsock_t *zsock_monitor_new(uv_loop_t *loop, void *zctx, void *watched, int event
         return NULL;
     /* No high-water mark on the event queue: on a full one libzmq's I/O thread would wait for
      * the loop, holding the watched socket's monitor lock. */
-    void *pair = zsock_new_socket(zctx, ZMQ_PAIR);
+    void *pair = fb_zsock_new_socket(zctx, ZMQ_PAIR);
     int hwm = 0;
     if (!pair || zmq_setsockopt(pair, ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 ||
         zmq_connect(pair, endpoint) != 0) {
@@ -281,7 +281,7 @@ zsock_t *zsock_monitor_new(uv_loop_t *loop, void *zctx, void *watched, int event
     monitor_t *m = xcalloc(1, sizeof *m);
     m->cb = cb;
     m->arg = arg;
-    zsock_t *zs = zsock_new(loop, pair, s_on_monitor, m);
+    fb_zsock_t *zs = fb_zsock_new(loop, pair, s_on_monitor, m);
     zs->owned_arg = m;
     zs->watched = watched;
     return zs;

@@ -25,19 +25,19 @@
 
 typedef struct {
     char *file;      /* where the key was first seen: "agents/g1.pub" */
-    strmap_t *names; /* node names it may register as (values unused); NULL: none */
+    fb_strmap_t *names; /* node names it may register as (values unused); NULL: none */
     bool operator;
 } key_entry_t;
 
 typedef struct {
-    strmap_t *keys; /* Z85 public key -> key_entry_t */
+    fb_strmap_t *keys; /* Z85 public key -> key_entry_t */
     fb_key_t server;
 } keyring_t;
 
 struct auth {
     char *dir;
     keyring_t *ring;
-    zsock_t *zap;
+    fb_zsock_t *zap;
     fb_ratelimit_t refusal_log;
     unsigned long refused, accepted;
 };
@@ -47,7 +47,7 @@ static void s_entry_free(key_entry_t *e)
     if (!e)
         return;
     free(e->file);
-    strmap_destroy(&e->names);
+    fb_strmap_destroy(&e->names);
     free(e);
 }
 
@@ -58,9 +58,9 @@ static void s_ring_free(keyring_t **ring_p)
         return;
     size_t pos = 0;
     void *value;
-    while (ring->keys && strmap_next(ring->keys, &pos, NULL, &value))
+    while (ring->keys && fb_strmap_next(ring->keys, &pos, NULL, &value))
         s_entry_free(value);
-    strmap_destroy(&ring->keys);
+    fb_strmap_destroy(&ring->keys);
     memset(&ring->server, 0, sizeof ring->server);
     free(ring);
     *ring_p = NULL;
@@ -68,11 +68,11 @@ static void s_ring_free(keyring_t **ring_p)
 
 static key_entry_t *s_entry(keyring_t *ring, const char *key, const char *file)
 {
-    key_entry_t *e = strmap_get(ring->keys, key);
+    key_entry_t *e = fb_strmap_get(ring->keys, key);
     if (!e) {
         e = xcalloc(1, sizeof *e);
         e->file = xstrdup(file);
-        strmap_put(ring->keys, key, e);
+        fb_strmap_put(ring->keys, key, e);
     }
     return e;
 }
@@ -85,12 +85,12 @@ static int s_add_agent(keyring_t *ring, const char *file, const char *stem, cons
     size_t n = 0;
     if (nodes) {
         char why[256];
-        if (hostlist_expand(nodes, &names, &n, why, sizeof why)) {
+        if (fb_hostlist_expand(nodes, &names, &n, why, sizeof why)) {
             snprintf(err, errlen, "%s: nodes: %s", file, why);
             return -EINVAL;
         }
     } else {
-        if (!wire_valid_name(stem)) {
+        if (!fb_wire_valid_name(stem)) {
             snprintf(err, errlen,
                      "%s: '%s' is not a node name; name the file NODE.pub or give "
                      "a nodes: line",
@@ -103,10 +103,10 @@ static int s_add_agent(keyring_t *ring, const char *file, const char *stem, cons
     }
     key_entry_t *e = s_entry(ring, key->public_key, file);
     if (!e->names)
-        e->names = strmap_new();
+        e->names = fb_strmap_new();
     for (size_t i = 0; i < n; i++)
-        strmap_put(e->names, names[i], e);
-    hostlist_free(names, n);
+        fb_strmap_put(e->names, names[i], e);
+    fb_hostlist_free(names, n);
     return 0;
 }
 
@@ -187,7 +187,7 @@ static int s_load_sub(keyring_t *ring, const char *dir, const char *sub, bool op
 static keyring_t *s_ring_load(const char *dir, char *err, size_t errlen)
 {
     keyring_t *ring = xcalloc(1, sizeof *ring);
-    ring->keys = strmap_new();
+    ring->keys = fb_strmap_new();
     char *path = xasprintf("%s/coordinator", dir);
     int rc = fb_key_load_secret(path, &ring->server, err, errlen);
     if (rc == -ENOENT)
@@ -205,15 +205,15 @@ static keyring_t *s_ring_load(const char *dir, char *err, size_t errlen)
 
 /* --- ZAP (RFC 27) --------------------------------------------------------------------------- */
 
-static void s_zap_reply(zsock_t *zs, const uint8_t *request_id, size_t id_len, const char *status,
+static void s_zap_reply(fb_zsock_t *zs, const uint8_t *request_id, size_t id_len, const char *status,
                         const char *text, const char *user_id)
 {
     const void *frames[] = {"1.0", request_id, status, text, user_id, ""};
     size_t lens[] = {3, id_len, strlen(status), strlen(text), strlen(user_id), 0};
-    zsock_send(zs, frames, lens, 6);
+    fb_zsock_send(zs, frames, lens, 6);
 }
 
-static void s_on_zap(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
+static void s_on_zap(fb_zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
                      void *arg)
 {
     auth_t *self = arg;
@@ -230,7 +230,7 @@ static void s_on_zap(zsock_t *zs, const uint8_t *const *frames, const size_t *le
     char key[FB_KEY_Z85_LEN + 1] = "";
     if (!strcmp(mechanism, "CURVE") && n >= 7 && lens[6] == 32)
         zmq_z85_encode(key, frames[6], 32);
-    if (key[0] && strmap_get(self->ring->keys, key)) {
+    if (key[0] && fb_strmap_get(self->ring->keys, key)) {
         self->accepted++;
         log_debug("ZAP: accepted %s from %s (%lu handshakes accepted)", key, address,
                   self->accepted);
@@ -255,7 +255,7 @@ auth_t *auth_new(uv_loop_t *loop, void *zctx, const char *dir, char *err, size_t
     keyring_t *ring = s_ring_load(dir, err, errlen);
     if (!ring)
         return NULL;
-    void *sock = zsock_new_socket(zctx, ZMQ_REP);
+    void *sock = fb_zsock_new_socket(zctx, ZMQ_REP);
     int linger = 0;
     zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
     if (zmq_bind(sock, AUTH_ZAP_ENDPOINT) != 0) {
@@ -268,8 +268,8 @@ auth_t *auth_new(uv_loop_t *loop, void *zctx, const char *dir, char *err, size_t
     self->dir = xstrdup(dir);
     self->ring = ring;
     self->refusal_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
-    self->zap = zsock_new(loop, sock, s_on_zap, self);
-    log_info("keys from %s: %zu agent and operator keys", dir, strmap_size(ring->keys));
+    self->zap = fb_zsock_new(loop, sock, s_on_zap, self);
+    log_info("keys from %s: %zu agent and operator keys", dir, fb_strmap_size(ring->keys));
     return self;
 }
 
@@ -279,7 +279,7 @@ void auth_destroy(auth_t **self_p)
         return;
     auth_t *self = *self_p;
     *self_p = NULL;
-    zsock_close(&self->zap);
+    fb_zsock_close(&self->zap);
     s_ring_free(&self->ring);
     free(self->dir);
     free(self);
@@ -297,7 +297,7 @@ int auth_reload(auth_t *self, char *err, size_t errlen)
     s_ring_free(&self->ring);
     self->ring = ring;
     log_info("keys from %s reloaded: %zu agent and operator keys", self->dir,
-             strmap_size(ring->keys));
+             fb_strmap_size(ring->keys));
     return 0;
 }
 
@@ -318,19 +318,19 @@ const char *auth_dir(const auth_t *self)
 
 bool auth_agent_may(const auth_t *self, const char *key, const char *name)
 {
-    const key_entry_t *e = key ? strmap_get(self->ring->keys, key) : NULL;
-    return e && e->names && strmap_get(e->names, name);
+    const key_entry_t *e = key ? fb_strmap_get(self->ring->keys, key) : NULL;
+    return e && e->names && fb_strmap_get(e->names, name);
 }
 
 bool auth_is_operator(const auth_t *self, const char *key)
 {
-    const key_entry_t *e = key ? strmap_get(self->ring->keys, key) : NULL;
+    const key_entry_t *e = key ? fb_strmap_get(self->ring->keys, key) : NULL;
     return e && e->operator;
 }
 
 const char *auth_key_file(const auth_t *self, const char *key)
 {
-    const key_entry_t *e = key ? strmap_get(self->ring->keys, key) : NULL;
+    const key_entry_t *e = key ? fb_strmap_get(self->ring->keys, key) : NULL;
     return e ? e->file : NULL;
 }
 

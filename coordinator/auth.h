@@ -9,7 +9,7 @@
  * libzmq asks the ZAP handler (an inproc REP socket read on the loop) about every CURVE
  * handshake: a key in neither directory is refused there, before any message of that peer is
  * decoded, with one rate-limited log line naming the peer address and the key. An accepted
- * connection's messages carry the key as ZAP User-Id (zsock_peer_user_id), which the coordinator
+ * connection's messages carry the key as ZAP User-Id (fb_zsock_peer_user_id), which the coordinator
  * checks against the node name an agent claims and against the operator list. */
 #ifndef FB_AUTH_H
 #define FB_AUTH_H

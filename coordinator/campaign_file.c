@@ -160,7 +160,7 @@ uint8_t *campaign_file_encode_submit(const campaign_file_t *cf, size_t *len_out)
     submit.n_files = n;
     env.body_case = FLEETBURN__ENVELOPE__BODY_SUBMIT;
     env.submit = &submit;
-    uint8_t *buf = wire_encode(&env, len_out);
+    uint8_t *buf = fb_wire_encode(&env, len_out);
     free(ptrs);
     free(files);
     return buf;

@@ -47,7 +47,7 @@ typedef struct {
     const char *asked;         /* follow, cancel: the id given ("" for the one running) */
     uv_loop_t *loop;
     void *zctx;
-    zsock_t *zs, *monitor;
+    fb_zsock_t *zs, *monitor;
     uv_timer_t tick;
     uv_signal_t sigint;
     int exit_code;
@@ -99,9 +99,9 @@ static const char *s_keys_hint(const remote_t *r)
 static int s_send(remote_t *r, Fleetburn__Envelope *env)
 {
     size_t len = 0;
-    uint8_t *buf = wire_encode(env, &len);
+    uint8_t *buf = fb_wire_encode(env, &len);
     const void *frames[] = {buf};
-    int rc = zsock_send(r->zs, frames, &len, 1);
+    int rc = fb_zsock_send(r->zs, frames, &len, 1);
     free(buf);
     return rc;
 }
@@ -126,18 +126,18 @@ static int s_submit(remote_t *r)
     if (r->cli->queue) {
         Fleetburn__Envelope *env = NULL;
         char err[256];
-        if (wire_decode(buf, len, &env, err, sizeof err)) {
+        if (fb_wire_decode(buf, len, &env, err, sizeof err)) {
             free(buf);
             fprintf(stderr, "fleetburn: cannot encode the submission: %s\n", err);
             return -EINVAL;
         }
         free(buf);
         env->submit->queue = true;
-        buf = wire_encode(env, &len);
-        wire_free(&env);
+        buf = fb_wire_encode(env, &len);
+        fb_wire_free(&env);
     }
     const void *frames[] = {buf};
-    int rc = zsock_send(r->zs, frames, &len, 1);
+    int rc = fb_zsock_send(r->zs, frames, &len, 1);
     free(buf);
     if (rc)
         fprintf(stderr, "fleetburn: cannot submit to %s: %s\n", r->cli->coordinator,
@@ -162,7 +162,7 @@ static char *s_holders(const remote_t *r, const Fleetburn__CampaignList *list)
         if (fb_stage_nodes(c, &c->stages[i], &stage_all, &names, &n, err, sizeof err) ||
             stage_all) {
             all = true;
-            hostlist_free(names, n);
+            fb_hostlist_free(names, n);
             break;
         }
         mine = xrealloc(mine, (n_mine + n + 1) * sizeof *mine);
@@ -177,7 +177,7 @@ static char *s_holders(const remote_t *r, const Fleetburn__CampaignList *list)
             continue;
         char **held = NULL;
         size_t n_held = 0;
-        if (hostlist_expand(info->nodes, &held, &n_held, NULL, 0))
+        if (fb_hostlist_expand(info->nodes, &held, &n_held, NULL, 0))
             continue;
         char **both = xcalloc(n_held + 1, sizeof *both);
         size_t n_both = 0;
@@ -189,7 +189,7 @@ static char *s_holders(const remote_t *r, const Fleetburn__CampaignList *list)
                 both[n_both++] = held[k];
         }
         if (n_both) {
-            char *nodes = hostlist_compress((const char *const *)both, n_both);
+            char *nodes = fb_hostlist_compress((const char *const *)both, n_both);
             char id[FB_WIRE_MAX_ID + 1];
             fb_log_sanitize(info->id, id, sizeof id);
             char *more =
@@ -199,9 +199,9 @@ static char *s_holders(const remote_t *r, const Fleetburn__CampaignList *list)
             msg = more;
         }
         free(both);
-        hostlist_free(held, n_held);
+        fb_hostlist_free(held, n_held);
     }
-    hostlist_free(mine, n_mine);
+    fb_hostlist_free(mine, n_mine);
     return msg;
 }
 
@@ -360,7 +360,7 @@ static void s_on_progress(remote_t *r, const Fleetburn__Progress *p)
         s_on_error(r, p->error);
         return;
     }
-    if (!p->campaign_id[0] || !wire_valid_id(p->campaign_id) ||
+    if (!p->campaign_id[0] || !fb_wire_valid_id(p->campaign_id) ||
         (r->id && strcmp(p->campaign_id, r->id)))
         return; /* not about this client's campaign */
     if (!r->id)
@@ -390,7 +390,7 @@ static void s_on_progress(remote_t *r, const Fleetburn__Progress *p)
         s_show(r, p, false);
 }
 
-static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
+static void s_on_message(fb_zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
                          void *arg)
 {
     (void)zs;
@@ -399,7 +399,7 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
         return;
     char err[256];
     Fleetburn__Envelope *env = NULL;
-    int rc = wire_decode(frames[n - 1], lens[n - 1], &env, err, sizeof err);
+    int rc = fb_wire_decode(frames[n - 1], lens[n - 1], &env, err, sizeof err);
     if (rc) {
         fprintf(stderr, "fleetburn: unexpected reply from the coordinator: %s\n", err);
         if (rc == -EPROTONOSUPPORT)
@@ -414,7 +414,7 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
     else
         fprintf(stderr, "fleetburn: unexpected reply from the coordinator: message %d\n",
                 (int)env->body_case);
-    wire_free(&env);
+    fb_wire_free(&env);
 }
 
 /* The connection's events: a refused handshake does not get better by retrying (say why and
@@ -544,7 +544,7 @@ static int s_open(remote_t *r)
     r->probe_ms = cli->wait_ms / 4;
     r->probe_ms = r->probe_ms < 250 ? 250 : r->probe_ms > 5000 ? 5000 : r->probe_ms;
     r->zctx = zmq_ctx_new();
-    void *sock = zsock_new_socket(r->zctx, ZMQ_DEALER);
+    void *sock = fb_zsock_new_socket(r->zctx, ZMQ_DEALER);
     char kerr[512];
     if (fb_key_apply_client(sock, cli->key_file, cli->server_key, kerr, sizeof kerr)) {
         fprintf(stderr, "fleetburn: %s\n", kerr);
@@ -568,8 +568,8 @@ static int s_open(remote_t *r)
     r->loop = uv_default_loop();
     r->view.tty = isatty(STDERR_FILENO);
     r->last_heard = r->last_probe = fb_mono_ms();
-    r->zs = zsock_new(r->loop, sock, s_on_message, r);
-    r->monitor = zsock_monitor_new(r->loop, r->zctx, sock, S_MONITOR_EVENTS, s_on_event, r);
+    r->zs = fb_zsock_new(r->loop, sock, s_on_message, r);
+    r->monitor = fb_zsock_monitor_new(r->loop, r->zctx, sock, S_MONITOR_EVENTS, s_on_event, r);
     uv_timer_init(r->loop, &r->tick);
     r->tick.data = r;
     uv_timer_start(&r->tick, s_on_tick, S_TICK_MS, S_TICK_MS);
@@ -586,8 +586,8 @@ static int s_run_and_close(remote_t *r)
         uv_run(r->loop, UV_RUN_ONCE);
     uv_close((uv_handle_t *)&r->tick, NULL);
     uv_close((uv_handle_t *)&r->sigint, NULL);
-    zsock_close(&r->monitor);
-    zsock_close(&r->zs);
+    fb_zsock_close(&r->monitor);
+    fb_zsock_close(&r->zs);
     uv_run(r->loop, UV_RUN_DEFAULT);
     uv_loop_close(r->loop);
     zmq_ctx_term(r->zctx);
@@ -626,7 +626,7 @@ static const char *s_campaign_arg(cli_t *cli, const char *cmd)
         return NULL;
     }
     const char *id = cli->n_positional ? cli->positional[0] : "";
-    if (id[0] && (!wire_valid_id(id) || strchr(id, '/'))) {
+    if (id[0] && (!fb_wire_valid_id(id) || strchr(id, '/'))) {
         char safe[64];
         fb_log_sanitize(id, safe, sizeof safe);
         fprintf(stderr,

@@ -45,13 +45,13 @@ typedef struct {
 
 struct conns {
     void *router;
-    zsock_t *monitor;
+    fb_zsock_t *monitor;
     conns_limits_t limits;
     conn_t *fds; /* indexed by descriptor */
     size_t n_fds;
     int *pending; /* accepted descriptors not judged yet */
     size_t n_pending, cap_pending;
-    strmap_t *addrs; /* address text -> peer_addr_t */
+    fb_strmap_t *addrs; /* address text -> peer_addr_t */
     size_t open;
     uint64_t n_accepted, n_refused; /* in all, for the line at the end */
     fb_ratelimit_t refused_log;     /* one line per CONNS_LOG_INTERVAL_MS */
@@ -175,7 +175,7 @@ static void s_release(conns_t *self, conn_t *c)
     if (c->state == C_ADMITTED) {
         self->open--;
         if (--c->addr->open == 0) {
-            strmap_remove(self->addrs, c->addr->key);
+            fb_strmap_remove(self->addrs, c->addr->key);
             free(c->addr->key);
             free(c->addr);
         }
@@ -196,7 +196,7 @@ static void s_judge(conns_t *self, int fd)
         c->state = C_FREE;
         return;
     }
-    peer_addr_t *pa = strmap_get(self->addrs, addr);
+    peer_addr_t *pa = fb_strmap_get(self->addrs, addr);
     char why[160];
     why[0] = '\0';
     if (self->open >= self->limits.max_total)
@@ -217,7 +217,7 @@ static void s_judge(conns_t *self, int fd)
     if (!pa) {
         pa = xcalloc(1, sizeof *pa);
         pa->key = xstrdup(addr);
-        strmap_put(self->addrs, pa->key, pa);
+        fb_strmap_put(self->addrs, pa->key, pa);
     }
     pa->open++;
     self->open++;
@@ -263,7 +263,7 @@ static void s_on_event(unsigned event, uint32_t value, const char *endpoint, voi
     uint32_t events = 0;
     size_t size = sizeof events;
     if (self->n_pending &&
-        (zmq_getsockopt(zsock_socket(self->monitor), ZMQ_EVENTS, &events, &size) != 0 ||
+        (zmq_getsockopt(fb_zsock_socket(self->monitor), ZMQ_EVENTS, &events, &size) != 0 ||
          !(events & ZMQ_POLLIN))) {
         for (size_t i = 0; i < self->n_pending; i++)
             s_judge(self, self->pending[i]);
@@ -286,14 +286,14 @@ conns_t *conns_new(uv_loop_t *loop, void *zctx, void *router, const conns_limits
         log_warn("%s", warn);
     int ivl = (int)self->limits.handshake_ms;
     zmq_setsockopt(router, ZMQ_HANDSHAKE_IVL, &ivl, sizeof ivl);
-    self->addrs = strmap_new();
+    self->addrs = fb_strmap_new();
 
-    self->monitor = zsock_monitor_new(
+    self->monitor = fb_zsock_monitor_new(
         loop, zctx, router, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CLOSED,
         s_on_event, self);
     if (!self->monitor) {
         snprintf(err, errlen, "cannot monitor the coordinator's socket: %s", zmq_strerror(errno));
-        strmap_destroy(&self->addrs);
+        fb_strmap_destroy(&self->addrs);
         free(self);
         return NULL;
     }
@@ -316,14 +316,14 @@ void conns_destroy(conns_t **self_p)
     log_info("connections: %" PRIu64 " accepted, %" PRIu64 " of them refused over a limit",
              self->n_accepted, self->n_refused);
     zmq_socket_monitor(self->router, NULL, 0); /* libzmq's end first: it never sends again */
-    zsock_close(&self->monitor);
+    fb_zsock_close(&self->monitor);
     size_t pos = 0;
     void *value;
-    while (strmap_next(self->addrs, &pos, NULL, &value)) {
+    while (fb_strmap_next(self->addrs, &pos, NULL, &value)) {
         free(((peer_addr_t *)value)->key);
         free(value);
     }
-    strmap_destroy(&self->addrs);
+    fb_strmap_destroy(&self->addrs);
     free(self->fds);
     free(self->pending);
     free(self);

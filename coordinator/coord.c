@@ -75,10 +75,10 @@ int coord_send_to(coord_t *self, const char *identity, Fleetburn__Envelope *env)
     uint8_t id[256];
     size_t id_len = s_unhex(identity, id, sizeof id);
     size_t len = 0;
-    uint8_t *buf = wire_encode(env, &len);
+    uint8_t *buf = fb_wire_encode(env, &len);
     const void *frames[] = {id, buf};
     size_t lens[] = {id_len, len};
-    int rc = zsock_send(self->zs, frames, lens, 2);
+    int rc = fb_zsock_send(self->zs, frames, lens, 2);
     free(buf);
     return rc;
 }
@@ -99,7 +99,7 @@ void coord_event(coord_t *self, const char *campaign_id, const char *task_id, co
 
 static node_t *s_node_by_identity(coord_t *self, const char *identity)
 {
-    return strmap_get(self->identities, identity);
+    return fb_strmap_get(self->identities, identity);
 }
 
 /* The wall-clock time a node was last heard from (its last_seen is monotonic). */
@@ -132,8 +132,8 @@ static void s_node_gone(coord_t *self, node_t *node, const char *why)
     store_agent_set_state(self->store, node->name, "gone", fb_now_ms());
     coord_event(self, coord_campaign_holding(self, node->name), NULL, node->name, "agent",
                 "gone: said goodbye (%s)", why);
-    if (node->identity && strmap_get(self->identities, node->identity) == node)
-        strmap_remove(self->identities, node->identity);
+    if (node->identity && fb_strmap_get(self->identities, node->identity) == node)
+        fb_strmap_remove(self->identities, node->identity);
     free(node->identity);
     node->identity = NULL;
     node->fd = -1;
@@ -160,9 +160,9 @@ static void s_node_forget(coord_t *self, node_t *node, uint64_t now)
     log_info("agent %s forgotten: away for %s (the database keeps its history)", node->name, away);
     coord_event(self, coord_campaign_holding(self, node->name), NULL, node->name, "agent",
                 "forgotten: away for %s", away);
-    strmap_remove(self->nodes, node->name);
-    if (node->identity && strmap_get(self->identities, node->identity) == node)
-        strmap_remove(self->identities, node->identity);
+    fb_strmap_remove(self->nodes, node->name);
+    if (node->identity && fb_strmap_get(self->identities, node->identity) == node)
+        fb_strmap_remove(self->identities, node->identity);
     s_node_free(node);
 }
 
@@ -190,7 +190,7 @@ static void s_forgive_own_stall(coord_t *self, uint64_t now)
                  (double)stall / 1e3);
     size_t pos = 0;
     void *value;
-    while (strmap_next(self->nodes, &pos, NULL, &value)) {
+    while (fb_strmap_next(self->nodes, &pos, NULL, &value)) {
         node_t *node = value;
         if (node->alive)
             node->last_seen = node->last_seen + stall < now ? node->last_seen + stall : now;
@@ -201,13 +201,13 @@ static void s_on_liveness(uv_timer_t *h)
 {
     coord_t *self = h->data;
     /* What the agents sent while the loop was away is read before anyone is judged. */
-    zsock_drain(self->zs);
+    fb_zsock_drain(self->zs);
     uint64_t now = fb_mono_ms(), limit = (uint64_t)self->heartbeat_ms * self->liveness;
     s_forgive_own_stall(self, now);
     size_t pos = 0, n_away = 0, cap_away = 0;
     void *value;
     node_t **away = NULL;
-    while (strmap_next(self->nodes, &pos, NULL, &value)) {
+    while (fb_strmap_next(self->nodes, &pos, NULL, &value)) {
         node_t *node = value;
         if (node->alive && now - node->last_seen > limit) {
             char why[96];
@@ -247,7 +247,7 @@ static bool s_hello_allowed(coord_t *self, const char *identity, const Fleetburn
 {
     if (!self->auth)
         return true;
-    const char *key = zsock_peer_user_id(self->zs);
+    const char *key = fb_zsock_peer_user_id(self->zs);
     if (key && auth_agent_may(self->auth, key, m->name))
         return true;
     const char *file = key ? auth_key_file(self->auth, key) : NULL;
@@ -259,7 +259,7 @@ static bool s_hello_allowed(coord_t *self, const char *identity, const Fleetburn
     uint64_t held = 0;
     if (fb_ratelimit_ok(&self->refusal_log, fb_mono_ms(), &held))
         log_warn("refused registration as %s from %s: %s (%llu lines held back)", m->name,
-                 zsock_peer_address(self->zs), reason, (unsigned long long)held);
+                 fb_zsock_peer_address(self->zs), reason, (unsigned long long)held);
     s_send_welcome(self, identity, false, reason);
     free(reason);
     return false;
@@ -269,7 +269,7 @@ static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hel
 {
     if (!s_hello_allowed(self, identity, m))
         return;
-    node_t *node = strmap_get(self->nodes, m->name);
+    node_t *node = fb_strmap_get(self->nodes, m->name);
     if (node && node->alive && node->identity && !strcmp(node->identity, identity)) {
         /* The same connection again: a Hello the agent repeated before our Welcome reached it
          * (thousands of agents registering at once queue up for more than its one-second
@@ -283,27 +283,27 @@ static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hel
         node = xcalloc(1, sizeof *node);
         node->name = xstrdup(m->name);
         node->fd = -1;
-        strmap_put(self->nodes, node->name, node);
+        fb_strmap_put(self->nodes, node->name, node);
     } else if (node->identity && strcmp(node->identity, identity)) {
-        strmap_remove(self->identities, node->identity);
+        fb_strmap_remove(self->identities, node->identity);
         log_info("agent %s reconnected%s", node->name,
                  node->alive ? " (replacing its old connection)" : "");
     }
     free(node->identity);
     node->identity = xstrdup(identity);
-    strmap_put(self->identities, identity, node);
+    fb_strmap_put(self->identities, identity, node);
     free(node->address);
     node->address = xstrdup(m->address ? m->address : "");
     free(node->key);
-    const char *key = zsock_peer_user_id(self->zs);
+    const char *key = fb_zsock_peer_user_id(self->zs);
     node->key = key ? xstrdup(key) : NULL;
-    node->fd = zsock_peer_fd(self->zs);
+    node->fd = fb_zsock_peer_fd(self->zs);
     bool was_alive = node->alive;
     node->alive = true;
     node->last_seen = node->last_seen_stored = fb_mono_ms();
 
-    char *summary = inventory_summary(m->inventory);
-    char *json = inventory_to_json(m->inventory);
+    char *summary = fb_inventory_summary(m->inventory);
+    char *json = fb_inventory_to_json(m->inventory);
     if (store_agent_upsert(self->store, node->name, "alive", summary, json, fb_now_ms()))
         log_error("cannot store agent %s: %s", node->name, store_errmsg(self->store));
     coord_event(self, coord_campaign_holding(self, node->name), NULL, node->name, "agent",
@@ -414,7 +414,7 @@ static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
                  (unsigned long long)self->n_foreign);
         return;
     }
-    fb_result_t *r = wire_result_from_proto(m);
+    fb_result_t *r = fb_wire_result_from_proto(m);
     if (!r->node || !r->node[0] || strcmp(r->node, node->name)) {
         free(r->node);
         r->node = xstrdup(node->name);
@@ -482,7 +482,7 @@ static void s_on_flush(uv_prepare_t *h)
 
 const char *coord_node_address(const coord_t *self, const char *name)
 {
-    node_t *node = strmap_get(self->nodes, name);
+    node_t *node = fb_strmap_get(self->nodes, name);
     return node && node->address ? node->address : "";
 }
 
@@ -504,12 +504,12 @@ static void s_bad_message(coord_t *self, const char *fmt, ...)
     char *what = xvasprintf(fmt, ap);
     va_end(ap);
     log_warn("%s, from %s (%llu such messages in all, %llu lines held back)", what,
-             zsock_peer_address(self->zs), (unsigned long long)self->n_bad,
+             fb_zsock_peer_address(self->zs), (unsigned long long)self->n_bad,
              (unsigned long long)held);
     free(what);
 }
 
-static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
+static void s_on_message(fb_zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
                          void *arg)
 {
     (void)zs;
@@ -522,7 +522,7 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
     s_hex(frames[0], lens[0], identity, sizeof identity);
     char err[256];
     Fleetburn__Envelope *env = NULL;
-    int rc = wire_decode(frames[1], lens[1], &env, err, sizeof err);
+    int rc = fb_wire_decode(frames[1], lens[1], &env, err, sizeof err);
     if (rc == -EPROTONOSUPPORT) {
         s_bad_message(self, "refused a peer: %s", err);
         if (env->body_case == FLEETBURN__ENVELOPE__BODY_HELLO)
@@ -530,7 +530,7 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
         else if (env->body_case == FLEETBURN__ENVELOPE__BODY_SUBMIT ||
                  env->body_case == FLEETBURN__ENVELOPE__BODY_CAMPAIGN_REQUEST)
             coord_send_progress(self, identity, NULL, err, NULL);
-        wire_free(&env);
+        fb_wire_free(&env);
         return;
     }
     if (rc) {
@@ -583,7 +583,7 @@ static void s_on_message(zsock_t *zs, const uint8_t *const *frames, const size_t
             }
         }
     }
-    wire_free(&env);
+    fb_wire_free(&env);
 }
 
 /* --- public --------------------------------------------------------------------------------- */
@@ -595,9 +595,9 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     self->heartbeat_ms = opts->heartbeat_ms ? opts->heartbeat_ms : 1000;
     self->liveness = opts->liveness ? opts->liveness : 5;
     self->forget_after_ms = opts->forget_after_ms ? opts->forget_after_ms : COORD_FORGET_AFTER_MS;
-    self->nodes = strmap_new();
-    self->identities = strmap_new();
-    self->held = strmap_new();
+    self->nodes = fb_strmap_new();
+    self->identities = fb_strmap_new();
+    self->held = fb_strmap_new();
     self->foreign_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
     self->refusal_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
     self->bad_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
@@ -630,7 +630,7 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
             return NULL;
         }
     }
-    void *sock = zsock_new_socket(self->zctx, ZMQ_ROUTER);
+    void *sock = fb_zsock_new_socket(self->zctx, ZMQ_ROUTER);
     if (self->auth) {
         int server = 1;
         zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &server, sizeof server);
@@ -665,7 +665,7 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     }
     size_t len = sizeof self->endpoint;
     zmq_getsockopt(sock, ZMQ_LAST_ENDPOINT, self->endpoint, &len);
-    self->zs = zsock_new(loop, sock, s_on_message, self);
+    self->zs = fb_zsock_new(loop, sock, s_on_message, self);
     uv_timer_init(loop, &self->liveness_timer);
     self->liveness_timer.data = self;
     uv_timer_start(&self->liveness_timer, s_on_liveness, s_liveness_tick_ms(self),
@@ -703,7 +703,7 @@ void coord_destroy(coord_t **self_p)
         uv_close((uv_handle_t *)&self->exchange_timer, s_noop_close);
     if (self->store_retry.data)
         uv_close((uv_handle_t *)&self->store_retry, s_noop_close);
-    hostlist_free(self->given_up, self->n_given_up);
+    fb_hostlist_free(self->given_up, self->n_given_up);
     if (self->flush.data) {
         coord_flush(self);
         uv_close((uv_handle_t *)&self->flush, s_noop_close);
@@ -711,7 +711,7 @@ void coord_destroy(coord_t **self_p)
     free(self->ack_identities);
     free(self->ack_ids);
     conns_destroy(&self->conns); /* its monitor goes before the socket it watches */
-    zsock_close(&self->zs);
+    fb_zsock_close(&self->zs);
     auth_destroy(&self->auth);
     /* Let the loop run the close callbacks (which close the ZeroMQ socket) before the context
      * is terminated. */
@@ -720,10 +720,10 @@ void coord_destroy(coord_t **self_p)
         zmq_ctx_term(self->zctx);
     size_t pos = 0;
     void *value;
-    while (self->nodes && strmap_next(self->nodes, &pos, NULL, &value))
+    while (self->nodes && fb_strmap_next(self->nodes, &pos, NULL, &value))
         s_node_free(value);
-    strmap_destroy(&self->nodes);
-    strmap_destroy(&self->identities);
+    fb_strmap_destroy(&self->nodes);
+    fb_strmap_destroy(&self->identities);
     store_destroy(&self->store);
     fb_rendezvous_destroy(&self->rendezvous);
     free(self);
@@ -746,7 +746,7 @@ uv_loop_t *coord_loop(coord_t *self)
 
 void coord_read_pending(coord_t *self)
 {
-    zsock_drain(self->zs);
+    fb_zsock_drain(self->zs);
 }
 
 uint64_t coord_reregister_ms(const coord_t *self)
@@ -758,14 +758,14 @@ size_t coord_alive_count(const coord_t *self)
 {
     size_t n = 0, pos = 0;
     void *value;
-    while (strmap_next(self->nodes, &pos, NULL, &value))
+    while (fb_strmap_next(self->nodes, &pos, NULL, &value))
         n += ((node_t *)value)->alive;
     return n;
 }
 
 bool coord_node_alive(const coord_t *self, const char *name)
 {
-    node_t *node = strmap_get(self->nodes, name);
+    node_t *node = fb_strmap_get(self->nodes, name);
     return node && node->alive;
 }
 
@@ -776,10 +776,10 @@ static int s_cmp_str(const void *a, const void *b)
 
 size_t coord_alive_names(const coord_t *self, char ***names_out)
 {
-    char **names = xcalloc(strmap_size(self->nodes) + 1, sizeof(char *));
+    char **names = xcalloc(fb_strmap_size(self->nodes) + 1, sizeof(char *));
     size_t n = 0, pos = 0;
     void *value;
-    while (strmap_next(self->nodes, &pos, NULL, &value))
+    while (fb_strmap_next(self->nodes, &pos, NULL, &value))
         if (((node_t *)value)->alive)
             names[n++] = xstrdup(((node_t *)value)->name);
     qsort(names, n, sizeof(char *), s_cmp_str);
@@ -789,7 +789,7 @@ size_t coord_alive_names(const coord_t *self, char ***names_out)
 
 int coord_send_run_task(coord_t *self, const char *name, Fleetburn__RunTask *task)
 {
-    node_t *node = strmap_get(self->nodes, name);
+    node_t *node = fb_strmap_get(self->nodes, name);
     if (!node || !node->alive)
         return -EHOSTUNREACH;
     /* Tasks are on disk before the first agent hears of them (the runner's promise to the
@@ -806,7 +806,7 @@ int coord_send_run_task(coord_t *self, const char *name, Fleetburn__RunTask *tas
 
 int coord_send_cancel(coord_t *self, const char *name, const char *task_id, const char *reason)
 {
-    node_t *node = strmap_get(self->nodes, name);
+    node_t *node = fb_strmap_get(self->nodes, name);
     if (!node || !node->alive)
         return -EHOSTUNREACH;
     Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
@@ -829,12 +829,12 @@ int coord_reload_keys(coord_t *self, char *err, size_t errlen)
         return rc;
     size_t pos = 0;
     void *value;
-    while (strmap_next(self->nodes, &pos, NULL, &value)) {
+    while (fb_strmap_next(self->nodes, &pos, NULL, &value)) {
         node_t *node = value;
         if (!node->identity || auth_agent_may(self->auth, node->key, node->name))
             continue;
         log_warn("agent %s: its key is no longer allowed; dropping its connection", node->name);
-        strmap_remove(self->identities, node->identity);
+        fb_strmap_remove(self->identities, node->identity);
         free(node->identity);
         node->identity = NULL;
         if (node->fd >= 0)

@@ -46,7 +46,7 @@ campaign_slot_t *coord_campaign_of_task(coord_t *self, const char *task_id)
 
 const char *coord_campaign_holding(const coord_t *self, const char *node)
 {
-    campaign_slot_t *s = node ? strmap_get(self->held, node) : NULL;
+    campaign_slot_t *s = node ? fb_strmap_get(self->held, node) : NULL;
     return s ? s->id : NULL;
 }
 
@@ -62,20 +62,20 @@ size_t coord_running_count(const coord_t *self)
 
 static void s_hold(coord_t *self, campaign_slot_t *slot, const char *node)
 {
-    if (strmap_get(self->held, node))
+    if (fb_strmap_get(self->held, node))
         return;
     slot->held = xrealloc(slot->held, (slot->n_held + 1) * sizeof *slot->held);
     slot->held[slot->n_held] = xstrdup(node);
-    strmap_put(self->held, slot->held[slot->n_held], slot);
+    fb_strmap_put(self->held, slot->held[slot->n_held], slot);
     slot->n_held++;
 }
 
 static void s_release(coord_t *self, campaign_slot_t *slot)
 {
     for (size_t i = 0; i < slot->n_held; i++)
-        if (strmap_get(self->held, slot->held[i]) == slot)
-            strmap_remove(self->held, slot->held[i]);
-    hostlist_free(slot->held, slot->n_held);
+        if (fb_strmap_get(self->held, slot->held[i]) == slot)
+            fb_strmap_remove(self->held, slot->held[i]);
+    fb_hostlist_free(slot->held, slot->n_held);
     slot->held = NULL;
     slot->n_held = 0;
 }
@@ -101,12 +101,12 @@ static size_t s_campaign_nodes(coord_t *self, const fb_campaign_t *campaign, cha
         if (fb_stage_nodes(campaign, &campaign->stages[i], &all, &stage_names, &ns, err,
                            sizeof err) == 0 &&
             all) {
-            hostlist_free(stage_names, ns);
+            fb_hostlist_free(stage_names, ns);
             ns = coord_alive_names(self, &stage_names);
         }
         for (size_t k = 0; k < ns; k++)
             s_add_name(&names, &n, stage_names[k]);
-        hostlist_free(stage_names, ns);
+        fb_hostlist_free(stage_names, ns);
     }
     *out = names;
     return n;
@@ -121,17 +121,17 @@ static char *s_conflicts(coord_t *self, char **names, size_t n)
         char **mine = NULL;
         size_t nm = 0;
         for (size_t i = 0; i < n; i++)
-            if (strmap_get(self->held, names[i]) == s)
+            if (fb_strmap_get(self->held, names[i]) == s)
                 s_add_name(&mine, &nm, names[i]);
         if (!nm)
             continue;
-        char *list = hostlist_compress((const char *const *)mine, nm);
+        char *list = fb_hostlist_compress((const char *const *)mine, nm);
         char *more =
             xasprintf("%s%scampaign %s holds %s", msg ? msg : "", msg ? "; " : "", s->id, list);
         free(msg);
         msg = more;
         free(list);
-        hostlist_free(mine, nm);
+        fb_hostlist_free(mine, nm);
     }
     return msg;
 }
@@ -142,7 +142,7 @@ size_t coord_campaign_alive_nodes(coord_t *self, const char *campaign_id, char *
     char **alive = NULL;
     size_t n = coord_alive_names(self, &alive), kept = 0;
     for (size_t i = 0; i < n; i++) {
-        campaign_slot_t *holder = strmap_get(self->held, alive[i]);
+        campaign_slot_t *holder = fb_strmap_get(self->held, alive[i]);
         if (holder && holder != slot) {
             free(alive[i]); /* another campaign's */
             continue;
@@ -294,7 +294,7 @@ static void s_slot_free(campaign_slot_t *slot)
     fb_campaign_destroy(&slot->pending);
     free(slot->pending_yaml);
     s_watchers_free(slot);
-    hostlist_free(slot->held, slot->n_held);
+    fb_hostlist_free(slot->held, slot->n_held);
     free(slot->id);
     free(slot);
 }
@@ -326,7 +326,7 @@ int coord_start_campaign(coord_t *self, fb_campaign_t **campaign, const char *ya
         if (error_out)
             *error_out = xasprintf("busy: %s; wait with --queue, or choose other nodes", conflict);
         free(conflict);
-        hostlist_free(names, n);
+        fb_hostlist_free(names, n);
         return -EBUSY;
     }
     campaign_slot_t *slot = xcalloc(1, sizeof *slot);
@@ -346,12 +346,12 @@ int coord_start_campaign(coord_t *self, fb_campaign_t **campaign, const char *ya
         slot->queued = true;
         log_info("campaign %s (%s) queued: %s", slot->id, slot->pending->name, conflict);
         free(conflict);
-        hostlist_free(names, n);
+        fb_hostlist_free(names, n);
         return 0;
     }
     for (size_t i = 0; i < n; i++)
         s_hold(self, slot, names[i]);
-    hostlist_free(names, n);
+    fb_hostlist_free(names, n);
     int rc = s_slot_run(self, slot);
     if (rc) {
         slot->ended = true;
@@ -409,7 +409,7 @@ static void s_start_queued(coord_t *self)
             }
         }
         free(conflict);
-        hostlist_free(names, n);
+        fb_hostlist_free(names, n);
     }
 }
 
@@ -458,7 +458,7 @@ void coord_campaigns_destroy(coord_t *self)
         self->campaigns = s->next;
         s_slot_free(s);
     }
-    strmap_destroy(&self->held);
+    fb_strmap_destroy(&self->held);
 }
 
 /* --- agents' events, routed to the campaigns ------------------------------------------------- */
@@ -557,7 +557,7 @@ static void s_resume_one(coord_t *self, const char *id, campaign_slot_t *slot)
                 s_add_name(&names, &n, c->stages[i].nodes[k]);
         if (!slot)
             slot = coord_campaign_adopt(self, id, names, n);
-        hostlist_free(names, n);
+        fb_hostlist_free(names, n);
         void *arg;
         coord_progress_cb cb = coord_campaign_progress_cb(slot, &arg);
         runner = runner_resume(self, &campaign, c, cb, arg, err, sizeof err);
@@ -591,7 +591,7 @@ void coord_campaigns_resume(coord_t *self)
         log_error("cannot list the campaigns left running: %s", store_errmsg(self->store));
     for (size_t i = n; i-- > 0;) /* oldest first: they held their nodes first */
         s_resume_one(self, ids[i], NULL);
-    hostlist_free(ids, n);
+    fb_hostlist_free(ids, n);
 }
 
 void coord_campaign_reload(coord_t *self, campaign_slot_t *slot, const char *down)

@@ -20,7 +20,7 @@
 
 static void s_send_exchange(coord_t *self, const char *node_name, Fleetburn__Exchange *ex)
 {
-    node_t *node = strmap_get(self->nodes, node_name);
+    node_t *node = fb_strmap_get(self->nodes, node_name);
     if (!node || !node->alive)
         return; /* a member that is gone: its task is being decided without it */
     Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;

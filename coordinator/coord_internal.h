@@ -58,22 +58,22 @@ typedef struct campaign_slot {
 struct coord {
     uv_loop_t *loop;
     void *zctx;
-    zsock_t *zs;
+    fb_zsock_t *zs;
     auth_t *auth;   /* NULL: no keys (loopback) */
     conns_t *conns; /* connection limits of the ROUTER */
     uint64_t forget_after_ms;
     fb_ratelimit_t refusal_log;
     char endpoint[256];
     store_t *store;
-    strmap_t *nodes;      /* name -> node_t */
-    strmap_t *identities; /* identity hex -> node_t */
+    fb_strmap_t *nodes;      /* name -> node_t */
+    fb_strmap_t *identities; /* identity hex -> node_t */
     uint32_t heartbeat_ms, liveness;
     uv_timer_t liveness_timer;
     uint64_t last_liveness_tick; /* monotonic ms of the liveness timer's last run; 0 before */
     fb_rendezvous_t *rendezvous; /* exchanges of group tasks */
     uv_timer_t exchange_timer;
     campaign_slot_t *campaigns;     /* in the order they came */
-    strmap_t *held;                 /* node name -> the campaign_slot_t holding it */
+    fb_strmap_t *held;                 /* node name -> the campaign_slot_t holding it */
     struct submit_job *submit_jobs; /* submissions being parsed on the thread pool */
     /* The store commits once per loop iteration (store_defer_commits), not once per record:
      * results stored since the last commit are acknowledged only after it. */

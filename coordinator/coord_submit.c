@@ -52,7 +52,7 @@ static bool s_operator(coord_t *self, const char *identity, const char *what)
 {
     if (!self->auth)
         return true;
-    const char *key = zsock_peer_user_id(self->zs);
+    const char *key = fb_zsock_peer_user_id(self->zs);
     if (key && auth_is_operator(self->auth, key))
         return true;
     const char *file = key ? auth_key_file(self->auth, key) : NULL;
@@ -62,7 +62,7 @@ static bool s_operator(coord_t *self, const char *identity, const char *what)
     uint64_t held = 0;
     if (fb_ratelimit_ok(&self->refusal_log, fb_mono_ms(), &held))
         log_warn("refused %s from %s: %s (%llu lines held back)", what,
-                 zsock_peer_address(self->zs), reason, (unsigned long long)held);
+                 fb_zsock_peer_address(self->zs), reason, (unsigned long long)held);
     coord_send_progress(self, identity, NULL, reason, NULL);
     free(reason);
     return false;
@@ -315,7 +315,7 @@ static int s_list_stored(const store_campaign_t *c, void *arg)
     info->started_ms = c->started_ms;
     info->finished_ms = c->finished_ms;
     info->nodes = slot && slot->n_held
-                      ? s_keep(l, hostlist_compress((const char *const *)slot->held, slot->n_held))
+                      ? s_keep(l, fb_hostlist_compress((const char *const *)slot->held, slot->n_held))
                       : "";
     return 0;
 }

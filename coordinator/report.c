@@ -184,8 +184,8 @@ static void s_diag_bisect(report_diag_t *d, const store_stage_t *stage, const st
         for (size_t f = 1; f < res->n_findings; f++) {
             const fb_finding_t *ev = &res->findings[f];
             const char *id = ev->part ? ev->part : "";
-            s_evidence_add(sus, (report_evidence_t){strmap_get(d->stage_of, id),
-                                                    strmap_get(d->tasks, id), id, res, ev->what});
+            s_evidence_add(sus, (report_evidence_t){fb_strmap_get(d->stage_of, id),
+                                                    fb_strmap_get(d->tasks, id), id, res, ev->what});
         }
     }
 }
@@ -211,12 +211,12 @@ static void s_diag_findings(report_diag_t *d, const store_stage_t *stage, const 
 void report__diag_build(report_diag_t *d, const store_campaign_t *c)
 {
     memset(d, 0, sizeof *d);
-    d->tasks = strmap_new();
-    d->stage_of = strmap_new();
+    d->tasks = fb_strmap_new();
+    d->stage_of = fb_strmap_new();
     for (size_t s = 0; s < c->n_stages; s++)
         for (size_t t = 0; t < c->stages[s].n_tasks; t++) {
-            strmap_put(d->tasks, c->stages[s].tasks[t].id, &c->stages[s].tasks[t]);
-            strmap_put(d->stage_of, c->stages[s].tasks[t].id, &c->stages[s]);
+            fb_strmap_put(d->tasks, c->stages[s].tasks[t].id, &c->stages[s].tasks[t]);
+            fb_strmap_put(d->stage_of, c->stages[s].tasks[t].id, &c->stages[s]);
         }
     for (size_t s = 0; s < c->n_stages; s++) {
         const store_stage_t *stage = &c->stages[s];
@@ -235,8 +235,8 @@ void report__diag_free(report_diag_t *d)
     for (size_t k = 0; k < d->n; k++)
         free(d->v[k].evidence);
     free(d->v);
-    strmap_destroy(&d->tasks);
-    strmap_destroy(&d->stage_of);
+    fb_strmap_destroy(&d->tasks);
+    fb_strmap_destroy(&d->stage_of);
 }
 
 /* Whether part is also named bad (a part bad in one stage is not listed as cleared). */

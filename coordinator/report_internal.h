@@ -76,8 +76,8 @@ typedef struct {
     report_suspect_t *v;
     size_t n;
     bool bisect;        /* some stage had a diagnosis session */
-    strmap_t *tasks;    /* task id -> store_task_t, for citing tests */
-    strmap_t *stage_of; /* task id -> store_stage_t */
+    fb_strmap_t *tasks;    /* task id -> store_task_t, for citing tests */
+    fb_strmap_t *stage_of; /* task id -> store_stage_t */
 } report_diag_t;
 
 /* Builds the diagnosis of c into d (everything borrowed from c); free it with report__diag_free. */

@@ -163,19 +163,19 @@ static void s_json_partners(fb_json_t *j, const char *part, const store_task_t *
 /* Every node the part was tested with, over its evidence, once. */
 static void s_json_all_partners(fb_json_t *j, const report_suspect_t *sus)
 {
-    strmap_t *seen = strmap_new();
+    fb_strmap_t *seen = fb_strmap_new();
     fb_json_array_begin(j, "partners");
     for (size_t e = 0; e < sus->n_evidence; e++) {
         const store_task_t *task = sus->evidence[e].task;
         for (size_t i = 0; task && sus->bisect && i < task->n_nodes; i++) {
-            if (s_is_part_node(sus->part, task->nodes[i]) || strmap_get(seen, task->nodes[i]))
+            if (s_is_part_node(sus->part, task->nodes[i]) || fb_strmap_get(seen, task->nodes[i]))
                 continue;
-            strmap_put(seen, task->nodes[i], (void *)1);
+            fb_strmap_put(seen, task->nodes[i], (void *)1);
             fb_json_string(j, NULL, task->nodes[i]);
         }
     }
     fb_json_array_end(j);
-    strmap_destroy(&seen);
+    fb_strmap_destroy(&seen);
 }
 
 static void s_json_suspect(fb_json_t *j, const report_suspect_t *sus)

@@ -184,7 +184,7 @@ static size_t s_select_nodes(runner_t *self, char ***names_out)
         return 0;
     }
     if (all) {
-        hostlist_free(names, n);
+        fb_hostlist_free(names, n);
         return coord_campaign_alive_nodes(self->coord, self->id, names_out);
     }
     *names_out = names;
@@ -267,7 +267,7 @@ static void s_begin_stage(runner_t *self)
     store_stage_start(store, self->stage_ids[self->stage], fb_now_ms());
     char **names = NULL;
     size_t n = s_select_nodes(self, &names);
-    self->task_index = strmap_new();
+    self->task_index = fb_strmap_new();
     char err[512];
     /* The plan's inputs are stored: a resumed stage is planned again exactly (runner_resume.c). */
     uint64_t seed = stage->has_seed ? stage->seed : fb_now_ms() ^ ((uint64_t)self->stage << 32);
@@ -276,7 +276,7 @@ static void s_begin_stage(runner_t *self)
     if (rc)
         log_error("cannot store the plan of stage %s: %s", stage->name, store_errmsg(store));
     rc = rn_plan_stage(self, names, n, seed, err, sizeof err);
-    hostlist_free(names, n);
+    fb_hostlist_free(names, n);
     self->stage_running = true;
     if (rc) {
         coord_event(self->coord, self->id, NULL, NULL, "stage", "%s cannot run: %s", stage->name,
@@ -390,7 +390,7 @@ static void s_on_closed(uv_handle_t *h)
     for (size_t i = 0; self->locals && i < self->campaign->n_stages; i++)
         rn_locals_free(&self->locals[i]);
     free(self->locals);
-    hostlist_free(self->resume_wait, self->n_resume_wait);
+    fb_hostlist_free(self->resume_wait, self->n_resume_wait);
     fb_campaign_destroy(&self->campaign);
     free(self->stage_ids);
     free(self->id);

@@ -133,7 +133,7 @@ void rn_keep_locals(runner_t *self)
 
 void rn_locals_free(rlocal_t *l)
 {
-    hostlist_free(l->nodes, l->n);
+    fb_hostlist_free(l->nodes, l->n);
     free(l->failed);
     memset(l, 0, sizeof *l);
 }
@@ -330,7 +330,7 @@ static void s_store_diagnosis(runner_t *self, const fb_bisect_verdict_t *v, size
     if (store_task_create(store, task_id, self->id, self->stage_ids[self->stage],
                           (const char *const *)nodes, nn, now))
         log_error("cannot store task %s: %s", task_id, store_errmsg(store));
-    hostlist_free(nodes, nn);
+    fb_hostlist_free(nodes, nn);
     for (size_t i = 0; i < n; i++) {
         const fb_bisect_verdict_t *x = &v[i];
         fb_result_t *r = fb_result_new();

@@ -34,10 +34,10 @@ typedef void (*coord_progress_cb)(const coord_progress_t *progress, void *arg);
 
 store_t *coord_store(coord_t *self);
 bool coord_node_alive(const coord_t *self, const char *name);
-/* Names of alive agents, sorted. Free with hostlist_free. */
+/* Names of alive agents, sorted. Free with fb_hostlist_free. */
 size_t coord_alive_names(const coord_t *self, char ***names_out);
 /* The alive agents a stage of campaign_id with `nodes: all` may use, sorted: those it holds and
- * those nobody holds (which it holds from now on). Free with hostlist_free. */
+ * those nobody holds (which it holds from now on). Free with fb_hostlist_free. */
 size_t coord_campaign_alive_nodes(coord_t *self, const char *campaign_id, char ***names_out);
 int coord_send_run_task(coord_t *self, const char *node, Fleetburn__RunTask *task);
 int coord_send_cancel(coord_t *self, const char *node, const char *task_id, const char *reason);

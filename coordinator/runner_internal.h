@@ -61,7 +61,7 @@ struct runner {
     uint64_t seed;   /* pairing random: seed of round 0 (round r uses seed + r) */
     rtask_t **tasks; /* every task of the stage so far, in creation order */
     size_t n_tasks, round_first;
-    strmap_t *task_index; /* task id -> rtask_t of the running stage */
+    fb_strmap_t *task_index; /* task id -> rtask_t of the running stage */
     bool winding_down;    /* the round waits (S_WIND_DOWN_MS) for cancelled members only */
     bool stop_waiting;    /* the deadline or the wind-down passed: members still out are left */
     bool next_is_round;   /* what the next timer begins: a round, else a stage */

@@ -173,7 +173,7 @@ static int s_rebuild_stage(runner_t *self, const store_stage_t *ss, char *err, s
                  ss->name);
         return -EPROTO;
     }
-    self->task_index = strmap_new();
+    self->task_index = fb_strmap_new();
     self->stage_running = true;
     int rc = rn_plan_stage(self, ss->nodes, ss->n_nodes, ss->seed, err, errlen);
     if (rc)
@@ -233,7 +233,7 @@ static void s_collect_wait(runner_t *self, const store_campaign_t *c)
                            sizeof err) == 0)
             for (size_t k = 0; k < n; k++)
                 s_add_wait(self, names[k]);
-        hostlist_free(names, n);
+        fb_hostlist_free(names, n);
     }
 }
 
@@ -379,7 +379,7 @@ static void s_on_settle(uv_timer_t *h)
     if (!self->resuming)
         return;
     self->resuming = false;
-    hostlist_free(self->resume_wait, self->n_resume_wait);
+    fb_hostlist_free(self->resume_wait, self->n_resume_wait);
     self->resume_wait = NULL;
     self->n_resume_wait = 0;
     if (!self->stage_running) { /* between stages: the next one begins */

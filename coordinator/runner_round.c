@@ -45,7 +45,7 @@ rtask_t *rn_task_new(runner_t *self, char *id, const fb_group_t *g, bool group, 
     }
     self->tasks = xrealloc(self->tasks, (self->n_tasks + 1) * sizeof *self->tasks);
     self->tasks[self->n_tasks++] = t;
-    strmap_put(self->task_index, t->id, t);
+    fb_strmap_put(self->task_index, t->id, t);
     return t;
 }
 
@@ -74,7 +74,7 @@ void rn_clear_tasks(runner_t *self)
     free(self->tasks);
     self->tasks = NULL;
     self->n_tasks = self->round_first = 0;
-    strmap_destroy(&self->task_index);
+    fb_strmap_destroy(&self->task_index);
     for (unsigned r = 0; r < self->n_rounds; r++)
         fb_plan_clear(&self->plans[r]);
     free(self->plans);
@@ -456,7 +456,7 @@ bool rn_members_running(const runner_t *self)
 
 void runner_on_result(runner_t *self, const fb_result_t *r)
 {
-    rtask_t *t = self->task_index ? strmap_get(self->task_index, r->task_id) : NULL;
+    rtask_t *t = self->task_index ? fb_strmap_get(self->task_index, r->task_id) : NULL;
     size_t rank = t ? rn_rank_of(t, r->node) : SIZE_MAX;
     if (rank == SIZE_MAX)
         return; /* not a task of this stage: stored, nothing to decide */
@@ -536,7 +536,7 @@ void runner_on_hello(runner_t *self, const char *node, char **running, size_t n_
 
 const char *const *runner_group(const runner_t *self, const char *task_id, size_t *n_out)
 {
-    rtask_t *t = self->task_index ? strmap_get(self->task_index, task_id) : NULL;
+    rtask_t *t = self->task_index ? fb_strmap_get(self->task_index, task_id) : NULL;
     if (!t || !t->group || t->verdict != FB_VERDICT_NONE)
         return NULL;
     *n_out = t->n_members;

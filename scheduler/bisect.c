@@ -56,7 +56,7 @@ struct fb_bisect {
     s_planned_t *planned;
     size_t n_planned;
     /* slow */
-    strmap_t *ever_pending; /* nodes that were pending at some point */
+    fb_strmap_t *ever_pending; /* nodes that were pending at some point */
     s_cache_t *cache;       /* the last flow judgment (judging is the costly part) */
 };
 
@@ -93,7 +93,7 @@ fb_bisect_t *fb_bisect_new(const fb_bisect_opts_t *opts)
     b->o = *opts;
     b->diag = d;
     b->flows = fj;
-    b->ever_pending = strmap_new();
+    b->ever_pending = fb_strmap_new();
     b->cache = xcalloc(1, sizeof *b->cache);
     return b;
 }
@@ -122,7 +122,7 @@ void fb_bisect_destroy(fb_bisect_t **self_p)
         fb_split_destroy(&b->splits[i]);
     free(b->splits);
     free(b->planned);
-    strmap_destroy(&b->ever_pending);
+    fb_strmap_destroy(&b->ever_pending);
     fb_flow_judgment_clear(&b->cache->j);
     free(b->cache);
     free(b);
@@ -293,7 +293,7 @@ static int s_next_pairs(fb_bisect_t *b, fb_bisect_round_t *out)
     bool sweep = b->rounds < b->o.sweeps;
     const fb_flow_judgment_t *j = s_judgment(b);
     for (size_t i = 0; i < j->n_pending; i++)
-        strmap_put(b->ever_pending, j->pending[i], (void *)1);
+        fb_strmap_put(b->ever_pending, j->pending[i], (void *)1);
     if (!sweep &&
         ((fb_diag_done(b->diag) && j->n_pending == 0) || b->follow_ups >= b->o.max_rounds))
         return 0;
@@ -748,7 +748,7 @@ static void s_slow_verdicts(const fb_bisect_t *b, s_vlist_t *l)
     size_t pos = 0;
     const char *node;
     void *val;
-    while (strmap_next(b->ever_pending, &pos, &node, &val)) {
+    while (fb_strmap_next(b->ever_pending, &pos, &node, &val)) {
         if (s_find_verdict(l, node))
             continue;
         fb_bisect_verdict_t *v = s_verdict_new(l, node, "node", FB_BISECT_CLEARED, 0.99);

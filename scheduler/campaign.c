@@ -121,7 +121,7 @@ static int s_hostlist(fb_yaml_t *ctx, const yaml_node_t *node, const char *path,
      * stages (the runner expands a stage's nodes when it runs it). */
     if (strcmp(expr, "all")) {
         char err[512];
-        if (hostlist_check(expr, NULL, err, sizeof err)) {
+        if (fb_hostlist_check(expr, NULL, err, sizeof err)) {
             free(expr);
             return fb_yaml_fail(ctx, fb_yaml_line(node), path, "%s; %s", err, S_HOSTLIST_EXPECTED);
         }
@@ -240,7 +240,7 @@ static void s_stage_fini(fb_stage_t *st)
     free(st->params);
     free(st->topology_path);
     fb_topology_destroy(&st->topology);
-    hostlist_free(st->rails, st->n_rails);
+    fb_hostlist_free(st->rails, st->n_rails);
     free(st->bisect_prior);
     memset(st, 0, sizeof *st);
 }
@@ -308,7 +308,7 @@ static int s_rails_value(fb_yaml_t *ctx, const yaml_node_t *v, const char *kpath
         return -EINVAL;
     char err[256];
     size_t count = 0;
-    if (strcmp(expr, "all") && hostlist_check(expr, &count, err, sizeof err) == 0 &&
+    if (strcmp(expr, "all") && fb_hostlist_check(expr, &count, err, sizeof err) == 0 &&
         count > S_RAILS_MAX) {
         char shown[128];
         fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "'%s' names %zu rails; expected at most %d",
@@ -316,7 +316,7 @@ static int s_rails_value(fb_yaml_t *ctx, const yaml_node_t *v, const char *kpath
         free(expr);
         return -EINVAL;
     }
-    int rc = hostlist_expand(expr, &st->rails, &st->n_rails, err, sizeof err);
+    int rc = fb_hostlist_expand(expr, &st->rails, &st->n_rails, err, sizeof err);
     if (rc || st->n_rails == 0 || !strcmp(expr, "all")) {
         fb_yaml_fail(ctx, fb_yaml_line(v), kpath,
                      "'%s' names no rails; expected the rails of every node, "
@@ -504,7 +504,7 @@ static int s_bisect_check(fb_yaml_t *ctx, const char *path, const s_scope_lines_
     return 0;
 }
 
-static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, strmap_t *names,
+static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, fb_strmap_t *names,
                    fb_campaign_t *c, fb_stage_t *st)
 {
     char path[64], workloads[256];
@@ -589,7 +589,7 @@ static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, strmap
                 rc = fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "'%s' is not a valid stage name; %s",
                                   fb_show_value(text, shown, sizeof shown), exp);
             /* a map, not a scan of the earlier stages: linear in the number of stages */
-            size_t prev = rc ? 0 : (size_t)(uintptr_t)strmap_get(names, text);
+            size_t prev = rc ? 0 : (size_t)(uintptr_t)fb_strmap_get(names, text);
             if (prev)
                 rc = fb_yaml_fail(ctx, fb_yaml_line(v), kpath,
                                   "duplicate stage name '%s' (also stages[%zu] at line %d); "
@@ -597,7 +597,7 @@ static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, strmap
                                   text, prev - 1, c->stages[prev - 1].line);
             if (!rc) {
                 st->name = xstrdup(text);
-                strmap_put(names, text, (void *)(uintptr_t)(index + 1));
+                fb_strmap_put(names, text, (void *)(uintptr_t)(index + 1));
             }
         } else if (seen == &seen_timeout) {
             const char *exp = "expected e.g. 90s, 30m, 2h";
@@ -718,13 +718,13 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
                         ctx, fb_yaml_line(v), kpath,
                         "no stages; expected at least one stage with name and workload");
                 c->stages = xcalloc(n ? n : 1, sizeof *c->stages);
-                strmap_t *names = strmap_new(); /* stage name -> index + 1 */
+                fb_strmap_t *names = fb_strmap_new(); /* stage name -> index + 1 */
                 for (size_t i = 0; i < n && !rc; i++) {
                     yaml_node_t *item = fb_yaml_node(ctx, v->data.sequence.items.start[i]);
                     c->n_stages = i + 1;
                     rc = item ? s_stage(ctx, item, i, names, c, &c->stages[i]) : -EINVAL;
                 }
-                strmap_destroy(&names);
+                fb_strmap_destroy(&names);
             }
         }
         if (seen)
@@ -927,7 +927,7 @@ int fb_stage_nodes(const fb_campaign_t *c, const fb_stage_t *s, bool *all, char 
             err[0] = '\0';
         return 0;
     }
-    return hostlist_expand(expr, names, n, err, errlen);
+    return fb_hostlist_expand(expr, names, n, err, errlen);
 }
 
 const char *fb_on_fail_name(fb_on_fail_t on_fail)

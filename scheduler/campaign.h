@@ -138,7 +138,7 @@ const char *fb_stage_param(const fb_stage_t *s, const char *key);
 
 /* Node selection of a stage (its own nodes, else the campaign's): sets *all = true with
  * *names = NULL, *n = 0 for "all"; else *all = false and expands the hostlist into *names
- * (free with hostlist_free). Returns 0 or -EINVAL with a message in err. */
+ * (free with fb_hostlist_free). Returns 0 or -EINVAL with a message in err. */
 int fb_stage_nodes(const fb_campaign_t *c, const fb_stage_t *s, bool *all, char ***names, size_t *n,
                    char *err, size_t errlen);
 

@@ -50,7 +50,7 @@ struct fb_diag {
     fb_diag_params_t par;
     s_ent_t *ents;
     size_t n_ents, cap_ents;
-    strmap_t *index;           /* name -> (index + 1) */
+    fb_strmap_t *index;           /* name -> (index + 1) */
     double ff_tests, ff_fails; /* tests whose members were all cleared, and their failures */
     double q_tests, q_fails;   /* tests of named-bad parts with trusted partners (fb_diag_q) */
     char **rails;              /* rail names over all nodes, in the order first added */
@@ -119,7 +119,7 @@ fb_diag_t *fb_diag_new(const fb_diag_params_t *params)
         return NULL;
     fb_diag_t *d = xcalloc(1, sizeof *d);
     d->par = par;
-    d->index = strmap_new();
+    d->index = fb_strmap_new();
     return d;
 }
 
@@ -147,7 +147,7 @@ void fb_diag_destroy(fb_diag_t **self_p)
     for (size_t i = 0; i < d->n_rails; i++)
         free(d->rails[i]);
     free(d->rails);
-    strmap_destroy(&d->index);
+    fb_strmap_destroy(&d->index);
     free(d);
     *self_p = NULL;
 }
@@ -156,7 +156,7 @@ static int s_find(const fb_diag_t *d, const char *name)
 {
     if (!name)
         return -1;
-    void *v = strmap_get(d->index, name);
+    void *v = fb_strmap_get(d->index, name);
     return v ? (int)((uintptr_t)v - 1) : -1;
 }
 
@@ -173,7 +173,7 @@ static int s_add_ent(fb_diag_t *d, const char *name, int parent)
     e->parent = parent;
     e->rail = -1;
     e->p = d->par.prior_bad;
-    strmap_put(d->index, e->name, (void *)(uintptr_t)(idx + 1));
+    fb_strmap_put(d->index, e->name, (void *)(uintptr_t)(idx + 1));
     return idx;
 }
 

@@ -19,7 +19,7 @@
 
 /* Interned names: index <-> string. */
 typedef struct {
-    strmap_t *map; /* name -> index + 1 */
+    fb_strmap_t *map; /* name -> index + 1 */
     char **names;
     size_t n, cap;
 } s_names_t;
@@ -51,8 +51,8 @@ enum { S_NODE = 0, S_RAIL = 1, S_LINK = 2 };
 static int s_intern(s_names_t *t, const char *name)
 {
     if (!t->map)
-        t->map = strmap_new();
-    void *v = strmap_get(t->map, name);
+        t->map = fb_strmap_new();
+    void *v = fb_strmap_get(t->map, name);
     if (v)
         return (int)((uintptr_t)v - 1);
     if (t->n == t->cap) {
@@ -60,7 +60,7 @@ static int s_intern(s_names_t *t, const char *name)
         t->names = xrealloc(t->names, t->cap * sizeof *t->names);
     }
     t->names[t->n] = xstrdup(name);
-    strmap_put(t->map, t->names[t->n], (void *)(uintptr_t)(t->n + 1));
+    fb_strmap_put(t->map, t->names[t->n], (void *)(uintptr_t)(t->n + 1));
     return (int)t->n++;
 }
 
@@ -69,7 +69,7 @@ static void s_names_free(s_names_t *t)
     for (size_t i = 0; i < t->n; i++)
         free(t->names[i]);
     free(t->names);
-    strmap_destroy(&t->map);
+    fb_strmap_destroy(&t->map);
 }
 
 void fb_flow_params_default(fb_flow_params_t *p)

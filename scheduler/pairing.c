@@ -51,15 +51,15 @@ int fb_plan_check_nodes(const char *const *nodes, size_t n)
 {
     if (n > 0 && !nodes)
         return -EINVAL;
-    strmap_t *seen = strmap_new();
+    fb_strmap_t *seen = fb_strmap_new();
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        if (!nodes[i] || !nodes[i][0] || strmap_get(seen, nodes[i]))
+        if (!nodes[i] || !nodes[i][0] || fb_strmap_get(seen, nodes[i]))
             rc = -EINVAL;
         else
-            strmap_put(seen, nodes[i], (void *)nodes[i]);
+            fb_strmap_put(seen, nodes[i], (void *)nodes[i]);
     }
-    strmap_destroy(&seen);
+    fb_strmap_destroy(&seen);
     return rc;
 }
 

@@ -89,7 +89,7 @@ typedef struct {
     bool *slow[2];         /* per sample and metric */
     s_node_t *nodes;
     size_t n_nodes;
-    strmap_t *node_index; /* name -> index + 1 */
+    fb_strmap_t *node_index; /* name -> index + 1 */
     s_test_t *tests;
     size_t n_tests;
 } s_model_t;
@@ -101,12 +101,12 @@ static double s_value(const fb_pair_sample_t *s, int metric)
 
 static size_t s_node(s_model_t *md, const char *name)
 {
-    uintptr_t idx = (uintptr_t)strmap_get(md->node_index, name);
+    uintptr_t idx = (uintptr_t)fb_strmap_get(md->node_index, name);
     if (idx)
         return idx - 1;
     md->nodes = xrealloc(md->nodes, (md->n_nodes + 1) * sizeof *md->nodes);
     md->nodes[md->n_nodes] = (s_node_t){name, NULL, 0, false, false};
-    strmap_put(md->node_index, name, (void *)(uintptr_t)(md->n_nodes + 1));
+    fb_strmap_put(md->node_index, name, (void *)(uintptr_t)(md->n_nodes + 1));
     return md->n_nodes++;
 }
 
@@ -119,7 +119,7 @@ static void s_node_medians(const s_model_t *md, int metric, double *scratch, dou
     size_t *fill = xcalloc(md->n_nodes + 1, sizeof *fill);
     size_t *node_of = xcalloc(md->n ? md->n : 1, sizeof *node_of);
     for (size_t i = 0; i < md->n; i++) {
-        node_of[i] = (size_t)(uintptr_t)strmap_get(md->node_index, md->samples[i].node) - 1;
+        node_of[i] = (size_t)(uintptr_t)fb_strmap_get(md->node_index, md->samples[i].node) - 1;
         start[node_of[i] + 1]++;
     }
     for (size_t k = 0; k < md->n_nodes; k++)
@@ -171,13 +171,13 @@ static void s_judge_directions(s_model_t *md)
 /* Gathers samples into pair tests: the two members of one pair in one round. */
 static void s_build_tests(s_model_t *md)
 {
-    strmap_t *index = strmap_new(); /* "round\nlo\nhi" -> test index + 1 */
+    fb_strmap_t *index = fb_strmap_new(); /* "round\nlo\nhi" -> test index + 1 */
     for (size_t i = 0; i < md->n; i++) {
         const fb_pair_sample_t *s = &md->samples[i];
         bool node_first = strcmp(s->node, s->partner) < 0;
         char *key = xasprintf("%u\n%s\n%s", s->round, node_first ? s->node : s->partner,
                               node_first ? s->partner : s->node);
-        uintptr_t t = (uintptr_t)strmap_get(index, key);
+        uintptr_t t = (uintptr_t)fb_strmap_get(index, key);
         if (!t) {
             md->tests = xrealloc(md->tests, (md->n_tests + 1) * sizeof *md->tests);
             s_test_t *nt = &md->tests[md->n_tests++];
@@ -186,14 +186,14 @@ static void s_build_tests(s_model_t *md)
             nt->b = s_node(md, s->partner);
             nt->round = s->round;
             t = md->n_tests;
-            strmap_put(index, key, (void *)t);
+            fb_strmap_put(index, key, (void *)t);
         }
         free(key);
         s_test_t *test = &md->tests[t - 1];
         if (test->n_samples < 2)
             test->samples[test->n_samples++] = i;
     }
-    strmap_destroy(&index);
+    fb_strmap_destroy(&index);
 }
 
 /* A test is slow when any direction measured in it is. */
@@ -363,7 +363,7 @@ static void s_model_fini(s_model_t *md)
     free(md->tests);
     free(md->slow[0]);
     free(md->slow[1]);
-    strmap_destroy(&md->node_index);
+    fb_strmap_destroy(&md->node_index);
 }
 
 int fb_pairjudge(const fb_pair_metrics_t *m, const fb_pair_sample_t *samples, size_t n,
@@ -379,7 +379,7 @@ int fb_pairjudge(const fb_pair_metrics_t *m, const fb_pair_sample_t *samples, si
     md.m = m;
     md.samples = samples;
     md.n = n;
-    md.node_index = strmap_new();
+    md.node_index = fb_strmap_new();
     s_build_tests(&md);
     s_judge_directions(&md);
     s_mark_slow_tests(&md);

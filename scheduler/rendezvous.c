@@ -34,7 +34,7 @@ typedef struct {
 } s_task_t;
 
 struct fb_rendezvous {
-    strmap_t *tasks; /* id -> s_task_t */
+    fb_strmap_t *tasks; /* id -> s_task_t */
     size_t n_exchanges;
 };
 
@@ -230,7 +230,7 @@ size_t fb_rendezvous_fail_task(fb_rendezvous_t *self, const char *task_id, const
 {
     *replies_out = NULL;
     size_t n = 0, cap = 0;
-    s_task_t *t = strmap_get(self->tasks, task_id);
+    s_task_t *t = fb_strmap_get(self->tasks, task_id);
     if (t)
         s_fail_where(t, s_pick_all, s_why_given, why, replies_out, &n, &cap);
     return n;
@@ -257,7 +257,7 @@ size_t fb_rendezvous_fail_rank(fb_rendezvous_t *self, const char *task_id, unsig
 {
     *replies_out = NULL;
     size_t n = 0, cap = 0;
-    s_task_t *t = strmap_get(self->tasks, task_id);
+    s_task_t *t = fb_strmap_get(self->tasks, task_id);
     s_rank_arg_t a = {rank, why};
     if (t)
         s_fail_where(t, s_pick_unposted, s_why_rank, &a, replies_out, &n, &cap);
@@ -285,7 +285,7 @@ size_t fb_rendezvous_expire(fb_rendezvous_t *self, uint64_t now_ms, fb_rdv_reply
     *replies_out = NULL;
     size_t n = 0, cap = 0, pos = 0;
     void *value;
-    while (strmap_next(self->tasks, &pos, NULL, &value))
+    while (fb_strmap_next(self->tasks, &pos, NULL, &value))
         s_fail_where(value, s_pick_expired, s_why_expired, &now_ms, replies_out, &n, &cap);
     return n;
 }
@@ -315,7 +315,7 @@ int fb_rendezvous_post(fb_rendezvous_t *self, const char *task_id, const char *k
     if (!task_id || !key || size == 0 || rank >= size || len > FB_RENDEZVOUS_MAX_BYTES ||
         (len && !value))
         return -EINVAL;
-    s_task_t *t = strmap_get(self->tasks, task_id);
+    s_task_t *t = fb_strmap_get(self->tasks, task_id);
     s_exchange_t *e = s_find(t, key);
     if (e && e->size != size)
         return -EINVAL;
@@ -328,7 +328,7 @@ int fb_rendezvous_post(fb_rendezvous_t *self, const char *task_id, const char *k
         if (!t) {
             t = xcalloc(1, sizeof *t);
             t->id = xstrdup(task_id);
-            strmap_put(self->tasks, t->id, t);
+            fb_strmap_put(self->tasks, t->id, t);
         }
         if (t->n_ex >= FB_RENDEZVOUS_MAX_KEYS)
             return -ENOSPC;
@@ -353,7 +353,7 @@ int fb_rendezvous_post(fb_rendezvous_t *self, const char *task_id, const char *k
 
 void fb_rendezvous_end_task(fb_rendezvous_t *self, const char *task_id)
 {
-    s_task_t *t = strmap_remove(self->tasks, task_id);
+    s_task_t *t = fb_strmap_remove(self->tasks, task_id);
     if (!t)
         return;
     self->n_exchanges -= t->n_ex;
@@ -368,7 +368,7 @@ size_t fb_rendezvous_count(const fb_rendezvous_t *self)
 fb_rendezvous_t *fb_rendezvous_new(void)
 {
     fb_rendezvous_t *self = xcalloc(1, sizeof *self);
-    self->tasks = strmap_new();
+    self->tasks = fb_strmap_new();
     return self;
 }
 
@@ -379,9 +379,9 @@ void fb_rendezvous_destroy(fb_rendezvous_t **self_p)
     fb_rendezvous_t *self = *self_p;
     size_t pos = 0;
     void *value;
-    while (strmap_next(self->tasks, &pos, NULL, &value))
+    while (fb_strmap_next(self->tasks, &pos, NULL, &value))
         s_task_free(value);
-    strmap_destroy(&self->tasks);
+    fb_strmap_destroy(&self->tasks);
     free(self);
     *self_p = NULL;
 }

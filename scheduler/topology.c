@@ -38,7 +38,7 @@ struct fb_topology {
     char **nodes; /* every node, in the order added */
     size_t *node_leaf;
     size_t n_nodes, cap_nodes;
-    strmap_t *node_index; /* node name -> index + 1 */
+    fb_strmap_t *node_index; /* node name -> index + 1 */
 };
 
 static const char s_any_spine[] = "*";
@@ -58,7 +58,7 @@ static void *s_grow(void *array, size_t n, size_t *cap, size_t elem)
 static fb_topology_t *s_topology_new(void)
 {
     fb_topology_t *self = xcalloc(1, sizeof *self);
-    self->node_index = strmap_new();
+    self->node_index = fb_strmap_new();
     return self;
 }
 
@@ -81,7 +81,7 @@ void fb_topology_destroy(fb_topology_t **self_p)
         free(self->nodes[i]);
     free(self->nodes);
     free(self->node_leaf);
-    strmap_destroy(&self->node_index);
+    fb_strmap_destroy(&self->node_index);
     free(self);
     *self_p = NULL;
 }
@@ -105,7 +105,7 @@ static size_t s_add_spine(fb_topology_t *self, const char *name)
 /* Returns 0, or the index + 1 of the leaf the node is already on (it is not moved). */
 static size_t s_add_node(fb_topology_t *self, size_t leaf, const char *node)
 {
-    uintptr_t have = (uintptr_t)strmap_get(self->node_index, node);
+    uintptr_t have = (uintptr_t)fb_strmap_get(self->node_index, node);
     if (have)
         return self->node_leaf[have - 1] + 1;
     size_t cap = self->cap_nodes;
@@ -115,7 +115,7 @@ static size_t s_add_node(fb_topology_t *self, size_t leaf, const char *node)
     self->nodes[self->n_nodes] = xstrdup(node);
     self->node_leaf[self->n_nodes] = leaf;
     self->n_nodes++;
-    strmap_put(self->node_index, node, (void *)(uintptr_t)self->n_nodes);
+    fb_strmap_put(self->node_index, node, (void *)(uintptr_t)self->n_nodes);
     s_leaf_t *l = &self->leaves[leaf];
     l->nodes = s_grow(l->nodes, l->n_nodes, &l->cap_nodes, sizeof *l->nodes);
     l->nodes[l->n_nodes++] = self->nodes[self->n_nodes - 1];
@@ -138,7 +138,7 @@ static void s_link(fb_topology_t *self, size_t leaf, size_t spine)
 /* Index of the node + 1, or 0. */
 static size_t s_node(const fb_topology_t *self, const char *node)
 {
-    return node ? (size_t)(uintptr_t)strmap_get(self->node_index, node) : 0;
+    return node ? (size_t)(uintptr_t)fb_strmap_get(self->node_index, node) : 0;
 }
 
 size_t fb_topology_n_leaves(const fb_topology_t *self)
@@ -272,16 +272,16 @@ static void s_records_free(s_record_t *recs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         free(recs[i].name);
-        hostlist_free(recs[i].members, recs[i].n_members);
+        fb_hostlist_free(recs[i].members, recs[i].n_members);
     }
     free(recs);
 }
 
 /* Index + 1 of the record or entity called name in an index (strmap of index + 1), or 0.
  * Lookups by name go through maps so that parsing stays linear in the size of the text. */
-static size_t s_find(const strmap_t *index, const char *name)
+static size_t s_find(const fb_strmap_t *index, const char *name)
 {
-    return (size_t)(uintptr_t)strmap_get(index, name);
+    return (size_t)(uintptr_t)fb_strmap_get(index, name);
 }
 
 int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t errlen)
@@ -292,7 +292,7 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
         return s_fail(err, errlen, "no topology text");
     s_record_t *recs = NULL;
     size_t n = 0, cap_recs = 0, listed = 0; /* members of all lines so far */
-    strmap_t *index = strmap_new(); /* record name -> index + 1 */
+    fb_strmap_t *index = fb_strmap_new(); /* record name -> index + 1 */
     int rc = 0;
     unsigned lineno = 0;
     const char *cursor = text;
@@ -331,14 +331,14 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
                                 "',', '[', ']')",
                                 lineno, name,
                                 s_show_char(rhs[strspn(rhs, S_MEMBER_CHARS)], cbuf, sizeof cbuf));
-                else if (hostlist_check(rhs, &n_members, herr, sizeof herr) < 0)
+                else if (fb_hostlist_check(rhs, &n_members, herr, sizeof herr) < 0)
                     rc = s_fail(err, errlen, "line %u: %s: %s", lineno, name, herr);
                 else if ((listed += n_members) > FB_TOPOLOGY_MAX_MEMBERS)
                     rc = s_fail(err, errlen,
                                 "line %u: %s: the lines up to here list more than %u members; "
                                 "expected a two-level fabric",
                                 lineno, name, FB_TOPOLOGY_MAX_MEMBERS);
-                else if (hostlist_expand(rhs, &members, &n_members, herr, sizeof herr) < 0)
+                else if (fb_hostlist_expand(rhs, &members, &n_members, herr, sizeof herr) < 0)
                     rc = s_fail(err, errlen, "line %u: %s: %s", lineno, name, herr);
                 if (rc == 0) {
                     recs = s_grow(recs, n, &cap_recs, sizeof *recs);
@@ -346,7 +346,7 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
                                              .name = xstrdup(name),
                                              .members = members,
                                              .n_members = n_members};
-                    strmap_put(index, name, (void *)(uintptr_t)n);
+                    fb_strmap_put(index, name, (void *)(uintptr_t)n);
                 }
             }
         }
@@ -372,12 +372,12 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
         recs[i].spine = sw > 0;
     }
     fb_topology_t *self = rc == 0 ? s_topology_new() : NULL;
-    strmap_t *leaf_index = strmap_new(); /* leaf name -> index + 1 */
+    fb_strmap_t *leaf_index = fb_strmap_new(); /* leaf name -> index + 1 */
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (recs[i].spine)
             continue;
         size_t leaf = s_add_leaf(self, recs[i].name);
-        strmap_put(leaf_index, recs[i].name, (void *)(uintptr_t)(leaf + 1));
+        fb_strmap_put(leaf_index, recs[i].name, (void *)(uintptr_t)(leaf + 1));
         for (size_t j = 0; rc == 0 && j < recs[i].n_members; j++) {
             size_t other = s_add_node(self, leaf, recs[i].members[j]);
             if (other)
@@ -404,8 +404,8 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
         }
     }
     s_records_free(recs, n);
-    strmap_destroy(&index);
-    strmap_destroy(&leaf_index);
+    fb_strmap_destroy(&index);
+    fb_strmap_destroy(&leaf_index);
     if (rc == 0 && self->n_leaves == 0)
         rc = s_fail(err, errlen, "no leaf switches with nodes in the topology");
     if (rc < 0) {
@@ -500,7 +500,7 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
         return s_fail(err, errlen, "no ibnetdiscover text");
     s_ent_t *ents = NULL;
     size_t n_ents = 0, cap_ents = 0;
-    strmap_t *ent_index = strmap_new(); /* GUID -> index + 1 */
+    fb_strmap_t *ent_index = fb_strmap_new(); /* GUID -> index + 1 */
     s_iblink_t *links = NULL;
     size_t n_links = 0, cap_links = 0;
     int rc = 0;
@@ -533,7 +533,7 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
                 ents[n_ents] = (s_ent_t){
                     .guid = guid, .desc = s_comment_desc(p), .is_switch = sw, .line = lineno};
                 cur = n_ents++;
-                strmap_put(ent_index, guid, (void *)(uintptr_t)n_ents);
+                fb_strmap_put(ent_index, guid, (void *)(uintptr_t)n_ents);
                 in_other = false;
             }
         } else if (s_starts(s, "Rt")) {
@@ -581,23 +581,23 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
             ents[k - 1].has_ca = true;
     }
     fb_topology_t *self = rc == 0 ? s_topology_new() : NULL;
-    strmap_t *names = strmap_new(); /* switch names in use */
+    fb_strmap_t *names = fb_strmap_new(); /* switch names in use */
     for (int pass = 0; rc == 0 && pass < 2; pass++) {
         for (size_t i = 0; i < n_ents; i++) {
             s_ent_t *e = &ents[i];
             if (!e->is_switch || e->has_ca != (pass == 0))
                 continue;
             char *name = e->desc ? s_switch_name(e->desc) : NULL;
-            if (!name || !*name || strmap_get(names, name)) {
+            if (!name || !*name || fb_strmap_get(names, name)) {
                 free(name);
                 name = xstrdup(e->guid); /* unnamed or duplicate description */
             }
-            strmap_put(names, name, e);
+            fb_strmap_put(names, name, e);
             e->idx = pass == 0 ? s_add_leaf(self, name) : s_add_spine(self, name);
             free(name);
         }
     }
-    strmap_destroy(&names);
+    fb_strmap_destroy(&names);
     /* Nodes on leaves, and leaf-spine links, in file order. */
     char gbuf[64];
     for (size_t i = 0; rc == 0 && i < n_links; i++) {
@@ -625,7 +625,7 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
         free(ents[i].desc);
     }
     free(ents);
-    strmap_destroy(&ent_index);
+    fb_strmap_destroy(&ent_index);
     for (size_t i = 0; i < n_links; i++) {
         free(links[i].peer);
         free(links[i].peer_desc);

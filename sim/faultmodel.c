@@ -37,7 +37,7 @@ struct fb_faultmodel {
     fb_fault_t *faults;
     size_t n_faults;
     const fb_topology_t *topo; /* borrowed; NULL until bound */
-    strmap_t *leaf_index;      /* leaf name -> index + 1 */
+    fb_strmap_t *leaf_index;      /* leaf name -> index + 1 */
 };
 
 /* ---- hashing: the one source of randomness ------------------------------------------------ */
@@ -420,7 +420,7 @@ void fb_faultmodel_destroy(fb_faultmodel_t **self_p)
         free(self->faults[i].b);
     }
     free(self->faults);
-    strmap_destroy(&self->leaf_index);
+    fb_strmap_destroy(&self->leaf_index);
     free(self->source);
     free(self);
 }
@@ -429,7 +429,7 @@ void fb_faultmodel_destroy(fb_faultmodel_t **self_p)
 
 static size_t s_leaf_index(const fb_faultmodel_t *self, const char *leaf)
 {
-    return leaf && self->leaf_index ? (size_t)(uintptr_t)strmap_get(self->leaf_index, leaf) : 0;
+    return leaf && self->leaf_index ? (size_t)(uintptr_t)fb_strmap_get(self->leaf_index, leaf) : 0;
 }
 
 static bool s_leaf_has_spine(const fb_faultmodel_t *self, size_t leaf_plus1, const char *spine)
@@ -483,15 +483,15 @@ int fb_faultmodel_bind(fb_faultmodel_t *self, const fb_topology_t *topo, char **
     if (error_out)
         *error_out = NULL;
     self->topo = topo;
-    strmap_destroy(&self->leaf_index);
-    self->leaf_index = strmap_new();
+    fb_strmap_destroy(&self->leaf_index);
+    self->leaf_index = fb_strmap_new();
     for (size_t i = 0; i < fb_topology_n_leaves(topo); i++)
-        strmap_put(self->leaf_index, fb_topology_leaf_name(topo, i), (void *)(uintptr_t)(i + 1));
+        fb_strmap_put(self->leaf_index, fb_topology_leaf_name(topo, i), (void *)(uintptr_t)(i + 1));
     fb_yaml_t ctx = {self->source, "", 0, NULL, NULL, 0};
     for (size_t i = 0; i < self->n_faults; i++) {
         if (s_check_fault(self, &ctx, i)) {
             self->topo = NULL;
-            strmap_destroy(&self->leaf_index);
+            fb_strmap_destroy(&self->leaf_index);
             if (error_out)
                 *error_out = ctx.error;
             else

@@ -85,7 +85,7 @@ typedef struct {
     Fleetburn__Inventory **inventories;
     agent_t **agents;
     unsigned started; /* agents[0 .. started) exist */
-    zsock_t *client;
+    fb_zsock_t *client;
     uv_timer_t poll;
     uv_signal_t sigint, sigterm;
     /* what happened, monotonic ms; and in epoch ms, to line up with other processes */

@@ -39,18 +39,18 @@ static void s_show_progress(fleet_t *f, const Fleetburn__Progress *p)
             (double)p->elapsed_ms / 1000.0, f->tty ? "" : "\n");
 }
 
-static void s_on_progress(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
+static void s_on_progress(fb_zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
                           void *arg)
 {
     (void)zs;
     fleet_t *f = arg;
     char err[256];
     Fleetburn__Envelope *env = NULL;
-    int rc = wire_decode(frames[n - 1], lens[n - 1], &env, err, sizeof err);
+    int rc = fb_wire_decode(frames[n - 1], lens[n - 1], &env, err, sizeof err);
     if (rc || env->body_case != FLEETBURN__ENVELOPE__BODY_PROGRESS) {
         fprintf(stderr, "fleetburn-simfleet: unexpected reply from the coordinator: %s\n",
                 rc ? err : "not a progress message");
-        wire_free(&env);
+        fb_wire_free(&env);
         return;
     }
     const Fleetburn__Progress *p = env->progress;
@@ -67,12 +67,12 @@ static void s_on_progress(zsock_t *zs, const uint8_t *const *frames, const size_
             simfleet_stop(f, fb_verdict_ok(f->verdict) ? EXIT_PASS : EXIT_FAILED);
         }
     }
-    wire_free(&env);
+    fb_wire_free(&env);
 }
 
 int simfleet_submit(fleet_t *f)
 {
-    void *sock = zsock_new_socket(f->zctx, ZMQ_DEALER);
+    void *sock = fb_zsock_new_socket(f->zctx, ZMQ_DEALER);
     int linger = 0;
     zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
     char kerr[512];
@@ -89,11 +89,11 @@ int simfleet_submit(fleet_t *f)
             zmq_close(sock);
         return -EIO;
     }
-    f->client = zsock_new(f->loop, sock, s_on_progress, f);
+    f->client = fb_zsock_new(f->loop, sock, s_on_progress, f);
     size_t len = 0;
     uint8_t *buf = campaign_file_encode_submit(f->campaign_file, &len);
     const void *frames[] = {buf};
-    int rc = zsock_send(f->client, frames, &len, 1);
+    int rc = fb_zsock_send(f->client, frames, &len, 1);
     free(buf);
     if (rc) {
         fprintf(stderr, "fleetburn-simfleet: cannot submit the campaign: %s\n", zmq_strerror(-rc));

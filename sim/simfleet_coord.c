@@ -121,7 +121,7 @@ int simfleet_make_keys(fleet_t *f)
             rc = -errno;
         free(dirs[i]);
     }
-    char *nodes = hostlist_compress((const char *const *)f->names, f->cli->fleet);
+    char *nodes = fb_hostlist_compress((const char *const *)f->names, f->cli->fleet);
     if (rc == 0)
         rc = s_make_key(f, "keys/coordinator", err, sizeof err);
     if (rc == 0)

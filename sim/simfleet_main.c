@@ -474,7 +474,7 @@ void simfleet_stop(fleet_t *f, int exit_code)
         f->exit_code = EXIT_INFRA;
     for (unsigned i = 0; f->agents && i < f->cli->agents; i++)
         agent_destroy(&f->agents[i]);
-    zsock_close(&f->client);
+    fb_zsock_close(&f->client);
     s_close_if_open((uv_handle_t *)&f->poll);
     s_close_if_open((uv_handle_t *)&f->sigint);
     s_close_if_open((uv_handle_t *)&f->sigterm);

@@ -30,7 +30,7 @@ struct simtask_exec {
     uint32_t delay_min_ms, delay_max_ms;
     simtask_stage_stats_t *stages; /* .stage: owned names */
     size_t n_stages, cap_stages;
-    strmap_t *stage_index; /* name -> index + 1 */
+    fb_strmap_t *stage_index; /* name -> index + 1 */
     size_t running;
 };
 
@@ -196,7 +196,7 @@ static size_t s_stage(simtask_exec_t *self, const char *name)
 {
     if (!name || !*name)
         name = "(no stage)";
-    size_t i = (size_t)(uintptr_t)strmap_get(self->stage_index, name);
+    size_t i = (size_t)(uintptr_t)fb_strmap_get(self->stage_index, name);
     if (i)
         return i - 1;
     if (self->n_stages == self->cap_stages) {
@@ -206,7 +206,7 @@ static size_t s_stage(simtask_exec_t *self, const char *name)
     simtask_stage_stats_t *st = &self->stages[self->n_stages];
     memset(st, 0, sizeof *st);
     st->stage = xstrdup(name);
-    strmap_put(self->stage_index, st->stage, (void *)(uintptr_t)(self->n_stages + 1));
+    fb_strmap_put(self->stage_index, st->stage, (void *)(uintptr_t)(self->n_stages + 1));
     return self->n_stages++;
 }
 
@@ -311,7 +311,7 @@ simtask_exec_t *simtask_exec_new(const simtask_options_t *opts)
     self->delay_min_ms = opts->delay_min_ms;
     self->delay_max_ms =
         opts->delay_max_ms < opts->delay_min_ms ? opts->delay_min_ms : opts->delay_max_ms;
-    self->stage_index = strmap_new();
+    self->stage_index = fb_strmap_new();
     return self;
 }
 
@@ -326,7 +326,7 @@ void simtask_exec_destroy(simtask_exec_t **self_p)
     for (size_t i = 0; i < self->n_stages; i++)
         free((char *)self->stages[i].stage);
     free(self->stages);
-    strmap_destroy(&self->stage_index);
+    fb_strmap_destroy(&self->stage_index);
     free(self);
 }
 

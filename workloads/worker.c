@@ -336,7 +336,7 @@ static int s_exchange_files(worker_ctx_t *ctx, const char *dir, const char *key,
     char *tmp = xasprintf("%s/.%s.%s.%u.tmp", dir, prefix, key, ctx->rank);
     char *path = xasprintf("%s/%s.%s.%u", dir, prefix, key, ctx->rank);
     /* Stored as a post line: hex survives text-oriented reads (fb_read_file trims). */
-    char *line = exline_post_format(key, 0, value, len);
+    char *line = fb_exline_post_format(key, 0, value, len);
     int rc = 0;
     FILE *f = fopen(tmp, "w");
     if (!f || fputs(line, f) < 0)
@@ -365,7 +365,7 @@ static int s_exchange_files(worker_ctx_t *ctx, const char *dir, const char *key,
             uint64_t unused;
             uint8_t *data = NULL;
             size_t n = 0;
-            if (text && exline_post_parse(text, &k, &unused, &data, &n) == 0) {
+            if (text && fb_exline_post_parse(text, &k, &unused, &data, &n) == 0) {
                 values[r].data = data;
                 values[r].len = n;
                 arrived[r] = true;
@@ -436,7 +436,7 @@ static int s_exchange_agent(worker_ctx_t *ctx, const char *key, const void *valu
                             uint64_t timeout_ms, worker_blob_t **values_out, char *err,
                             size_t errlen)
 {
-    char *line = exline_post_format(key, timeout_ms, value, len);
+    char *line = fb_exline_post_format(key, timeout_ms, value, len);
     pthread_mutex_lock(&ctx->lock);
     fputs(line, stdout);
     fflush(stdout);
@@ -458,13 +458,13 @@ static int s_exchange_agent(worker_ctx_t *ctx, const char *key, const void *valu
         }
         char *rkey = NULL, *error = NULL;
         bool ok = false;
-        exline_blob_t *blobs = NULL;
+        fb_exline_blob_t *blobs = NULL;
         size_t n = 0;
-        if (exline_reply_parse(reply, &rkey, &ok, &blobs, &n, &error) || strcmp(rkey, key)) {
+        if (fb_exline_reply_parse(reply, &rkey, &ok, &blobs, &n, &error) || strcmp(rkey, key)) {
             fprintf(stderr, "worker: ignoring unexpected line from the agent: %.80s\n", reply);
             free(rkey);
             free(error);
-            exline_blobs_free(&blobs, n);
+            fb_exline_blobs_free(&blobs, n);
             free(reply);
             continue;
         }
@@ -477,7 +477,7 @@ static int s_exchange_agent(worker_ctx_t *ctx, const char *key, const void *valu
         }
         if (n != ctx->size) {
             snprintf(err, errlen, "exchange %s: %zu values for a group of %u", key, n, ctx->size);
-            exline_blobs_free(&blobs, n);
+            fb_exline_blobs_free(&blobs, n);
             return -EPROTO;
         }
         worker_blob_t *values = xcalloc(n, sizeof *values);
@@ -486,7 +486,7 @@ static int s_exchange_agent(worker_ctx_t *ctx, const char *key, const void *valu
             values[i].len = blobs[i].len;
             blobs[i].data = NULL;
         }
-        exline_blobs_free(&blobs, n);
+        fb_exline_blobs_free(&blobs, n);
         *values_out = values;
         return 0;
     }
@@ -498,7 +498,7 @@ int worker_exchange(worker_ctx_t *ctx, const char *key, const void *value, size_
     *values_out = NULL;
     if (errlen)
         err[0] = '\0';
-    if (!exline_valid_key(key) || len > FB_WIRE_MAX_EXCHANGE_BYTES || (len && !value)) {
+    if (!fb_exline_valid_key(key) || len > FB_WIRE_MAX_EXCHANGE_BYTES || (len && !value)) {
         snprintf(err, errlen, "exchange: invalid key or a value over %u bytes",
                  FB_WIRE_MAX_EXCHANGE_BYTES);
         return -EINVAL;

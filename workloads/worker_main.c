@@ -31,7 +31,7 @@ void worker_ctx_set_emit(worker_ctx_t *self, bool emit);
 static int s_write_result(const char *path, const fb_result_t *result)
 {
     size_t len = 0;
-    uint8_t *buf = wire_result_pack(result, &len);
+    uint8_t *buf = fb_wire_result_pack(result, &len);
     char *tmp = xasprintf("%s.tmp", path);
     int rc = 0;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

@@ -37,7 +37,7 @@ static void s_check_stages(const fb_campaign_t *c)
         size_t count = 0;
         char err[256];
         if (expr && strcmp(expr, "all") != 0) {
-            int rc = hostlist_check(expr, &count, err, sizeof err);
+            int rc = fb_hostlist_check(expr, &count, err, sizeof err);
             if (rc != 0)
                 fprintf(stderr, "stage %s: %s\n", s->name, err);
             FZ_CHECK(rc == 0);
@@ -50,7 +50,7 @@ static void s_check_stages(const fb_campaign_t *c)
             if (rc != 0)
                 fprintf(stderr, "stage %s: %s\n", s->name, err);
             FZ_CHECK(rc == 0 && (all || (n >= 1 && n <= count)));
-            hostlist_free(names, n);
+            fb_hostlist_free(names, n);
         }
     }
 }

@@ -39,18 +39,18 @@ static void s_post(const char *line)
     uint64_t timeout = 0;
     uint8_t *value = NULL;
     size_t len = 0;
-    if (exline_post_parse(line, &key, &timeout, &value, &len) != 0) {
+    if (fb_exline_post_parse(line, &key, &timeout, &value, &len) != 0) {
         FZ_CHECK(key == NULL && value == NULL && len == 0);
         return;
     }
-    FZ_CHECK(exline_valid_key(key));
+    FZ_CHECK(fb_exline_valid_key(key));
     FZ_CHECK(s_timeout_token_is(line, timeout));
-    char *again = exline_post_format(key, timeout, value, len);
+    char *again = fb_exline_post_format(key, timeout, value, len);
     char *key2 = NULL;
     uint64_t timeout2 = 0;
     uint8_t *value2 = NULL;
     size_t len2 = 0;
-    FZ_CHECK(exline_post_parse(again, &key2, &timeout2, &value2, &len2) == 0);
+    FZ_CHECK(fb_exline_post_parse(again, &key2, &timeout2, &value2, &len2) == 0);
     FZ_CHECK(strcmp(key, key2) == 0 && timeout == timeout2 && len == len2);
     FZ_CHECK(len == 0 || memcmp(value, value2, len) == 0);
     free(key);
@@ -64,20 +64,20 @@ static void s_reply(const char *line)
 {
     char *key = NULL, *error = NULL;
     bool ok = false;
-    exline_blob_t *values = NULL;
+    fb_exline_blob_t *values = NULL;
     size_t n = 0;
-    if (exline_reply_parse(line, &key, &ok, &values, &n, &error) != 0) {
+    if (fb_exline_reply_parse(line, &key, &ok, &values, &n, &error) != 0) {
         FZ_CHECK(key == NULL && values == NULL && n == 0 && error == NULL);
         return;
     }
-    FZ_CHECK(exline_valid_key(key));
+    FZ_CHECK(fb_exline_valid_key(key));
     char *again =
-        ok ? exline_reply_ok_format(key, values, n) : exline_reply_error_format(key, error);
+        ok ? fb_exline_reply_ok_format(key, values, n) : fb_exline_reply_error_format(key, error);
     char *key2 = NULL, *error2 = NULL;
     bool ok2 = !ok;
-    exline_blob_t *values2 = NULL;
+    fb_exline_blob_t *values2 = NULL;
     size_t n2 = 0;
-    FZ_CHECK(exline_reply_parse(again, &key2, &ok2, &values2, &n2, &error2) == 0);
+    FZ_CHECK(fb_exline_reply_parse(again, &key2, &ok2, &values2, &n2, &error2) == 0);
     FZ_CHECK(strcmp(key, key2) == 0 && ok == ok2);
     if (ok) {
         FZ_CHECK(n == n2);
@@ -90,8 +90,8 @@ static void s_reply(const char *line)
     free(key2);
     free(error);
     free(error2);
-    exline_blobs_free(&values, n);
-    exline_blobs_free(&values2, n2);
+    fb_exline_blobs_free(&values, n);
+    fb_exline_blobs_free(&values2, n2);
     free(again);
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fuzzes hostlist_expand (campaign files, command lines) and hostlist_compress (node names from
+/* Fuzzes fb_hostlist_expand (campaign files, command lines) and fb_hostlist_compress (node names from
  * agents, written into reports). The input is expanded; whatever expands, and the input's lines
  * when every one is a valid node name, must survive compress -> expand as the same set of names
  * (hostlist.h promises it). */
@@ -43,7 +43,7 @@ static size_t s_sorted_set(char **names, size_t n)
 /* compress(names) expands to the same set as names. */
 static void s_round_trip(const char *const *names, size_t n)
 {
-    char *text = hostlist_compress(names, n);
+    char *text = fb_hostlist_compress(names, n);
     FZ_CHECK(text != NULL);
     char **back = NULL;
     size_t n_back = 0;
@@ -53,7 +53,7 @@ static void s_round_trip(const char *const *names, size_t n)
         free(text);
         return;
     }
-    int rc = hostlist_expand(text, &back, &n_back, err, sizeof err);
+    int rc = fb_hostlist_expand(text, &back, &n_back, err, sizeof err);
     if (rc != 0)
         fprintf(stderr, "compressed '%s' does not expand: %s\n", text, err);
     FZ_CHECK(rc == 0);
@@ -69,7 +69,7 @@ static void s_round_trip(const char *const *names, size_t n)
         FZ_CHECK(strcmp(got[i], want[i]) == 0);
     free(want);
     free(got);
-    hostlist_free(back, n_back);
+    fb_hostlist_free(back, n_back);
     free(text);
 }
 
@@ -79,17 +79,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char **names = NULL;
     size_t n = 0;
     char err[256];
-    int rc = hostlist_expand(text, &names, &n, err, sizeof err);
+    int rc = fb_hostlist_expand(text, &names, &n, err, sizeof err);
     if (rc == 0) {
-        FZ_CHECK(n >= 1 && n <= HOSTLIST_MAX_NAMES);
+        FZ_CHECK(n >= 1 && n <= FB_HOSTLIST_MAX_NAMES);
         if (n <= S_ROUND_TRIP_MAX)
             s_round_trip((const char *const *)names, n);
-        hostlist_free(names, n);
+        fb_hostlist_free(names, n);
     } else {
         FZ_CHECK(rc == -EINVAL && names == NULL && n == 0 && err[0] != '\0');
     }
 
-    /* The input's lines as node names, the way agents' names reach hostlist_compress. */
+    /* The input's lines as node names, the way agents' names reach fb_hostlist_compress. */
     size_t cap = 16, count = 0;
     const char **lines = xmalloc(cap * sizeof *lines);
     bool valid = true;
@@ -98,12 +98,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (count == cap)
             lines = xrealloc(lines, (cap *= 2) * sizeof *lines);
         lines[count++] = line;
-        valid = valid && wire_valid_name(line);
+        valid = valid && fb_wire_valid_name(line);
     }
     if (valid && count <= S_ROUND_TRIP_MAX)
         s_round_trip(lines, count);
     else
-        free(hostlist_compress(lines, count));
+        free(fb_hostlist_compress(lines, count));
     free(lines);
     free(text);
     return 0;

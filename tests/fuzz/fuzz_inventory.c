@@ -2,7 +2,7 @@
 /* Fuzzes inventory_read (agent/inventory.c): procfs and sysfs under a root built from the input
  * (tests/fuzz/fuzz_tree.h): cpuinfo, meminfo, NUMA nodes, EDAC DIMMs, PCI devices, network
  * devices, HCA ports, driver versions. Whatever the machine's files hold, the inventory must be
- * one the coordinator accepts: a Hello carrying it validates (wire_validate) and survives a round
+ * one the coordinator accepts: a Hello carrying it validates (fb_wire_validate) and survives a round
  * trip through the wire, and the coordinator's summary and JSON of it are made. */
 #include "fuzz_tree.h"
 
@@ -32,20 +32,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     env.body_case = FLEETBURN__ENVELOPE__BODY_HELLO;
     env.hello = &hello;
     char err[256] = "";
-    int rc = wire_validate(&env, err, sizeof err);
+    int rc = fb_wire_validate(&env, err, sizeof err);
     if (rc != 0)
         fprintf(stderr, "the coordinator would refuse this inventory: %s\n", err);
     FZ_CHECK(rc == 0);
     size_t len = 0;
-    uint8_t *frame = wire_encode(&env, &len);
+    uint8_t *frame = fb_wire_encode(&env, &len);
     Fleetburn__Envelope *back = NULL;
-    rc = wire_decode(frame, len, &back, err, sizeof err);
+    rc = fb_wire_decode(frame, len, &back, err, sizeof err);
     if (rc != 0)
         fprintf(stderr, "the coordinator would refuse this Hello: %s\n", err);
     FZ_CHECK(rc == 0);
-    free(inventory_summary(back->hello->inventory));
-    free(inventory_to_json(back->hello->inventory));
-    wire_free(&back);
+    free(fb_inventory_summary(back->hello->inventory));
+    free(fb_inventory_to_json(back->hello->inventory));
+    fb_wire_free(&back);
     free(frame);
     inventory_free(&inv);
     fz_tree_clear();

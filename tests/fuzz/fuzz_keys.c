@@ -3,7 +3,7 @@
  * public keys of agents and operators (keys/agents/NAME.pub, keys/operators) and a daemon its own
  * secret key. What parses holds a valid public key, a secret key that is empty or belongs to it,
  * and a nodes: line that is non-empty; what does not parse leaves nothing behind. The nodes:
- * line goes through hostlist_check as the coordinator's allow-list expands it. */
+ * line goes through fb_hostlist_check as the coordinator's allow-list expands it. */
 #include "fuzz.h"
 
 #include "common/hostlist.h"
@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (nodes) {
         FZ_CHECK(nodes[0] != '\0');
         size_t n = 0;
-        (void)hostlist_check(nodes, &n, err, sizeof err);
+        (void)fb_hostlist_check(nodes, &n, err, sizeof err);
         free(nodes);
     }
     return 0;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fuzzes wire_result_unpack: the serialized TaskResult a worker leaves in its result file and the
+/* Fuzzes fb_wire_result_unpack: the serialized TaskResult a worker leaves in its result file and the
  * agent keeps in its spool. A result that unpacks must pack again into bytes that unpack to the
  * same result. */
 #include "fuzz.h"
@@ -47,7 +47,7 @@ static int s_same(const fb_result_t *a, const fb_result_t *b)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[256] = "";
-    fb_result_t *r = wire_result_unpack(data, size, err, sizeof err);
+    fb_result_t *r = fb_wire_result_unpack(data, size, err, sizeof err);
     if (!r) {
         FZ_CHECK(err[0] != '\0');
         return 0;
@@ -55,8 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FZ_CHECK(r->verdict >= FB_VERDICT_PASS && r->verdict <= FB_VERDICT_MAX);
     (void)fb_verdict_name(r->verdict);
     size_t len = 0;
-    uint8_t *buf = wire_result_pack(r, &len);
-    fb_result_t *again = wire_result_unpack(buf, len, err, sizeof err);
+    uint8_t *buf = fb_wire_result_pack(r, &len);
+    fb_result_t *again = fb_wire_result_unpack(buf, len, err, sizeof err);
     if (!again)
         fprintf(stderr, "re-unpack failed: %s\n", err);
     FZ_CHECK(again != NULL);

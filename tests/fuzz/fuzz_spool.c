@@ -2,7 +2,7 @@
 /* Fuzzes the agent's spool as it reads entries back from disk after a restart (agent/spool.c):
  * the input becomes one entry file in a spool directory, which spool_open scans (file name ->
  * result id, header, CRCs) and spool_get reads; a payload that reads back goes through
- * wire_result_unpack and the agent's own unpack, as a re-sent result does.
+ * fb_wire_result_unpack and the agent's own unpack, as a re-sent result does.
  *
  * Input: byte 0 holds flags, then the entry's file name after "r." up to a newline, then the
  * file's bytes. Flags ask the harness to make parts of the header right so that the fuzzer gets
@@ -109,7 +109,7 @@ static void s_read_back(spool_t *sp)
         FZ_CHECK(spool_get(sp, ids[i], &payload, &len) == 0);
         FZ_CHECK(payload != NULL && len <= SPOOL_DATA_MAX);
         char err[256];
-        fb_result_t *r = wire_result_unpack(payload, len, err, sizeof err);
+        fb_result_t *r = fb_wire_result_unpack(payload, len, err, sizeof err);
         fb_result_destroy(&r);
         Fleetburn__TaskResult *msg = fleetburn__task_result__unpack(NULL, len, payload);
         if (msg)

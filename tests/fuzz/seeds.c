@@ -47,14 +47,14 @@ static void s_write(const char *dir, const char *name, const void *data, size_t 
 static void s_frame(const char *name, Fleetburn__Envelope *env)
 {
     size_t len = 0;
-    uint8_t *buf = wire_encode(env, &len);
+    uint8_t *buf = fb_wire_encode(env, &len);
     Fleetburn__Envelope *check = NULL;
     char err[256];
-    if (wire_decode(buf, len, &check, err, sizeof err) != 0) {
+    if (fb_wire_decode(buf, len, &check, err, sizeof err) != 0) {
         fprintf(stderr, "fb-fuzz-seeds: seed %s does not decode: %s\n", name, err);
         exit(1);
     }
-    wire_free(&check);
+    fb_wire_free(&check);
     s_write("wire", name, buf, len);
     free(buf);
 }
@@ -220,11 +220,11 @@ static void s_wire_seeds(void)
 
     for (int k = 0; k < 2; k++) {
         fb_result_t *r = s_result(k);
-        Fleetburn__TaskResult *view = wire_result_view(r);
+        Fleetburn__TaskResult *view = fb_wire_result_view(r);
         env.body_case = FLEETBURN__ENVELOPE__BODY_TASK_RESULT;
         env.task_result = view;
         s_frame(k ? "task_result_fail" : "task_result_pass", &env);
-        wire_result_view_free(&view);
+        fb_wire_result_view_free(&view);
         fb_result_destroy(&r);
     }
 
@@ -284,7 +284,7 @@ static void s_wire_seeds(void)
     env.body_case = FLEETBURN__ENVELOPE__BODY_HEARTBEAT;
     env.heartbeat = &hb;
     size_t len = 0;
-    uint8_t *buf = wire_encode(&env, &len);
+    uint8_t *buf = fb_wire_encode(&env, &len);
     Fleetburn__Envelope *e = fleetburn__envelope__unpack(NULL, len, buf);
     free(buf);
     e->protocol_version = FB_PROTOCOL_VERSION + 1;
@@ -302,7 +302,7 @@ static void s_result_seeds(void)
     for (int k = 0; k < 4; k++) {
         fb_result_t *r = s_result(k);
         size_t len = 0;
-        uint8_t *buf = wire_result_pack(r, &len);
+        uint8_t *buf = fb_wire_result_pack(r, &len);
         s_write("result", names[k], buf, len);
         free(buf);
         fb_result_destroy(&r);
@@ -338,7 +338,7 @@ static void s_spool_seeds(void)
     for (int k = 0; k < 4; k++) {
         fb_result_t *r = s_result(k);
         size_t len = 0;
-        uint8_t *buf = wire_result_pack(r, &len);
+        uint8_t *buf = fb_wire_result_pack(r, &len);
         if (spool_put(sp, r->result_id, buf, len) != 0) {
             fprintf(stderr, "fb-fuzz-seeds: spool_put failed\n");
             exit(1);
@@ -394,17 +394,17 @@ static void s_exline_seeds(void)
 {
     static const uint8_t v1[] = {0x0a, 0x00, 0x00, 0x05, 0x13, 0x88};
     static const uint8_t v2[] = {0xde, 0xad, 0xbe, 0xef};
-    char *line = exline_post_format("ar.member", 60000, v1, sizeof v1);
+    char *line = fb_exline_post_format("ar.member", 60000, v1, sizeof v1);
     s_write("exline", "post", line, strlen(line));
     free(line);
-    line = exline_post_format("nccl-id", 0, NULL, 0);
+    line = fb_exline_post_format("nccl-id", 0, NULL, 0);
     s_write("exline", "post_empty", line, strlen(line));
     free(line);
-    exline_blob_t vals[3] = {{(uint8_t *)v1, sizeof v1}, {NULL, 0}, {(uint8_t *)v2, sizeof v2}};
-    line = exline_reply_ok_format("ar.member", vals, 3);
+    fb_exline_blob_t vals[3] = {{(uint8_t *)v1, sizeof v1}, {NULL, 0}, {(uint8_t *)v2, sizeof v2}};
+    line = fb_exline_reply_ok_format("ar.member", vals, 3);
     s_write("exline", "reply_ok", line, strlen(line));
     free(line);
-    line = exline_reply_error_format("ar.member", "rank 3 (node07) lost");
+    line = fb_exline_reply_error_format("ar.member", "rank 3 (node07) lost");
     s_write("exline", "reply_error", line, strlen(line));
     free(line);
 }

@@ -8,10 +8,10 @@
 HOSTILE="$FB_BIN/bin/fb_hostile"
 [ -x "$HOSTILE" ] || fail "no $HOSTILE (built with the tests)"
 
-# Every ZeroMQ socket of the programs is made by zsock_new_socket, which sets the frame limit.
+# Every ZeroMQ socket of the programs is made by fb_zsock_new_socket, which sets the frame limit.
 stray=$(cd "$FB_SRC" && grep -rn "zmq_socket *(" --include=*.c agent common coordinator scheduler \
     workloads | grep -v "^common/zsock.c:" || true)
-[ -z "$stray" ] || fail "sockets made without zsock_new_socket (no frame limit): $stray"
+[ -z "$stray" ] || fail "sockets made without fb_zsock_new_socket (no frame limit): $stray"
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$COORD_PID/status"; }
 # Runs fb_hostile with the arguments given, its summary into $OUT_FILE, and sets PEAK_KB to the

@@ -171,7 +171,7 @@ static void s_queue_hello(conn_t *c, const char *name)
     env.body_case = FLEETBURN__ENVELOPE__BODY_HELLO;
     env.hello = &hello;
     size_t len = 0;
-    uint8_t *buf = wire_encode(&env, &len);
+    uint8_t *buf = fb_wire_encode(&env, &len);
     s_queue_frame_header(c, len, false);
     s_queue(c, buf, len);
     free(buf);

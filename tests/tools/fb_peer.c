@@ -23,7 +23,7 @@
 static int s_send(void *sock, Fleetburn__Envelope *env)
 {
     size_t len = 0;
-    uint8_t *buf = wire_encode(env, &len);
+    uint8_t *buf = fb_wire_encode(env, &len);
     int rc = zmq_send(sock, buf, len, 0);
     free(buf);
     return rc < 0 ? -1 : 0;
@@ -46,7 +46,7 @@ static int s_listen(void *sock, int wait_ms)
         }
         Fleetburn__Envelope *env = NULL;
         char err[256];
-        if (wire_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &env, err, sizeof err) == 0) {
+        if (fb_wire_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &env, err, sizeof err) == 0) {
             if (env->body_case == FLEETBURN__ENVELOPE__BODY_WELCOME) {
                 printf("welcome %s%s%s\n", env->welcome->accepted ? "accepted" : "refused",
                        env->welcome->accepted ? "" : ": ", env->welcome->reason);
@@ -59,7 +59,7 @@ static int s_listen(void *sock, int wait_ms)
             }
             fflush(stdout);
         }
-        wire_free(&env);
+        fb_wire_free(&env);
         zmq_msg_close(&msg);
         if (welcomed && wait_ms > 0 && end - fb_mono_ms() > 100000)
             break;
@@ -148,7 +148,7 @@ int main(int argc, char **argv)
         return 2;
     }
     void *ctx = zmq_ctx_new();
-    void *sock = zsock_new_socket(ctx, ZMQ_DEALER);
+    void *sock = fb_zsock_new_socket(ctx, ZMQ_DEALER);
     int linger = 0;
     zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
     char err[512];

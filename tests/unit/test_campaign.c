@@ -152,13 +152,13 @@ static void test_good_file(void **state)
     assert_int_equal(n, 2);
     assert_string_equal(names[0], "local-0");
     assert_string_equal(names[1], "local-1");
-    hostlist_free(names, n);
+    fb_hostlist_free(names, n);
     assert_int_equal(fb_stage_nodes(c, &c->stages[1], &all, &names, &n, errbuf, sizeof errbuf), 0);
     assert_false(all);
     assert_int_equal(n, 21);
     assert_string_equal(names[16], "node20");
     assert_string_equal(names[20], "gpu-a4");
-    hostlist_free(names, n);
+    fb_hostlist_free(names, n);
 
     fb_campaign_destroy(&cf->campaign);
     assert_null(cf->campaign);

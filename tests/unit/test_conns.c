@@ -106,7 +106,7 @@ static bool s_ended_within(uv_loop_t *loop, int fd, int ms)
     return false;
 }
 
-static void s_no_message(zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
+static void s_no_message(fb_zsock_t *zs, const uint8_t *const *frames, const size_t *lens, size_t n,
                          void *arg)
 {
     (void)zs, (void)frames, (void)lens, (void)n, (void)arg;
@@ -119,11 +119,11 @@ static void test_router_limits(void **state)
     uv_loop_t loop;
     uv_loop_init(&loop);
     void *zctx = zmq_ctx_new();
-    void *router = zsock_new_socket(zctx, ZMQ_ROUTER);
+    void *router = fb_zsock_new_socket(zctx, ZMQ_ROUTER);
     int64_t max = -1;
     size_t len = sizeof max;
     assert_int_equal(zmq_getsockopt(router, ZMQ_MAXMSGSIZE, &max, &len), 0);
-    assert_true(max > 0); /* every socket made by zsock_new_socket has the frame limit */
+    assert_true(max > 0); /* every socket made by fb_zsock_new_socket has the frame limit */
     conns_limits_t limits = {10, 2, 60000}; /* no handshake deadline within the test */
     char err[256];
     conns_t *conns = conns_new(&loop, zctx, router, &limits, err, sizeof err);
@@ -134,7 +134,7 @@ static void test_router_limits(void **state)
     len = sizeof endpoint;
     zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, endpoint, &len);
     int port = atoi(strrchr(endpoint, ':') + 1);
-    zsock_t *zs = zsock_new(&loop, router, s_no_message, NULL);
+    fb_zsock_t *zs = fb_zsock_new(&loop, router, s_no_message, NULL);
 
     int a = s_tcp_connect(port), b = s_tcp_connect(port);
     for (int i = 0; i < 100 && conns_open(conns) < 2; i++) {
@@ -160,7 +160,7 @@ static void test_router_limits(void **state)
     close(d);
 
     conns_destroy(&conns);
-    zsock_close(&zs);
+    fb_zsock_close(&zs);
     uv_run(&loop, UV_RUN_DEFAULT);
     zmq_ctx_term(zctx);
     uv_loop_close(&loop);

@@ -30,14 +30,14 @@ static void test_post_round_trip(void **state)
         uint8_t *value = malloc(sizes[k] + 1);
         for (size_t i = 0; i < sizes[k]; i++)
             value[i] = (uint8_t)(i * 31 + 7); /* includes 0x00 and 0x0a */
-        char *line = exline_post_format("ncclid", 1500, value, sizes[k]);
+        char *line = fb_exline_post_format("ncclid", 1500, value, sizes[k]);
         assert_int_equal(line[strlen(line) - 1], '\n');
         assert_int_equal(s_newlines(line), 1);
         char *key = NULL;
         uint64_t timeout = 0;
         uint8_t *back = NULL;
         size_t len = 99;
-        assert_int_equal(exline_post_parse(line, &key, &timeout, &back, &len), 0);
+        assert_int_equal(fb_exline_post_parse(line, &key, &timeout, &back, &len), 0);
         assert_string_equal(key, "ncclid");
         assert_int_equal(timeout, 1500);
         assert_int_equal(len, sizes[k]);
@@ -55,14 +55,14 @@ static void test_post_round_trip(void **state)
 static void test_reply_round_trip(void **state)
 {
     (void)state;
-    exline_blob_t values[5] = {{(uint8_t *)"a", 1}, {NULL, 0}, {(uint8_t *)"\0\n\xff", 3},
+    fb_exline_blob_t values[5] = {{(uint8_t *)"a", 1}, {NULL, 0}, {(uint8_t *)"\0\n\xff", 3},
                                {(uint8_t *)"node-3", 6}, {NULL, 0}};
-    char *line = exline_reply_ok_format("qp", values, 5);
+    char *line = fb_exline_reply_ok_format("qp", values, 5);
     char *key = NULL, *error = NULL;
     bool ok = false;
-    exline_blob_t *back = NULL;
+    fb_exline_blob_t *back = NULL;
     size_t n = 0;
-    assert_int_equal(exline_reply_parse(line, &key, &ok, &back, &n, &error), 0);
+    assert_int_equal(fb_exline_reply_parse(line, &key, &ok, &back, &n, &error), 0);
     assert_true(ok);
     assert_string_equal(key, "qp");
     assert_int_equal(n, 5);
@@ -72,14 +72,14 @@ static void test_reply_round_trip(void **state)
             assert_memory_equal(back[i].data, values[i].data, values[i].len);
     }
     assert_null(error);
-    exline_blobs_free(&back, n);
+    fb_exline_blobs_free(&back, n);
     assert_null(back);
     free(key);
     free(line);
 
-    line = exline_reply_error_format("qp", "rank 1 (node-b) was lost\nagent gone");
+    line = fb_exline_reply_error_format("qp", "rank 1 (node-b) was lost\nagent gone");
     assert_int_equal(s_newlines(line), 1);
-    assert_int_equal(exline_reply_parse(line, &key, &ok, &back, &n, &error), 0);
+    assert_int_equal(fb_exline_reply_parse(line, &key, &ok, &back, &n, &error), 0);
     assert_false(ok);
     assert_string_equal(error, "rank 1 (node-b) was lost agent gone");
     free(key);
@@ -101,7 +101,7 @@ static void test_malformed(void **state)
         uint64_t t;
         uint8_t *v = (uint8_t *)1;
         size_t len = 7;
-        assert_int_equal(exline_post_parse(posts[i], &key, &t, &v, &len), -EINVAL);
+        assert_int_equal(fb_exline_post_parse(posts[i], &key, &t, &v, &len), -EINVAL);
         assert_null(key);
         assert_null(v);
         assert_int_equal(len, 0);
@@ -111,15 +111,15 @@ static void test_malformed(void **state)
     for (size_t i = 0; i < sizeof replies / sizeof replies[0]; i++) {
         char *key = NULL, *error = NULL;
         bool ok;
-        exline_blob_t *b = NULL;
+        fb_exline_blob_t *b = NULL;
         size_t n = 0;
-        assert_int_equal(exline_reply_parse(replies[i], &key, &ok, &b, &n, &error), -EINVAL);
+        assert_int_equal(fb_exline_reply_parse(replies[i], &key, &ok, &b, &n, &error), -EINVAL);
         assert_null(key);
         assert_null(b);
     }
-    assert_true(exline_valid_key("ncclid"));
-    assert_false(exline_valid_key(""));
-    assert_false(exline_valid_key("a b"));
+    assert_true(fb_exline_valid_key("ncclid"));
+    assert_false(fb_exline_valid_key(""));
+    assert_false(fb_exline_valid_key("a b"));
 }
 
 int main(void)

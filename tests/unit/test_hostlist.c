@@ -38,14 +38,14 @@ static void s_expect(const char *expr, const char *expected)
 {
     char err[256] = "", **names = NULL;
     size_t n = 0;
-    int rc = hostlist_expand(expr, &names, &n, err, sizeof err);
+    int rc = fb_hostlist_expand(expr, &names, &n, err, sizeof err);
     if (rc)
         fail_msg("'%s': %s", expr, err);
     char *got = s_join(names, n);
     if (strcmp(got, expected))
         fail_msg("'%s': got '%s', expected '%s'", expr, got, expected);
     free(got);
-    hostlist_free(names, n);
+    fb_hostlist_free(names, n);
 }
 
 /* Expects an error whose message contains fragment. */
@@ -53,7 +53,7 @@ static void s_expect_error(const char *expr, const char *fragment)
 {
     char err[256] = "", **names = (char **)1;
     size_t n = 99;
-    int rc = hostlist_expand(expr, &names, &n, err, sizeof err);
+    int rc = fb_hostlist_expand(expr, &names, &n, err, sizeof err);
     if (rc != -EINVAL)
         fail_msg("'%s': expected -EINVAL, got %d", expr, rc);
     assert_null(names);
@@ -61,10 +61,10 @@ static void s_expect_error(const char *expr, const char *fragment)
     if (!strstr(err, fragment))
         fail_msg("'%s': message '%s' lacks '%s'", expr, err, fragment);
     assert_null(strchr(err, '\n'));
-    /* hostlist_check says the same */
+    /* fb_hostlist_check says the same */
     char check_err[256] = "";
     n = 99;
-    assert_int_equal(hostlist_check(expr, &n, check_err, sizeof check_err), -EINVAL);
+    assert_int_equal(fb_hostlist_check(expr, &n, check_err, sizeof check_err), -EINVAL);
     assert_int_equal(n, 0);
     assert_string_equal(check_err, err);
 }
@@ -144,9 +144,9 @@ static void test_expand_errors(void **state)
     char err[128];
     char **names;
     size_t n;
-    assert_int_equal(hostlist_expand(big, &names, &n, err, sizeof err), -EINVAL);
+    assert_int_equal(fb_hostlist_expand(big, &names, &n, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "unbalanced '['"));
-    assert_int_equal(hostlist_expand("n[", &names, &n, NULL, 0), -EINVAL);
+    assert_int_equal(fb_hostlist_expand("n[", &names, &n, NULL, 0), -EINVAL);
 }
 
 static void test_expand_limit(void **state)
@@ -155,18 +155,18 @@ static void test_expand_limit(void **state)
     char **names;
     size_t n;
     char err[128];
-    assert_int_equal(hostlist_expand("n[1-1000000]", &names, &n, err, sizeof err), 0);
+    assert_int_equal(fb_hostlist_expand("n[1-1000000]", &names, &n, err, sizeof err), 0);
     assert_int_equal(n, 1000000);
     assert_string_equal(names[0], "n1");
     assert_string_equal(names[999999], "n1000000");
-    hostlist_free(names, n);
+    fb_hostlist_free(names, n);
     /* duplicates count toward the limit: the work is bounded by what is written */
-    assert_int_equal(hostlist_expand("n[1-500000],n[1-500001]", &names, &n, err, sizeof err),
+    assert_int_equal(fb_hostlist_expand("n[1-500000],n[1-500001]", &names, &n, err, sizeof err),
                      -EINVAL);
-    hostlist_free(NULL, 0);
+    fb_hostlist_free(NULL, 0);
 }
 
-/* hostlist_check: the verdict of hostlist_expand (errors: s_expect_error), the count before
+/* fb_hostlist_check: the verdict of fb_hostlist_expand (errors: s_expect_error), the count before
  * duplicates are removed, and no names made, so a million is counted at once. The campaign and
  * topology parsers use it before they expand anything (libFuzzer found 156-byte campaigns that
  * took seconds to parse). */
@@ -175,18 +175,18 @@ static void test_check(void **state)
     (void)state;
     size_t n = 0;
     char err[128];
-    assert_int_equal(hostlist_check("node[01-16,20],gpu-a[1-4],login", &n, err, sizeof err), 0);
+    assert_int_equal(fb_hostlist_check("node[01-16,20],gpu-a[1-4],login", &n, err, sizeof err), 0);
     assert_int_equal(n, 22);
-    assert_int_equal(hostlist_check("a,a,n[1-2],n2", &n, err, sizeof err), 0);
+    assert_int_equal(fb_hostlist_check("a,a,n[1-2],n2", &n, err, sizeof err), 0);
     assert_int_equal(n, 5);
-    assert_int_equal(hostlist_check("r[1-1000]n[1-1000]", &n, NULL, 0), 0);
+    assert_int_equal(fb_hostlist_check("r[1-1000]n[1-1000]", &n, NULL, 0), 0);
     assert_int_equal(n, 1000000);
-    assert_int_equal(hostlist_check("n[1-2]", NULL, NULL, 0), 0);
+    assert_int_equal(fb_hostlist_check("n[1-2]", NULL, NULL, 0), 0);
 }
 
 static void s_expect_compress(const char *const *names, size_t n, const char *expected)
 {
-    char *got = hostlist_compress(names, n);
+    char *got = fb_hostlist_compress(names, n);
     if (strcmp(got, expected))
         fail_msg("got '%s', expected '%s'", got, expected);
     free(got);
@@ -227,9 +227,9 @@ static void test_compress(void **state)
     /* a zero-padded low bound keeps its range within its digit count */
     char **names;
     size_t n;
-    assert_int_equal(hostlist_expand("n[09-99],n100,n[101-102]", &names, &n, NULL, 0), 0);
+    assert_int_equal(fb_hostlist_expand("n[09-99],n100,n[101-102]", &names, &n, NULL, 0), 0);
     s_expect_compress((const char *const *)names, n, "n[09-99,100-102]");
-    hostlist_free(names, n);
+    fb_hostlist_free(names, n);
 }
 
 /* Expands, compresses and expands again; the sets must agree. */
@@ -238,9 +238,9 @@ static void s_round_trip(const char *expr)
     char **names, **again;
     size_t n, m;
     char err[256];
-    assert_int_equal(hostlist_expand(expr, &names, &n, err, sizeof err), 0);
-    char *folded = hostlist_compress((const char *const *)names, n);
-    if (hostlist_expand(folded, &again, &m, err, sizeof err))
+    assert_int_equal(fb_hostlist_expand(expr, &names, &n, err, sizeof err), 0);
+    char *folded = fb_hostlist_compress((const char *const *)names, n);
+    if (fb_hostlist_expand(folded, &again, &m, err, sizeof err))
         fail_msg("'%s' folded to '%s': %s", expr, folded, err);
     if (m != n)
         fail_msg("'%s' folded to '%s': %zu names, expected %zu", expr, folded, m, n);
@@ -252,8 +252,8 @@ static void s_round_trip(const char *expr)
             fail_msg("'%s' folded to '%s' loses %s", expr, folded, names[i]);
     }
     free(folded);
-    hostlist_free(names, n);
-    hostlist_free(again, m);
+    fb_hostlist_free(names, n);
+    fb_hostlist_free(again, m);
 }
 
 static void test_round_trip(void **state)
@@ -275,12 +275,12 @@ static void test_round_trip(void **state)
             names[i] =
                 xasprintf("%s%0*d%s", rand() % 3 ? "n" : "gpu", width, v, rand() % 5 ? "" : "-ib");
         }
-        char *folded = hostlist_compress((const char *const *)names, n);
+        char *folded = fb_hostlist_compress((const char *const *)names, n);
         s_round_trip(folded);
         char **back;
         size_t m;
         char err[256];
-        assert_int_equal(hostlist_expand(folded, &back, &m, err, sizeof err), 0);
+        assert_int_equal(fb_hostlist_expand(folded, &back, &m, err, sizeof err), 0);
         for (size_t i = 0; i < n; i++) {
             bool found = false;
             for (size_t j = 0; j < m && !found; j++)
@@ -288,9 +288,9 @@ static void test_round_trip(void **state)
             if (!found)
                 fail_msg("'%s' loses %s", folded, names[i]);
         }
-        hostlist_free(back, m);
+        fb_hostlist_free(back, m);
         free(folded);
-        hostlist_free(names, n);
+        fb_hostlist_free(names, n);
     }
 }
 
@@ -377,7 +377,7 @@ static void test_oracle(void **state)
     for (size_t i = 0; i < FB_ARRAY_LEN(good); i++) {
         char **ours, **theirs, err[256];
         size_t n, m;
-        assert_int_equal(hostlist_expand(good[i], &ours, &n, err, sizeof err), 0);
+        assert_int_equal(fb_hostlist_expand(good[i], &ours, &n, err, sizeof err), 0);
         int status = s_nodeset_expand(good[i], &theirs, &m);
         if (status != 0)
             fail_msg("nodeset rejects '%s'", good[i]);
@@ -389,7 +389,7 @@ static void test_oracle(void **state)
             if (strcmp(ours[k], theirs[k]))
                 fail_msg("'%s': %s vs nodeset %s", good[i], ours[k], theirs[k]);
         /* what we fold, nodeset must read as the same set */
-        char *folded = hostlist_compress((const char *const *)ours, n);
+        char *folded = fb_hostlist_compress((const char *const *)ours, n);
         char **again;
         size_t a;
         assert_int_equal(s_nodeset_expand(folded, &again, &a), 0);
@@ -402,18 +402,18 @@ static void test_oracle(void **state)
                 fail_msg("'%s' folded to '%s': %s vs nodeset %s", good[i], folded, ours[k],
                          again[k]);
         free(folded);
-        hostlist_free(again, a);
-        hostlist_free(ours, n);
-        hostlist_free(theirs, m);
+        fb_hostlist_free(again, a);
+        fb_hostlist_free(ours, n);
+        fb_hostlist_free(theirs, m);
     }
     for (size_t i = 0; i < FB_ARRAY_LEN(bad); i++) {
         char **ours, **theirs, err[256];
         size_t n, m;
-        assert_int_equal(hostlist_expand(bad[i], &ours, &n, err, sizeof err), -EINVAL);
+        assert_int_equal(fb_hostlist_expand(bad[i], &ours, &n, err, sizeof err), -EINVAL);
         int status = s_nodeset_expand(bad[i], &theirs, &m);
         if (status == 0)
             fail_msg("nodeset accepts '%s', we reject it: %s", bad[i], err);
-        hostlist_free(theirs, m);
+        fb_hostlist_free(theirs, m);
     }
 }
 

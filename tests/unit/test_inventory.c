@@ -39,7 +39,7 @@ static void s_check_wire_round_trip(Fleetburn__Inventory *inv)
     env.body_case = FLEETBURN__ENVELOPE__BODY_HELLO;
     env.hello = &hello;
     char err[256] = "";
-    if (wire_validate(&env, err, sizeof err) != 0)
+    if (fb_wire_validate(&env, err, sizeof err) != 0)
         fail_msg("a Hello with this inventory is refused: %s", err);
 
     size_t len = fleetburn__inventory__get_packed_size(inv);
@@ -122,12 +122,12 @@ static void test_gpu_node(void **state)
     assert_string_equal(s_software(inv, "nvidia_driver"), "580.65.06");
     assert_null(s_software(inv, "amdgpu"));
 
-    char *summary = inventory_summary(inv);
+    char *summary = fb_inventory_summary(inv);
     assert_string_equal(summary,
                         "16 CPUs/2 NUMA, 503.8 GiB, 2 DIMMs, 2 GPU (nvidia), 1 HCA, 1 NIC");
     free(summary);
 
-    char *json = inventory_to_json(inv);
+    char *json = fb_inventory_to_json(inv);
     assert_non_null(strstr(json, "\"hostname\":\"gpu17\""));
     assert_non_null(strstr(json, "\"pci_address\":\"0000:c1:00.0\""));
     assert_non_null(strstr(json, "\"link_width\":8"));
@@ -162,10 +162,10 @@ static void test_cpu_node(void **state)
     assert_int_equal(inv->n_software, 1);
     assert_string_equal(s_software(inv, "kernel"), "5.14.0-427.13.1.el9_4.x86_64");
 
-    char *summary = inventory_summary(inv);
+    char *summary = fb_inventory_summary(inv);
     assert_string_equal(summary, "2 CPUs/1 NUMA, 7.7 GiB, 0 DIMMs, 0 GPU, 0 HCA, 1 NIC");
     free(summary);
-    char *json = inventory_to_json(inv);
+    char *json = fb_inventory_to_json(inv);
     assert_non_null(strstr(json, "\"gpus\":[]"));
     assert_non_null(strstr(json, "\"dimms\":[]"));
     free(json);
@@ -251,10 +251,10 @@ static void test_garbage_node(void **state)
     }
     free(log);
 
-    char *summary = inventory_summary(inv);
+    char *summary = fb_inventory_summary(inv);
     assert_string_equal(summary, "3 CPUs/1 NUMA, 0 B, 0 DIMMs, 1 GPU (nvidia), 1 HCA, 1 NIC");
     free(summary);
-    char *json = inventory_to_json(inv);
+    char *json = fb_inventory_to_json(inv);
     assert_non_null(json);
     free(json);
     s_check_wire_round_trip(inv);
@@ -268,7 +268,7 @@ static void test_missing_root(void **state)
     assert_string_equal(inv->hostname, "");
     assert_int_equal(inv->cpus, 0);
     assert_int_equal(inv->n_gpus + inv->n_nics + inv->n_dimms + inv->n_software, 0);
-    char *summary = inventory_summary(inv);
+    char *summary = fb_inventory_summary(inv);
     assert_string_equal(summary, "0 CPUs, 0 B, 0 DIMMs, 0 GPU, 0 HCA, 0 NIC");
     free(summary);
     s_check_wire_round_trip(inv);
@@ -304,15 +304,15 @@ static void test_summary_mixed(void **state)
     inv.gpus = gpu_ptrs;
     inv.n_nics = 4;
     inv.nics = nic_ptrs;
-    char *summary = inventory_summary(&inv);
+    char *summary = fb_inventory_summary(&inv);
     assert_string_equal(summary,
                         "1 CPU/1 NUMA, 512.0 GiB, 0 DIMMs, 4 GPU (2 nvidia, 2 amd), 2 HCA, 1 NIC");
     free(summary);
 
-    summary = inventory_summary(NULL);
+    summary = fb_inventory_summary(NULL);
     assert_string_equal(summary, "no inventory");
     free(summary);
-    char *json = inventory_to_json(NULL);
+    char *json = fb_inventory_to_json(NULL);
     assert_string_equal(json, "null");
     free(json);
 }
@@ -324,8 +324,8 @@ static void test_live_machine(void **state)
     assert_true(inv->mem_total_bytes > 0);
     assert_true(inv->hostname[0] != '\0');
     assert_true(inv->kernel[0] != '\0');
-    char *summary = inventory_summary(inv);
-    char *json = inventory_to_json(inv);
+    char *summary = fb_inventory_summary(inv);
+    char *json = fb_inventory_to_json(inv);
     assert_non_null(summary);
     assert_non_null(json);
     print_message("live: %s %s\n", inv->hostname, summary);

@@ -49,11 +49,11 @@ static int s_wire(uint64_t timeout_ms, const char *value)
     env.body_case = FLEETBURN__ENVELOPE__BODY_RUN_TASK;
     env.run_task = &rt;
     size_t len;
-    uint8_t *buf = wire_encode(&env, &len);
+    uint8_t *buf = fb_wire_encode(&env, &len);
     Fleetburn__Envelope *out = NULL;
     char err[256];
-    int rc = wire_decode(buf, len, &out, err, sizeof err);
-    wire_free(&out);
+    int rc = fb_wire_decode(buf, len, &out, err, sizeof err);
+    fb_wire_free(&out);
     free(buf);
     return rc;
 }
@@ -188,7 +188,7 @@ static Fleetburn__Envelope *s_recv(uv_loop_t *loop, void *router, uint8_t *id, s
         assert_true(zmq_msg_recv(&b, router, 0) >= 0);
         Fleetburn__Envelope *env = NULL;
         char err[256];
-        assert_int_equal(wire_decode(zmq_msg_data(&b), zmq_msg_size(&b), &env, err, sizeof err), 0);
+        assert_int_equal(fb_wire_decode(zmq_msg_data(&b), zmq_msg_size(&b), &env, err, sizeof err), 0);
         zmq_msg_close(&b);
         return env;
     }
@@ -199,7 +199,7 @@ static Fleetburn__Envelope *s_recv(uv_loop_t *loop, void *router, uint8_t *id, s
 static void s_send(void *router, const uint8_t *id, size_t id_len, Fleetburn__Envelope *env)
 {
     size_t len;
-    uint8_t *buf = wire_encode(env, &len);
+    uint8_t *buf = fb_wire_encode(env, &len);
     zmq_send(router, id, id_len, ZMQ_SNDMORE);
     zmq_send(router, buf, len, 0);
     free(buf);
@@ -236,7 +236,7 @@ static void test_agent_answers_over_limit_task(void **state)
     size_t id_len = 0;
     Fleetburn__Envelope *in = s_recv(&loop, router, id, &id_len);
     assert_int_equal(in->body_case, FLEETBURN__ENVELOPE__BODY_HELLO);
-    wire_free(&in);
+    fb_wire_free(&in);
     Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
     Fleetburn__Welcome w = FLEETBURN__WELCOME__INIT;
     w.accepted = true;
@@ -264,14 +264,14 @@ static void test_agent_answers_over_limit_task(void **state)
         if (in->body_case == FLEETBURN__ENVELOPE__BODY_TASK_RESULT)
             res = in;
         else
-            wire_free(&in);
+            fb_wire_free(&in);
     }
     assert_non_null(res);
     assert_string_equal(res->task_result->task_id, "c1/0/n1");
     assert_int_equal(res->task_result->verdict, FLEETBURN__VERDICT__VERDICT_ERROR);
     assert_non_null(strstr(res->task_result->error, "timeout"));
     assert_int_equal(started, 0);
-    wire_free(&res);
+    fb_wire_free(&res);
 
     agent_destroy(&agent);
     uv_loop_close(&loop);

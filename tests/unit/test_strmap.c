@@ -17,7 +17,7 @@
 static void test_strmap_matches_model(void **state)
 {
     (void)state;
-    strmap_t *m = strmap_new();
+    fb_strmap_t *m = fb_strmap_new();
     static int present[KEYS];
     static int values[KEYS];
     srand(7);
@@ -26,10 +26,10 @@ static void test_strmap_matches_model(void **state)
         char key[32];
         snprintf(key, sizeof key, "sim-%04d", k);
         if (rand() % 3) {
-            strmap_put(m, key, &values[k]);
+            fb_strmap_put(m, key, &values[k]);
             present[k] = 1;
         } else {
-            void *v = strmap_remove(m, key);
+            void *v = fb_strmap_remove(m, key);
             assert_true(present[k] ? v == &values[k] : v == NULL);
             present[k] = 0;
         }
@@ -38,15 +38,15 @@ static void test_strmap_matches_model(void **state)
     for (int k = 0; k < KEYS; k++) {
         char key[32];
         snprintf(key, sizeof key, "sim-%04d", k);
-        assert_true(present[k] ? strmap_get(m, key) == &values[k] : strmap_get(m, key) == NULL);
+        assert_true(present[k] ? fb_strmap_get(m, key) == &values[k] : fb_strmap_get(m, key) == NULL);
         expected += (size_t)present[k];
     }
-    assert_int_equal(strmap_size(m), expected);
+    assert_int_equal(fb_strmap_size(m), expected);
     size_t pos = 0, seen = 0;
-    while (strmap_next(m, &pos, NULL, NULL))
+    while (fb_strmap_next(m, &pos, NULL, NULL))
         seen++;
     assert_int_equal(seen, expected);
-    strmap_destroy(&m);
+    fb_strmap_destroy(&m);
     assert_null(m);
 }
 

@@ -157,7 +157,7 @@ static void test_client_round_trip(void **state)
     uint8_t *buf = campaign_file_encode_submit(cf, &len);
     Fleetburn__Envelope *env = NULL;
     char werr[256];
-    assert_int_equal(wire_decode(buf, len, &env, werr, sizeof werr), 0);
+    assert_int_equal(fb_wire_decode(buf, len, &env, werr, sizeof werr), 0);
     assert_int_equal(env->submit->n_files, 1);
     assert_string_equal(env->submit->files[0]->name, "fabric.topo");
     assert_string_equal(env->submit->source, campaign);
@@ -165,7 +165,7 @@ static void test_client_round_trip(void **state)
     assert_int_equal(coord_campaign_from_submit(env->submit, &c, &err), 0);
     assert_int_equal(fb_topology_n_nodes(c->stages[0].topology), 4);
     fb_campaign_destroy(&c);
-    wire_free(&env);
+    fb_wire_free(&env);
     free(buf);
 
     /* A file too large for a submission is said so by the client. */

@@ -30,7 +30,7 @@ static uint8_t *s_hello_frame(const char *name, size_t *len)
     hello.n_unacked_result_ids = 1;
     env.body_case = FLEETBURN__ENVELOPE__BODY_HELLO;
     env.hello = &hello;
-    return wire_encode(&env, len);
+    return fb_wire_encode(&env, len);
 }
 
 static void test_hello_round_trip(void **state)
@@ -40,13 +40,13 @@ static void test_hello_round_trip(void **state)
     uint8_t *buf = s_hello_frame("node01", &len);
     Fleetburn__Envelope *env = NULL;
     char err[256];
-    assert_int_equal(wire_decode(buf, len, &env, err, sizeof err), 0);
+    assert_int_equal(fb_wire_decode(buf, len, &env, err, sizeof err), 0);
     assert_int_equal(env->body_case, FLEETBURN__ENVELOPE__BODY_HELLO);
     assert_string_equal(env->hello->name, "node01");
     assert_int_equal(env->hello->inventory->cpus, 64);
     assert_int_equal(env->hello->n_unacked_result_ids, 1);
     assert_string_equal(env->hello->unacked_result_ids[0], "c1/0/node01");
-    wire_free(&env);
+    fb_wire_free(&env);
     assert_null(env);
     free(buf);
 }
@@ -61,19 +61,19 @@ static void test_heartbeat_goodbye(void **state)
     env.body_case = FLEETBURN__ENVELOPE__BODY_HEARTBEAT;
     env.heartbeat = &hb;
     size_t len;
-    uint8_t *buf = wire_encode(&env, &len);
+    uint8_t *buf = fb_wire_encode(&env, &len);
     Fleetburn__Envelope *out = NULL;
     char err[256];
-    assert_int_equal(wire_decode(buf, len, &out, err, sizeof err), 0);
+    assert_int_equal(fb_wire_decode(buf, len, &out, err, sizeof err), 0);
     assert_string_equal(out->heartbeat->goodbye, "agent stopped");
-    wire_free(&out);
+    fb_wire_free(&out);
     free(buf);
     char *long_why = xmalloc(FB_WIRE_MAX_NAME + 2);
     memset(long_why, 'x', FB_WIRE_MAX_NAME + 1);
     long_why[FB_WIRE_MAX_NAME + 1] = '\0';
     hb.goodbye = long_why;
-    buf = wire_encode(&env, &len);
-    assert_int_equal(wire_decode(buf, len, &out, err, sizeof err), -EINVAL);
+    buf = fb_wire_encode(&env, &len);
+    assert_int_equal(fb_wire_decode(buf, len, &out, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "goodbye"));
     free(buf);
     free(long_why);
@@ -87,7 +87,7 @@ static void test_version_mismatch_names_both(void **state)
     env.body_case = FLEETBURN__ENVELOPE__BODY_HEARTBEAT;
     env.heartbeat = &hb;
     size_t len;
-    uint8_t *buf = wire_encode(&env, &len);
+    uint8_t *buf = fb_wire_encode(&env, &len);
     /* Re-pack with a future version, as a newer peer would send. */
     free(buf);
     env.protocol_version = FB_PROTOCOL_VERSION + 7;
@@ -96,14 +96,14 @@ static void test_version_mismatch_names_both(void **state)
     fleetburn__envelope__pack(&env, buf);
     Fleetburn__Envelope *out = NULL;
     char err[256];
-    assert_int_equal(wire_decode(buf, len, &out, err, sizeof err), -EPROTONOSUPPORT);
+    assert_int_equal(fb_wire_decode(buf, len, &out, err, sizeof err), -EPROTONOSUPPORT);
     assert_non_null(out); /* kept so the receiver can answer with a refusal */
     char expect_peer[32], expect_own[32];
     snprintf(expect_peer, sizeof expect_peer, "version %d", FB_PROTOCOL_VERSION + 7);
     snprintf(expect_own, sizeof expect_own, "speaks %d", FB_PROTOCOL_VERSION);
     assert_non_null(strstr(err, expect_peer));
     assert_non_null(strstr(err, expect_own));
-    wire_free(&out);
+    fb_wire_free(&out);
     free(buf);
 }
 
@@ -118,7 +118,7 @@ static void test_invalid_fields_rejected(void **state)
         uint8_t *buf = s_hello_frame(bad_names[i], &len);
         Fleetburn__Envelope *env = NULL;
         char err[256];
-        assert_int_equal(wire_decode(buf, len, &env, err, sizeof err), -EINVAL);
+        assert_int_equal(fb_wire_decode(buf, len, &env, err, sizeof err), -EINVAL);
         assert_null(env);
         assert_non_null(strstr(err, "name"));
         free(buf);
@@ -133,10 +133,10 @@ static void test_invalid_fields_rejected(void **state)
     env.body_case = FLEETBURN__ENVELOPE__BODY_TASK_RESULT;
     env.task_result = &r;
     char err[256];
-    assert_int_equal(wire_validate(&env, err, sizeof err), -EINVAL);
+    assert_int_equal(fb_wire_validate(&env, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "verdict"));
     r.verdict = FLEETBURN__VERDICT__VERDICT_PASS;
-    assert_int_equal(wire_validate(&env, err, sizeof err), 0);
+    assert_int_equal(fb_wire_validate(&env, err, sizeof err), 0);
 
     Fleetburn__TaskEvent ev = FLEETBURN__TASK_EVENT__INIT;
     ev.task_id = "t1";
@@ -144,11 +144,11 @@ static void test_invalid_fields_rejected(void **state)
     ev.progress = NAN;
     env.body_case = FLEETBURN__ENVELOPE__BODY_TASK_EVENT;
     env.task_event = &ev;
-    assert_int_equal(wire_validate(&env, err, sizeof err), -EINVAL);
+    assert_int_equal(fb_wire_validate(&env, err, sizeof err), -EINVAL);
     ev.progress = 1.5;
-    assert_int_equal(wire_validate(&env, err, sizeof err), -EINVAL);
+    assert_int_equal(fb_wire_validate(&env, err, sizeof err), -EINVAL);
     ev.progress = 0.5;
-    assert_int_equal(wire_validate(&env, err, sizeof err), 0);
+    assert_int_equal(fb_wire_validate(&env, err, sizeof err), 0);
 
     Fleetburn__RunTask rt = FLEETBURN__RUN_TASK__INIT;
     rt.task_id = "t1";
@@ -157,11 +157,11 @@ static void test_invalid_fields_rejected(void **state)
     rt.timeout_ms = 0;
     env.body_case = FLEETBURN__ENVELOPE__BODY_RUN_TASK;
     env.run_task = &rt;
-    assert_int_equal(wire_validate(&env, err, sizeof err), -EINVAL);
+    assert_int_equal(fb_wire_validate(&env, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "timeout"));
 
     Fleetburn__Envelope empty = FLEETBURN__ENVELOPE__INIT;
-    assert_int_equal(wire_validate(&empty, err, sizeof err), -EINVAL);
+    assert_int_equal(fb_wire_validate(&empty, err, sizeof err), -EINVAL);
 }
 
 static void test_truncated_and_garbage_frames(void **state)
@@ -173,9 +173,9 @@ static void test_truncated_and_garbage_frames(void **state)
     /* Every truncation either fails cleanly or decodes to something valid. */
     for (size_t cut = 0; cut < len; cut++) {
         Fleetburn__Envelope *env = NULL;
-        int rc = wire_decode(buf, cut, &env, err, sizeof err);
+        int rc = fb_wire_decode(buf, cut, &env, err, sizeof err);
         if (rc == 0 || rc == -EPROTONOSUPPORT) /* a cut can drop the version field */
-            wire_free(&env);
+            fb_wire_free(&env);
         else
             assert_null(env);
     }
@@ -194,14 +194,14 @@ static void test_truncated_and_garbage_frames(void **state)
                 junk[rand() % (int)len] = (uint8_t)rand();
         }
         Fleetburn__Envelope *env = NULL;
-        int rc = wire_decode(junk, n, &env, err, sizeof err);
+        int rc = fb_wire_decode(junk, n, &env, err, sizeof err);
         if (rc == 0 || rc == -EPROTONOSUPPORT)
-            wire_free(&env);
+            fb_wire_free(&env);
     }
     free(buf);
     /* An oversized frame is refused before decoding. */
     Fleetburn__Envelope *env = NULL;
-    assert_int_equal(wire_decode((const uint8_t *)"", FB_WIRE_MAX_FRAME + 1, &env, err, sizeof err),
+    assert_int_equal(fb_wire_decode((const uint8_t *)"", FB_WIRE_MAX_FRAME + 1, &env, err, sizeof err),
                      -EBADMSG);
 }
 
@@ -220,21 +220,21 @@ static void test_invalid_field_numbers(void **state)
     Fleetburn__Envelope *env = NULL;
     /* field 0, varint, written in two bytes; value 0 */
     memcpy(frame + len, "\x80\x00\x00", 3);
-    assert_int_equal(wire_decode(frame, len + 3, &env, err, sizeof err), -EBADMSG);
+    assert_int_equal(fb_wire_decode(frame, len + 3, &env, err, sizeof err), -EBADMSG);
     assert_null(env);
     assert_non_null(strstr(err, "field number 0"));
     /* field 2^29 (five-byte tag), varint 0 */
     memcpy(frame + len, "\x80\x80\x80\x80\x10\x00", 6);
-    assert_int_equal(wire_decode(frame, len + 6, &env, err, sizeof err), -EBADMSG);
+    assert_int_equal(fb_wire_decode(frame, len + 6, &env, err, sizeof err), -EBADMSG);
     assert_null(env);
     /* field 99, unknown but valid: kept, and the frame re-encodes into one that decodes */
     memcpy(frame + len, "\x98\x06\x01", 3);
-    assert_int_equal(wire_decode(frame, len + 3, &env, err, sizeof err), 0);
+    assert_int_equal(fb_wire_decode(frame, len + 3, &env, err, sizeof err), 0);
     size_t len2;
-    uint8_t *again = wire_encode(env, &len2);
-    wire_free(&env);
-    assert_int_equal(wire_decode(again, len2, &env, err, sizeof err), 0);
-    wire_free(&env);
+    uint8_t *again = fb_wire_encode(env, &len2);
+    fb_wire_free(&env);
+    assert_int_equal(fb_wire_decode(again, len2, &env, err, sizeof err), 0);
+    fb_wire_free(&env);
     free(again);
 
     /* The same inside a TaskResult: the sub-message's unknown fields are checked too. */
@@ -242,13 +242,13 @@ static void test_invalid_field_numbers(void **state)
     fb_result_set_ids(r, "c1/0/n1", "c1/0/n1", "n1");
     r->verdict = FB_VERDICT_PASS;
     free(buf);
-    buf = wire_result_pack(r, &len);
+    buf = fb_wire_result_pack(r, &len);
     uint8_t *bad = malloc(len + 3);
     assert_non_null(bad);
     memcpy(bad, buf, len);
     memcpy(bad + len, "\x80\x00\x00", 3);
-    assert_null(wire_result_unpack(bad, len + 3, err, sizeof err));
-    fb_result_t *ok = wire_result_unpack(buf, len, err, sizeof err);
+    assert_null(fb_wire_result_unpack(bad, len + 3, err, sizeof err));
+    fb_result_t *ok = fb_wire_result_unpack(buf, len, err, sizeof err);
     assert_non_null(ok);
     fb_result_destroy(&ok);
     fb_result_destroy(&r);
@@ -267,9 +267,9 @@ static void test_result_pack_round_trip(void **state)
     fb_result_add_finding(r, "n1", "memory", "miscompare at 0x1000");
     fb_result_set_error(r, "1 miscompare");
     size_t len;
-    uint8_t *buf = wire_result_pack(r, &len);
+    uint8_t *buf = fb_wire_result_pack(r, &len);
     char err[128];
-    fb_result_t *back = wire_result_unpack(buf, len, err, sizeof err);
+    fb_result_t *back = fb_wire_result_unpack(buf, len, err, sizeof err);
     assert_non_null(back);
     assert_int_equal(back->verdict, FB_VERDICT_FAIL);
     assert_string_equal(back->node, "n1");
@@ -281,8 +281,8 @@ static void test_result_pack_round_trip(void **state)
     fb_result_t *anon = fb_result_new();
     anon->verdict = FB_VERDICT_PASS;
     free(buf);
-    buf = wire_result_pack(anon, &len);
-    assert_null(wire_result_unpack(buf, len, err, sizeof err));
+    buf = fb_wire_result_pack(anon, &len);
+    assert_null(fb_wire_result_unpack(buf, len, err, sizeof err));
     free(buf);
     fb_result_destroy(&anon);
     fb_result_destroy(&back);
