@@ -159,7 +159,7 @@ static void s_on_wait(uv_timer_t *h)
         if (rc) {
             log_error("cannot start the campaign: %s", error ? error : strerror(-rc));
             free(error);
-            run->exit_code = EXIT_INFRA;
+            run->exit_code = rc == -EINVAL ? EXIT_USAGE : EXIT_INFRA; /* -EINVAL: the campaign's */
             run->campaign_done = true;
             s_stop_agents(run);
             return;
@@ -216,11 +216,18 @@ static void s_print_summary(store_t *store, const char *campaign_id)
 int cli_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
 {
     uv_loop_t *loop = uv_default_loop();
+    /* The embedded coordinator runs as the operator: its webhooks may go to any host. */
     coord_options_t copts = {.bind = "tcp://127.0.0.1:*",
                              .db_path = cli->db,
                              .heartbeat_ms = cli->heartbeat_ms,
-                             .liveness = cli->liveness};
+                             .liveness = cli->liveness,
+                             .webhooks = {.allow_any = true, .ca_file = cli->webhook_ca}};
     char err[512];
+    if (webhook_options_check(&copts.webhooks, err, sizeof err)) {
+        fprintf(stderr, "fleetburn: %s\n", err);
+        fb_campaign_destroy(campaign);
+        return EXIT_USAGE;
+    }
     coord_t *coord = coord_new(loop, &copts, err, sizeof err);
     if (!coord) {
         fprintf(stderr, "fleetburn: %s\n", err);
@@ -272,9 +279,11 @@ int cli_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
         uv_timer_start(&run.wait_timer, s_on_wait, 50, 50);
         fprintf(stderr, "starting %u local agent(s) (logs in %s)\n", run.n_agents, run.workdir);
     }
-    /* The loop runs until the campaign ended and every agent exited; the coordinator's own
-     * handles keep it alive, so stop it from a check once that is true. */
-    while (!(run.campaign_done && run.n_exited == run.n_agents)) {
+    /* The loop runs until the campaign ended, every agent exited and the first attempt of its
+     * webhook alert ended; the coordinator's own handles keep it alive, so stop it from a check
+     * once that is true. */
+    while (!(run.campaign_done && run.n_exited == run.n_agents &&
+             !coord_webhooks_in_flight(coord))) {
         if (!run.campaign_done && !run.campaign_started && run.n_exited == run.n_agents &&
             run.n_agents > 0 && rc == 0) {
             fprintf(stderr,
