@@ -458,7 +458,7 @@ void coord_flush(coord_t *self)
         coord_store_failed(self, rc);
     } else if (self->webhooks_queued) {
         self->webhooks_queued = false; /* their rows are on disk: they may be posted now */
-        webhook_kick(self->webhooks);
+        webhook_queue_kick(self->webhooks);
     }
     for (size_t i = 0; i < self->n_acks; i++) {
         if (!rc) {
@@ -622,7 +622,7 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
         log_warn("marked %d campaign(s) left running by an earlier coordinator as interrupted",
                  stale);
     store_defer_commits(self->store, true);
-    self->webhooks = webhook_new(loop, self->store, &opts->webhooks, err, errlen);
+    self->webhooks = webhook_queue_new(loop, self->store, &opts->webhooks, err, errlen);
     if (!self->webhooks) {
         coord_destroy(&self);
         return NULL;
@@ -718,7 +718,7 @@ void coord_destroy(coord_t **self_p)
     }
     free(self->ack_identities);
     free(self->ack_ids);
-    webhook_destroy(&self->webhooks);
+    webhook_queue_destroy(&self->webhooks);
     conns_destroy(&self->conns); /* its monitor goes before the socket it watches */
     zsock_close(&self->zs);
     auth_destroy(&self->auth);

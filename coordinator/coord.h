@@ -9,7 +9,7 @@
 #include "fleetburn.pb-c.h"
 #include "store.h"
 #include "runner_host.h"
-#include "webhook.h"
+#include "webhook_queue.h"
 #include "scheduler/campaign.h"
 
 #include <stdbool.h>
@@ -35,7 +35,7 @@ typedef struct {
     /* how long campaigns are held while the database cannot be written before they end `error`
      * for their watchers; 0: COORD_STORE_GIVE_UP_MS */
     uint64_t store_give_up_ms;
-    webhook_options_t webhooks; /* where webhook alerts may go (webhook.h) */
+    webhook_options_t webhooks; /* where webhook alerts may go (webhook_queue.h) */
 } coord_options_t;
 
 coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size_t errlen);

@@ -93,8 +93,10 @@ struct coord {
     size_t n_given_up;
     uint64_t n_bad;         /* messages dropped before they reached a handler */
     fb_ratelimit_t bad_log; /* their log lines */
-    webhook_t *webhooks;    /* webhook alerts (webhook.h, coord_webhook.c) */
-    bool webhooks_queued;   /* alerts were queued: posted after the next commit */
+
+    /* webhook alerts (webhook_queue.h, coord_webhook.c) */
+    webhook_queue_t *webhooks;
+    bool webhooks_queued; /* alerts were queued: posted after the next commit */
 };
 
 /* Sends env to the peer with the given ROUTER identity (hex). 0 or -errno. */

@@ -2,7 +2,7 @@
 /* The coordinator's side of webhook alerts (docs/operations.md "Alerts"): a campaign that asks
  * for a webhook this coordinator cannot post (its host not allowed, no libcurl) is refused when
  * it is submitted, and when a campaign ends, its alert is built from the store (report_alert.c)
- * and queued (webhook.c) if the end meets the campaign's triggers.
+ * and queued (webhook_queue.c) if the end meets the campaign's triggers.
  *
  * The alert is queued from what the store holds, not from the runner: a campaign ends in several
  * places (its runner finishes or is cancelled; one that cannot be resumed after a restart is
@@ -11,7 +11,7 @@
  * text, which is what it ran with. */
 #include "coord_internal.h"
 #include "report.h"
-#include "webhook.h"
+#include "webhook_queue.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "scheduler/actions.h"
@@ -28,7 +28,7 @@ int coord_campaign_alert_check(coord_t *self, const fb_campaign_t *campaign, cha
     if (!hook)
         return 0;
     char why[512];
-    int rc = webhook_may_post(self->webhooks, hook->url, why, sizeof why);
+    int rc = webhook_queue_may_post(self->webhooks, hook->url, why, sizeof why);
     if (rc == 0)
         return 0;
     const char *expected =
@@ -91,7 +91,7 @@ static void s_queue(coord_t *self, const store_campaign_t *c, const fb_webhook_t
 {
     char *origin = fb_webhook_url_origin(hook->url), names[64];
     char *doc = report_alert_json(c, fired, regs, n_regs);
-    int rc = webhook_enqueue(self->webhooks, c->id, hook, doc);
+    int rc = webhook_queue_enqueue(self->webhooks, c->id, hook, doc);
     if (rc == -EEXIST) {
         log_debug("campaign %s: its alert to %s was queued already", c->id, origin);
     } else if (rc) {
@@ -140,5 +140,5 @@ void coord_campaign_alert(coord_t *self, const char *campaign_id)
 
 size_t coord_webhooks_in_flight(const coord_t *self)
 {
-    return webhook_in_flight(self->webhooks);
+    return webhook_queue_in_flight(self->webhooks);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* HTTP POSTs from the coordinator's loop without blocking it: libcurl's multi interface driven
  * by the libuv loop (its sockets watched with uv_poll, its timeouts with a uv_timer; names are
- * resolved on libcurl's resolver thread). Used by the webhook alerts (webhook.h).
+ * resolved on libcurl's resolver thread). Used by the webhook alerts (webhook_queue.h).
  *
  * Every request is made the same careful way: http:// and https:// only, no redirect followed,
  * TLS peers verified (against the system's CA store, or the site's bundle given to

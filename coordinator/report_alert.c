@@ -20,7 +20,8 @@
 /* A line of evidence or of the text at most this long (then "..."). */
 #define S_LINE_MAX 300
 #define S_TEXT_MAX 1000
-#define S_TEXT_PARTS 5 /* bad parts the text names */
+#define S_TEXT_PARTS 5          /* bad parts the text names ... */
+#define S_TEXT_EVIDENCE_MAX 100 /* ... each with this much of its evidence */
 
 /* ---- Triggers ------------------------------------------------------------------------------ */
 
@@ -228,7 +229,9 @@ static char *s_text(const store_campaign_t *c, const report_diag_t *d, size_t n_
             if (d->v[k].state != REPORT_BAD)
                 continue;
             char *line = s_evidence_line(&d->v[k]);
-            more = xasprintf("%s%s %s (%s)", text, named ? "," : "", d->v[k].part, line);
+            char *brief = s_one_line(line, S_TEXT_EVIDENCE_MAX);
+            more = xasprintf("%s%s %s (%s)", text, named ? "," : "", d->v[k].part, brief);
+            free(brief);
             free(line);
             free(text);
             text = more;

@@ -165,7 +165,7 @@ static const char s_schema_v2[] =
     ");";
 /* clang-format on */
 
-/* Schema version 3: the delivery queue of webhook alerts (coordinator/webhook.c, store_webhook.c;
+/* Schema version 3: the delivery queue of webhook alerts (coordinator/webhook_queue.c, store_webhook.c;
  * docs/operations.md "Alerts"). One row per alert: the document, where it goes, its retry
  * schedule, how many attempts were made and when the next is due, so that a coordinator started
  * again on the same database resumes the deliveries still pending at their due time. */

@@ -246,7 +246,7 @@ int store_software_foreach(store_t *self, const char *campaign_id,
 
 /* ---- Webhook deliveries (store_webhook.c) ------------------------------------------------ */
 
-/* The durable queue of webhook alerts (coordinator/webhook.h, docs/operations.md "Alerts"). */
+/* The durable queue of webhook alerts (webhook_queue.h, docs/operations.md "Alerts"). */
 typedef struct {
     int64_t id;
     char *campaign_id, *url, *payload;

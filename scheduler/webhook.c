@@ -3,8 +3,8 @@
  * its URL, the triggers, the backoff schedule and how an attempt's HTTP answer is judged. Pure
  * logic, like the rest of scheduler/: it parses the YAML node it is handed and never touches the
  * network. Which hosts a coordinator may post to is the coordinator's decision (its
- * --webhook-allow list, coordinator/webhook.c); this only says what a well-formed URL is. */
-#include "webhook.h"
+ * --webhook-allow list, coordinator/webhook_queue.c); this only says what a well-formed URL is. */
+#include "scheduler/webhook.h"
 #include "common/units.h"
 #include "common/util.h"
 
@@ -47,8 +47,10 @@ const char *fb_alert_trigger_list(unsigned mask, char *buf, size_t len)
     for (size_t i = 0; i < FB_ARRAY_LEN(s_trigger_names) && len; i++)
         if (mask & (1u << i)) {
             int n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", s_trigger_names[i]);
-            if (n < 0 || (size_t)n >= len - used)
+            if (n < 0 || (size_t)n >= len - used) {
+                buf[used] = '\0'; /* whole names only */
                 break;
+            }
             used += (size_t)n;
         }
     return buf;

@@ -5,12 +5,14 @@
 It answers the first POSTs with the statuses given by --answers (e.g. 503,503), then every other
 with --default, and appends one JSON line per POST to --record: the status it answered, the
 path, the headers and the body (parsed when it is JSON). It binds a free port itself and writes
-it to --port-file once it listens, so that no other process can take the port in between.
+it to --port-file once it listens, so that no other process can take the port in between. Each
+record has the time the POST arrived (epoch seconds).
 """
 import argparse
 import json
 import os
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 
@@ -36,7 +38,8 @@ def main():
             except ValueError:
                 body = raw
             with open(args.record, "a") as f:
-                f.write(json.dumps({"n": n, "status": status, "path": self.path,
+                f.write(json.dumps({"n": n, "time": time.time(), "status": status,
+                                    "path": self.path,
                                     "headers": dict(self.headers.items()), "body": body}) + "\n")
             reply = b"ok\n" if status < 300 else b"refused by the test receiver\n"
             self.send_response(status)

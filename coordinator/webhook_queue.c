@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Webhook alerts: the delivery queue on the coordinator's loop (webhook.h; docs/operations.md
+/* Webhook alerts: the delivery queue on the coordinator's loop (webhook_queue.h; docs/operations.md
  * "Alerts").
  *
  * Every delivery is a row of the store's webhook_deliveries table first, then an entry here: the
@@ -13,7 +13,7 @@
  * retried; any other status refused for good), and its outcome goes to the campaign's timeline.
  * Logs and events name the URL's origin only (scheme, host, port): the path of a chat webhook is
  * its secret. The answer's body is never kept or shown (http_client.h). */
-#include "webhook.h"
+#include "webhook_queue.h"
 #include "http_client.h"
 #include "common/log.h"
 #include "common/units.h"
@@ -164,7 +164,7 @@ static int s_allow_parse(const char *text, s_allow_t **out, size_t *n_out, bool 
     return 0;
 }
 
-static bool s_allowed(const webhook_t *self, const char *host, unsigned port)
+static bool s_allowed(const webhook_queue_t *self, const char *host, unsigned port)
 {
     if (self->allow_any)
         return true;
@@ -212,7 +212,7 @@ int webhook_options_check(const webhook_options_t *opts, char *err, size_t errle
     return 0;
 }
 
-int webhook_may_post(const webhook_t *self, const char *url, char *why, size_t whylen)
+int webhook_queue_may_post(const webhook_queue_t *self, const char *url, char *why, size_t whylen)
 {
     if (!self->http) {
         snprintf(why, whylen, "this coordinator cannot post webhooks: %s", self->http_error);
@@ -246,7 +246,7 @@ static void s_delivery_free(delivery_t *d)
     free(d);
 }
 
-static void s_unlink(webhook_t *self, delivery_t *d)
+static void s_unlink(webhook_queue_t *self, delivery_t *d)
 {
     for (delivery_t **p = &self->deliveries; *p; p = &(*p)->next)
         if (*p == d) {
@@ -255,9 +255,9 @@ static void s_unlink(webhook_t *self, delivery_t *d)
         }
 }
 
-static delivery_t *s_add(webhook_t *self, int64_t id, const char *campaign_id, const char *url,
-                         const char *payload, const uint64_t *retry_ms, size_t n_retry,
-                         uint64_t timeout_ms, unsigned attempts, uint64_t due_ms)
+static delivery_t *s_add(webhook_queue_t *self, int64_t id, const char *campaign_id,
+                         const char *url, const char *payload, const uint64_t *retry_ms,
+                         size_t n_retry, uint64_t timeout_ms, unsigned attempts, uint64_t due_ms)
 {
     delivery_t *d = xcalloc(1, sizeof *d);
     d->w = self;
@@ -278,11 +278,11 @@ static delivery_t *s_add(webhook_t *self, int64_t id, const char *campaign_id, c
     return d;
 }
 
-static void s_event(webhook_t *self, const delivery_t *d, const char *fmt, ...)
+static void s_event(webhook_queue_t *self, const delivery_t *d, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* An event on the campaign's timeline, and the same line in the log. */
-static void s_event(webhook_t *self, const delivery_t *d, const char *fmt, ...)
+static void s_event(webhook_queue_t *self, const delivery_t *d, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -295,7 +295,7 @@ static void s_event(webhook_t *self, const delivery_t *d, const char *fmt, ...)
 }
 
 /* The store's record of attempt d->attempts; the delivery leaves the queue unless pending. */
-static void s_record(webhook_t *self, delivery_t *d, const char *state, const char *error)
+static void s_record(webhook_queue_t *self, delivery_t *d, const char *state, const char *error)
 {
     uint64_t now = fb_now_ms();
     if (store_webhook_attempted(self->store, d->id, d->attempts, state, d->due_ms, error, now))
@@ -307,11 +307,11 @@ static void s_record(webhook_t *self, delivery_t *d, const char *state, const ch
     }
 }
 
-static void s_schedule(webhook_t *self);
+static void s_schedule(webhook_queue_t *self);
 
 /* The outcome of attempt d->attempts, said as "HTTP 503" or the transfer's error; refused: why a
  * permanent failure is not retried. */
-static void s_outcome(webhook_t *self, delivery_t *d, fb_webhook_outcome_t outcome,
+static void s_outcome(webhook_queue_t *self, delivery_t *d, fb_webhook_outcome_t outcome,
                       const char *what, const char *refused)
 {
     unsigned n = d->attempts, total = (unsigned)d->n_retry + 1;
@@ -339,7 +339,7 @@ static void s_outcome(webhook_t *self, delivery_t *d, fb_webhook_outcome_t outco
 static void s_on_done(const http_result_t *r, void *arg)
 {
     delivery_t *d = arg;
-    webhook_t *self = d->w;
+    webhook_queue_t *self = d->w;
     d->in_flight = false;
     self->n_in_flight--;
     d->attempts++;
@@ -358,10 +358,10 @@ static void s_on_done(const http_result_t *r, void *arg)
     s_schedule(self);
 }
 
-static void s_attempt(webhook_t *self, delivery_t *d)
+static void s_attempt(webhook_queue_t *self, delivery_t *d)
 {
     char why[512];
-    int rc = webhook_may_post(self, d->url, why, sizeof why);
+    int rc = webhook_queue_may_post(self, d->url, why, sizeof why);
     if (rc == 0) {
         char campaign[300], attempt[48];
         snprintf(campaign, sizeof campaign, "X-Fleetburn-Campaign: %s", d->campaign_id);
@@ -382,12 +382,12 @@ static void s_attempt(webhook_t *self, delivery_t *d)
 
 static void s_on_timer(uv_timer_t *h)
 {
-    webhook_t *self = h->data;
-    webhook_kick(self);
+    webhook_queue_t *self = h->data;
+    webhook_queue_kick(self);
 }
 
 /* The timer for the earliest pending delivery not in flight. */
-static void s_schedule(webhook_t *self)
+static void s_schedule(webhook_queue_t *self)
 {
     if (!self->http)
         return;
@@ -403,7 +403,7 @@ static void s_schedule(webhook_t *self)
 
 static int s_load_pending(const store_webhook_t *w, void *arg);
 
-void webhook_kick(webhook_t *self)
+void webhook_queue_kick(webhook_queue_t *self)
 {
     if (!self->http)
         return;
@@ -430,7 +430,7 @@ void webhook_kick(webhook_t *self)
 /* A pending row of the store joins the queue, unless it is there already. */
 static int s_load_pending(const store_webhook_t *w, void *arg)
 {
-    webhook_t *self = arg;
+    webhook_queue_t *self = arg;
     for (const delivery_t *d = self->deliveries; d; d = d->next)
         if (d->id == w->id)
             return 0;
@@ -439,10 +439,10 @@ static int s_load_pending(const store_webhook_t *w, void *arg)
     return 0;
 }
 
-webhook_t *webhook_new(uv_loop_t *loop, store_t *store, const webhook_options_t *opts, char *err,
-                       size_t errlen)
+webhook_queue_t *webhook_queue_new(uv_loop_t *loop, store_t *store, const webhook_options_t *opts,
+                                   char *err, size_t errlen)
 {
-    webhook_t *self = xcalloc(1, sizeof *self);
+    webhook_queue_t *self = xcalloc(1, sizeof *self);
     self->loop = loop;
     self->store = store;
     if (s_allow_parse(opts->allow, &self->allow, &self->n_allow, &self->allow_any, err, errlen)) {
@@ -470,7 +470,7 @@ webhook_t *webhook_new(uv_loop_t *loop, store_t *store, const webhook_options_t 
 }
 
 /* Deliveries still pending when the coordinator goes: said once each, with where they wait. */
-static void s_say_pending(webhook_t *self)
+static void s_say_pending(webhook_queue_t *self)
 {
     for (const delivery_t *d = self->deliveries; d; d = d->next)
         log_warn("campaign %s: the webhook alert to %s is not delivered yet (%u attempt%s made); "
@@ -481,7 +481,7 @@ static void s_say_pending(webhook_t *self)
 
 static void s_closed(uv_handle_t *h)
 {
-    webhook_t *self = h->data;
+    webhook_queue_t *self = h->data;
     while (self->deliveries) {
         delivery_t *d = self->deliveries;
         self->deliveries = d->next;
@@ -491,11 +491,11 @@ static void s_closed(uv_handle_t *h)
     free(self);
 }
 
-void webhook_destroy(webhook_t **self_p)
+void webhook_queue_destroy(webhook_queue_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
-    webhook_t *self = *self_p;
+    webhook_queue_t *self = *self_p;
     *self_p = NULL;
     s_say_pending(self);
     http_client_destroy(&self->http); /* attempts in flight end, unrecorded: made again later */
@@ -503,14 +503,14 @@ void webhook_destroy(webhook_t **self_p)
     uv_close((uv_handle_t *)&self->timer, s_closed);
 }
 
-int webhook_enqueue(webhook_t *self, const char *campaign_id, const fb_webhook_t *hook,
-                    const char *payload)
+int webhook_queue_enqueue(webhook_queue_t *self, const char *campaign_id, const fb_webhook_t *hook,
+                          const char *payload)
 {
     return store_webhook_enqueue(self->store, campaign_id, hook->url, payload, hook->retry_ms,
                                  hook->n_retry, hook->timeout_ms, fb_now_ms(), NULL);
 }
 
-size_t webhook_in_flight(const webhook_t *self)
+size_t webhook_queue_in_flight(const webhook_queue_t *self)
 {
     return self ? self->n_in_flight : 0;
 }

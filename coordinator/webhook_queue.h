@@ -10,9 +10,9 @@
  * coordinator's network position reaches (SSRF). `serve` posts only to the hosts of its
  * --webhook-allow list (none by default); `run --local` posts anywhere (it runs as the operator).
  *
- * One webhook_t per coordinator, on its loop thread, sharing its store. */
-#ifndef FB_COORD_WEBHOOK_H
-#define FB_COORD_WEBHOOK_H
+ * One webhook_queue_t per coordinator, on its loop thread, sharing its store. */
+#ifndef FB_WEBHOOK_QUEUE_H
+#define FB_WEBHOOK_QUEUE_H
 
 #include "store.h"
 #include "scheduler/webhook.h"
@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <uv.h>
 
-typedef struct webhook webhook_t;
+typedef struct webhook webhook_queue_t;
 
 typedef struct {
     /* Hosts the coordinator may post to, comma-separated: a name or an address
@@ -39,25 +39,26 @@ int webhook_options_check(const webhook_options_t *opts, char *err, size_t errle
 /* The alerts of a coordinator: its pending deliveries are read from store and their attempts
  * scheduled. NULL with err when opts are wrong. Built without libcurl it still opens (pending
  * deliveries stay queued, and every post is refused, saying why). */
-webhook_t *webhook_new(uv_loop_t *loop, store_t *store, const webhook_options_t *opts, char *err,
-                       size_t errlen);
+webhook_queue_t *webhook_queue_new(uv_loop_t *loop, store_t *store, const webhook_options_t *opts,
+                                   char *err, size_t errlen);
 /* Ends the attempts in flight (their deliveries stay pending, for the next coordinator on the
  * database) and frees everything once the loop has closed its handles. NULL-safe. */
-void webhook_destroy(webhook_t **self_p);
+void webhook_queue_destroy(webhook_queue_t **self_p);
 
 /* Whether this coordinator may post to url: 0, -EPERM when its host is not allowed, -ENOTSUP
  * when built without libcurl, -EINVAL when the URL is refused; why says which, in a sentence. */
-int webhook_may_post(const webhook_t *self, const char *url, char *why, size_t whylen);
+int webhook_queue_may_post(const webhook_queue_t *self, const char *url, char *why, size_t whylen);
 
 /* Queues the alert (payload, a JSON document) of campaign_id to hook->url with hook's schedule,
- * in the store only: its first attempt is made by webhook_kick, once the store has committed it.
- * 0, or the store's error (-EEXIST when the campaign's alert to that URL was queued already). */
-int webhook_enqueue(webhook_t *self, const char *campaign_id, const fb_webhook_t *hook,
-                    const char *payload);
+ * in the store only: its first attempt is made by webhook_queue_kick, once the store has committed
+ * it. 0, or the store's error (-EEXIST when the campaign's alert to that URL was queued already).
+ */
+int webhook_queue_enqueue(webhook_queue_t *self, const char *campaign_id, const fb_webhook_t *hook,
+                          const char *payload);
 /* Takes the pending deliveries the store holds into the queue and makes every attempt that is due
  * now. Call it after a commit: nothing is posted that the store could still lose. */
-void webhook_kick(webhook_t *self);
+void webhook_queue_kick(webhook_queue_t *self);
 /* Attempts in flight now. */
-size_t webhook_in_flight(const webhook_t *self);
+size_t webhook_queue_in_flight(const webhook_queue_t *self);
 
 #endif
