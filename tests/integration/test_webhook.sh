@@ -10,7 +10,8 @@
 #      a cancelled one with `on: [error]` posts its alert.
 #   3. The queue survives kill -9 of `fleetburn serve` between two attempts: started again on the
 #      same database, the coordinator makes the next attempt when it is due, and it is delivered.
-#   4. A receiver answering 404 is not retried.
+#   4. A receiver answering 404 is not retried; a port nobody listens on is tried again on the
+#      schedule, then given up.
 #   5. A webhook to a host not in --webhook-allow is refused when the campaign is submitted.
 . "$(dirname "$0")/lib.sh"
 
@@ -238,6 +239,19 @@ db_check refused '
 assert (state, attempts, error) == ("failed", 1, "HTTP 404"), (state, attempts, error)
 ' "the refused delivery is not recorded as failed"
 pass "a 404 answer is a permanent failure: one post, not retried, and the timeline says so"
+
+# --- 4b. nobody listening: retried, then given up --------------------------------------------
+PORT=$(free_port) # nothing listens there: every connection is refused
+campaign unheard memtest "retry: [1s]"
+run_campaign unheard
+[ $RC -eq 1 ] || fail "the failing campaign exited $RC, expected 1"
+wait_for_log "$WORK/coordinator.log" "attempt 1 of 2 failed: .*Couldn't connect to server; next attempt in 1.0s" 10
+wait_for_log "$WORK/coordinator.log" "given up after 2 attempts: .*Couldn't connect to server" 10
+db_check unheard '
+(state, attempts), = db.execute("select state, attempts from webhook_deliveries where campaign_id = ?", (cid,))
+assert (state, attempts) == ("failed", 2), (state, attempts)
+' "the delivery nobody answered is not recorded as given up"
+pass "a refused connection is retried on the schedule, then given up"
 
 # --- 5. a host the coordinator does not allow ---------------------------------------------------
 PORT=80
