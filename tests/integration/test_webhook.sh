@@ -176,11 +176,13 @@ pass "a passing campaign with on: [bad] posted nothing, and its timeline says wh
 start_receiver cancel
 campaign cancelled sleep "on: [error]"
 sed -i "s/duration: 200ms/duration: 60s/" "$WORK/cancelled.yaml"
+started=$(grep -c "started sleep" "$WORK/n1.log" || true)
 "$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/cancelled.yaml" >/dev/null 2>"$WORK/cancelled.err" &
 PIDS+=("$!")
 wait_for_log "$WORK/cancelled.err" "submitted .* as "
 cid=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/cancelled.err")
-wait_for_log "$WORK/n1.log" "started sleep"
+for _ in $(seq 200); do [ "$(grep -c "started sleep" "$WORK/n1.log")" -gt "$started" ] && break; sleep 0.05; done
+[ "$(grep -c "started sleep" "$WORK/n1.log")" -gt "$started" ] || fail "the campaign to cancel did not start"
 "$FLEETBURN" cancel "$cid" --coordinator "$ENDPOINT" --reason "webhook test" >/dev/null
 wait_posts cancel 1 20
 python3 - "$WORK/cancel.jsonl" "$cid" <<'PY' || fail "the alert of a cancelled campaign is wrong"
