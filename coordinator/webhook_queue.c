@@ -451,6 +451,9 @@ webhook_queue_t *webhook_queue_new(uv_loop_t *loop, store_t *store, const webhoo
     }
     self->allow_any |= opts->allow_any;
     self->http = http_client_new(loop, opts->ca_file, self->http_error, sizeof self->http_error);
+    if (self->http && !opts->allow_any)
+        log_info("webhook alerts may be posted to %s",
+                 opts->allow ? opts->allow : "no host (--webhook-allow)");
     uv_timer_init(loop, &self->timer);
     self->timer.data = self;
     if (store_webhook_foreach(store, NULL, s_load_pending, self) < 0)
