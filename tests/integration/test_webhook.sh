@@ -13,6 +13,8 @@
 #   4. A receiver answering 404 is not retried; a port nobody listens on is tried again on the
 #      schedule, then given up.
 #   5. A webhook to a host not in --webhook-allow is refused when the campaign is submitted.
+#   6. https: the receiver's certificate is verified (a self-signed one is refused), against the
+#      site's CA given with --webhook-ca (here through `run --local`, which posts to any host).
 . "$(dirname "$0")/lib.sh"
 
 RECEIVER="$FB_SRC/tests/integration/webhook_receiver.py"
@@ -269,3 +271,34 @@ import sqlite3, sys
 assert not sqlite3.connect(sys.argv[1]).execute("select count(*) from campaigns where name = 'elsewhere'").fetchone()[0]
 PY
 pass "a webhook to a host not in --webhook-allow is refused at submission (exit 2), naming the host"
+
+# --- 6. https: the receiver's certificate is verified, against the site's CA with --webhook-ca --
+command -v openssl >/dev/null || { echo "skip: no openssl to make a certificate"; exit 0; }
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=127.0.0.1" \
+    -addext "subjectAltName=IP:127.0.0.1" -keyout "$WORK/tls.key" -out "$WORK/tls.crt" \
+    >"$WORK/openssl.log" 2>&1 || fail "openssl could not make a certificate"
+cat "$WORK/tls.key" "$WORK/tls.crt" >"$WORK/tls.pem"
+start_receiver tls --tls-cert "$WORK/tls.pem"
+campaign tls memtest "retry: []"
+sed -i "s|url: http://|url: https://|; s|nodes: n\[1-2\]|nodes: all|" "$WORK/tls.yaml"
+set +e
+"$FLEETBURN" run --local 2 --db "$WORK/local.db" --inject local-1:memtest.inject_bitflips=4 \
+    "$WORK/tls.yaml" >"$WORK/tls-untrusted.out" 2>"$WORK/tls-untrusted.log"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "run --local exited $rc, expected 1"
+[ "$(posts tls)" -eq 0 ] || fail "a post went to a receiver whose certificate no CA vouches for"
+python3 - "$WORK/local.db" <<'PY' || fail "the untrusted certificate is not the reason the alert failed"
+import sqlite3, sys
+m = [m for (m,) in sqlite3.connect(sys.argv[1]).execute("select message from events where kind = 'webhook'")]
+assert "given up after 1 attempt: SSL certificate problem" in m[-1], m
+PY
+set +e
+"$FLEETBURN" run --local 2 --db "$WORK/local.db" --inject local-1:memtest.inject_bitflips=4 \
+    --webhook-ca "$WORK/tls.crt" "$WORK/tls.yaml" >"$WORK/tls-trusted.out" 2>"$WORK/tls-trusted.log"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "run --local --webhook-ca exited $rc, expected 1"
+[ "$(posts tls)" -eq 1 ] || fail "the receiver trusted through --webhook-ca had $(posts tls) posts, expected 1"
+json_q "$WORK/tls.jsonl" 'd["status"]' | grep -qx 200 || fail "the https post was not answered 200"
+pass "https: a certificate no CA vouches for is refused; the site's CA given with --webhook-ca is used"

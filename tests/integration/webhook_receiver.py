@@ -6,11 +6,12 @@ It answers the first POSTs with the statuses given by --answers (e.g. 503,503), 
 with --default, and appends one JSON line per POST to --record: the status it answered, the
 path, the headers and the body (parsed when it is JSON). It binds a free port itself and writes
 it to --port-file once it listens, so that no other process can take the port in between. Each
-record has the time the POST arrived (epoch seconds).
+record has the time the POST arrived (epoch seconds). With --tls-cert it serves https.
 """
 import argparse
 import json
 import os
+import ssl
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -22,6 +23,7 @@ def main():
     ap.add_argument("--record", required=True)
     ap.add_argument("--answers", default="", help="statuses of the first POSTs, by commas")
     ap.add_argument("--default", type=int, default=200, help="status of every later POST")
+    ap.add_argument("--tls-cert", help="serve https with this certificate (PEM, key included)")
     args = ap.parse_args()
     answers = [int(a) for a in args.answers.split(",") if a]
     posts = [0]
@@ -52,6 +54,10 @@ def main():
             sys.stderr.write("receiver: " + (fmt % a) + "\n")
 
     server = HTTPServer(("127.0.0.1", 0), Handler)
+    if args.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert)
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
     tmp = args.port_file + ".tmp"
     with open(tmp, "w") as f:
         f.write(str(server.server_address[1]))
