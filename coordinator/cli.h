@@ -48,6 +48,8 @@ typedef struct {
     uint64_t forget_after_ms;                  /* serve */
     uint64_t store_timeout_ms;                 /* serve: --store-timeout */
     uint64_t handshake_ms;                     /* serve */
+    const char *webhook_allow;                 /* serve: --webhook-allow */
+    const char *webhook_ca;                    /* serve, run --local: --webhook-ca */
     bool verbose, keep_logs;
     const char *agent_config; /* run --local: --config of the local agents */
     const char *inject[MAX_INJECT];

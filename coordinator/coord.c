@@ -456,6 +456,9 @@ void coord_flush(coord_t *self)
         log_error("cannot commit to the store: %s; %zu result(s) will be sent again",
                   store_errmsg(self->store), self->n_acks);
         coord_store_failed(self, rc);
+    } else if (self->webhooks_queued) {
+        self->webhooks_queued = false; /* their rows are on disk: they may be posted now */
+        webhook_queue_kick(self->webhooks);
     }
     for (size_t i = 0; i < self->n_acks; i++) {
         if (!rc) {
@@ -619,6 +622,11 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
         log_warn("marked %d campaign(s) left running by an earlier coordinator as interrupted",
                  stale);
     store_defer_commits(self->store, true);
+    self->webhooks = webhook_queue_new(loop, self->store, &opts->webhooks, err, errlen);
+    if (!self->webhooks) {
+        coord_destroy(&self);
+        return NULL;
+    }
     uv_prepare_init(loop, &self->flush);
     self->flush.data = self;
     uv_prepare_start(&self->flush, s_on_flush);
@@ -710,6 +718,7 @@ void coord_destroy(coord_t **self_p)
     }
     free(self->ack_identities);
     free(self->ack_ids);
+    webhook_queue_destroy(&self->webhooks);
     conns_destroy(&self->conns); /* its monitor goes before the socket it watches */
     fb_zsock_close(&self->zs);
     auth_destroy(&self->auth);

@@ -210,6 +210,7 @@ static void s_slot_progress(const coord_progress_t *p, void *arg)
     campaign_slot_t *slot = arg;
     coord_t *self = slot->coord;
     if (p->finished && slot->runner) {
+        coord_campaign_alert(self, p->campaign_id);
         /* Never "finished" while what it rests on is not on disk: a failed commit freezes it. */
         coord_flush(self);
         if (coord_store_down(self))
@@ -320,6 +321,8 @@ int coord_start_campaign(coord_t *self, fb_campaign_t **campaign, const char *ya
     if (error_out)
         *error_out = NULL;
     char **names = NULL;
+    if (coord_campaign_alert_check(self, *campaign, error_out))
+        return -EINVAL;
     size_t n = s_campaign_nodes(self, *campaign, &names);
     char *conflict = s_conflicts(self, names, n);
     if (conflict && !how->queue) {
@@ -580,6 +583,7 @@ static void s_resume_one(coord_t *self, const char *id, campaign_slot_t *slot)
     log_error("campaign %s left running by an earlier coordinator cannot be resumed: %s", id, err);
     coord_event(self, id, NULL, NULL, "campaign", "interrupted: cannot be resumed: %s", err);
     store_campaign_end(self->store, id, "interrupted", FB_VERDICT_ERROR, fb_now_ms());
+    coord_campaign_alert(self, id);
 }
 
 void coord_campaigns_resume(coord_t *self)

@@ -93,6 +93,10 @@ struct coord {
     size_t n_given_up;
     uint64_t n_bad;         /* messages dropped before they reached a handler */
     fb_ratelimit_t bad_log; /* their log lines */
+
+    /* webhook alerts (webhook_queue.h, coord_webhook.c) */
+    webhook_queue_t *webhooks;
+    bool webhooks_queued; /* alerts were queued: posted after the next commit */
 };
 
 /* Sends env to the peer with the given ROUTER identity (hex). 0 or -errno. */
@@ -131,6 +135,13 @@ void coord_campaign_reload(coord_t *self, campaign_slot_t *slot, const char *dow
 /* A commit failed (rc): results stay unacknowledged, campaigns are held, the store is retried. */
 void coord_store_failed(coord_t *self, int rc);
 bool coord_store_down(const coord_t *self);
+/* coord_webhook.c */
+/* A campaign ended, its end recorded in the store: its webhook alert is queued and sent when its
+ * actions.webhook asks for one and the end meets its triggers (or an event says why not). */
+void coord_campaign_alert(coord_t *self, const char *campaign_id);
+/* Before a campaign is accepted: 0, or -EINVAL with a heap message in *error_out (may be NULL)
+ * when it asks for a webhook this coordinator cannot post. */
+int coord_campaign_alert_check(coord_t *self, const fb_campaign_t *campaign, char **error_out);
 /* coord_submit.c */
 void coord_on_submit(coord_t *self, const char *identity, const Fleetburn__Submit *m);
 /* follow, cancel, list */

@@ -86,6 +86,12 @@ static void s_usage(FILE *out)
             "      --handshake-timeout DURATION\n"
             "                                a connection must finish its ZeroMQ handshake\n"
             "                                within this (default 5s)\n"
+            "      Webhook alerts (docs/operations.md, \"Alerts\"):\n"
+            "      --webhook-allow HOSTS     the hosts campaigns' webhooks may post to, by\n"
+            "                                commas: hooks.example.com, *.example.com,\n"
+            "                                10.1.2.3:8080, or * for any (default: none)\n"
+            "      --webhook-ca FILE         CA bundle (PEM) for https webhooks (default: the\n"
+            "                                system's; also run --local)\n"
             "  follow [ID]\n"
             "      Re-attach to a running campaign's progress (default: the one running) and\n"
             "      wait for its end; exit status as run's.\n"
@@ -136,7 +142,9 @@ enum {
     S_OPT_HANDSHAKE_TIMEOUT,
     S_OPT_WAIT,
     S_OPT_QUEUE,
-    S_OPT_REASON
+    S_OPT_REASON,
+    S_OPT_WEBHOOK_ALLOW,
+    S_OPT_WEBHOOK_CA
 };
 
 static int s_parse_cli(int argc, char **argv, cli_t *cli)
@@ -158,6 +166,8 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"wait", required_argument, 0, S_OPT_WAIT},
         {"queue", no_argument, 0, S_OPT_QUEUE},
         {"reason", required_argument, 0, S_OPT_REASON},
+        {"webhook-allow", required_argument, 0, S_OPT_WEBHOOK_ALLOW},
+        {"webhook-ca", required_argument, 0, S_OPT_WEBHOOK_CA},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->db = s_default_db();
@@ -262,6 +272,8 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             break;
         case S_OPT_QUEUE: cli->queue = true; break;
         case S_OPT_REASON: cli->reason = optarg; break;
+        case S_OPT_WEBHOOK_ALLOW: cli->webhook_allow = optarg; break;
+        case S_OPT_WEBHOOK_CA: cli->webhook_ca = optarg; break;
         case 'h': s_usage(stdout); exit(0);
         default: return -EINVAL;
         }
@@ -294,6 +306,13 @@ static int s_cmd_run(cli_t *cli)
     }
     if (cli_load_client_config(cli))
         return EXIT_USAGE;
+    if (cli->webhook_allow || (cli->coordinator && cli->webhook_ca)) {
+        fprintf(stderr, "fleetburn run: %s applies to serve%s\n",
+                cli->webhook_allow ? "--webhook-allow" : "--webhook-ca",
+                cli->webhook_allow ? " (run --local posts to any host: it runs as you)"
+                                   : " and run --local");
+        return EXIT_USAGE;
+    }
     const char *path = cli->positional[0];
     campaign_file_t *cf = NULL;
     char *error = NULL;
@@ -410,10 +429,6 @@ static int s_cmd_serve(cli_t *cli)
                  "node, post results and run campaigns (docs/security.md)",
                  bind);
     }
-    if (cli->keys_dir && !fb_securemem_use())
-        log_warn("CURVE secrets cannot be locked in RAM (RLIMIT_MEMLOCK); they stay out of core "
-                 "dumps and are zeroed when freed");
-    uv_loop_t *loop = uv_default_loop();
     coord_options_t opts = {.resume = true,
                             .bind = bind,
                             .db_path = cli->db,
@@ -424,8 +439,17 @@ static int s_cmd_serve(cli_t *cli)
                             .max_connections_per_address = cli->max_per_address,
                             .forget_after_ms = cli->forget_after_ms,
                             .store_give_up_ms = cli->store_timeout_ms,
-                            .handshake_ms = (uint32_t)cli->handshake_ms};
+                            .handshake_ms = (uint32_t)cli->handshake_ms,
+                            .webhooks = {.allow = cli->webhook_allow, .ca_file = cli->webhook_ca}};
     char err[512];
+    if (webhook_options_check(&opts.webhooks, err, sizeof err)) {
+        fprintf(stderr, "fleetburn serve: %s\n", err);
+        return EXIT_USAGE;
+    }
+    if (cli->keys_dir && !fb_securemem_use())
+        log_warn("CURVE secrets cannot be locked in RAM (RLIMIT_MEMLOCK); they stay out of core "
+                 "dumps and are zeroed when freed");
+    uv_loop_t *loop = uv_default_loop();
     coord_t *coord = coord_new(loop, &opts, err, sizeof err);
     if (!coord) {
         log_error("%s", err);

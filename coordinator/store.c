@@ -165,11 +165,37 @@ static const char s_schema_v2[] =
     ");";
 /* clang-format on */
 
+/* Schema version 3: the delivery queue of webhook alerts (coordinator/webhook_queue.c, store_webhook.c;
+ * docs/operations.md "Alerts"). One row per alert: the document, where it goes, its retry
+ * schedule, how many attempts were made and when the next is due, so that a coordinator started
+ * again on the same database resumes the deliveries still pending at their due time. */
+/* clang-format off */
+static const char s_schema_webhooks[] =
+    "CREATE TABLE webhook_deliveries ("
+    "  id INTEGER PRIMARY KEY,"
+    "  campaign_id TEXT NOT NULL REFERENCES campaigns(id),"
+    "  url TEXT NOT NULL,"
+    "  payload TEXT NOT NULL,"
+    "  retry_ms TEXT NOT NULL,"
+    "  timeout_ms INTEGER NOT NULL,"
+    "  attempts INTEGER NOT NULL DEFAULT 0,"
+    "  next_attempt_ms INTEGER,"
+    "  state TEXT NOT NULL DEFAULT 'pending'"
+    "    CHECK (state IN ('pending','delivered','failed')),"
+    "  last_error TEXT,"
+    "  created_ms INTEGER NOT NULL,"
+    "  finished_ms INTEGER,"
+    "  UNIQUE (campaign_id, url)"
+    ");"
+    "CREATE INDEX webhook_deliveries_by_state ON webhook_deliveries(state, next_attempt_ms);";
+/* clang-format on */
+
 /* s_migrations[v] takes a database from schema version v to v + 1. Append only: a released
  * step is never edited, a change is a new step (ALTER TABLE, new tables, data rewrites). */
 static const char *const s_migrations[] = {
     s_schema_v1, /* 0 -> 1 */
-    s_schema_v2, /* 1 -> 2 */
+    s_schema_v2,       /* 1 -> 2 */
+    s_schema_webhooks, /* 2 -> 3: webhook deliveries */
 };
 
 _Static_assert(sizeof s_migrations / sizeof s_migrations[0] == STORE_SCHEMA_VERSION,
@@ -287,6 +313,23 @@ static const char *const s_sql[STMT_COUNT] = {
                         " ORDER BY time_ms, id",
     [STMT_EVENTS_OF] = "SELECT id, time_ms, campaign_id, task_id, node, kind, message FROM events"
                        " WHERE campaign_id = ?1 ORDER BY time_ms, id",
+    /* webhook deliveries (store_webhook.c) */
+    [STMT_WEBHOOK_ENQUEUE] =
+        "INSERT INTO webhook_deliveries(campaign_id, url, payload, retry_ms, timeout_ms,"
+        " next_attempt_ms, created_ms) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?6"
+        " WHERE EXISTS (SELECT 1 FROM campaigns WHERE id = ?1)"
+        " ON CONFLICT(campaign_id, url) DO NOTHING",
+    [STMT_WEBHOOK_ATTEMPTED] =
+        "UPDATE webhook_deliveries SET attempts = ?2, state = ?3, next_attempt_ms = ?4,"
+        " last_error = ?5, finished_ms = ?6 WHERE id = ?1",
+    [STMT_WEBHOOKS_PENDING] =
+        "SELECT id, campaign_id, url, payload, retry_ms, timeout_ms, attempts, next_attempt_ms,"
+        " state, last_error, created_ms, finished_ms FROM webhook_deliveries"
+        " WHERE state = 'pending' ORDER BY next_attempt_ms, id",
+    [STMT_WEBHOOKS_OF] =
+        "SELECT id, campaign_id, url, payload, retry_ms, timeout_ms, attempts, next_attempt_ms,"
+        " state, last_error, created_ms, finished_ms FROM webhook_deliveries"
+        " WHERE campaign_id = ?1 ORDER BY id",
 };
 
 /* ---- Errors ------------------------------------------------------------------------------ */

@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 /* The schema version this build writes (PRAGMA user_version and meta.schema_version). */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 /* PRAGMA application_id of a fleetburn timeline ("FLBN"). */
 #define STORE_APPLICATION_ID 0x464c424e
 /* How long a statement waits for a lock held by another process. */
@@ -243,5 +243,38 @@ int store_software_foreach(store_t *self, const char *campaign_id,
                            int (*cb)(const char *component, const char *version, const char *node,
                                      void *arg),
                            void *arg);
+
+/* ---- Webhook deliveries (store_webhook.c) ------------------------------------------------ */
+
+/* The durable queue of webhook alerts (webhook_queue.h, docs/operations.md "Alerts"). */
+typedef struct {
+    int64_t id;
+    char *campaign_id, *url, *payload;
+    uint64_t *retry_ms; /* the waits between attempts */
+    size_t n_retry;
+    uint64_t timeout_ms;
+    unsigned attempts;        /* made so far */
+    uint64_t next_attempt_ms; /* epoch ms the next attempt is due; 0 when none */
+    char *state;              /* pending | delivered | failed */
+    char *last_error;         /* how the last attempt failed, NULL when none */
+    uint64_t created_ms, finished_ms;
+} store_webhook_t;
+
+/* Queues the alert of campaign_id for url, pending, its first attempt due at now_ms. *id_out
+ * (may be NULL) gets its id. -EEXIST when the campaign already has a delivery to url (an alert is
+ * queued once), -ENOENT for an unknown campaign. */
+int store_webhook_enqueue(store_t *self, const char *campaign_id, const char *url,
+                          const char *payload, const uint64_t *retry_ms, size_t n_retry,
+                          uint64_t timeout_ms, uint64_t now_ms, int64_t *id_out);
+/* Records an attempt's outcome: attempts made, the state (pending, delivered, failed), when the
+ * next attempt is due (pending only; 0 otherwise), the error (NULL when delivered) and, when it is
+ * no longer pending, finished_ms. -ENOENT for an unknown id, -EINVAL for another state. */
+int store_webhook_attempted(store_t *self, int64_t id, unsigned attempts, const char *state,
+                            uint64_t next_attempt_ms, const char *error, uint64_t finished_ms);
+/* Calls cb for every pending delivery, the earliest due first (campaign_id NULL), or for every
+ * delivery of campaign_id in the order queued. The row is borrowed for the call; cb must not call
+ * into the store. A nonzero return of cb stops and is returned. */
+int store_webhook_foreach(store_t *self, const char *campaign_id,
+                          int (*cb)(const store_webhook_t *w, void *arg), void *arg);
 
 #endif

@@ -70,6 +70,11 @@ enum {
     STMT_EVENT_INSERT,
     STMT_EVENTS_ALL,
     STMT_EVENTS_OF,
+    /* webhook deliveries (store_webhook.c) */
+    STMT_WEBHOOK_ENQUEUE,
+    STMT_WEBHOOK_ATTEMPTED,
+    STMT_WEBHOOKS_PENDING,
+    STMT_WEBHOOKS_OF,
     /* new statements above this line */
     STMT_COUNT
 };

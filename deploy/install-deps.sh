@@ -11,6 +11,8 @@ packages=(
     build-essential cmake pkg-config
     libzmq3-dev libprotobuf-c-dev protobuf-c-compiler libuv1-dev libsqlite3-dev libyaml-dev
     libcmocka-dev
+    # the coordinator's webhook alerts (optional: without it a webhook campaign is refused)
+    libcurl4-openssl-dev
     python3 iproute2
     # allreduce, launcher mpirun: OpenMPI's mpirun and the host path's rank program
     libopenmpi-dev openmpi-bin

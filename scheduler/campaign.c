@@ -7,6 +7,7 @@
  * sequence gives either a campaign or one error line. */
 #include "campaign.h"
 
+#include "actions.h"
 #include "topology.h"
 #include "workload.h"
 #include "common/conffile.h"
@@ -27,7 +28,7 @@
 
 #define S_STAGE_NAME_MAX 64
 #define S_CAMPAIGN_NAME_MAX 200
-#define S_TOP_KEYS "name, nodes, stages"
+#define S_TOP_KEYS "name, nodes, stages, actions"
 #define S_STAGE_KEYS                                                                               \
     "name, workload, timeout, on_fail, nodes, params, scope, group_size, pairing, seed, "          \
     "topology, rounds, bisect_rounds, bisect_repeat, rails, bisect_prior"
@@ -666,7 +667,7 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
         return fb_yaml_fail(ctx, fb_yaml_line(root), "(top level)",
                             "is %s; expected a mapping with keys %s", fb_yaml_kind(root),
                             S_TOP_KEYS);
-    bool seen_name = false, seen_nodes = false, seen_stages = false;
+    bool seen_name = false, seen_nodes = false, seen_stages = false, seen_actions = false;
     for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
          pair < root->data.mapping.pairs.top; pair++) {
         yaml_node_t *k = fb_yaml_node(ctx, pair->key), *v = fb_yaml_node(ctx, pair->value);
@@ -675,10 +676,11 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
             return -EINVAL;
         char *kpath = s_path("", key);
         int rc = 0;
-        bool *seen = !strcmp(key, "name")     ? &seen_name
-                     : !strcmp(key, "nodes")  ? &seen_nodes
-                     : !strcmp(key, "stages") ? &seen_stages
-                                              : NULL;
+        bool *seen = !strcmp(key, "name")      ? &seen_name
+                     : !strcmp(key, "nodes")   ? &seen_nodes
+                     : !strcmp(key, "stages")  ? &seen_stages
+                     : !strcmp(key, "actions") ? &seen_actions
+                                               : NULL;
         if (!seen) {
             rc = fb_yaml_fail(ctx, fb_yaml_line(k), kpath, "unknown key; expected one of %s",
                               S_TOP_KEYS);
@@ -698,6 +700,8 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
                 else
                     c->name = xstrdup(text);
             }
+        } else if (seen == &seen_actions) {
+            rc = fb_actions_parse(ctx, v, kpath, &c->actions);
         } else if (seen == &seen_nodes) {
             char *expr = NULL;
             rc = s_hostlist(ctx, v, kpath, &expr);
@@ -902,6 +906,7 @@ void fb_campaign_destroy(fb_campaign_t **self_p)
     free(c->name);
     free(c->nodes_expr);
     free(c->source);
+    fb_actions_destroy(&c->actions);
     free(c);
     *self_p = NULL;
 }
