@@ -203,7 +203,7 @@ campaign survivor memtest "retry: [4s]"
 run_campaign survivor
 [ $RC -eq 1 ] || fail "the failing campaign exited $RC, expected 1"
 wait_for_log "$WORK/coordinator.log" "attempt 1 of 2 failed: HTTP 503; next attempt in 4.0s" 10
-kill -KILL "$COORD_PID"
+kill_hard "$COORD_PID"
 [ "$(posts restart)" -eq 1 ] || fail "the receiver had $(posts restart) posts before the kill, expected 1"
 mv "$WORK/coordinator.log" "$WORK/coordinator-killed.log"
 "$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 \
