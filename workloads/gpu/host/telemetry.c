@@ -862,6 +862,9 @@ tel_backend_t *telemetry_nvml_backend(const char *lib, char *why, size_t whylen)
         g->info.vendor = "nvidia";
         nvml_device_name(n, g->dev, g->info.name, sizeof g->info.name);
         nvml_device_uuid(n, g->dev, g->info.uuid, sizeof g->info.uuid);
+        nvml_device_memory_total(n, g->dev, &g->info.memory_bytes);
+        nvml_device_vbios(n, g->dev, g->info.vbios, sizeof g->info.vbios);
+        nvml_device_inforom(n, g->dev, g->info.inforom, sizeof g->info.inforom);
         nvml_pcie_t link;
         if (nvml_pcie_link(n, g->dev, &link) == 0) {
             g->info.pcie_max_gen = link.max_gen;
@@ -997,6 +1000,8 @@ tel_backend_t *telemetry_rocm_backend(const char *lib, char *why, size_t whylen)
         g->dev = i;
         g->info.vendor = "amd";
         rocm_smi_device_name(r, i, g->info.name, sizeof g->info.name);
+        rocm_smi_memory_total(r, i, &g->info.memory_bytes);
+        rocm_smi_device_vbios(r, i, g->info.vbios, sizeof g->info.vbios);
         tel_pcie_link_t link;
         if (telemetry_sysfs_link("", g->info.pci, &link) == 0) {
             g->info.pcie_max_gen = link.max_gen;
