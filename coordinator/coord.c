@@ -419,6 +419,7 @@ static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
         free(r->node);
         r->node = xstrdup(node->name);
     }
+    coord_expect_result(self, r); /* the campaign's expected hardware (coord_expect.c) */
     int rc = store_result_insert(self->store, r, fb_now_ms());
     if (rc == 0) {
         log_info("result %s from %s: %s%s%s", r->task_id, node->name, fb_verdict_name(r->verdict),
@@ -724,6 +725,7 @@ void coord_destroy(coord_t **self_p)
         s_node_free(value);
     strmap_destroy(&self->nodes);
     strmap_destroy(&self->identities);
+    coord_expect_destroy(self);
     store_destroy(&self->store);
     fb_rendezvous_destroy(&self->rendezvous);
     free(self);
@@ -792,6 +794,7 @@ int coord_send_run_task(coord_t *self, const char *name, Fleetburn__RunTask *tas
     node_t *node = strmap_get(self->nodes, name);
     if (!node || !node->alive)
         return -EHOSTUNREACH;
+    coord_fingerprint_dispatch(self, task->campaign_id, name); /* coord_expect.c */
     /* Tasks are on disk before the first agent hears of them (the runner's promise to the
      * timeline); the rest of the burst shares that commit. */
     if (!self->dispatched) {

@@ -93,6 +93,8 @@ struct coord {
     size_t n_given_up;
     uint64_t n_bad;         /* messages dropped before they reached a handler */
     fb_ratelimit_t bad_log; /* their log lines */
+    strmap_t *fingerprinted; /* node -> id (heap) of the campaign its fingerprint was recorded for
+                                (coord_expect.c) */
 };
 
 /* Sends env to the peer with the given ROUTER identity (hex). 0 or -errno. */
@@ -127,6 +129,14 @@ void coord_campaigns_hello(coord_t *self, const char *node, char **running, size
                            char **unacked, size_t n_unacked);
 /* A frozen campaign rebuilt from the store (after the store was unwritable for `down`). */
 void coord_campaign_reload(coord_t *self, campaign_slot_t *slot, const char *down);
+/* coord_expect.c */
+/* A result about to be stored, of a campaign with an expect section: a health result gets the
+ * node's mismatches as findings (and fails), a GPU workload skipped on a node expected to have
+ * GPUs fails. */
+void coord_expect_result(coord_t *self, fb_result_t *r);
+/* A task of campaign_id goes to node: its fingerprint is recorded, once per campaign. */
+void coord_fingerprint_dispatch(coord_t *self, const char *campaign_id, const char *node);
+void coord_expect_destroy(coord_t *self);
 /* coord_store_health.c */
 /* A commit failed (rc): results stay unacknowledged, campaigns are held, the store is retried. */
 void coord_store_failed(coord_t *self, int rc);

@@ -165,11 +165,29 @@ static const char s_schema_v2[] =
     ");";
 /* clang-format on */
 
+/* Environment fingerprints (coordinator/store_fingerprint.c, docs/timeline-store.md): the versions
+ * of what each node ran each campaign on (driver, CUDA, NCCL, VBIOS, firmware, kernel, BIOS, OS,
+ * fleetburn), taken from the node's inventory when the campaign first gives it a task, so that a
+ * report says what changed on which nodes since their previous campaign. */
+/* clang-format off */
+static const char s_schema_fingerprints[] =
+    "CREATE TABLE fingerprints ("
+    "  campaign_id TEXT NOT NULL REFERENCES campaigns(id),"
+    "  node TEXT NOT NULL,"
+    "  component TEXT NOT NULL,"
+    "  version TEXT NOT NULL,"
+    "  time_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY (campaign_id, node, component)"
+    ");"
+    "CREATE INDEX fingerprints_by_node ON fingerprints(node, campaign_id);";
+/* clang-format on */
+
 /* s_migrations[v] takes a database from schema version v to v + 1. Append only: a released
  * step is never edited, a change is a new step (ALTER TABLE, new tables, data rewrites). */
 static const char *const s_migrations[] = {
     s_schema_v1, /* 0 -> 1 */
     s_schema_v2, /* 1 -> 2 */
+    s_schema_fingerprints, /* 2 -> 3: fingerprints */
 };
 
 _Static_assert(sizeof s_migrations / sizeof s_migrations[0] == STORE_SCHEMA_VERSION,

@@ -415,11 +415,24 @@ typedef struct {
     size_t n;
 } s_list_t;
 
+/* The kind of part a mismatch names, as the health sweep's findings name it. */
+static const char *s_kind(const char *field, const char *part)
+{
+    if (!strcmp(field, "memory"))
+        return "memory";
+    if (!strcmp(field, "pcie") || !strcmp(field, "ib_rate"))
+        return "link";
+    if (!strcmp(field, "ib_ports"))
+        return "nic";
+    return strchr(part, '/') ? "gpu" : "node";
+}
+
 static void s_add(s_list_t *l, const char *field, char *part, const char *expected, char *found,
                   char *what)
 {
     l->v = xrealloc(l->v, (l->n + 1) * sizeof *l->v);
-    l->v[l->n++] = (fb_mismatch_t){xstrdup(field), part, xstrdup(expected), found, what};
+    l->v[l->n++] =
+        (fb_mismatch_t){xstrdup(field), part, xstrdup(expected), found, what, s_kind(field, part)};
 }
 
 static bool s_size_ok(uint64_t found, uint64_t expected)

@@ -125,6 +125,7 @@ typedef struct {
     char *expected; /* "8", "H200", "141GiB" */
     char *found;    /* "6", "NVIDIA H100 80GB HBM3", "79.6 GiB on gpu[0-7]" */
     char *what;     /* one line: "gpus: expected 8, found 6 (missing 0000:1b:00.0, ...)" */
+    const char *kind; /* the part's kind, as findings name it: node, gpu, memory, nic, link */
 } fb_mismatch_t;
 
 /* Checks node's facts against entry e. before (may be NULL) is an earlier inventory of the same
