@@ -22,19 +22,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The stage of task_id ("<campaign>/<stage>/..."), or NULL. */
+/* The stage of task_id ("<campaign>/<stage index>/..."), or NULL. */
 static const fb_stage_t *s_stage_of(const fb_campaign_t *c, const char *campaign_id,
                                     const char *task_id)
 {
     size_t len = strlen(campaign_id);
     if (strncmp(task_id, campaign_id, len) || task_id[len] != '/')
         return NULL;
-    const char *name = task_id + len + 1;
-    size_t n = strcspn(name, "/");
-    for (size_t i = 0; i < c->n_stages; i++)
-        if (strlen(c->stages[i].name) == n && !strncmp(c->stages[i].name, name, n))
-            return &c->stages[i];
-    return NULL;
+    char *end = NULL;
+    unsigned long idx = strtoul(task_id + len + 1, &end, 10);
+    if (end == task_id + len + 1 || *end != '/' || idx >= c->n_stages)
+        return NULL;
+    return &c->stages[idx];
 }
 
 /* A passing (or skipped) result fails; its error says why unless it has one. */
