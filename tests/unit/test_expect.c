@@ -252,6 +252,15 @@ static void test_check_matching_node(void **state)
     s_check_is(s_full, &f, NULL, "");
     fb_node_facts_clear(&f);
 
+    /* A real H100 VM (bench/results/expect-h100-2026-11-24): NVML's 85520809984 bytes (81559
+     * MiB), MemTotal 131981020 kB of 128 GiB, a Gen5 x16 link */
+    fb_node_facts_t h100 = {.mem_total_bytes = 131981020ull * 1024};
+    fb_node_facts_add_gpu(&h100, "0000:00:06.0", "NVIDIA H100 80GB HBM3", 85520809984ull, 5, 16);
+    s_check_is("expect: {gpus: 1, gpu_model: H100, gpu_memory: 80GiB, memory: 128GiB, "
+               "pcie: gen5x16, ib_ports: 0}\n",
+               &h100, NULL, "");
+    fb_node_facts_clear(&h100);
+
     /* A CPU node that must have none. */
     fb_node_facts_t cpu = {.mem_total_bytes = 503ull * GIB + 800 * MIB};
     s_check_is("expect: {gpus: 0, memory: 512GiB, ib_ports: 0}\n", &cpu, NULL, "");

@@ -98,9 +98,9 @@ static void test_per_device(void **state)
 }
 
 static const char *s_probe_text =
-    "gpu 0000:41:00.0 memory=85521129472 vbios=96.00.99.00.01 inforom=G520.0200.00.05 "
+    "gpu 0000:41:00.0 memory=85520809984 vbios=96.00.99.00.01 inforom=G520.0200.00.05 "
     "name=NVIDIA H100 80GB HBM3\n"
-    "gpu 0000:C1:00.0 memory=85521129472 vbios=96.00.99.00.02 name=NVIDIA H100 80GB HBM3\n"
+    "gpu 0000:C1:00.0 memory=85520809984 vbios=96.00.99.00.02 name=NVIDIA H100 80GB HBM3\n"
     "versions: kernel=9.9 nvidia_driver=999.1 cuda_driver=13.0 nvml=13.580.65.06 "
     "gpu_vbios=x nccl=2.27.3 rocm=6.4.1\n";
 
@@ -110,7 +110,7 @@ static void test_merge(void **state)
     Fleetburn__Inventory *inv = inventory_read(S_ROOT);
     assert_int_equal(gpuprobe_merge(inv, s_probe_text, strlen(s_probe_text)), 2);
     assert_string_equal(inv->gpus[0]->model, "NVIDIA H100 80GB HBM3");
-    assert_int_equal(inv->gpus[0]->memory_bytes, 85521129472ull);
+    assert_int_equal(inv->gpus[0]->memory_bytes, 85520809984ull);
     assert_string_equal(inv->gpus[1]->model, "NVIDIA H100 80GB HBM3"); /* PCI in any case */
     assert_string_equal(s_sw(inv, "gpu_vbios"), "gpu0:96.00.99.00.01,gpu1:96.00.99.00.02");
     assert_string_equal(s_sw(inv, "gpu_inforom"), "gpu0:G520.0200.00.05,gpu1:?");
@@ -122,7 +122,7 @@ static void test_merge(void **state)
     assert_string_equal(s_sw(inv, "nvidia_driver"), "580.65.06");
     assert_null(s_sw(inv, "nvml")); /* not a key the inventory takes */
     char *json = inventory_to_json(inv);
-    assert_non_null(strstr(json, "\"model\":\"NVIDIA H100 80GB HBM3\",\"memory_bytes\":85521129472"));
+    assert_non_null(strstr(json, "\"model\":\"NVIDIA H100 80GB HBM3\",\"memory_bytes\":85520809984"));
     free(json);
     s_valid_hello(inv);
     inventory_free(&inv);
@@ -191,7 +191,7 @@ static void test_run(void **state)
     Fleetburn__Inventory *inv = inventory_read(S_ROOT);
     gpuprobe_run(inv, worker, GPUPROBE_TIMEOUT_MS);
     assert_string_equal(inv->gpus[1]->model, "NVIDIA H100 80GB HBM3");
-    assert_int_equal(inv->gpus[1]->memory_bytes, 85521129472ull);
+    assert_int_equal(inv->gpus[1]->memory_bytes, 85520809984ull);
     assert_string_equal(s_sw(inv, "gpu_vbios"), "96.00.99.00.01");
     assert_string_equal(s_sw(inv, "gpu_inforom"), "G520.0200.00.05");
     assert_string_equal(s_sw(inv, "cuda_driver"), "13.0");

@@ -56,9 +56,9 @@ static int s_teardown(void **state)
     return 0;
 }
 
-static const char *s_probe = "gpu 0000:41:00.0 memory=85521129472 vbios=96.00.99.00.01 "
+static const char *s_probe = "gpu 0000:41:00.0 memory=85520809984 vbios=96.00.99.00.01 "
                              "name=NVIDIA H100 80GB HBM3\n"
-                             "gpu 0000:c1:00.0 memory=85521129472 vbios=96.00.99.00.01 "
+                             "gpu 0000:c1:00.0 memory=85520809984 vbios=96.00.99.00.01 "
                              "name=NVIDIA H100 80GB HBM3\n"
                              "versions: cuda_driver=13.0 nccl=2.27.3\n";
 
@@ -99,7 +99,7 @@ static void test_facts(void **state)
     assert_int_equal(now.n_gpus, 2);
     assert_string_equal(now.gpus[0].pci, "0000:41:00.0");
     assert_string_equal(now.gpus[0].model, "NVIDIA H100 80GB HBM3");
-    assert_int_equal(now.gpus[0].memory_bytes, 85521129472ull);
+    assert_int_equal(now.gpus[0].memory_bytes, 85520809984ull);
     assert_int_equal(now.gpus[0].gen, 5);
     assert_int_equal(now.gpus[0].width, 16);
     assert_int_equal(now.n_ports, 1);
