@@ -25,7 +25,7 @@
 #define S_MODEL_MAX 96   /* within the wire's limit on Gpu.model */
 #define S_VERSION_MAX 64 /* a VBIOS, InfoROM, driver or library version */
 
-/* ---- merging ---------------------------------------------------------------------------------- */
+/* ---- merging --------------------------------------------------------------------------------- */
 
 /* Printable ASCII, 1..max bytes; blanks allowed only when blanks is set. */
 static bool s_text_ok(const char *v, size_t max, bool blanks)
@@ -113,7 +113,7 @@ static bool s_gpu_line(Fleetburn__Inventory *inv, char *line, char **vbios, char
 /* The versions the agent does not read itself (health.h health_versions names the keys). */
 static void s_versions_line(Fleetburn__Inventory *inv, char *p)
 {
-    static const char *const keys[] = {"cuda_driver", "nccl",          "rccl",
+    static const char *const keys[] = {"cuda_driver",   "nccl",          "rccl",
                                        "amdgpu_driver", "nvidia_driver", "rocm"};
     for (char *save = NULL, *tok = strtok_r(p, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
         char *eq = strchr(tok, '=');
@@ -135,7 +135,8 @@ size_t gpuprobe_merge(Fleetburn__Inventory *inv, const char *text, size_t len)
 {
     char *buf = xstrndup(text, len); /* a NUL byte ends the text */
     size_t n = inv->n_gpus, described = 0;
-    char **vbios = xcalloc(n ? n : 1, sizeof *vbios), **inforom = xcalloc(n ? n : 1, sizeof *inforom);
+    char **vbios = xcalloc(n ? n : 1, sizeof *vbios),
+         **inforom = xcalloc(n ? n : 1, sizeof *inforom);
     for (char *line = buf, *next; line && *line; line = next) {
         next = strchr(line, '\n');
         if (next)
@@ -154,12 +155,12 @@ size_t gpuprobe_merge(Fleetburn__Inventory *inv, const char *text, size_t len)
     char **names = xcalloc(n ? n : 1, sizeof *names);
     for (size_t i = 0; i < n; i++)
         names[i] = xasprintf("gpu%zu", i);
-    inventory_add_software(inv, "gpu_vbios",
-                           inventory_per_device((const char *const *)names,
-                                                (const char *const *)vbios, n));
-    inventory_add_software(inv, "gpu_inforom",
-                           inventory_per_device((const char *const *)names,
-                                                (const char *const *)inforom, n));
+    inventory_add_software(
+        inv, "gpu_vbios",
+        inventory_per_device((const char *const *)names, (const char *const *)vbios, n));
+    inventory_add_software(
+        inv, "gpu_inforom",
+        inventory_per_device((const char *const *)names, (const char *const *)inforom, n));
     for (size_t i = 0; i < n; i++) {
         free(names[i]);
         free(vbios[i]);
@@ -172,7 +173,7 @@ size_t gpuprobe_merge(Fleetburn__Inventory *inv, const char *text, size_t len)
     return described;
 }
 
-/* ---- running ---------------------------------------------------------------------------------- */
+/* ---- running --------------------------------------------------------------------------------- */
 
 static uint64_t s_left(uint64_t deadline)
 {

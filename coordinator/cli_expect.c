@@ -31,17 +31,18 @@ int cli_expect(cli_t *cli)
     rc = store_agent_facts(store, cli->from, &facts, NULL, &when);
     if (rc == -ENOENT) {
         char shown[64];
-        fprintf(stderr, "fleetburn expect: no inventory of node '%s' in %s (`fleetburn nodes` "
-                        "lists the nodes it knows)\n",
+        fprintf(stderr,
+                "fleetburn expect: no inventory of node '%s' in %s (`fleetburn nodes` "
+                "lists the nodes it knows)\n",
                 fb_show_value(cli->from, shown, sizeof shown), cli->db);
     } else if (rc) {
         fprintf(stderr, "fleetburn expect: cannot read %s: %s\n", cli->db, store_errmsg(store));
     } else {
         char iso[40];
-        char *comment = xasprintf("what %s had in its inventory of %s (fleetburn expect --from "
-                                  "%s)",
-                                  cli->from, when ? fb_iso8601(when, iso, sizeof iso) : "unknown time",
-                                  cli->from);
+        char *comment = xasprintf(
+            "what %s had in its inventory of %s (fleetburn expect --from "
+            "%s)",
+            cli->from, when ? fb_iso8601(when, iso, sizeof iso) : "unknown time", cli->from);
         char *text = fb_expect_from_facts(&facts, comment);
         fputs(text, stdout);
         free(text);

@@ -70,8 +70,7 @@ static void s_check_health(coord_t *self, const char *campaign_id, fb_result_t *
 }
 
 static void s_check_gpu_skip(coord_t *self, const char *campaign_id, const fb_stage_t *stage,
-                             fb_result_t *r, const fb_expect_entry_t *e,
-                             const fb_node_facts_t *now)
+                             fb_result_t *r, const fb_expect_entry_t *e, const fb_node_facts_t *now)
 {
     if (!fb_expect_wants_gpus(e) || now->n_gpus > 0)
         return; /* a node with GPUs skips only for reasons of its own (a dtype it cannot run) */
@@ -81,8 +80,8 @@ static void s_check_gpu_skip(coord_t *self, const char *campaign_id, const fb_st
     char *what = xasprintf("gpus: expected %s, found 0 (%s found none: %s)", expected,
                            stage->workload, r->error ? r->error : "skipped");
     fb_result_add_finding(r, r->node, "node", what);
-    char *why = xasprintf("%s found no GPUs on a node the campaign's expect says has %s", stage->workload,
-                          expected);
+    char *why = xasprintf("%s found no GPUs on a node the campaign's expect says has %s",
+                          stage->workload, expected);
     s_fail(r, why);
     coord_event(self, campaign_id, r->task_id, r->node, "expect", "%s", what);
     free(why);

@@ -63,8 +63,8 @@ static s_bucket_t *s_buckets(const report_env_t *env, bool by_previous, size_t *
         const store_node_fingerprint_t *node = &env->nodes[i];
         if (by_previous && !node->previous_campaign)
             continue;
-        char *key = by_previous ? xstrdup(node->previous_campaign)
-                                : s_fingerprint_key(&node->fingerprint);
+        char *key =
+            by_previous ? xstrdup(node->previous_campaign) : s_fingerprint_key(&node->fingerprint);
         size_t at = (size_t)(uintptr_t)strmap_get(index, key);
         if (!at) {
             b = xrealloc(b, (n + 1) * sizeof *b);
@@ -169,8 +169,8 @@ void report__env_text(const report_env_t *env, FILE *out)
                 env->n_compared, env->n_nodes, env->n_nodes == 1 ? "" : "s");
         return;
     }
-    fprintf(out, "\nchanges since previous campaign (%zu of %zu node%s ran one)\n",
-            env->n_compared, env->n_nodes, env->n_nodes == 1 ? "" : "s");
+    fprintf(out, "\nchanges since previous campaign (%zu of %zu node%s ran one)\n", env->n_compared,
+            env->n_nodes, env->n_nodes == 1 ? "" : "s");
     for (size_t i = 0; i < env->n_changes; i++) {
         char *line = fb_fp_group_line(&env->changes[i]);
         char *clean = s_clean(line);

@@ -185,8 +185,8 @@ static const char s_schema_fingerprints[] =
 /* s_migrations[v] takes a database from schema version v to v + 1. Append only: a released
  * step is never edited, a change is a new step (ALTER TABLE, new tables, data rewrites). */
 static const char *const s_migrations[] = {
-    s_schema_v1, /* 0 -> 1 */
-    s_schema_v2, /* 1 -> 2 */
+    s_schema_v1,           /* 0 -> 1 */
+    s_schema_v2,           /* 1 -> 2 */
     s_schema_fingerprints, /* 2 -> 3: fingerprints */
 };
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- statements ------------------------------------------------------------------------------- */
+/* ---- statements ------------------------------------------------------------------------------ */
 
 static sqlite3_stmt *s_prepare(store_t *self, const char *sql, const char *what)
 {
@@ -58,7 +58,7 @@ static int s_one_text(store_t *self, const char *sql, const char *a, const char 
     return rc < 0 ? rc : 0;
 }
 
-/* ---- facts ------------------------------------------------------------------------------------ */
+/* ---- facts ----------------------------------------------------------------------------------- */
 
 /* Fills f from an inventory JSON text (docs/inventory.md): memory, GPUs in inventory (PCI) order,
  * HCA ports. */
@@ -103,8 +103,8 @@ static int s_facts_of_json(store_t *self, const char *json, fb_node_facts_t *f)
     while ((rc = s_step(self, st, what)) > 0) {
         sqlite3_int64 port = sqlite3_column_int64(st, 1), mbps = sqlite3_column_int64(st, 3);
         fb_node_facts_add_port(f, store__col_text(st, 0),
-                               port > 0 && port < 256 ? (unsigned)port : 0,
-                               store__col_text(st, 2), mbps > 0 ? (double)mbps / 1000.0 : 0);
+                               port > 0 && port < 256 ? (unsigned)port : 0, store__col_text(st, 2),
+                               mbps > 0 ? (double)mbps / 1000.0 : 0);
     }
     sqlite3_finalize(st);
     return rc;
@@ -161,7 +161,7 @@ int store_agent_facts(store_t *self, const char *node, fb_node_facts_t *now,
     return err;
 }
 
-/* ---- fingerprints ----------------------------------------------------------------------------- */
+/* ---- fingerprints ---------------------------------------------------------------------------- */
 
 /* The fingerprint of an inventory JSON text: fleetburn is the agent's version, the rest comes
  * from its software map (components fb_fingerprint_component does not know are left out). */
@@ -321,8 +321,7 @@ static int s_campaign_fingerprints(store_t *self, const char *campaign_id,
         }
         err = err ? err : rc < 0 ? rc : 0;
         if (!err && v[i].previous_campaign)
-            err = s_read_fingerprint(self, rows, v[i].previous_campaign, v[i].node,
-                                     &v[i].previous);
+            err = s_read_fingerprint(self, rows, v[i].previous_campaign, v[i].node, &v[i].previous);
     }
     sqlite3_finalize(nodes);
     sqlite3_finalize(rows);
@@ -378,9 +377,9 @@ int store_fingerprint_changes(store_t *self, const char *base_id, const char *ca
     for (size_t i = 0; i < n_now; i++) {
         const store_node_fingerprint_t *b =
             base_id ? bsearch(now[i].node, base, n_base, sizeof *base, s_by_node) : NULL;
-        const fb_fingerprint_t *before = base_id ? (b ? &b->fingerprint : NULL)
-                                                 : (now[i].previous_campaign ? &now[i].previous
-                                                                             : NULL);
+        const fb_fingerprint_t *before = base_id
+                                             ? (b ? &b->fingerprint : NULL)
+                                             : (now[i].previous_campaign ? &now[i].previous : NULL);
         nodes[i] = (fb_fp_node_t){now[i].node, before, &now[i].fingerprint};
         compared += before != NULL;
     }

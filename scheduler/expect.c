@@ -63,10 +63,9 @@ static int s_size(fb_yaml_t *y, const yaml_node_t *v, const char *path, uint64_t
         return fb_yaml_fail(y, fb_yaml_line(v), path, "'%s' is not a size; %s",
                             fb_show_value(text, shown, sizeof shown), expected);
     if (n < S_MIN_SIZE)
-        return fb_yaml_fail(y, fb_yaml_line(v), path,
-                            "'%s' is %llu bytes (a size without its unit?); %s",
-                            fb_show_value(text, shown, sizeof shown), (unsigned long long)n,
-                            expected);
+        return fb_yaml_fail(
+            y, fb_yaml_line(v), path, "'%s' is %llu bytes (a size without its unit?); %s",
+            fb_show_value(text, shown, sizeof shown), (unsigned long long)n, expected);
     *out = n;
     *text_out = xstrdup(text);
     return 0;
@@ -185,8 +184,8 @@ static int s_nodes(fb_yaml_t *y, const yaml_node_t *v, const char *path, char **
 static int s_field(fb_yaml_t *y, const yaml_node_t *k, const yaml_node_t *v, const char *path,
                    fb_expect_entry_t *e, unsigned *seen)
 {
-    static const char *const keys[] = {"nodes",    "gpus",    "gpu_model", "gpu_memory",
-                                       "memory",   "ib_ports", "ib_rate",  "pcie"};
+    static const char *const keys[] = {"nodes",  "gpus",     "gpu_model", "gpu_memory",
+                                       "memory", "ib_ports", "ib_rate",   "pcie"};
     if (k->type != YAML_SCALAR_NODE || fb_yaml_is_null(k) ||
         memchr(k->data.scalar.value, 0, k->data.scalar.length))
         return fb_yaml_fail(y, fb_yaml_line(k), path, "a key is %s; expected one of %s",
@@ -357,7 +356,7 @@ bool fb_expect_gpu_workload(const char *workload)
     return false;
 }
 
-/* ---- facts ------------------------------------------------------------------------------------ */
+/* ---- facts ----------------------------------------------------------------------------------- */
 
 void fb_node_facts_add_gpu(fb_node_facts_t *f, const char *pci, const char *model,
                            uint64_t memory_bytes, unsigned gen, unsigned width)
@@ -367,8 +366,8 @@ void fb_node_facts_add_gpu(fb_node_facts_t *f, const char *pci, const char *mode
                                             memory_bytes, gen, width};
 }
 
-void fb_node_facts_add_port(fb_node_facts_t *f, const char *name, unsigned port,
-                            const char *state, double rate_gbps)
+void fb_node_facts_add_port(fb_node_facts_t *f, const char *name, unsigned port, const char *state,
+                            double rate_gbps)
 {
     f->ports = xrealloc(f->ports, (f->n_ports + 1) * sizeof *f->ports);
     f->ports[f->n_ports++] =
@@ -408,7 +407,7 @@ unsigned fb_pcie_gen_of_speed(const char *speed)
     return 0;
 }
 
-/* ---- the check -------------------------------------------------------------------------------- */
+/* ---- the check ------------------------------------------------------------------------------- */
 
 typedef struct {
     fb_mismatch_t *v;
@@ -589,8 +588,9 @@ static void s_check_model(const fb_expect_entry_t *e, const char *node, const fb
     for (size_t i = 0; i < now->n_gpus; i++) {
         const char *model = now->gpus[i].model;
         if (!s_has_word(model, e->gpu_model))
-            s_group_add(&g, *model ? xasprintf("'%s'", model)
-                                   : xstrdup("no name (no GPU management library answered)"),
+            s_group_add(&g,
+                        *model ? xasprintf("'%s'", model)
+                               : xstrdup("no name (no GPU management library answered)"),
                         i);
     }
     s_groups_emit(&g, l, "gpu_model", e->gpu_model, node, now);
@@ -638,8 +638,7 @@ static void s_check_pcie(const fb_expect_entry_t *e, const char *node, const fb_
             snprintf(gen, sizeof gen, "gen%u", gpu->gen);
         if (gpu->width)
             snprintf(width, sizeof width, "x%u", gpu->width);
-        s_group_add(&g, xasprintf("%s%s", e->pcie_gen ? gen : "", e->pcie_width ? width : ""),
-                    i);
+        s_group_add(&g, xasprintf("%s%s", e->pcie_gen ? gen : "", e->pcie_width ? width : ""), i);
     }
     s_groups_emit(&g, l, "pcie", expected, node, now);
 }
@@ -770,7 +769,7 @@ void fb_mismatches_free(fb_mismatch_t *m, size_t n)
     free(m);
 }
 
-/* ---- expect --from ---------------------------------------------------------------------------- */
+/* ---- expect --from --------------------------------------------------------------------------- */
 
 typedef struct {
     char *text;
@@ -837,9 +836,10 @@ static void s_from_gpus(s_buf_t *b, const fb_node_facts_t *f)
     if (same_model)
         s_put(b, "  gpu_model: \"%s\"\n", f->gpus[0].model);
     else
-        s_put(b, "  # gpu_model: %s\n", f->gpus[0].model[0] ? "the GPUs have different models"
-                                                            : "no GPU management library named "
-                                                              "the GPUs");
+        s_put(b, "  # gpu_model: %s\n",
+              f->gpus[0].model[0] ? "the GPUs have different models"
+                                  : "no GPU management library named "
+                                    "the GPUs");
     if (lo)
         s_put_size(b, "gpu_memory", lo, hi);
     else

@@ -43,10 +43,10 @@ typedef struct {
     uint64_t memory;       /* host memory (MemTotal), bytes; 0: not stated */
     char *memory_text;
     bool has_ib_ports;
-    unsigned ib_ports;     /* HCA ports in state ACTIVE */
-    double ib_rate_gbps;   /* every active HCA port at least this; 0: not stated */
-    unsigned pcie_gen;     /* every GPU's link at least this generation; 0: not stated */
-    unsigned pcie_width;   /* ... and at least this width; 0: not stated */
+    unsigned ib_ports;   /* HCA ports in state ACTIVE */
+    double ib_rate_gbps; /* every active HCA port at least this; 0: not stated */
+    unsigned pcie_gen;   /* every GPU's link at least this generation; 0: not stated */
+    unsigned pcie_width; /* ... and at least this width; 0: not stated */
     /* the nodes expanded on first use (fb_expect_for_node), sorted */
     char **names;
     size_t n_names;
@@ -92,9 +92,9 @@ typedef struct {
 } fb_gpu_facts_t;
 
 typedef struct {
-    char *name;   /* "mlx5_0" */
+    char *name; /* "mlx5_0" */
     unsigned port;
-    char *state;  /* "ACTIVE", "DOWN" ...; "" unknown */
+    char *state; /* "ACTIVE", "DOWN" ...; "" unknown */
     double rate_gbps;
 } fb_port_facts_t;
 
@@ -109,22 +109,22 @@ typedef struct {
 /* Appends a GPU or a port (strings copied; NULL reads as ""). */
 void fb_node_facts_add_gpu(fb_node_facts_t *f, const char *pci, const char *model,
                            uint64_t memory_bytes, unsigned gen, unsigned width);
-void fb_node_facts_add_port(fb_node_facts_t *f, const char *name, unsigned port,
-                            const char *state, double rate_gbps);
+void fb_node_facts_add_port(fb_node_facts_t *f, const char *name, unsigned port, const char *state,
+                            double rate_gbps);
 /* Frees what f holds and zeroes it. */
 void fb_node_facts_clear(fb_node_facts_t *f);
 /* The PCIe generation of a link speed as sysfs prints it: "32.0 GT/s PCIe" and "32 GT/s" are 5,
  * "2.5 GT/s" is 1; 0 for anything else. */
 unsigned fb_pcie_gen_of_speed(const char *speed);
 
-/* ---- The check -------------------------------------------------------------------------------- */
+/* ---- The check ------------------------------------------------------------------------------- */
 
 typedef struct {
-    char *field;    /* the key: "gpus", "gpu_memory", ... */
-    char *part;     /* what differs: the node, or "<node>/gpu3", "<node>/mlx5_2:1" */
-    char *expected; /* "8", "H200", "141GiB" */
-    char *found;    /* "6", "NVIDIA H100 80GB HBM3", "79.6 GiB on gpu[0-7]" */
-    char *what;     /* one line: "gpus: expected 8, found 6 (missing 0000:1b:00.0, ...)" */
+    char *field;      /* the key: "gpus", "gpu_memory", ... */
+    char *part;       /* what differs: the node, or "<node>/gpu3", "<node>/mlx5_2:1" */
+    char *expected;   /* "8", "H200", "141GiB" */
+    char *found;      /* "6", "NVIDIA H100 80GB HBM3", "79.6 GiB on gpu[0-7]" */
+    char *what;       /* one line: "gpus: expected 8, found 6 (missing 0000:1b:00.0, ...)" */
     const char *kind; /* the part's kind, as findings name it: node, gpu, memory, nic, link */
 } fb_mismatch_t;
 

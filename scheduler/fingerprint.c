@@ -125,8 +125,12 @@ size_t fb_fingerprint_group(const fb_fp_node_t *nodes, size_t n, fb_fp_group_t *
                 j++;
             if (j == n_groups) {
                 g = xrealloc(g, (n_groups + 1) * sizeof *g);
-                g[n_groups++] = (fb_fp_group_t){xstrdup(ch[k].component), xstrdup(ch[k].before),
-                                                xstrdup(ch[k].after), NULL, 0, NULL};
+                g[n_groups++] = (fb_fp_group_t){xstrdup(ch[k].component),
+                                                xstrdup(ch[k].before),
+                                                xstrdup(ch[k].after),
+                                                NULL,
+                                                0,
+                                                NULL};
             }
             g[j].nodes = xrealloc(g[j].nodes, (g[j].n_nodes + 1) * sizeof *g[j].nodes);
             g[j].nodes[g[j].n_nodes++] = xstrdup(nodes[i].node);

@@ -73,8 +73,10 @@ int nvmlInit_v2(void)
         int name_at = 0;
         if (sscanf(line, "driver %63s", s_driver) == 1 || sscanf(line, "cuda %d", &s_cuda) == 1)
             continue;
-        if (s_n < MAX_GPUS && sscanf(line, "gpu %23s %llu %63s %63s %n", g->pci, &g->memory,
-                                     g->vbios, g->inforom, &name_at) == 4 && name_at) {
+        if (s_n < MAX_GPUS &&
+            sscanf(line, "gpu %23s %llu %63s %63s %n", g->pci, &g->memory, g->vbios, g->inforom,
+                   &name_at) == 4 &&
+            name_at) {
             snprintf(g->name, sizeof g->name, "%s", line + name_at);
             s_n++;
         }

@@ -438,9 +438,9 @@ static void test_pcie_gen(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_fields),        cmocka_unit_test(test_hostlist_entries),
-        cmocka_unit_test(test_parse_errors),        cmocka_unit_test(test_check_matching_node),
-        cmocka_unit_test(test_check_mismatches),    cmocka_unit_test(test_from_facts),
+        cmocka_unit_test(test_parse_fields),     cmocka_unit_test(test_hostlist_entries),
+        cmocka_unit_test(test_parse_errors),     cmocka_unit_test(test_check_matching_node),
+        cmocka_unit_test(test_check_mismatches), cmocka_unit_test(test_from_facts),
         cmocka_unit_test(test_pcie_gen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

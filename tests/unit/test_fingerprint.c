@@ -24,7 +24,7 @@ static void test_set_get(void **state)
     fb_fingerprint_set(&fp, "fleetburn", "0.9.0");
     fb_fingerprint_set(&fp, "kernel", "6.8.0-47-generic"); /* replaces */
     fb_fingerprint_set(&fp, "uptime", "5 days");           /* not a component */
-    fb_fingerprint_set(&fp, "os", "");                      /* empty: absent */
+    fb_fingerprint_set(&fp, "os", "");                     /* empty: absent */
     assert_int_equal(fp.n, 3);
     assert_string_equal(fp.items[0].component, "fleetburn");
     assert_string_equal(fp.items[1].component, "kernel");

@@ -122,7 +122,8 @@ static void test_merge(void **state)
     assert_string_equal(s_sw(inv, "nvidia_driver"), "580.65.06");
     assert_null(s_sw(inv, "nvml")); /* not a key the inventory takes */
     char *json = inventory_to_json(inv);
-    assert_non_null(strstr(json, "\"model\":\"NVIDIA H100 80GB HBM3\",\"memory_bytes\":85520809984"));
+    assert_non_null(
+        strstr(json, "\"model\":\"NVIDIA H100 80GB HBM3\",\"memory_bytes\":85520809984"));
     free(json);
     s_valid_hello(inv);
     inventory_free(&inv);
@@ -235,8 +236,10 @@ static void test_run(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_environment_fields), cmocka_unit_test(test_per_device),
-        cmocka_unit_test(test_merge),              cmocka_unit_test(test_merge_hostile),
+        cmocka_unit_test(test_environment_fields),
+        cmocka_unit_test(test_per_device),
+        cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_merge_hostile),
         cmocka_unit_test(test_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -105,8 +105,7 @@ typedef struct {
     X(name, nvmlReturn_t, (nvmlDevice_t, char *, unsigned), "nvmlDeviceGetName")                   \
     X(uuid, nvmlReturn_t, (nvmlDevice_t, char *, unsigned), "nvmlDeviceGetUUID")                   \
     X(vbios, nvmlReturn_t, (nvmlDevice_t, char *, unsigned), "nvmlDeviceGetVbiosVersion")          \
-    X(inforom, nvmlReturn_t, (nvmlDevice_t, char *, unsigned),                                     \
-      "nvmlDeviceGetInforomImageVersion")                                                          \
+    X(inforom, nvmlReturn_t, (nvmlDevice_t, char *, unsigned), "nvmlDeviceGetInforomImageVersion") \
     X(memory, nvmlReturn_t, (nvmlDevice_t, nvmlMemory_t *), "nvmlDeviceGetMemoryInfo")             \
     X(temperature, nvmlReturn_t, (nvmlDevice_t, int, unsigned *), "nvmlDeviceGetTemperature")      \
     X(field_values, nvmlReturn_t, (nvmlDevice_t, int, nvmlFieldValue_t *),                         \
