@@ -306,6 +306,7 @@ static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hel
     char *json = inventory_to_json(m->inventory);
     if (store_agent_upsert(self->store, node->name, "alive", summary, json, fb_now_ms()))
         log_error("cannot store agent %s: %s", node->name, store_errmsg(self->store));
+    coord_fingerprint_hello(self, node->name, m->inventory); /* coord_expect.c */
     coord_event(self, coord_campaign_holding(self, node->name), NULL, node->name, "agent",
                 "registered: %s (%zu unacknowledged results, %zu running tasks)", summary,
                 m->n_unacked_result_ids, m->n_running_task_ids);

@@ -11,12 +11,15 @@
  *   - A GPU workload's task that was `skipped` on a node whose inventory shows no GPUs while the
  *     expectation says it has some (a driver not loaded, GPUs fallen off the bus) fails instead,
  *     with a finding saying so: a burn-in that tested nothing is not a pass.
- * The fingerprint of a node is taken from its inventory when a campaign first sends it a task. */
+ * The fingerprint of a node is taken from the inventory of its Hello (kept in memory per node)
+ * when a campaign first sends it a task: one indexed lookup and a row per component, so that a
+ * campaign of thousands of nodes does not stall its first dispatch on JSON. */
 #include "coord_internal.h"
 
 #include "common/log.h"
 #include "common/util.h"
 #include "scheduler/expect.h"
+#include "scheduler/fingerprint.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -118,24 +121,59 @@ void coord_expect_result(coord_t *self, fb_result_t *r)
     fb_node_facts_clear(&earlier);
 }
 
+/* What the coordinator keeps per registered node: its fingerprint from its Hello, and the last
+ * campaign it was recorded for (a node belongs to one running campaign at a time). */
+typedef struct {
+    fb_fingerprint_t fp;
+    char *campaign;
+} s_node_fp_t;
+
+static void s_node_fp_free(s_node_fp_t *e)
+{
+    if (!e)
+        return;
+    fb_fingerprint_clear(&e->fp);
+    free(e->campaign);
+    free(e);
+}
+
+void coord_fingerprint_hello(coord_t *self, const char *node, const Fleetburn__Inventory *inv)
+{
+    if (!node || !inv)
+        return;
+    if (!self->fingerprinted)
+        self->fingerprinted = strmap_new();
+    s_node_fp_t *e = strmap_get(self->fingerprinted, node);
+    if (!e) {
+        e = xcalloc(1, sizeof *e);
+        strmap_put(self->fingerprinted, node, e);
+    }
+    fb_fingerprint_clear(&e->fp);
+    fb_fingerprint_set(&e->fp, "fleetburn", inv->agent_version);
+    for (size_t i = 0; i < inv->n_software; i++)
+        fb_fingerprint_set(&e->fp, inv->software[i]->key, inv->software[i]->value);
+}
+
 void coord_fingerprint_dispatch(coord_t *self, const char *campaign_id, const char *node)
 {
     if (!campaign_id || !node)
         return;
-    if (!self->fingerprinted)
-        self->fingerprinted = strmap_new();
-    /* A node belongs to one running campaign at a time: remembering the last one it was
-     * recorded for saves a query per task. */
-    const char *done = strmap_get(self->fingerprinted, node);
-    if (done && !strcmp(done, campaign_id))
-        return;
-    int rc = store_fingerprint_record(self->store, campaign_id, node, fb_now_ms());
+    s_node_fp_t *e = self->fingerprinted ? strmap_get(self->fingerprinted, node) : NULL;
+    if (e && e->campaign && !strcmp(e->campaign, campaign_id))
+        return; /* recorded for this campaign already: no query per task */
+    /* from the inventory of its Hello; a node known only to the store (it cannot be: tasks go to
+     * registered nodes) from the stored one */
+    int rc = e ? store_fingerprint_insert(self->store, campaign_id, node, &e->fp, fb_now_ms())
+               : store_fingerprint_record(self->store, campaign_id, node, fb_now_ms());
     if (rc) {
         log_warn("cannot record the fingerprint of %s in %s: %s", node, campaign_id,
                  store_errmsg(self->store));
         return;
     }
-    free(strmap_put(self->fingerprinted, node, xstrdup(campaign_id)));
+    if (e) {
+        free(e->campaign);
+        e->campaign = xstrdup(campaign_id);
+    }
 }
 
 void coord_expect_destroy(coord_t *self)
@@ -143,6 +181,6 @@ void coord_expect_destroy(coord_t *self)
     size_t pos = 0;
     void *value;
     while (self->fingerprinted && strmap_next(self->fingerprinted, &pos, NULL, &value))
-        free(value);
+        s_node_fp_free(value);
     strmap_destroy(&self->fingerprinted);
 }

@@ -93,8 +93,8 @@ struct coord {
     size_t n_given_up;
     uint64_t n_bad;         /* messages dropped before they reached a handler */
     fb_ratelimit_t bad_log; /* their log lines */
-    strmap_t *fingerprinted; /* node -> id (heap) of the campaign its fingerprint was recorded for
-                                (coord_expect.c) */
+    strmap_t *fingerprinted; /* node -> its fingerprint from its Hello and the campaign it was
+                                last recorded for (coord_expect.c) */
 };
 
 /* Sends env to the peer with the given ROUTER identity (hex). 0 or -errno. */
@@ -134,6 +134,8 @@ void coord_campaign_reload(coord_t *self, campaign_slot_t *slot, const char *dow
  * node's mismatches as findings (and fails), a GPU workload skipped on a node expected to have
  * GPUs fails. */
 void coord_expect_result(coord_t *self, fb_result_t *r);
+/* A node registered: its fingerprint (from inv) is kept for the campaigns it will run. */
+void coord_fingerprint_hello(coord_t *self, const char *node, const Fleetburn__Inventory *inv);
 /* A task of campaign_id goes to node: its fingerprint is recorded, once per campaign. */
 void coord_fingerprint_dispatch(coord_t *self, const char *campaign_id, const char *node);
 void coord_expect_destroy(coord_t *self);

@@ -305,6 +305,11 @@ static const char *const s_sql[STMT_COUNT] = {
                         " ORDER BY time_ms, id",
     [STMT_EVENTS_OF] = "SELECT id, time_ms, campaign_id, task_id, node, kind, message FROM events"
                        " WHERE campaign_id = ?1 ORDER BY time_ms, id",
+    [STMT_FINGERPRINT_SEEN] =
+        "SELECT 1 FROM fingerprints WHERE campaign_id = ?1 AND node = ?2 LIMIT 1",
+    [STMT_FINGERPRINT_INSERT] =
+        "INSERT OR IGNORE INTO fingerprints(campaign_id, node, component, version, time_ms)"
+        " SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM campaigns WHERE id = ?1)",
 };
 
 /* ---- Errors ------------------------------------------------------------------------------ */

@@ -263,6 +263,12 @@ int store_agent_facts(store_t *self, const char *node, fb_node_facts_t *now,
 int store_fingerprint_record(store_t *self, const char *campaign_id, const char *node,
                              uint64_t now_ms);
 
+/* Records fp as node's fingerprint in campaign_id (the coordinator keeps each registered node's
+ * fingerprint from its Hello), once per node and campaign as store_fingerprint_record. An empty
+ * fp is recorded as fleetburn = unknown. */
+int store_fingerprint_insert(store_t *self, const char *campaign_id, const char *node,
+                             const fb_fingerprint_t *fp, uint64_t now_ms);
+
 typedef struct {
     char *node;
     fb_fingerprint_t fingerprint; /* in this campaign */

@@ -183,26 +183,40 @@ static int s_fingerprint_of_json(store_t *self, const char *json, fb_fingerprint
     return rc;
 }
 
-static int s_insert_fingerprint(store_t *self, const char *campaign_id, const char *node,
-                                const fb_fingerprint_t *fp, uint64_t now_ms)
+int store_fingerprint_insert(store_t *self, const char *campaign_id, const char *node,
+                             const fb_fingerprint_t *fp, uint64_t now_ms)
 {
-    const char *what = "storing a fingerprint";
-    sqlite3_stmt *st = s_prepare(self,
-                                 "INSERT OR IGNORE INTO fingerprints(campaign_id, node, component,"
-                                 " version, time_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-                                 what);
+    if (!campaign_id || !node || !fp)
+        return store__fail(self, -EINVAL,
+                           "fingerprint: campaign, node and fingerprint are required");
+    sqlite3_stmt *st = store__stmt(self, STMT_FINGERPRINT_SEEN);
     if (!st)
         return -EIO;
+    store__bind_text(st, 1, campaign_id);
+    store__bind_text(st, 2, node);
+    int rc = s_step(self, st, "looking up a fingerprint");
+    if (rc > 0)
+        sqlite3_reset(st);
+    if (rc)
+        return rc < 0 ? rc : 0; /* taken when the campaign first gave the node a task */
+    const char *what = "storing a fingerprint";
+    /* an empty fingerprint is recorded all the same, so that it is taken once */
+    fb_fp_item_t unknown = {"fleetburn", "unknown"};
+    const fb_fp_item_t *items = fp->n ? fp->items : &unknown;
+    size_t n = fp->n ? fp->n : 1;
     int err = 0;
-    for (size_t i = 0; i < fp->n && !err; i++) {
+    for (size_t i = 0; i < n && !err; i++) {
+        if (!(st = store__stmt(self, STMT_FINGERPRINT_INSERT)))
+            return -EIO;
         store__bind_text(st, 1, campaign_id);
         store__bind_text(st, 2, node);
-        store__bind_text(st, 3, fp->items[i].component);
-        store__bind_text(st, 4, fp->items[i].version);
+        store__bind_text(st, 3, items[i].component);
+        store__bind_text(st, 4, items[i].version);
         sqlite3_bind_int64(st, 5, (sqlite3_int64)now_ms);
         err = store__run(self, st, what);
+        if (!err && i == 0 && sqlite3_changes(self->db) == 0)
+            err = store__fail(self, -ENOENT, "fingerprint: no campaign %s", campaign_id);
     }
-    sqlite3_finalize(st);
     return err;
 }
 
@@ -214,34 +228,18 @@ int store_fingerprint_record(store_t *self, const char *campaign_id, const char 
     int err = store__begin(self);
     if (err)
         return err;
-    char *seen = NULL, *json = NULL;
-    err = s_one_text(self, "SELECT 1 FROM fingerprints WHERE campaign_id = ?1 AND node = ?2",
-                     campaign_id, node, "looking up a fingerprint", &seen);
-    bool recorded = seen != NULL;
-    free(seen);
-    if (!err && recorded)
-        return store__end(self, 0); /* taken when the campaign first gave the node a task */
-    char *campaign = NULL;
-    if (!err)
-        err = s_one_text(self, "SELECT id FROM campaigns WHERE id = ?1", campaign_id, NULL,
-                         "looking up a campaign", &campaign);
-    if (!err && !campaign)
-        err = store__fail(self, -ENOENT, "fingerprint: no campaign %s", campaign_id);
-    free(campaign);
-    if (!err)
-        err = s_one_text(self,
-                         "SELECT inventory_json FROM agents WHERE name = ?1"
-                         " AND json_valid(inventory_json) AND json_type(inventory_json) = 'object'",
-                         node, NULL, "reading a node's inventory", &json);
+    char *json = NULL;
+    err = s_one_text(self,
+                     "SELECT inventory_json FROM agents WHERE name = ?1"
+                     " AND json_valid(inventory_json) AND json_type(inventory_json) = 'object'",
+                     node, NULL, "reading a node's inventory", &json);
     if (!err && !json)
         err = store__fail(self, -ENOENT, "fingerprint: no inventory of node %s", node);
     fb_fingerprint_t fp = {0};
     if (!err)
         err = s_fingerprint_of_json(self, json, &fp);
-    if (!err && !fp.n) /* recorded all the same, so that it is taken once */
-        fb_fingerprint_set(&fp, "fleetburn", "unknown");
     if (!err)
-        err = s_insert_fingerprint(self, campaign_id, node, &fp, now_ms);
+        err = store_fingerprint_insert(self, campaign_id, node, &fp, now_ms);
     fb_fingerprint_clear(&fp);
     free(json);
     return store__end(self, err);

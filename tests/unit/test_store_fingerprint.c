@@ -205,6 +205,28 @@ static void test_fingerprints(void **state)
     free(line);
     fb_fp_groups_free(g, n);
 
+    /* From a fingerprint in memory (what the coordinator keeps from each Hello): once, too. */
+    fb_fingerprint_t mine = {0};
+    fb_fingerprint_set(&mine, "fleetburn", "9.9");
+    fb_fingerprint_set(&mine, "kernel", "7.0");
+    assert_int_equal(store_fingerprint_insert(s, "c3", "n9", &mine, 3002), 0);
+    fb_fingerprint_set(&mine, "kernel", "7.1");
+    assert_int_equal(store_fingerprint_insert(s, "c3", "n9", &mine, 3003), 0);
+    fb_fingerprint_t empty = {0};
+    assert_int_equal(store_fingerprint_insert(s, "c3", "n8", &empty, 3004), 0);
+    assert_int_equal(store_fingerprint_insert(s, "nope", "n9", &mine, 3005), -ENOENT);
+    fb_fingerprint_clear(&mine);
+    assert_int_equal(store_campaign_fingerprints(s, "c3", &v, &n), 0);
+    assert_int_equal(n, 3);
+    assert_string_equal(v[0].node, "n3");
+    assert_string_equal(v[1].node, "n8");
+    assert_int_equal(v[1].fingerprint.n, 1);
+    assert_string_equal(fb_fingerprint_get(&v[1].fingerprint, "fleetburn"), "unknown");
+    assert_string_equal(v[2].node, "n9");
+    assert_string_equal(fb_fingerprint_get(&v[2].fingerprint, "kernel"), "7.0");
+    assert_int_equal(v[2].fingerprint.n, 2);
+    store_node_fingerprints_free(v, n);
+
     assert_int_equal(store_fingerprint_record(s, "nope", "n1", 1), -ENOENT);
     assert_int_equal(store_fingerprint_record(s, "c1", "nobody", 1), -ENOENT);
     assert_int_equal(store_campaign_fingerprints(s, "nope", &v, &n), -ENOENT);
