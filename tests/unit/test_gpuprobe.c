@@ -68,6 +68,59 @@ static void test_environment_fields(void **state)
     inventory_free(&inv);
 }
 
+/* Writes text to root/rel, making the directories. */
+static void s_put(const char *root, const char *rel, const char *text, size_t len)
+{
+    char *path = xasprintf("%s/%s", root, rel);
+    for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+        *p = '\0';
+        mkdir(path, 0755);
+        *p = '/';
+    }
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fwrite(text, 1, len, f);
+    fclose(f);
+    free(path);
+}
+
+/* os-release, DMI and fw_ver are untrusted like any sysfs file: bad content is left out. */
+static void test_environment_hostile(void **state)
+{
+    (void)state;
+    char root[] = "/tmp/fbenv-XXXXXX";
+    assert_non_null(mkdtemp(root));
+    const char *os = "NAME=x\nPRETTY_NAME=\"Evil\x1b[2J OS\"\n";
+    s_put(root, "etc/os-release", os, strlen(os));
+    const char *bios = "R13\x01\n";
+    s_put(root, "sys/class/dmi/id/bios_version", bios, strlen(bios));
+    char big[300];
+    memset(big, '9', sizeof big);
+    s_put(root, "sys/class/dmi/id/bios_date", big, sizeof big);
+    s_put(root, "sys/class/infiniband/mlx5_0/fw_ver", "28.1\0x\n", 6);
+    const char *fw = "22.31.1014\n";
+    s_put(root, "sys/class/infiniband/mlx5_1/fw_ver", fw, strlen(fw));
+    Fleetburn__Inventory *inv = inventory_read(root);
+    assert_null(s_sw(inv, "os"));
+    assert_null(s_sw(inv, "bios"));
+    assert_null(s_sw(inv, "bios_date"));
+    assert_string_equal(s_sw(inv, "hca_fw"), "mlx5_0:?,mlx5_1:22.31.1014");
+    s_valid_hello(inv);
+    inventory_free(&inv);
+    /* a quoted name with single quotes, and os-release under /usr/lib when /etc has none */
+    const char *os2 = "PRETTY_NAME='Rocky Linux 9.4 (Blue Onyx)'\n";
+    char *etc = xasprintf("%s/etc/os-release", root);
+    unlink(etc);
+    free(etc);
+    s_put(root, "usr/lib/os-release", os2, strlen(os2));
+    inv = inventory_read(root);
+    assert_string_equal(s_sw(inv, "os"), "Rocky Linux 9.4 (Blue Onyx)");
+    inventory_free(&inv);
+    char *cmd = xasprintf("rm -rf %s", root);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+}
+
 static void test_per_device(void **state)
 {
     (void)state;
@@ -237,6 +290,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_environment_fields),
+        cmocka_unit_test(test_environment_hostile),
         cmocka_unit_test(test_per_device),
         cmocka_unit_test(test_merge),
         cmocka_unit_test(test_merge_hostile),
