@@ -289,12 +289,9 @@ static void test_run(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_environment_fields),
-        cmocka_unit_test(test_environment_hostile),
-        cmocka_unit_test(test_per_device),
-        cmocka_unit_test(test_merge),
-        cmocka_unit_test(test_merge_hostile),
-        cmocka_unit_test(test_run),
+        cmocka_unit_test(test_environment_fields), cmocka_unit_test(test_environment_hostile),
+        cmocka_unit_test(test_per_device),         cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_merge_hostile),      cmocka_unit_test(test_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
