@@ -40,6 +40,7 @@ typedef struct {
     bool wait_given;
     bool queue;         /* run --coordinator: --queue */
     const char *reason; /* cancel: --reason */
+    const char *from;   /* expect: --from NODE */
     const char *format;
     unsigned local;
     bool local_given;
@@ -87,6 +88,9 @@ int cli_run_remote(cli_t *cli, const campaign_file_t *cf);
 int cli_follow(cli_t *cli);
 int cli_cancel(cli_t *cli);
 int cli_campaigns(cli_t *cli);
+/* expect --from NODE: the expect section NODE's stored inventory meets, on stdout (cli_expect.c).
+ * Returns the exit status: 2 for a missing or unknown node, 3 when the database cannot be read. */
+int cli_expect(cli_t *cli);
 /* Reads the client configuration into cli (coordinator, key, server_key where the command line
  * gave none). 0, or -EINVAL after printing why. */
 int cli_load_client_config(cli_t *cli);

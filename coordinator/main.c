@@ -107,6 +107,9 @@ static void s_usage(FILE *out)
             "      Report a campaign (default: the latest).\n"
             "  nodes [--db PATH]\n"
             "      List agents, their state and inventory.\n"
+            "  expect --from NODE [--db PATH]\n"
+            "      Print the expect section (docs/campaign-file.md) that NODE's stored\n"
+            "      inventory meets, to paste into a campaign file.\n"
             "\n"
             "Clients (run --coordinator, follow, cancel, campaigns): --coordinator EP (for\n"
             "        follow, cancel, campaigns default " FB_CLIENT_DEFAULT_COORDINATOR
@@ -144,7 +147,8 @@ enum {
     S_OPT_QUEUE,
     S_OPT_REASON,
     S_OPT_WEBHOOK_ALLOW,
-    S_OPT_WEBHOOK_CA
+    S_OPT_WEBHOOK_CA,
+    S_OPT_FROM
 };
 
 static int s_parse_cli(int argc, char **argv, cli_t *cli)
@@ -168,6 +172,7 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"reason", required_argument, 0, S_OPT_REASON},
         {"webhook-allow", required_argument, 0, S_OPT_WEBHOOK_ALLOW},
         {"webhook-ca", required_argument, 0, S_OPT_WEBHOOK_CA},
+        {"from", required_argument, 0, S_OPT_FROM},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->db = s_default_db();
@@ -274,6 +279,7 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         case S_OPT_REASON: cli->reason = optarg; break;
         case S_OPT_WEBHOOK_ALLOW: cli->webhook_allow = optarg; break;
         case S_OPT_WEBHOOK_CA: cli->webhook_ca = optarg; break;
+        case S_OPT_FROM: cli->from = optarg; break;
         case 'h': s_usage(stdout); exit(0);
         default: return -EINVAL;
         }
@@ -572,6 +578,8 @@ int main(int argc, char **argv)
         return s_cmd_report(&cli);
     if (!strcmp(cmd, "nodes"))
         return s_cmd_nodes(&cli);
+    if (!strcmp(cmd, "expect"))
+        return cli_expect(&cli); /* cli_expect.c */
     if (!strcmp(cmd, "keygen"))
         return s_cmd_keygen(&cli);
     fprintf(stderr, "fleetburn: unknown command '%s'\n", cmd);

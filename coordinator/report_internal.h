@@ -111,4 +111,24 @@ size_t report__sw_component_end(const report_software_t *sw, size_t i);
 /* Whether the rows [begin, end) of one component hold more than one version. */
 bool report__sw_differs(const report_software_t *sw, size_t begin, size_t end);
 
+/* ---- Environment (report_environment.c) -------------------------------------------------- */
+
+/* The nodes' fingerprints in the campaign and what changed since each node's previous one. */
+typedef struct {
+    store_node_fingerprint_t *nodes;
+    size_t n_nodes;
+    fb_fp_group_t *changes;
+    size_t n_changes;
+    size_t n_compared; /* nodes that ran an earlier campaign */
+} report_env_t;
+
+/* Loads env (empty when the store has nothing, or cannot be read: the report goes without it). */
+void report__env_load(store_t *store, const char *campaign_id, report_env_t *env);
+void report__env_free(report_env_t *env);
+/* "environment": {nodes, compared, changes, previous_campaigns, fingerprints} */
+struct fb_json;
+void report__env_json(struct fb_json *j, const report_env_t *env);
+/* "changes since previous campaign" and one line per change; nothing without fingerprints. */
+void report__env_text(const report_env_t *env, FILE *out);
+
 #endif

@@ -413,6 +413,11 @@ const char *runner_id(const runner_t *self)
     return self->id;
 }
 
+const fb_campaign_t *runner_campaign(const runner_t *self)
+{
+    return self->campaign;
+}
+
 bool runner_finished(const runner_t *self)
 {
     return self->finished;

@@ -8,6 +8,7 @@
 #include "campaign.h"
 
 #include "actions.h"
+#include "expect.h"
 #include "topology.h"
 #include "workload.h"
 #include "common/conffile.h"
@@ -28,7 +29,7 @@
 
 #define S_STAGE_NAME_MAX 64
 #define S_CAMPAIGN_NAME_MAX 200
-#define S_TOP_KEYS "name, nodes, stages, actions"
+#define S_TOP_KEYS "name, nodes, expect, stages, actions"
 #define S_STAGE_KEYS                                                                               \
     "name, workload, timeout, on_fail, nodes, params, scope, group_size, pairing, seed, "          \
     "topology, rounds, bisect_rounds, bisect_repeat, rails, bisect_prior"
@@ -667,7 +668,8 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
         return fb_yaml_fail(ctx, fb_yaml_line(root), "(top level)",
                             "is %s; expected a mapping with keys %s", fb_yaml_kind(root),
                             S_TOP_KEYS);
-    bool seen_name = false, seen_nodes = false, seen_stages = false, seen_actions = false;
+    bool seen_name = false, seen_nodes = false, seen_stages = false, seen_expect = false,
+         seen_actions = false;
     for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
          pair < root->data.mapping.pairs.top; pair++) {
         yaml_node_t *k = fb_yaml_node(ctx, pair->key), *v = fb_yaml_node(ctx, pair->value);
@@ -679,6 +681,7 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
         bool *seen = !strcmp(key, "name")      ? &seen_name
                      : !strcmp(key, "nodes")   ? &seen_nodes
                      : !strcmp(key, "stages")  ? &seen_stages
+                     : !strcmp(key, "expect")  ? &seen_expect
                      : !strcmp(key, "actions") ? &seen_actions
                                                : NULL;
         if (!seen) {
@@ -702,6 +705,8 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
             }
         } else if (seen == &seen_actions) {
             rc = fb_actions_parse(ctx, v, kpath, &c->actions);
+        } else if (seen == &seen_expect) {
+            rc = fb_expect_parse(ctx, v, kpath, &c->expect); /* scheduler/expect.c */
         } else if (seen == &seen_nodes) {
             char *expr = NULL;
             rc = s_hostlist(ctx, v, kpath, &expr);
@@ -744,7 +749,7 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
         return fb_yaml_fail(
             ctx, fb_yaml_line(root), "stages",
             "missing; expected a list of stages, each a mapping with name and workload");
-    return 0;
+    return c->expect ? fb_expect_campaign_check(ctx, c) : 0;
 }
 
 /* ---- entry points ---- */
@@ -903,6 +908,7 @@ void fb_campaign_destroy(fb_campaign_t **self_p)
     for (size_t i = 0; i < c->n_stages; i++)
         s_stage_fini(&c->stages[i]);
     free(c->stages);
+    fb_expect_destroy(&c->expect);
     free(c->name);
     free(c->nodes_expr);
     free(c->source);

@@ -47,6 +47,7 @@
 
 struct fb_topology;
 struct fb_actions;
+struct fb_expect;
 
 /* What follows a stage that failed: go on, stop the campaign, or (scope group or pairs) diagnose
  * it with follow-up rounds until the bad part is named (scheduler/bisect.h), then go on. */
@@ -93,6 +94,7 @@ typedef struct fb_campaign {
     size_t n_stages; /* >= 1 */
     char *source;    /* the name used in messages: the source given to fb_campaign_parse */
     struct fb_actions *actions; /* `actions:` (scheduler/actions.h), NULL when absent */
+    struct fb_expect *expect; /* the hardware its nodes must have (scheduler/expect.h), or NULL */
 } fb_campaign_t;
 
 /* Largest campaign text fb_campaign_parse takes (a submission over the wire is limited to
