@@ -12,6 +12,7 @@
 #include "common/util.h"
 #include "common/wire.h"
 #include "common/zsock.h"
+#include "scheduler/slurm.h"
 #include "scheduler/campaign.h"
 
 #include <errno.h>
@@ -219,7 +220,16 @@ int cli_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
     coord_options_t copts = {.bind = "tcp://127.0.0.1:*",
                              .db_path = cli->db,
                              .heartbeat_ms = cli->heartbeat_ms,
-                             .liveness = cli->liveness};
+                             .liveness = cli->liveness,
+                             .slurm_bin = cli->slurm_bin};
+    if (fb_campaign_slurm_selections(*campaign, NULL, 0)) {
+        /* Slurm lists the fleet's nodes; run --local's agents are local-0 ... local-(N-1) */
+        fprintf(stderr, "fleetburn: nodes: slurm:... selects the nodes of a Slurm cluster, whose "
+                        "agents register with `fleetburn serve`; run it with --coordinator EP "
+                        "(run --local starts its own agents, local-0 ...)\n");
+        fb_campaign_destroy(campaign);
+        return EXIT_USAGE;
+    }
     char err[512];
     coord_t *coord = coord_new(loop, &copts, err, sizeof err);
     if (!coord) {

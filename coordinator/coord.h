@@ -34,6 +34,9 @@ typedef struct {
     /* how long campaigns are held while the database cannot be written before they end `error`
      * for their watchers; 0: COORD_STORE_GIVE_UP_MS */
     uint64_t store_give_up_ms;
+    /* where sinfo and scontrol are (serve --slurm-bin); NULL: the PATH (docs/operations.md
+     * "Slurm") */
+    const char *slurm_bin;
 } coord_options_t;
 
 coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size_t errlen);

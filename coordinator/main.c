@@ -86,6 +86,9 @@ static void s_usage(FILE *out)
             "      --handshake-timeout DURATION\n"
             "                                a connection must finish its ZeroMQ handshake\n"
             "                                within this (default 5s)\n"
+            "      --slurm-bin DIR           where sinfo and scontrol are, for campaigns with\n"
+            "                                nodes: slurm:... or actions.slurm (default: PATH;\n"
+            "                                docs/operations.md \"Slurm\")\n"
             "  follow [ID]\n"
             "      Re-attach to a running campaign's progress (default: the one running) and\n"
             "      wait for its end; exit status as run's.\n"
@@ -136,7 +139,8 @@ enum {
     S_OPT_HANDSHAKE_TIMEOUT,
     S_OPT_WAIT,
     S_OPT_QUEUE,
-    S_OPT_REASON
+    S_OPT_REASON,
+    S_OPT_SLURM_BIN
 };
 
 static int s_parse_cli(int argc, char **argv, cli_t *cli)
@@ -158,6 +162,7 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"wait", required_argument, 0, S_OPT_WAIT},
         {"queue", no_argument, 0, S_OPT_QUEUE},
         {"reason", required_argument, 0, S_OPT_REASON},
+        {"slurm-bin", required_argument, 0, S_OPT_SLURM_BIN},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->db = s_default_db();
@@ -262,6 +267,18 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             break;
         case S_OPT_QUEUE: cli->queue = true; break;
         case S_OPT_REASON: cli->reason = optarg; break;
+        case S_OPT_SLURM_BIN: {
+            struct stat st;
+            if (optarg[0] != '/' || stat(optarg, &st) || !S_ISDIR(st.st_mode)) {
+                fprintf(stderr, "fleetburn: --slurm-bin: '%s' is not an absolute path to a "
+                                "directory; expected the directory of sinfo and scontrol, e.g. "
+                                "/usr/bin\n",
+                        optarg);
+                return -EINVAL;
+            }
+            cli->slurm_bin = optarg;
+            break;
+        }
         case 'h': s_usage(stdout); exit(0);
         default: return -EINVAL;
         }
@@ -424,7 +441,8 @@ static int s_cmd_serve(cli_t *cli)
                             .max_connections_per_address = cli->max_per_address,
                             .forget_after_ms = cli->forget_after_ms,
                             .store_give_up_ms = cli->store_timeout_ms,
-                            .handshake_ms = (uint32_t)cli->handshake_ms};
+                            .handshake_ms = (uint32_t)cli->handshake_ms,
+                            .slurm_bin = cli->slurm_bin};
     char err[512];
     coord_t *coord = coord_new(loop, &opts, err, sizeof err);
     if (!coord) {

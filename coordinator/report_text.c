@@ -392,6 +392,7 @@ int report_write_text(store_t *store, const char *campaign_id, FILE *out)
     store_software_foreach(store, campaign_id, report__sw_add, &sw);
     s_text_fleet(&sw, out);
     report__sw_free(&sw);
+    report__text_slurm(store, campaign_id, out);
     store_campaign_destroy(&c);
     return report__finish_output(out);
 }

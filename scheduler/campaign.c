@@ -7,6 +7,7 @@
  * sequence gives either a campaign or one error line. */
 #include "campaign.h"
 
+#include "slurm.h"
 #include "topology.h"
 #include "workload.h"
 #include "common/conffile.h"
@@ -27,7 +28,7 @@
 
 #define S_STAGE_NAME_MAX 64
 #define S_CAMPAIGN_NAME_MAX 200
-#define S_TOP_KEYS "name, nodes, stages"
+#define S_TOP_KEYS "name, nodes, stages, actions"
 #define S_STAGE_KEYS                                                                               \
     "name, workload, timeout, on_fail, nodes, params, scope, group_size, pairing, seed, "          \
     "topology, rounds, bisect_rounds, bisect_repeat, rails, bisect_prior"
@@ -118,8 +119,15 @@ static int s_hostlist(fb_yaml_t *ctx, const yaml_node_t *node, const char *path,
     if (s_scalar_or_list(ctx, node, path, S_HOSTLIST_EXPECTED, true, NULL, NULL, &expr))
         return -EINVAL;
     /* Checked, not expanded: a few bytes can name a million nodes, and a campaign has many
-     * stages (the runner expands a stage's nodes when it runs it). */
-    if (strcmp(expr, "all")) {
+     * stages (the runner expands a stage's nodes when it runs it). A Slurm selection is resolved
+     * by the coordinator when the campaign is submitted (scheduler/slurm.h). */
+    if (fb_slurm_is_selection(expr)) {
+        char err[256];
+        if (fb_slurm_selection_parse(expr, NULL, NULL, err, sizeof err)) {
+            free(expr);
+            return fb_yaml_fail(ctx, fb_yaml_line(node), path, "%s", err);
+        }
+    } else if (strcmp(expr, "all")) {
         char err[512];
         if (hostlist_check(expr, NULL, err, sizeof err)) {
             free(expr);
@@ -666,7 +674,7 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
         return fb_yaml_fail(ctx, fb_yaml_line(root), "(top level)",
                             "is %s; expected a mapping with keys %s", fb_yaml_kind(root),
                             S_TOP_KEYS);
-    bool seen_name = false, seen_nodes = false, seen_stages = false;
+    bool seen_name = false, seen_nodes = false, seen_stages = false, seen_actions = false;
     for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
          pair < root->data.mapping.pairs.top; pair++) {
         yaml_node_t *k = fb_yaml_node(ctx, pair->key), *v = fb_yaml_node(ctx, pair->value);
@@ -677,8 +685,9 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
         int rc = 0;
         bool *seen = !strcmp(key, "name")     ? &seen_name
                      : !strcmp(key, "nodes")  ? &seen_nodes
-                     : !strcmp(key, "stages") ? &seen_stages
-                                              : NULL;
+                     : !strcmp(key, "stages")  ? &seen_stages
+                     : !strcmp(key, "actions") ? &seen_actions
+                                               : NULL;
         if (!seen) {
             rc = fb_yaml_fail(ctx, fb_yaml_line(k), kpath, "unknown key; expected one of %s",
                               S_TOP_KEYS);
@@ -698,6 +707,8 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
                 else
                     c->name = xstrdup(text);
             }
+        } else if (seen == &seen_actions) {
+            rc = fb_actions_parse(ctx, v, kpath, &c->actions);
         } else if (seen == &seen_nodes) {
             char *expr = NULL;
             rc = s_hostlist(ctx, v, kpath, &expr);
@@ -902,6 +913,8 @@ void fb_campaign_destroy(fb_campaign_t **self_p)
     free(c->name);
     free(c->nodes_expr);
     free(c->source);
+    fb_actions_fini(&c->actions);
+    fb_campaign_selections_free(c);
     free(c);
     *self_p = NULL;
 }
@@ -926,6 +939,15 @@ int fb_stage_nodes(const fb_campaign_t *c, const fb_stage_t *s, bool *all, char 
         if (err && errlen)
             err[0] = '\0';
         return 0;
+    }
+    if (fb_slurm_is_selection(expr)) {
+        const char *resolved = fb_campaign_selection(c, expr);
+        if (!resolved) {
+            snprintf(err, errlen, "nodes: %s was not resolved (the coordinator asks Slurm for it "
+                     "when the campaign is submitted)", expr);
+            return -EINVAL;
+        }
+        expr = resolved;
     }
     return hostlist_expand(expr, names, n, err, errlen);
 }

@@ -228,10 +228,10 @@ static void test_fixture_errors(void **state)
                        "context at column 13; expected valid YAML (check indentation, quoting "
                        "and ': ' after keys)");
     s_expect_fixture_error("empty.yaml", "empty.yaml:1: (top level): empty campaign file; "
-                                         "expected a mapping with keys name, nodes, stages");
+                                         "expected a mapping with keys name, nodes, stages, actions");
     s_expect_fixture_error("comment-only.yaml",
                            "comment-only.yaml:1: (top level): empty campaign file; expected a "
-                           "mapping with keys name, nodes, stages");
+                           "mapping with keys name, nodes, stages, actions");
     s_expect_fixture_error("no-stages.yaml", "no-stages.yaml:3: stages: no stages; expected at "
                                              "least one stage with name and workload");
     s_expect_fixture_error("missing-stages.yaml",
@@ -245,7 +245,7 @@ static void test_fixture_errors(void **state)
                            "pairing, seed, topology, rounds, bisect_rounds, bisect_repeat, rails, "
                            "bisect_prior");
     s_expect_fixture_error("unknown-top-key.yaml", "unknown-top-key.yaml:2: node: unknown key; "
-                                                   "expected one of name, nodes, stages");
+                                                   "expected one of name, nodes, stages, actions");
     s_expect_fixture_error("duplicate-stage.yaml",
                            "duplicate-stage.yaml:5: stages[1].name: duplicate stage name 'dram' "
                            "(also stages[0] at line 3); expected a unique name");
