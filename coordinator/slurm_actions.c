@@ -132,7 +132,7 @@ static void s_execute(s_job_t *job, const fb_slurm_plan_t *plan)
                   op->kind == FB_SLURM_OP_DRAIN ? "drain" : "resume", op->node, why);
         }
         free(why);
-        if (rc == -ETIMEDOUT || rc == -ENOENT) {
+        if (rc == -ETIMEDOUT || rc == -ENOENT || rc == -ECONNREFUSED) {
             size_t left = 0;
             for (size_t r = k + 1; r < plan->n_ops; r++)
                 left += plan->ops[r].kind != FB_SLURM_OP_NOTE;
@@ -157,9 +157,16 @@ static void s_execute(s_job_t *job, const fb_slurm_plan_t *plan)
         if (op->kind == FB_SLURM_OP_DRAIN)
             s_msg(job, S_WARN, op->node, "drained %s (now %s): Reason='%s'", op->node,
                   s_state_now(&after, read, op->node), op->reason);
-        else
-            s_msg(job, S_INFO, op->node, "resumed %s (now %s); fleetburn had drained it: '%s'",
-                  op->node, s_state_now(&after, read, op->node), op->reason);
+        else {
+            const char *now = s_state_now(&after, read, op->node);
+            size_t len = strlen(now);
+            s_msg(job, S_INFO, op->node, "resumed %s (now %s%s); fleetburn had drained it: '%s'",
+                  op->node, now,
+                  len && now[len - 1] == '*'
+                      ? ": not responding until slurmctld hears from its slurmd again"
+                      : "",
+                  op->reason);
+        }
     }
     fb_slurm_nodes_fini(&after);
     free(why);

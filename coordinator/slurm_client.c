@@ -86,7 +86,10 @@ int slurm_update_node(const char *bin_dir, const char *node, const char *reason,
     int rc = subprocess_run(argv, SLURM_COMMAND_TIMEOUT_MS, S_SCONTROL_MAX_OUTPUT, &res);
     if (rc) {
         *error_out = s_failed(argv, &res);
-        rc = res.spawn_error ? -ENOENT : res.timed_out ? -ETIMEDOUT : -EIO;
+        rc = res.spawn_error                                              ? -ENOENT
+             : res.timed_out                                              ? -ETIMEDOUT
+             : strstr(res.err, "Unable to contact slurm controller") ? -ECONNREFUSED
+                                                                          : -EIO;
     }
     subprocess_result_fini(&res);
     free(program);

@@ -25,7 +25,8 @@ int slurm_sinfo(const char *bin_dir, const char *nodes, const char *partition,
 
 /* scontrol update NodeName=node State=DRAIN Reason=reason, or with reason NULL State=RESUME.
  * 0, or -EINVAL (a name or reason that may not reach argv), -EIO (scontrol failed: it answered
- * with an error), -ETIMEDOUT or -ENOENT (it could not be run: Slurm is not there), with
+ * with an error), -ETIMEDOUT, -ECONNREFUSED (it says it cannot reach slurmctld) or -ENOENT (it
+ * could not be run), with
  * *error_out (heap) naming the command and what it said. */
 int slurm_update_node(const char *bin_dir, const char *node, const char *reason,
                       char **error_out);

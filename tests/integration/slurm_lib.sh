@@ -9,7 +9,7 @@
 #                                      NodeName= and PartitionName= lines, where @PORT@ in a
 #                                      NodeName line becomes a free port), starts munged,
 #                                      slurmctld, and slurmd for each named node; waits until
-#                                      those nodes are idle
+#                                      those nodes are idle; SLURMCTLD_PID is slurmctld's
 #   slurm_state NODE                   sinfo's state of NODE (idle, drained, ...)
 #   slurm_reason NODE                  its reason ("none" when none)
 
@@ -80,7 +80,8 @@ $lines
 EOF
     export SLURM_CONF="$SLURM_DIR/slurm.conf"
     slurmctld -D -i -f "$SLURM_CONF" >>"$WORK/slurmctld.out" 2>&1 &
-    PIDS+=("$!")
+    SLURMCTLD_PID=$!
+    PIDS+=("$SLURMCTLD_PID")
     slurm_wait "sinfo --noheader"
     local node
     for node in "$@"; do
