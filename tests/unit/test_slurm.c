@@ -307,6 +307,26 @@ static void test_selection_in_campaign(void **state)
                    "t.yaml:3: stages[0].nodes: 'a b' is not a partition name");
 }
 
+/* The example of docs/operations.md "Periodic checks" loads, and says what it promises. */
+static void test_periodic_example(void **state)
+{
+    (void)state;
+    char *path = xasprintf("%s/../../deploy/campaigns/periodic-idle.yaml", FB_FIXTURES);
+    size_t len = 0;
+    char *text = fb_read_file(path, &len), *err = NULL;
+    assert_non_null(text);
+    fb_campaign_t *c = NULL;
+    if (fb_campaign_parse(text, len, path, &c, &err))
+        fail_msg("%s", err);
+    assert_string_equal(c->nodes_expr, "slurm:idle");
+    assert_true(c->actions.has_slurm);
+    assert_false(c->actions.slurm.dry_run);
+    assert_true(c->actions.slurm.drain && c->actions.slurm.resume);
+    fb_campaign_destroy(&c);
+    free(text);
+    free(path);
+}
+
 /* ---- actions: ------------------------------------------------------------------------------ */
 
 static void test_actions_parse(void **state)
@@ -520,6 +540,7 @@ int main(void)
         cmocka_unit_test(test_reasons),
         cmocka_unit_test(test_selection_syntax),
         cmocka_unit_test(test_selection_in_campaign),
+        cmocka_unit_test(test_periodic_example),
         cmocka_unit_test(test_actions_parse),
         cmocka_unit_test(test_plan_drain_and_resume),
         cmocka_unit_test(test_plan_foreign_drains),
