@@ -184,7 +184,14 @@ static void s_work(uv_work_t *w)
         s_msg(job, S_INFO, NULL, "the campaign ran no task; nothing to drain or resume");
         return;
     }
-    char *all = hostlist_compress((const char *const *)o->nodes, o->n_nodes), *why = NULL;
+    /* only names that may reach argv are asked about (fb_slurm_name_ok); the plan notes others */
+    const char **askable = xcalloc(o->n_nodes + 1, sizeof *askable);
+    size_t n_askable = 0;
+    for (size_t i = 0; i < o->n_nodes; i++)
+        if (fb_slurm_name_ok(o->nodes[i]))
+            askable[n_askable++] = o->nodes[i];
+    char *all = hostlist_compress(askable, n_askable), *why = NULL;
+    free(askable);
     fb_slurm_nodes_t slurm;
     int rc = slurm_sinfo(job->bin_dir, all, NULL, &slurm, &why);
     free(all);
