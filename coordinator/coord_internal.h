@@ -91,8 +91,9 @@ struct coord {
     uv_timer_t store_retry;
     char **given_up; /* campaigns ended for their watchers while it was down */
     size_t n_given_up;
-    char *slurm_bin;                           /* coord_options_t.slurm_bin, or NULL */
-    struct coord_slurm_actions *slurm_jobs;    /* actions.slurm running on the thread pool */
+    char *slurm_bin;                        /* coord_options_t.slurm_bin, or NULL */
+    struct coord_slurm_actions *slurm_jobs; /* actions.slurm running on the thread pool */
+
     uint64_t n_bad;         /* messages dropped before they reached a handler */
     fb_ratelimit_t bad_log; /* their log lines */
 };

@@ -169,8 +169,7 @@ static void s_unattributed(s_build_t *b, const store_stage_t *stage, const store
         free(what);
         return;
     }
-    char *nodes = task->n_nodes ? hostlist_compress((const char *const *)task->nodes,
-                                                    task->n_nodes)
+    char *nodes = task->n_nodes ? hostlist_compress((const char *const *)task->nodes, task->n_nodes)
                                 : xstrdup("no node");
     s_note(b, xasprintf("task %s (%s) on %s names no bad part; not drained%s", task->id, verdict,
                         nodes,
@@ -196,8 +195,7 @@ static void s_node_in_stage(const store_stage_t *stage, const char *node, bool *
             continue;
         *had = true;
         bool explained = s_is_bisect(stage) && task->verdict == FB_VERDICT_FAIL;
-        if (task->verdict == FB_VERDICT_NONE ||
-            (!fb_verdict_ok(task->verdict) && !explained))
+        if (task->verdict == FB_VERDICT_NONE || (!fb_verdict_ok(task->verdict) && !explained))
             *ok = false;
     }
 }

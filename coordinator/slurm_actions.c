@@ -33,8 +33,8 @@ typedef struct {
 
 struct coord_slurm_actions {
     uv_work_t work;
-    coord_t *coord;        /* NULL once the coordinator is gone: the result is dropped */
-    void (*done)(void *);  /* NULL once the runner forgot it */
+    coord_t *coord;       /* NULL once the coordinator is gone: the result is dropped */
+    void (*done)(void *); /* NULL once the runner forgot it */
     void *done_arg;
     char *campaign_id;
     char *bin_dir;

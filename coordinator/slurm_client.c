@@ -24,7 +24,8 @@ static char *s_program(const char *bin_dir, const char *name)
 
 static char *s_failed(const char *const *argv, const subprocess_result_t *res)
 {
-    char *cmd = subprocess_argv_text(argv), *why = subprocess_failure(res, SLURM_COMMAND_TIMEOUT_MS);
+    char *cmd = subprocess_argv_text(argv),
+         *why = subprocess_failure(res, SLURM_COMMAND_TIMEOUT_MS);
     char *msg = xasprintf("`%s` failed: %s", cmd, why);
     free(cmd);
     free(why);
@@ -49,8 +50,8 @@ int slurm_sinfo(const char *bin_dir, const char *nodes, const char *partition,
     subprocess_result_t res;
     int rc = subprocess_run(argv, SLURM_COMMAND_TIMEOUT_MS, S_SINFO_MAX_OUTPUT, &res);
     if (rc == 0 && res.out_cut) {
-        *error_out = xasprintf("`sinfo` wrote more than %u MiB; not read",
-                               S_SINFO_MAX_OUTPUT >> 20);
+        *error_out =
+            xasprintf("`sinfo` wrote more than %u MiB; not read", S_SINFO_MAX_OUTPUT >> 20);
         rc = -1;
     } else if (rc == 0) {
         fb_slurm_nodes_parse(res.out, res.out_len, out);
@@ -64,8 +65,7 @@ int slurm_sinfo(const char *bin_dir, const char *nodes, const char *partition,
     return rc ? -EIO : 0;
 }
 
-int slurm_update_node(const char *bin_dir, const char *node, const char *reason,
-                      char **error_out)
+int slurm_update_node(const char *bin_dir, const char *node, const char *reason, char **error_out)
 {
     *error_out = NULL;
     if (!fb_slurm_name_ok(node)) {
@@ -80,16 +80,16 @@ int slurm_update_node(const char *bin_dir, const char *node, const char *reason,
     char *program = s_program(bin_dir, "scontrol");
     char *name_arg = xasprintf("NodeName=%s", node);
     char *reason_arg = reason ? xasprintf("Reason=%s", reason) : NULL;
-    const char *argv[] = {program,     "update", name_arg, reason ? "State=DRAIN" : "State=RESUME",
+    const char *argv[] = {program,    "update", name_arg, reason ? "State=DRAIN" : "State=RESUME",
                           reason_arg, NULL};
     subprocess_result_t res;
     int rc = subprocess_run(argv, SLURM_COMMAND_TIMEOUT_MS, S_SCONTROL_MAX_OUTPUT, &res);
     if (rc) {
         *error_out = s_failed(argv, &res);
-        rc = res.spawn_error                                              ? -ENOENT
-             : res.timed_out                                              ? -ETIMEDOUT
+        rc = res.spawn_error                                         ? -ENOENT
+             : res.timed_out                                         ? -ETIMEDOUT
              : strstr(res.err, "Unable to contact slurm controller") ? -ECONNREFUSED
-                                                                          : -EIO;
+                                                                     : -EIO;
     }
     subprocess_result_fini(&res);
     free(program);
@@ -109,8 +109,7 @@ static char *s_empty_why(const char *partition, bool idle, const fb_slurm_nodes_
                      partition ? " in partition " : "", partition ? partition : "", listed->n);
 }
 
-static int s_resolve_one(const char *bin_dir, fb_campaign_t *c, const char *expr,
-                         char **error_out)
+static int s_resolve_one(const char *bin_dir, fb_campaign_t *c, const char *expr, char **error_out)
 {
     char *partition = NULL, err[256];
     bool idle = false;

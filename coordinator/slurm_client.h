@@ -28,8 +28,7 @@ int slurm_sinfo(const char *bin_dir, const char *nodes, const char *partition,
  * with an error), -ETIMEDOUT, -ECONNREFUSED (it says it cannot reach slurmctld) or -ENOENT (it
  * could not be run), with
  * *error_out (heap) naming the command and what it said. */
-int slurm_update_node(const char *bin_dir, const char *node, const char *reason,
-                      char **error_out);
+int slurm_update_node(const char *bin_dir, const char *node, const char *reason, char **error_out);
 
 /* Resolves every `nodes: slurm:...` selection of c with sinfo (fb_campaign_resolve_selection).
  * 0 (also when c has none), or -EIO with *error_out (heap), starting "cannot start the

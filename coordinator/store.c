@@ -183,7 +183,8 @@ static const char s_schema_node_selections[] =
 static const char *const s_migrations[] = {
     s_schema_v1, /* 0 -> 1 */
     s_schema_v2, /* 1 -> 2 */
-    s_schema_node_selections, /* 2 -> 3: Slurm selections */
+    /* 2 -> 3: Slurm selections */
+    s_schema_node_selections,
 };
 
 _Static_assert(sizeof s_migrations / sizeof s_migrations[0] == STORE_SCHEMA_VERSION,

@@ -24,8 +24,9 @@ int store_node_selection_add(store_t *self, const char *campaign_id, const char 
                              const char *nodes)
 {
     if (!campaign_id || !expr || !nodes)
-        return store__fail(self, -EINVAL, "node selection: campaign, selection and nodes are "
-                                          "required");
+        return store__fail(self, -EINVAL,
+                           "node selection: campaign, selection and nodes are "
+                           "required");
     static const char what[] = "storing a campaign's node selection";
     sqlite3_stmt *st = s_prepare(self,
                                  "INSERT OR REPLACE INTO campaign_node_selections(campaign_id, "

@@ -12,11 +12,11 @@
 #include <stdint.h>
 
 typedef struct {
-    int spawn_error;   /* errno when it could not be started (ENOENT: no such program); 0 */
-    bool timed_out;    /* it ran past the timeout and was killed */
-    int exit_status;   /* its exit status when it exited, else -1 */
-    int term_signal;   /* the signal that ended it, else 0 */
-    char *out, *err;   /* what it wrote, NUL-terminated, at most max_output bytes each */
+    int spawn_error; /* errno when it could not be started (ENOENT: no such program); 0 */
+    bool timed_out;  /* it ran past the timeout and was killed */
+    int exit_status; /* its exit status when it exited, else -1 */
+    int term_signal; /* the signal that ended it, else 0 */
+    char *out, *err; /* what it wrote, NUL-terminated, at most max_output bytes each */
     size_t out_len, err_len;
     bool out_cut, err_cut; /* it wrote more than max_output (the rest was read and dropped) */
 } subprocess_result_t;

@@ -683,8 +683,8 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
             return -EINVAL;
         char *kpath = s_path("", key);
         int rc = 0;
-        bool *seen = !strcmp(key, "name")     ? &seen_name
-                     : !strcmp(key, "nodes")  ? &seen_nodes
+        bool *seen = !strcmp(key, "name")      ? &seen_name
+                     : !strcmp(key, "nodes")   ? &seen_nodes
                      : !strcmp(key, "stages")  ? &seen_stages
                      : !strcmp(key, "actions") ? &seen_actions
                                                : NULL;
@@ -943,8 +943,10 @@ int fb_stage_nodes(const fb_campaign_t *c, const fb_stage_t *s, bool *all, char 
     if (fb_slurm_is_selection(expr)) {
         const char *resolved = fb_campaign_selection(c, expr);
         if (!resolved) {
-            snprintf(err, errlen, "nodes: %s was not resolved (the coordinator asks Slurm for it "
-                     "when the campaign is submitted)", expr);
+            snprintf(err, errlen,
+                     "nodes: %s was not resolved (the coordinator asks Slurm for it "
+                     "when the campaign is submitted)",
+                     expr);
             return -EINVAL;
         }
         expr = resolved;

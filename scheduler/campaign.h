@@ -92,7 +92,8 @@ typedef struct fb_campaign {
     fb_stage_t *stages;
     size_t n_stages; /* >= 1 */
     char *source;    /* the name used in messages: the source given to fb_campaign_parse */
-    fb_actions_t actions; /* what the coordinator does with the verdicts (scheduler/actions.h) */
+    /* what the coordinator does with the verdicts when the campaign ends (scheduler/actions.h) */
+    fb_actions_t actions;
     /* Slurm selections resolved by the coordinator (scheduler/slurm.h); none after parsing */
     struct fb_node_selection *selections;
     size_t n_selections;

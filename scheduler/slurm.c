@@ -55,8 +55,7 @@ int fb_slurm_selection_parse(const char *expr, char **partition_out, bool *idle_
     const char *colon = strchr(rest, ':');
     size_t plen = colon ? (size_t)(colon - rest) : strlen(rest);
     if (colon && strcmp(colon + 1, "idle")) {
-        snprintf(err, errlen, "'%.40s' after the partition is not 'idle'; %s", colon + 1,
-                 expected);
+        snprintf(err, errlen, "'%.40s' after the partition is not 'idle'; %s", colon + 1, expected);
         return -EINVAL;
     }
     if (!s_partition_ok(rest, plen)) {
@@ -234,8 +233,8 @@ static void s_parse_line(fb_slurm_nodes_t *out, strmap_t *index, const char *lin
     for (int i = 0; i < 3; i++) {
         const char *bar = memchr(p, '|', (size_t)(end - p));
         if (!bar) {
-            s_ignore(out, lineno, "'%s' has not the four fields name|state|partition|reason",
-                     line, len);
+            s_ignore(out, lineno, "'%s' has not the four fields name|state|partition|reason", line,
+                     len);
             return;
         }
         f[i] = p;
@@ -357,8 +356,7 @@ bool fb_slurm_state_resumable(const char *state)
 
 bool fb_slurm_reason_ours(const char *reason)
 {
-    return reason &&
-           !strncmp(reason, FB_SLURM_REASON_PREFIX, strlen(FB_SLURM_REASON_PREFIX));
+    return reason && !strncmp(reason, FB_SLURM_REASON_PREFIX, strlen(FB_SLURM_REASON_PREFIX));
 }
 
 /* Characters a reason never holds besides control and non-ASCII ones: quotes and backslash
@@ -387,7 +385,9 @@ char *fb_slurm_reason(const char *campaign_id, const char *part, const char *wha
     size_t n = 0;
     for (const char *p = raw; *p && n < FB_SLURM_REASON_MAX; p++) {
         unsigned char ch = (unsigned char)*p;
-        char c = ch == '\t' || ch == '\n' || ch == '\r' ? ' ' : s_reason_char_ok(ch) ? (char)ch : '_';
+        char c = ch == '\t' || ch == '\n' || ch == '\r' ? ' '
+                 : s_reason_char_ok(ch)                 ? (char)ch
+                                                        : '_';
         if (c == ' ' && (n == 0 || out[n - 1] == ' '))
             continue;
         out[n++] = c;
@@ -453,8 +453,8 @@ static void s_plan_drains(const fb_slurm_input_t *in, fb_slurm_plan_t *p)
         } else {
             char *what = more ? xasprintf("%s (+%zu more)", b->what ? b->what : "", more)
                               : xstrdup(b->what ? b->what : "");
-            s_op(p, FB_SLURM_OP_DRAIN, b->node,
-                 fb_slurm_reason(in->campaign_id, b->part, what), NULL);
+            s_op(p, FB_SLURM_OP_DRAIN, b->node, fb_slurm_reason(in->campaign_id, b->part, what),
+                 NULL);
             free(what);
         }
     }
@@ -539,8 +539,7 @@ void fb_slurm_plan(const fb_slurm_input_t *in, fb_slurm_plan_t *out)
     if (out->n_drain) {
         size_t staying = s_ours_staying(in, out);
         /* A small tolerance so that 1 of 4 nodes is within max_fraction 0.25. */
-        if ((double)(out->n_drain + staying) >
-            in->conf->max_fraction * (double)in->n_nodes + 1e-9)
+        if ((double)(out->n_drain + staying) > in->conf->max_fraction * (double)in->n_nodes + 1e-9)
             s_trip_breaker(in, out, staying);
     }
     /* drains, then resumes, then notes: what is done comes before what is not */

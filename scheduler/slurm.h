@@ -73,8 +73,8 @@ typedef struct {
 typedef struct {
     fb_slurm_node_t *v;
     size_t n;
-    size_t n_ignored;   /* lines that did not parse (skipped: fleetburn never acts on them) */
-    char ignored[160];  /* why the first of them did not: "line 3: node name 'a b' ..." */
+    size_t n_ignored;  /* lines that did not parse (skipped: fleetburn never acts on them) */
+    char ignored[160]; /* why the first of them did not: "line 3: node name 'a b' ..." */
 } fb_slurm_nodes_t;
 
 /* Parses sinfo output in FB_SLURM_SINFO_FORMAT (text[0..len), untrusted): lines merge by node

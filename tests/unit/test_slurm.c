@@ -112,17 +112,16 @@ static void test_sinfo_select(void **state)
 static void test_sinfo_hostile(void **state)
 {
     (void)state;
-    static const char text[] =
-        "good1|idle|burn*|none\n"
-        "no fields at all\n"
-        "bad name|idle|burn|none\n"
-        "-n1|idle|burn|none\n"
-        "n2|IDLE|burn|none\n"
-        "n3|idle;rm|burn|none\n"
-        "n4|idle|burn|reason with \x1b[31mescape\n"
-        "\n"
-        "n5|drained|bad part!|fleetburn: x\r\n"
-        "good1|drained|other|another line for good1\n";
+    static const char text[] = "good1|idle|burn*|none\n"
+                               "no fields at all\n"
+                               "bad name|idle|burn|none\n"
+                               "-n1|idle|burn|none\n"
+                               "n2|IDLE|burn|none\n"
+                               "n3|idle;rm|burn|none\n"
+                               "n4|idle|burn|reason with \x1b[31mescape\n"
+                               "\n"
+                               "n5|drained|bad part!|fleetburn: x\r\n"
+                               "good1|drained|other|another line for good1\n";
     fb_slurm_nodes_t nodes;
     fb_slurm_nodes_parse(text, sizeof text - 1, &nodes);
     assert_int_equal(nodes.n, 3); /* good1, n4, n5 */
@@ -216,8 +215,7 @@ static void test_selection_syntax(void **state)
     (void)state;
     char *partition = NULL, err[256];
     bool idle = false;
-    assert_int_equal(fb_slurm_selection_parse("slurm:idle", &partition, &idle, err, sizeof err),
-                     0);
+    assert_int_equal(fb_slurm_selection_parse("slurm:idle", &partition, &idle, err, sizeof err), 0);
     assert_null(partition);
     assert_true(idle);
     assert_int_equal(fb_slurm_selection_parse("slurm:gpu", &partition, &idle, err, sizeof err), 0);
@@ -229,9 +227,9 @@ static void test_selection_syntax(void **state)
     assert_string_equal(partition, "gpu-h200");
     assert_true(idle);
     free(partition);
-    static const char *const bad[] = {"slurm:",          "slurm:gpu:busy", "slurm:a b",
-                                      "slurm:gpu;reboot", "slurm::idle",    "slurm:-x:y",
-                                      "nodes"};
+    static const char *const bad[] = {
+        "slurm:",      "slurm:gpu:busy", "slurm:a b", "slurm:gpu;reboot",
+        "slurm::idle", "slurm:-x:y",     "nodes"};
     for (size_t i = 0; i < FB_ARRAY_LEN(bad); i++)
         if (!fb_slurm_selection_parse(bad[i], NULL, NULL, err, sizeof err))
             fail_msg("'%s' was accepted", bad[i]);
@@ -282,8 +280,7 @@ static void test_selection_in_campaign(void **state)
     bool all = true;
     char **names = NULL, err[256];
     size_t n = 0;
-    assert_int_equal(fb_stage_nodes(c, &c->stages[0], &all, &names, &n, err, sizeof err),
-                     -EINVAL);
+    assert_int_equal(fb_stage_nodes(c, &c->stages[0], &all, &names, &n, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "slurm:gpu:idle was not resolved"));
     assert_int_equal(fb_campaign_resolve_selection(c, "slurm:gpu:idle", "g[01-04]"), 0);
     assert_int_equal(fb_campaign_resolve_selection(c, "slurm:idle", "g[01-04],c1"), 0);
@@ -474,12 +471,12 @@ static void test_plan_foreign_drains(void **state)
     assert_non_null(strstr(s_op(&p, FB_SLURM_OP_NOTE, "n1")->message,
                            "someone else's reason 'bad fan, ticket 42'; left as it is"));
     assert_non_null(strstr(s_op(&p, FB_SLURM_OP_NOTE, "n2")->message, "down"));
-    assert_non_null(strstr(s_op(&p, FB_SLURM_OP_NOTE, "n3")->message,
-                           "drained by fleetburn already"));
+    assert_non_null(
+        strstr(s_op(&p, FB_SLURM_OP_NOTE, "n3")->message, "drained by fleetburn already"));
     assert_non_null(strstr(s_op(&p, FB_SLURM_OP_NOTE, "n4")->message,
                            "passed but is drained with someone else's reason 'NHC: "));
-    assert_non_null(strstr(s_op(&p, FB_SLURM_OP_NOTE, "bad name")->message,
-                           "cannot be given to scontrol"));
+    assert_non_null(
+        strstr(s_op(&p, FB_SLURM_OP_NOTE, "bad name")->message, "cannot be given to scontrol"));
     assert_non_null(strstr(s_op(&p, FB_SLURM_OP_NOTE, "n9")->message, "Slurm does not list it"));
     s_plan_fini(&p);
 

@@ -26,8 +26,8 @@ static void test_subprocess_argv(void **state)
 {
     (void)state;
     /* every argument reaches the program as it is: blanks, quotes, $, ; and backquotes too */
-    const char *argv[] = {"printf", "%s|", "Reason=fleetburn: a b", "\"q\" 'q'", "$(id);`id`",
-                          NULL};
+    const char *argv[] = {"printf",    "%s|",        "Reason=fleetburn: a b",
+                          "\"q\" 'q'", "$(id);`id`", NULL};
     subprocess_result_t res;
     assert_int_equal(subprocess_run(argv, 5000, 4096, &res), 0);
     assert_string_equal(res.out, "Reason=fleetburn: a b|\"q\" 'q'|$(id);`id`|");
@@ -161,8 +161,7 @@ static int64_t s_stage(store_t *store, const char *campaign, int idx, const char
     return id;
 }
 
-static const report_bad_node_t *s_bad(const report_outcome_t *o, const char *node,
-                                      const char *part)
+static const report_bad_node_t *s_bad(const report_outcome_t *o, const char *node, const char *part)
 {
     for (size_t i = 0; i < o->n_bad; i++)
         if (!strcmp(o->bad[i].node, node) && !strcmp(o->bad[i].part, part))
