@@ -10,8 +10,9 @@
 #   - the breaker refuses a drain over max_fraction, and says so on the timeline and in the log;
 #   - a node fleetburn drained that passes a later campaign is resumed (and is idle again);
 #   - nodes: slurm:burn selects the partition's nodes and slurm:idle its idle ones; the campaign
-#     records what they resolved to; an empty selection and an unreachable slurmctld are clear
-#     errors, and a campaign whose actions cannot reach Slurm keeps its results.
+#     records what they resolved to, and keeps it through a coordinator restart; an empty
+#     selection and an unreachable slurmctld are clear errors, and a campaign whose actions
+#     cannot reach Slurm keeps its results.
 # Skipped (77) unless root with munge, slurmctld, slurmd and slurm-client installed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/slurm_lib.sh"
@@ -23,8 +24,12 @@ NodeName=fb-n3 NodeAddr=127.0.0.1 Port=@PORT@ CPUs=1
 NodeName=fb-n4 NodeAddr=127.0.0.1 Port=@PORT@ CPUs=1
 NodeName=fb-n5 NodeAddr=127.0.0.1 Port=@PORT@ CPUs=1
 PartitionName=burn Nodes=fb-n[1-4] Default=YES State=UP
-PartitionName=spare Nodes=fb-n5 State=UP" fb-n1 fb-n2 fb-n3 fb-n4
-pass "slurmctld with slurmd for fb-n[1-4] (fb-n5 has none): $(sinfo --noheader --Node --format='%N %T' | tr '\n' ' ')"
+PartitionName=spare Nodes=fb-n5 State=UP" fb-n1 fb-n2 fb-n3 fb-n4 fb-n5
+# fb-n5 (no agent) is out of service. Every node has a slurmd: slurmctld pings them in rounds, and
+# a node without one would hold each round for its connect timeout (a resumed node waits for the
+# next round to be seen responding).
+scontrol update NodeName=fb-n5 State=DOWN Reason="spare, not cabled"
+pass "slurmctld with a slurmd for each of fb-n[1-5]: $(sinfo --noheader --Node --format='%N %T' | tr '\n' ' ')"
 
 start_coordinator
 declare -A AGENT
@@ -136,15 +141,52 @@ campaign idle "slurm:idle"
 run idle 0
 has "$OUT" "nodes: slurm:idle is fb-n[1-2,4] (sinfo, at submission)"
 has "$OUT" "tasks     3: 3 pass"
-pass "slurm:idle selected fb-n[1-2,4] (fb-n3 is drained, fb-n5 has no slurmd)"
+pass "slurm:idle selected fb-n[1-2,4] (fb-n3 is drained, fb-n5 down)"
 
-# --- 6. a selection Slurm has no node for ---------------------------------------------------------
+# --- 6. a coordinator restart keeps what the selection resolved to -------------------------------
+# slurm:idle is fb-n[1-2,4] at submission; the coordinator is killed during the first stage and
+# fb-n3 made idle before it comes back: the second stage still runs on fb-n[1-2,4].
+cat >"$WORK/restart.yaml" <<'YAML'
+name: restart
+nodes: slurm:idle
+stages:
+  - {name: long, workload: sleep, params: {duration: 4s}}
+  - {name: after, workload: sleep, params: {duration: 200ms}}
+YAML
+"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/restart.yaml" >"$WORK/restart.out" 2>"$WORK/restart.err" &
+RUN_PID=$!
+PIDS+=("$RUN_PID")
+wait_for_log "$WORK/fb-n1.log" "started sleep"
+kill -KILL "$COORD_PID"
+wait "$COORD_PID" 2>/dev/null || true
+scontrol update NodeName=fb-n3 State=RESUME
+slurm_wait '[ "$(slurm_state fb-n3)" = idle ]' 10
+"$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 \
+    >>"$WORK/coordinator.log" 2>&1 &
+COORD_PID=$!
+PIDS+=("$COORD_PID")
+set +e
+wait "$RUN_PID"
+rc=$?
+set -e
+[ $rc -eq 0 ] || { cat "$WORK/restart.err" >&2; fail "the resumed campaign exited $rc"; }
+ID=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/restart.err")
+after=$(python3 -c "
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute(\"SELECT t.nodes_json FROM tasks t JOIN stages s ON t.stage_id = s.id WHERE s.name = 'after' AND t.campaign_id = ?\", (sys.argv[2],))
+print(','.join(sorted(n for (j,) in rows for n in json.loads(j))))" "$WORK/fb.db" "$ID")
+[ "$after" = "fb-n1,fb-n2,fb-n4" ] || fail "after the restart the second stage ran on $after"
+has "$WORK/restart.out" "nodes: slurm:idle is fb-n[1-2,4] (sinfo, at submission)"
+pass "after a coordinator restart the campaign kept slurm:idle = fb-n[1-2,4] (Slurm now lists fb-n3 idle too)"
+
+# --- 7. a selection Slurm has no node for ---------------------------------------------------------
 campaign nosuch "slurm:nosuch"
 run nosuch 3
 has "$ERR" "cannot start the campaign: nodes: slurm:nosuch: Slurm lists no node in partition nosuch"
 pass "an empty selection is refused (exit 3)"
 
-# --- 7. slurmctld gone: the campaign keeps its results; the error names the command -------------
+# --- 8. slurmctld gone: the campaign keeps its results; the error names the command -------------
 kill "$SLURMCTLD_PID"
 wait "$SLURMCTLD_PID" 2>/dev/null || true
 campaign gone "fb-n1" "{slurm: {dry_run: false}}"
