@@ -31,7 +31,17 @@ PartitionName=spare Nodes=fb-n5 State=UP" fb-n1 fb-n2 fb-n3 fb-n4 fb-n5
 scontrol update NodeName=fb-n5 State=DOWN Reason="spare, not cabled"
 pass "slurmctld with a slurmd for each of fb-n[1-5]: $(sinfo --noheader --Node --format='%N %T' | tr '\n' ' ')"
 
-start_coordinator
+has() { grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "'$2' not in $1"; }; }
+
+# sinfo and scontrol come from the coordinator's own configuration: --slurm-bin (else its PATH)
+SLURM_BIN=$(dirname "$(command -v scontrol)")
+set +e
+"$FLEETBURN" serve --slurm-bin bin --db "$WORK/x.db" >"$WORK/relative.out" 2>&1
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "serve --slurm-bin bin exited $rc, expected 2"
+has "$WORK/relative.out" "--slurm-bin: 'bin' is not an absolute path to a directory"
+start_coordinator --slurm-bin "$SLURM_BIN"
 declare -A AGENT
 # (Re)starts agent NAME with the given options and waits for its registration.
 agent() {
@@ -78,8 +88,6 @@ run() {
     [ $rc -eq "$2" ] || { cat "$ERR" "$OUT" >&2; fail "$1 exited $rc, expected $2"; }
     ID=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$ERR")
 }
-has() { grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "'$2' not in $1"; }; }
-hasnt() { ! grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "'$2' in $1"; }; }
 state_is() { [ "$(slurm_state "$1")" = "$2" ] || fail "$1 is $(slurm_state "$1") ($(slurm_reason "$1")), expected $2"; }
 
 # --- 1. the default is a dry run: the plan is printed, nothing changes in Slurm ----------------
@@ -162,7 +170,7 @@ wait "$COORD_PID" 2>/dev/null || true
 scontrol update NodeName=fb-n3 State=RESUME
 slurm_wait '[ "$(slurm_state fb-n3)" = idle ]' 10
 "$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 \
-    >>"$WORK/coordinator.log" 2>&1 &
+    --slurm-bin "$SLURM_BIN" >>"$WORK/coordinator.log" 2>&1 &
 COORD_PID=$!
 PIDS+=("$COORD_PID")
 set +e
@@ -185,6 +193,13 @@ campaign nosuch "slurm:nosuch"
 run nosuch 3
 has "$ERR" "cannot start the campaign: nodes: slurm:nosuch: Slurm lists no node in partition nosuch"
 pass "an empty selection is refused (exit 3)"
+set +e
+"$FLEETBURN" run --local 1 --db "$WORK/local.db" "$WORK/idle.yaml" >"$WORK/local.out" 2>&1
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "run --local with slurm:idle exited $rc, expected 2"
+has "$WORK/local.out" "nodes: slurm:... selects the nodes of a Slurm cluster, whose agents register with \`fleetburn serve\`; run it with --coordinator EP"
+pass "run --local refuses a Slurm selection (exit 2)"
 
 # --- 8. slurmctld gone: the campaign keeps its results; the error names the command -------------
 kill "$SLURMCTLD_PID"
@@ -192,9 +207,9 @@ wait "$SLURMCTLD_PID" 2>/dev/null || true
 campaign gone "fb-n1" "{slurm: {dry_run: false}}"
 run gone 0
 has "$OUT" "fb-n1  pass"
-has "$OUT" "error: cannot ask Slurm about the campaign's nodes: \`sinfo --noheader --Node --format=%N|%T|%P|%E --nodes=fb-n1\` failed: exit status 1: "
+has "$OUT" "error: cannot ask Slurm about the campaign's nodes: \`$SLURM_BIN/sinfo --noheader --Node --format=%N|%T|%P|%E --nodes=fb-n1\` failed: exit status 1: "
 has "$OUT" "no node drained or resumed"
 campaign gone2 "slurm:burn"
 run gone2 3
-has "$ERR" "cannot start the campaign: nodes: slurm:burn: cannot ask Slurm: \`sinfo"
+has "$ERR" "cannot start the campaign: nodes: slurm:burn: cannot ask Slurm: \`$SLURM_BIN/sinfo --noheader"
 pass "without slurmctld: results kept, the failing sinfo named; slurm: selections refused (exit 3)"
