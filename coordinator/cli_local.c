@@ -12,8 +12,8 @@
 #include "common/util.h"
 #include "common/wire.h"
 #include "common/zsock.h"
-#include "scheduler/slurm.h"
 #include "scheduler/campaign.h"
+#include "scheduler/slurm.h"
 
 #include <errno.h>
 #include <fcntl.h>

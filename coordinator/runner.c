@@ -123,7 +123,8 @@ static void s_actions_done(void *arg)
 {
     runner_t *self = arg;
     self->slurm_actions = NULL;
-    s_finish_campaign(self);
+    if (!self->frozen) /* frozen: the store lost writes; the campaign is rebuilt from it */
+        s_finish_campaign(self);
 }
 
 static void s_finish_campaign(runner_t *self)

@@ -54,6 +54,11 @@ const char *coord_node_address(const coord_t *self, const char *name);
 /* A group task was decided: its pending exchanges fail with why (the members that posted are
  * told), and the exchange broker forgets the task. */
 void coord_exchange_task_ended(coord_t *self, const char *task_id, const char *why);
+/* A member (rank) of a running group task ended: the exchanges it never posted to fail with
+ * why; the others may still complete. */
+void coord_exchange_member_ended(coord_t *self, const char *task_id, unsigned rank,
+                                 const char *why);
+
 /* actions.slurm of a campaign that ended (coordinator/slurm_actions.c): drains and resumes run off
  * the loop, and done(arg) is called on the loop once what they did is on the timeline. Returns
  * NULL when there is nothing to run (no actions.slurm, or it could not start: the timeline says
@@ -65,9 +70,5 @@ coord_slurm_actions_t *coord_slurm_actions_start(coord_t *self, const char *camp
                                                  void (*done)(void *arg), void *arg);
 /* done will not be called (the runner is going away); the actions still end on their own. */
 void coord_slurm_actions_forget(coord_slurm_actions_t *actions);
-/* A member (rank) of a running group task ended: the exchanges it never posted to fail with
- * why; the others may still complete. */
-void coord_exchange_member_ended(coord_t *self, const char *task_id, unsigned rank,
-                                 const char *why);
 
 #endif
