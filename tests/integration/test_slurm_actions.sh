@@ -12,7 +12,9 @@
 #   - nodes: slurm:burn selects the partition's nodes and slurm:idle its idle ones; the campaign
 #     records what they resolved to, and keeps it through a coordinator restart; an empty
 #     selection and an unreachable slurmctld are clear errors, and a campaign whose actions
-#     cannot reach Slurm keeps its results.
+#     cannot reach Slurm keeps its results;
+#   - a coordinator killed while the actions run: the next one runs them when it resumes the
+#     campaign.
 # Skipped (77) unless root with munge, slurmctld, slurmd and slurm-client installed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/slurm_lib.sh"
@@ -213,3 +215,34 @@ campaign gone2 "slurm:burn"
 run gone2 3
 has "$ERR" "cannot start the campaign: nodes: slurm:burn: cannot ask Slurm: \`$SLURM_BIN/sinfo --noheader"
 pass "without slurmctld: results kept, the failing sinfo named; slurm: selections refused (exit 3)"
+
+# --- 9. the coordinator dies while the actions wait for Slurm: the next one runs them again ------
+# (sinfo waits 9 s for the stopped slurmctld: the coordinator is killed during that wait)
+campaign dies "fb-n1" "{slurm: {dry_run: false}}"
+before=$(grep -c "stage dram finished" "$WORK/coordinator.log" || true)
+"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/dies.yaml" >"$WORK/dies.out" 2>"$WORK/dies.err" &
+RUN_PID=$!
+PIDS+=("$RUN_PID")
+i=0
+while [ "$(grep -c "stage dram finished" "$WORK/coordinator.log" || true)" -le "$before" ]; do
+    i=$((i + 1)); [ $i -gt 300 ] && fail "the campaign's stage did not finish"
+    sleep 0.1
+done
+sleep 1
+kill -KILL "$COORD_PID"
+wait "$COORD_PID" 2>/dev/null || true
+"$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 \
+    --slurm-bin "$SLURM_BIN" >>"$WORK/coordinator.log" 2>&1 &
+COORD_PID=$!
+PIDS+=("$COORD_PID")
+set +e
+wait "$RUN_PID"
+rc=$?
+set -e
+[ $rc -eq 0 ] || { cat "$WORK/dies.err" >&2; fail "the campaign whose coordinator died exited $rc"; }
+ID=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/dies.err")
+grep -q "campaign $ID (dies) resumed" "$WORK/coordinator.log" || fail "campaign $ID was not resumed"
+"$FLEETBURN" report "$ID" --db "$WORK/fb.db" >"$WORK/dies.report"
+has "$WORK/dies.report" "error: cannot ask Slurm about the campaign's nodes"
+[ "$(grep -c "actions.slurm (" "$WORK/dies.report")" -eq 1 ] || fail "the actions' lines are not there once"
+pass "a coordinator killed during the actions: the next one resumed the campaign and ran them"
