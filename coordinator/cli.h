@@ -53,6 +53,7 @@ typedef struct {
     const char *webhook_ca;                    /* serve, run --local: --webhook-ca */
     bool verbose, keep_logs;
     const char *agent_config; /* run --local: --config of the local agents */
+    const char *slurm_bin;    /* serve, run --local: --slurm-bin DIR (sinfo, scontrol) */
     const char *inject[MAX_INJECT];
     size_t n_inject;
     const char *positional[4];

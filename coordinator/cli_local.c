@@ -13,6 +13,7 @@
 #include "common/wire.h"
 #include "common/zsock.h"
 #include "scheduler/campaign.h"
+#include "scheduler/slurm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -230,7 +231,16 @@ int cli_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
                              .db_path = cli->db,
                              .heartbeat_ms = cli->heartbeat_ms,
                              .liveness = cli->liveness,
-                             .webhooks = {.allow_any = true, .ca_file = cli->webhook_ca}};
+                             .webhooks = {.allow_any = true, .ca_file = cli->webhook_ca},
+                             .slurm_bin = cli->slurm_bin};
+    if (fb_campaign_slurm_selections(*campaign, NULL, 0)) {
+        /* Slurm lists the fleet's nodes; run --local's agents are local-0 ... local-(N-1) */
+        fprintf(stderr, "fleetburn: nodes: slurm:... selects the nodes of a Slurm cluster, whose "
+                        "agents register with `fleetburn serve`; run it with --coordinator EP "
+                        "(run --local starts its own agents, local-0 ...)\n");
+        fb_campaign_destroy(campaign);
+        return EXIT_USAGE;
+    }
     char err[512];
     if (webhook_options_check(&copts.webhooks, err, sizeof err)) {
         fprintf(stderr, "fleetburn: %s\n", err);

@@ -597,6 +597,7 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
 {
     coord_t *self = xcalloc(1, sizeof *self);
     self->loop = loop;
+    self->slurm_bin = xstrdup(opts->slurm_bin);
     self->heartbeat_ms = opts->heartbeat_ms ? opts->heartbeat_ms : 1000;
     self->liveness = opts->liveness ? opts->liveness : 5;
     self->forget_after_ms = opts->forget_after_ms ? opts->forget_after_ms : COORD_FORGET_AFTER_MS;
@@ -706,6 +707,7 @@ void coord_destroy(coord_t **self_p)
     coord_t *self = *self_p;
     *self_p = NULL;
     coord_submit_jobs_orphan(self);
+    coord_slurm_jobs_orphan(self);
     coord_campaigns_destroy(self);
     if (self->liveness_timer.data)
         uv_close((uv_handle_t *)&self->liveness_timer, s_noop_close);
@@ -738,6 +740,7 @@ void coord_destroy(coord_t **self_p)
     coord_expect_destroy(self);
     store_destroy(&self->store);
     fb_rendezvous_destroy(&self->rendezvous);
+    free(self->slurm_bin);
     free(self);
 }
 

@@ -91,6 +91,9 @@ struct coord {
     uv_timer_t store_retry;
     char **given_up; /* campaigns ended for their watchers while it was down */
     size_t n_given_up;
+    char *slurm_bin;                        /* coord_options_t.slurm_bin, or NULL */
+    struct coord_slurm_actions *slurm_jobs; /* actions.slurm running on the thread pool */
+
     uint64_t n_bad;         /* messages dropped before they reached a handler */
     fb_ratelimit_t bad_log; /* their log lines */
 
@@ -161,6 +164,8 @@ void coord_on_campaign_request(coord_t *self, const char *identity,
                                const Fleetburn__CampaignRequest *m);
 /* The coordinator is going away: submissions still being parsed are dropped when they end. */
 void coord_submit_jobs_orphan(coord_t *self);
+/* slurm_actions.c: the coordinator is going away; Slurm actions still running end unheard. */
+void coord_slurm_jobs_orphan(coord_t *self);
 /* A Progress to a client; p NULL for a refusal (error says why). 0, or -EHOSTUNREACH when the
  * client is gone. */
 int coord_send_progress(coord_t *self, const char *identity, const coord_progress_t *p,

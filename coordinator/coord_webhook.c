@@ -24,7 +24,7 @@
 
 int coord_campaign_alert_check(coord_t *self, const fb_campaign_t *campaign, char **error_out)
 {
-    const fb_webhook_t *hook = campaign->actions ? campaign->actions->webhook : NULL;
+    const fb_webhook_t *hook = campaign->actions.webhook;
     if (!hook)
         return 0;
     char why[512];
@@ -82,7 +82,7 @@ static const fb_webhook_t *s_stored_webhook(const store_campaign_t *c, fb_campai
         free(err);
         return NULL;
     }
-    return (*parsed)->actions ? (*parsed)->actions->webhook : NULL;
+    return (*parsed)->actions.webhook;
 }
 
 /* Queues the alert of c; its first attempt follows the commit that stores it. */

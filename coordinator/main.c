@@ -92,6 +92,9 @@ static void s_usage(FILE *out)
             "                                10.1.2.3:8080, or * for any (default: none)\n"
             "      --webhook-ca FILE         CA bundle (PEM) for https webhooks (default: the\n"
             "                                system's; also run --local)\n"
+            "      --slurm-bin DIR           where sinfo and scontrol are, for campaigns with\n"
+            "                                nodes: slurm:... or actions.slurm (default: PATH;\n"
+            "                                docs/operations.md \"Slurm\")\n"
             "  follow [ID]\n"
             "      Re-attach to a running campaign's progress (default: the one running) and\n"
             "      wait for its end; exit status as run's.\n"
@@ -148,7 +151,8 @@ enum {
     S_OPT_REASON,
     S_OPT_WEBHOOK_ALLOW,
     S_OPT_WEBHOOK_CA,
-    S_OPT_FROM
+    S_OPT_FROM,
+    S_OPT_SLURM_BIN
 };
 
 static int s_parse_cli(int argc, char **argv, cli_t *cli)
@@ -173,6 +177,7 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"webhook-allow", required_argument, 0, S_OPT_WEBHOOK_ALLOW},
         {"webhook-ca", required_argument, 0, S_OPT_WEBHOOK_CA},
         {"from", required_argument, 0, S_OPT_FROM},
+        {"slurm-bin", required_argument, 0, S_OPT_SLURM_BIN},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->db = s_default_db();
@@ -280,6 +285,18 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         case S_OPT_WEBHOOK_ALLOW: cli->webhook_allow = optarg; break;
         case S_OPT_WEBHOOK_CA: cli->webhook_ca = optarg; break;
         case S_OPT_FROM: cli->from = optarg; break;
+        case S_OPT_SLURM_BIN: {
+            struct stat st;
+            if (optarg[0] != '/' || stat(optarg, &st) || !S_ISDIR(st.st_mode)) {
+                fprintf(stderr, "fleetburn: --slurm-bin: '%s' is not an absolute path to a "
+                                "directory; expected the directory of sinfo and scontrol, e.g. "
+                                "/usr/bin\n",
+                        optarg);
+                return -EINVAL;
+            }
+            cli->slurm_bin = optarg;
+            break;
+        }
         case 'h': s_usage(stdout); exit(0);
         default: return -EINVAL;
         }
@@ -446,7 +463,8 @@ static int s_cmd_serve(cli_t *cli)
                             .forget_after_ms = cli->forget_after_ms,
                             .store_give_up_ms = cli->store_timeout_ms,
                             .handshake_ms = (uint32_t)cli->handshake_ms,
-                            .webhooks = {.allow = cli->webhook_allow, .ca_file = cli->webhook_ca}};
+                            .webhooks = {.allow = cli->webhook_allow, .ca_file = cli->webhook_ca},
+                            .slurm_bin = cli->slurm_bin};
     char err[512];
     if (webhook_options_check(&opts.webhooks, err, sizeof err)) {
         fprintf(stderr, "fleetburn serve: %s\n", err);

@@ -89,6 +89,12 @@ bool report__diag_bad(const report_diag_t *d, const char *part);
  * those that did not run to a verdict (its failures are what the diagnosis explains). */
 bool report__unattributed(const store_stage_t *stage, const store_task_t *task);
 
+/* ---- Slurm (report_slurm.c) --------------------------------------------------------------- */
+
+/* The "slurm" section of the text report: the campaign's events of kind "slurm", if any. 0 or
+ * the store's error. */
+int report__text_slurm(store_t *store, const char *campaign_id, FILE *out);
+
 /* ---- Fleet software versions ------------------------------------------------------------ */
 
 /* Software versions of the campaign's nodes (from their inventories), to show components whose

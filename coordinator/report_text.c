@@ -396,6 +396,7 @@ int report_write_text(store_t *store, const char *campaign_id, FILE *out)
     report__env_text(&env, out);
     report__env_free(&env);
     report__sw_free(&sw);
+    report__text_slurm(store, campaign_id, out);
     store_campaign_destroy(&c);
     return report__finish_output(out);
 }

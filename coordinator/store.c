@@ -207,6 +207,19 @@ static const char s_schema_fingerprints[] =
     "CREATE INDEX fingerprints_by_node ON fingerprints(node, campaign_id);";
 /* clang-format on */
 
+/* Schema version 5 (Slurm, docs/operations.md "Slurm"): what each `nodes: slurm:...` selection of
+ * a campaign resolved to when it was submitted, so that a resumed campaign runs on the same
+ * nodes (store_selections.c). */
+/* clang-format off */
+static const char s_schema_node_selections[] =
+    "CREATE TABLE campaign_node_selections ("
+    "  campaign_id TEXT NOT NULL REFERENCES campaigns(id),"
+    "  expr TEXT NOT NULL,"
+    "  nodes TEXT NOT NULL,"
+    "  PRIMARY KEY (campaign_id, expr)"
+    ");";
+/* clang-format on */
+
 /* s_migrations[v] takes a database from schema version v to v + 1. Append only: a released
  * step is never edited, a change is a new step (ALTER TABLE, new tables, data rewrites). */
 static const char *const s_migrations[] = {
@@ -214,6 +227,7 @@ static const char *const s_migrations[] = {
     s_schema_v2,           /* 1 -> 2 */
     s_schema_webhooks,     /* 2 -> 3: webhook deliveries */
     s_schema_fingerprints, /* 3 -> 4: fingerprints */
+    s_schema_node_selections, /* 4 -> 5: Slurm selections */
 };
 
 _Static_assert(sizeof s_migrations / sizeof s_migrations[0] == STORE_SCHEMA_VERSION,

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 /* The schema version this build writes (PRAGMA user_version and meta.schema_version). */
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 /* PRAGMA application_id of a fleetburn timeline ("FLBN"). */
 #define STORE_APPLICATION_ID 0x464c424e
 /* How long a statement waits for a lock held by another process. */
@@ -114,6 +114,18 @@ typedef struct {
 int store_campaign_files(store_t *self, const char *campaign_id, store_file_t **files_out,
                          size_t *n_out);
 void store_files_free(store_file_t *files, size_t n);
+
+/* What a `nodes: slurm:...` selection of the campaign (expr as written) resolved to when it was
+ * submitted: a hostlist (store_selections.c). A selection stored already is replaced; -ENOENT
+ * for an unknown campaign. */
+int store_node_selection_add(store_t *self, const char *campaign_id, const char *expr,
+                             const char *nodes);
+/* Calls cb(expr, nodes, arg) for every selection of campaign_id stored with
+ * store_node_selection_add; borrowed for the call; cb must not call into the store. A nonzero
+ * return of cb stops and is returned. */
+int store_node_selection_foreach(store_t *self, const char *campaign_id,
+                                 int (*cb)(const char *expr, const char *nodes, void *arg),
+                                 void *arg);
 
 /* A stage of a campaign; *stage_id_out (may be NULL) receives its id. params_json must be a
  * JSON object text or NULL (-EINVAL otherwise); it is stored as given. -ENOENT for an unknown

@@ -22,6 +22,9 @@ packages=(
     python3-clustershell memtester
     # libFuzzer harnesses (tests/fuzz): clang and its sanitizer and fuzzer runtimes
     clang libclang-rt-dev
+    # Slurm drain, resume and nodes: slurm:... (tests/integration/test_slurm_actions.sh starts its
+    # own munged, slurmctld and slurmd; the packages' own services are not used)
+    munge slurmctld slurmd slurm-client
 )
 
 missing=()

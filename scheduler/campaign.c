@@ -9,6 +9,7 @@
 
 #include "actions.h"
 #include "expect.h"
+#include "slurm.h"
 #include "topology.h"
 #include "workload.h"
 #include "common/conffile.h"
@@ -120,8 +121,15 @@ static int s_hostlist(fb_yaml_t *ctx, const yaml_node_t *node, const char *path,
     if (s_scalar_or_list(ctx, node, path, S_HOSTLIST_EXPECTED, true, NULL, NULL, &expr))
         return -EINVAL;
     /* Checked, not expanded: a few bytes can name a million nodes, and a campaign has many
-     * stages (the runner expands a stage's nodes when it runs it). */
-    if (strcmp(expr, "all")) {
+     * stages (the runner expands a stage's nodes when it runs it). A Slurm selection is resolved
+     * by the coordinator when the campaign is submitted (scheduler/slurm.h). */
+    if (fb_slurm_is_selection(expr)) {
+        char err[256];
+        if (fb_slurm_selection_parse(expr, NULL, NULL, err, sizeof err)) {
+            free(expr);
+            return fb_yaml_fail(ctx, fb_yaml_line(node), path, "%s", err);
+        }
+    } else if (strcmp(expr, "all")) {
         char err[512];
         if (fb_hostlist_check(expr, NULL, err, sizeof err)) {
             free(expr);
@@ -912,7 +920,8 @@ void fb_campaign_destroy(fb_campaign_t **self_p)
     free(c->name);
     free(c->nodes_expr);
     free(c->source);
-    fb_actions_destroy(&c->actions);
+    fb_actions_fini(&c->actions);
+    fb_campaign_selections_free(c);
     free(c);
     *self_p = NULL;
 }
@@ -937,6 +946,17 @@ int fb_stage_nodes(const fb_campaign_t *c, const fb_stage_t *s, bool *all, char 
         if (err && errlen)
             err[0] = '\0';
         return 0;
+    }
+    if (fb_slurm_is_selection(expr)) {
+        const char *resolved = fb_campaign_selection(c, expr);
+        if (!resolved) {
+            snprintf(err, errlen,
+                     "nodes: %s was not resolved (the coordinator asks Slurm for it "
+                     "when the campaign is submitted)",
+                     expr);
+            return -EINVAL;
+        }
+        expr = resolved;
     }
     return fb_hostlist_expand(expr, names, n, err, errlen);
 }

@@ -246,9 +246,9 @@ static void test_migration(void **state)
     assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
     char sql[160];
     snprintf(sql, sizeof sql,
-             "DROP TABLE fingerprints; PRAGMA user_version = %d;"
-             "UPDATE meta SET value = '%d' WHERE key = 'schema_version'",
-             STORE_SCHEMA_VERSION - 1, STORE_SCHEMA_VERSION - 1);
+             "DROP TABLE fingerprints; DROP TABLE campaign_node_selections;"
+             "PRAGMA user_version = %d; UPDATE meta SET value = '%d' WHERE key = 'schema_version'",
+             3, 3); /* the version before fingerprints (4) */
     assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
 
