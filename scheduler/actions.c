@@ -15,27 +15,6 @@
 
 #define S_SLURM_KEYS "drain, resume, dry_run, max_fraction"
 
-/* path + "." + key with the key made printable (heap). */
-static char *s_path(const char *parent, const char *key)
-{
-    char shown[128];
-    fb_show_value(key, shown, sizeof shown);
-    return xasprintf("%s.%s", parent, shown);
-}
-
-/* The text of a mapping key (borrowed), or an error. */
-static int s_key(fb_yaml_t *ctx, const yaml_node_t *k, const char *path, const char *expected,
-                 const char **out)
-{
-    if (!k || k->type != YAML_SCALAR_NODE || fb_yaml_is_null(k) ||
-        memchr(k->data.scalar.value, 0, k->data.scalar.length))
-        return fb_yaml_fail(ctx, fb_yaml_line(k), path, "a key is %s; expected one of %s",
-                            k && k->type == YAML_SCALAR_NODE ? "not a name" : fb_yaml_kind(k),
-                            expected);
-    *out = (const char *)k->data.scalar.value;
-    return 0;
-}
-
 static int s_mapping(fb_yaml_t *ctx, const yaml_node_t *node, const char *path,
                      const char *expected)
 {
@@ -102,13 +81,13 @@ static int s_slurm(fb_yaml_t *ctx, const yaml_node_t *node, const char *path, fb
          p++) {
         const yaml_node_t *k = fb_yaml_node(ctx, p->key), *v = fb_yaml_node(ctx, p->value);
         const char *key;
-        if (!v || s_key(ctx, k, path, S_SLURM_KEYS, &key))
+        if (!v || fb_yaml_key(ctx, k, path, S_SLURM_KEYS, &key))
             return -EINVAL;
         static const char *const keys[] = {"drain", "resume", "dry_run", "max_fraction"};
         unsigned which = 0;
         while (which < FB_ARRAY_LEN(keys) && strcmp(keys[which], key))
             which++;
-        char *kpath = s_path(path, key);
+        char *kpath = fb_yaml_path(path, key);
         int rc;
         if (which == FB_ARRAY_LEN(keys))
             rc = fb_yaml_fail(ctx, fb_yaml_line(k), kpath, "unknown key; expected one of %s",
@@ -160,12 +139,12 @@ int fb_actions_parse(fb_yaml_t *ctx, const yaml_node_t *node, const char *path, 
          p++) {
         const yaml_node_t *k = fb_yaml_node(ctx, p->key), *v = fb_yaml_node(ctx, p->value);
         const char *key;
-        if (!v || s_key(ctx, k, path, S_ACTION_KEYS, &key))
+        if (!v || fb_yaml_key(ctx, k, path, S_ACTION_KEYS, &key))
             return -EINVAL;
         size_t i = 0;
         while (i < FB_ARRAY_LEN(s_subkeys) && strcmp(s_subkeys[i].key, key))
             i++;
-        char *kpath = s_path(path, key);
+        char *kpath = fb_yaml_path(path, key);
         int rc;
         if (i == FB_ARRAY_LEN(s_subkeys))
             rc = fb_yaml_fail(ctx, fb_yaml_line(k), kpath, "unknown action; expected one of %s",

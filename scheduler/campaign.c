@@ -41,28 +41,6 @@
 #define S_RAILS_MAX 64 /* rails (NICs) a stage may name: more than any node has */
 #define S_HOSTLIST_EXPECTED "expected all, or hostlist notation such as node[01-16,20],gpu-a[1-4]"
 
-/* The text of a mapping key (borrowed). */
-static int s_key(fb_yaml_t *ctx, const yaml_node_t *key, const char *parent, const char *expected,
-                 const char **out)
-{
-    if (key->type != YAML_SCALAR_NODE || fb_yaml_is_null(key) ||
-        memchr(key->data.scalar.value, 0, key->data.scalar.length))
-        return fb_yaml_fail(ctx, fb_yaml_line(key), parent[0] ? parent : "(top level)",
-                            "a key is %s; expected one of %s",
-                            key->type == YAML_SCALAR_NODE ? "not a name" : fb_yaml_kind(key),
-                            expected);
-    *out = (const char *)key->data.scalar.value;
-    return 0;
-}
-
-/* path + "." + key, with the key made printable. */
-static char *s_path(const char *parent, const char *key)
-{
-    char shown[256];
-    fb_show_value(key, shown, sizeof shown);
-    return parent[0] ? xasprintf("%s.%s", parent, shown) : xstrdup(shown);
-}
-
 /* Text of a scalar, or of a list of scalars joined with ','. Heap string in *out. list_ok: whether
  * a list is acceptable at all. Each item is checked with item_check when given. */
 typedef int (*s_item_check_fn)(fb_yaml_t *ctx, const yaml_node_t *item, const char *text,
@@ -181,11 +159,11 @@ static int s_params(fb_yaml_t *ctx, const yaml_node_t *node, const char *path,
              pair < node->data.mapping.pairs.top; pair++) {
             yaml_node_t *k = fb_yaml_node(ctx, pair->key), *v = fb_yaml_node(ctx, pair->value);
             const char *key;
-            if (!k || !v || s_key(ctx, k, path, names, &key)) {
+            if (!k || !v || fb_yaml_key(ctx, k, path, names, &key)) {
                 rc = -EINVAL;
                 goto out;
             }
-            char *kpath = s_path(path, key);
+            char *kpath = fb_yaml_path(path, key);
             const fb_param_spec_t *spec = fb_workload_param(w, key);
             size_t idx = spec ? (size_t)(spec - w->params) : 0;
             const char *site = spec ? NULL : fb_workload_site_setting(w, key);
@@ -412,7 +390,7 @@ static int s_scope_value(fb_yaml_t *ctx, const char *key, const yaml_node_t *v, 
 static int s_not_applicable(fb_yaml_t *ctx, int line, const char *path, const char *key,
                             const char *applies, const char *now)
 {
-    char *kpath = s_path(path, key);
+    char *kpath = fb_yaml_path(path, key);
     fb_yaml_fail(ctx, line, kpath,
                  "applies only to %s, and this stage has %s; expected %s removed, or %s", applies,
                  now, key, applies);
@@ -441,7 +419,7 @@ static int s_scope_check(fb_yaml_t *ctx, const char *path, int stage_line,
     if (lines->topology && !(pairs && st->pairing == FB_PAIRING_TOPOLOGY))
         return s_not_applicable(ctx, lines->topology, path, "topology", "pairing: topology", now);
     if (pairs && st->pairing == FB_PAIRING_TOPOLOGY && !lines->topology) {
-        char *kpath = s_path(path, "topology");
+        char *kpath = fb_yaml_path(path, "topology");
         fb_yaml_fail(
             ctx, stage_line, kpath,
             "missing: pairing: topology pairs nodes by the fabric; expected topology: FILE, a "
@@ -462,7 +440,7 @@ static int s_bisect_check(fb_yaml_t *ctx, const char *path, const s_scope_lines_
     char now[64];
     snprintf(now, sizeof now, "scope: %s", fb_scope_name(st->scope));
     if (bisect && st->scope == FB_SCOPE_NODE) {
-        char *kpath = s_path(path, "on_fail");
+        char *kpath = fb_yaml_path(path, "on_fail");
         fb_yaml_fail(
             ctx, lines->on_fail, kpath,
             "'bisect' applies only to scope: group or pairs, and this stage has scope: node "
@@ -487,7 +465,7 @@ static int s_bisect_check(fb_yaml_t *ctx, const char *path, const s_scope_lines_
         return s_not_applicable(ctx, lines->bisect_prior, path, "bisect_prior", "scope: pairs",
                                 now);
     if (lines->rails && !fb_workload_param(fb_workload_find(st->workload), "device")) {
-        char *kpath = s_path(path, "rails");
+        char *kpath = fb_yaml_path(path, "rails");
         fb_yaml_fail(ctx, lines->rails, kpath,
                      "workload %s cannot be told which rail to use (it has no device parameter); "
                      "expected rails removed, or a workload such as rdmabw",
@@ -501,7 +479,7 @@ static int s_bisect_check(fb_yaml_t *ctx, const char *path, const s_scope_lines_
             found =
                 !strcmp(c->stages[i].name, st->bisect_prior) && c->stages[i].scope == FB_SCOPE_NODE;
         if (!found) {
-            char *kpath = s_path(path, "bisect_prior");
+            char *kpath = fb_yaml_path(path, "bisect_prior");
             char shown[256];
             fb_yaml_fail(ctx, lines->bisect_prior, kpath,
                          "'%s' is not an earlier stage with scope: node; expected the name of a "
@@ -536,7 +514,7 @@ static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, fb_str
 
     /* the workload first: parameters are checked against it wherever they are written */
     const fb_workload_spec_t *w = NULL;
-    char *kpath = s_path(path, "workload");
+    char *kpath = fb_yaml_path(path, "workload");
     yaml_node_t *wnode = s_lookup(ctx, node, "workload");
     char expected[512];
     snprintf(expected, sizeof expected, "expected one of %s", workloads);
@@ -566,9 +544,9 @@ static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, fb_str
          pair < node->data.mapping.pairs.top && !rc; pair++) {
         yaml_node_t *k = fb_yaml_node(ctx, pair->key), *v = fb_yaml_node(ctx, pair->value);
         const char *key;
-        if (!k || !v || s_key(ctx, k, path, S_STAGE_KEYS, &key))
+        if (!k || !v || fb_yaml_key(ctx, k, path, S_STAGE_KEYS, &key))
             return -EINVAL;
-        kpath = s_path(path, key);
+        kpath = fb_yaml_path(path, key);
         bool *seen = !strcmp(key, "name")       ? &seen_name
                      : !strcmp(key, "workload") ? &seen_workload
                      : !strcmp(key, "timeout")  ? &seen_timeout
@@ -656,7 +634,7 @@ static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, fb_str
     if (rc)
         return rc;
     if (!seen_name) {
-        kpath = s_path(path, "name");
+        kpath = fb_yaml_path(path, "name");
         rc = fb_yaml_fail(ctx, fb_yaml_line(node), kpath,
                           "missing; expected a unique stage name, e.g. name: dram");
         free(kpath);
@@ -682,9 +660,9 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
          pair < root->data.mapping.pairs.top; pair++) {
         yaml_node_t *k = fb_yaml_node(ctx, pair->key), *v = fb_yaml_node(ctx, pair->value);
         const char *key, *text;
-        if (!k || !v || s_key(ctx, k, "", S_TOP_KEYS, &key))
+        if (!k || !v || fb_yaml_key(ctx, k, "", S_TOP_KEYS, &key))
             return -EINVAL;
-        char *kpath = s_path("", key);
+        char *kpath = fb_yaml_path("", key);
         int rc = 0;
         bool *seen = !strcmp(key, "name")      ? &seen_name
                      : !strcmp(key, "nodes")   ? &seen_nodes

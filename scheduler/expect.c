@@ -23,13 +23,6 @@
 
 /* ---- parsing -------------------------------------------------------------------------------- */
 
-static char *s_kpath(const char *parent, const char *key)
-{
-    char shown[128];
-    fb_show_value(key, shown, sizeof shown);
-    return xasprintf("%s.%s", parent, shown);
-}
-
 static int s_uint(fb_yaml_t *y, const yaml_node_t *v, const char *path, unsigned max,
                   const char *what, unsigned *out)
 {
@@ -194,7 +187,7 @@ static int s_field(fb_yaml_t *y, const yaml_node_t *k, const yaml_node_t *v, con
     size_t i = 0;
     while (i < FB_ARRAY_LEN(keys) && strcmp(keys[i], key))
         i++;
-    char *kpath = s_kpath(path, key);
+    char *kpath = fb_yaml_path(path, key);
     int rc;
     if (i == FB_ARRAY_LEN(keys))
         rc = fb_yaml_fail(y, fb_yaml_line(k), kpath, "unknown key; expected one of %s",
