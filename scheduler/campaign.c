@@ -7,6 +7,7 @@
  * sequence gives either a campaign or one error line. */
 #include "campaign.h"
 
+#include "regress_config.h"
 #include "topology.h"
 #include "workload.h"
 #include "common/conffile.h"
@@ -27,7 +28,7 @@
 
 #define S_STAGE_NAME_MAX 64
 #define S_CAMPAIGN_NAME_MAX 200
-#define S_TOP_KEYS "name, nodes, stages"
+#define S_TOP_KEYS "name, nodes, stages, regress"
 #define S_STAGE_KEYS                                                                               \
     "name, workload, timeout, on_fail, nodes, params, scope, group_size, pairing, seed, "          \
     "topology, rounds, bisect_rounds, bisect_repeat, rails, bisect_prior"
@@ -666,7 +667,7 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
         return fb_yaml_fail(ctx, fb_yaml_line(root), "(top level)",
                             "is %s; expected a mapping with keys %s", fb_yaml_kind(root),
                             S_TOP_KEYS);
-    bool seen_name = false, seen_nodes = false, seen_stages = false;
+    bool seen_name = false, seen_nodes = false, seen_stages = false, seen_regress = false;
     for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
          pair < root->data.mapping.pairs.top; pair++) {
         yaml_node_t *k = fb_yaml_node(ctx, pair->key), *v = fb_yaml_node(ctx, pair->value);
@@ -677,8 +678,9 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
         int rc = 0;
         bool *seen = !strcmp(key, "name")     ? &seen_name
                      : !strcmp(key, "nodes")  ? &seen_nodes
-                     : !strcmp(key, "stages") ? &seen_stages
-                                              : NULL;
+                     : !strcmp(key, "stages")  ? &seen_stages
+                     : !strcmp(key, "regress") ? &seen_regress /* regress_config.c */
+                                               : NULL;
         if (!seen) {
             rc = fb_yaml_fail(ctx, fb_yaml_line(k), kpath, "unknown key; expected one of %s",
                               S_TOP_KEYS);
@@ -698,6 +700,8 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
                 else
                     c->name = xstrdup(text);
             }
+        } else if (seen == &seen_regress) {
+            rc = fb_regress_config_parse(ctx, v, kpath, &c->regress);
         } else if (seen == &seen_nodes) {
             char *expr = NULL;
             rc = s_hostlist(ctx, v, kpath, &expr);
@@ -902,6 +906,7 @@ void fb_campaign_destroy(fb_campaign_t **self_p)
     free(c->name);
     free(c->nodes_expr);
     free(c->source);
+    fb_regress_config_destroy(&c->regress);
     free(c);
     *self_p = NULL;
 }

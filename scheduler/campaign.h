@@ -46,6 +46,7 @@
 #include <stdint.h>
 
 struct fb_topology;
+struct fb_regress_config;
 
 /* What follows a stage that failed: go on, stop the campaign, or (scope group or pairs) diagnose
  * it with follow-up rounds until the bad part is named (scheduler/bisect.h), then go on. */
@@ -91,6 +92,7 @@ typedef struct fb_campaign {
     fb_stage_t *stages;
     size_t n_stages; /* >= 1 */
     char *source;    /* the name used in messages: the source given to fb_campaign_parse */
+    struct fb_regress_config *regress; /* regress: tolerances (regress_config.h), or NULL */
 } fb_campaign_t;
 
 /* Largest campaign text fb_campaign_parse takes (a submission over the wire is limited to
