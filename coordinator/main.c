@@ -7,6 +7,8 @@
  *   fleetburn keygen PATH
  *   fleetburn report [CAMPAIGN_ID] [--format text|json] [--db PATH]
  *   fleetburn nodes [--db PATH]
+ *   fleetburn compare BASE [CAMPAIGN] [--format text|json] [--db PATH]
+ *   fleetburn baseline set NAME CAMPAIGN_ID | list | delete NAME [--db PATH]
  *
  * `run --local N` (the default, with N = 1) embeds a coordinator on an ephemeral loopback port
  * and starts N fleetburn-agent processes named local-0 … local-(N-1). Exit status of `run`:
@@ -67,6 +69,10 @@ static void s_usage(FILE *out)
             "      --keep-logs               keep local agents' logs (printed path)\n"
             "      --agent-config FILE       the local agents' site configuration (their\n"
             "                                --config; default /etc/fleetburn/agent.conf)\n"
+            "      --baseline ID|latest|NAME compare with this campaign once it ended (latest:\n"
+            "                                the previous finished one of the same name; with\n"
+            "                                --coordinator, --db is the coordinator's database);\n"
+            "                                a regression makes the exit status 1\n"
             "  serve [--bind EP] [--db PATH] [--keys DIR | --insecure]\n"
             "      Run the coordinator. --keys DIR: CURVE keys (DIR/coordinator, DIR/agents/\n"
             "      NODE.pub, DIR/operators/NAME.pub; re-read on SIGHUP), default bind\n"
@@ -101,6 +107,12 @@ static void s_usage(FILE *out)
             "      Report a campaign (default: the latest).\n"
             "  nodes [--db PATH]\n"
             "      List agents, their state and inventory.\n"
+            "  compare BASE [CAMPAIGN] [--format text|json] [--db PATH]\n"
+            "      Compare every metric of CAMPAIGN (default: the latest) with BASE (a campaign\n"
+            "      id, a baseline name, or latest: the previous finished campaign of the same\n"
+            "      name). Exit 0 no regression, 1 a regression, 2 unknown campaign or name.\n"
+            "  baseline set NAME CAMPAIGN_ID | baseline list | baseline delete NAME [--db PATH]\n"
+            "      Keep a finished campaign as a named baseline for compare and run --baseline.\n"
             "\n"
             "Clients (run --coordinator, follow, cancel, campaigns): --coordinator EP (for\n"
             "        follow, cancel, campaigns default " FB_CLIENT_DEFAULT_COORDINATOR
@@ -136,7 +148,8 @@ enum {
     S_OPT_HANDSHAKE_TIMEOUT,
     S_OPT_WAIT,
     S_OPT_QUEUE,
-    S_OPT_REASON
+    S_OPT_REASON,
+    S_OPT_BASELINE
 };
 
 static int s_parse_cli(int argc, char **argv, cli_t *cli)
@@ -158,6 +171,7 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"wait", required_argument, 0, S_OPT_WAIT},
         {"queue", no_argument, 0, S_OPT_QUEUE},
         {"reason", required_argument, 0, S_OPT_REASON},
+        {"baseline", required_argument, 0, S_OPT_BASELINE},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->db = s_default_db();
@@ -262,6 +276,7 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             break;
         case S_OPT_QUEUE: cli->queue = true; break;
         case S_OPT_REASON: cli->reason = optarg; break;
+        case S_OPT_BASELINE: cli->baseline = optarg; break;
         case 'h': s_usage(stdout); exit(0);
         default: return -EINVAL;
         }
@@ -304,8 +319,10 @@ static int s_cmd_run(cli_t *cli)
         free(error);
         return EXIT_USAGE;
     }
-    int rc;
-    if (cli->coordinator)
+    int rc = cli->baseline ? cli_baseline_check(cli, cf->campaign) : 0;
+    if (rc)
+        ; /* cli_compare.c said why */
+    else if (cli->coordinator)
         rc = cli_run_remote(cli, cf);
     else if (cli->queue || cli->wait_given) {
         fprintf(stderr, "fleetburn run: --queue and --wait apply to run --coordinator\n");
@@ -546,6 +563,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "report"))
         return s_cmd_report(&cli);
+    if (!strcmp(cmd, "compare"))
+        return cli_compare(&cli);
+    if (!strcmp(cmd, "baseline"))
+        return cli_baseline(&cli);
     if (!strcmp(cmd, "nodes"))
         return s_cmd_nodes(&cli);
     if (!strcmp(cmd, "keygen"))
