@@ -169,8 +169,8 @@ static void s_text_fp_beside(const compare_t *c, const compare_item_t *it, FILE 
             continue;
         char *comp = s_clean(f->component), *b = s_clean(f->base ? f->base : "(none)"),
              *n = s_clean(f->now ? f->now : "(none)");
-        fprintf(out, "    %s %s: %s -> %s on %s\n", any ? "     " : "since the base:", comp, b, n,
-                nodes);
+        fprintf(out, "    %s %s %s -> %s on %s\n",
+                any ? "               " : "since the base:", comp, b, n, nodes);
         free(comp);
         free(b);
         free(n);

@@ -13,7 +13,7 @@
 # Every node is paced (netbw's test-only inject_rate_mbit) at 200 Mbit/s, as the links of a real
 # fleet have a rate: unpaced, what loopback measures on this 2-core machine is the CPU share the
 # other processes leave, which moves the whole fleet by up to 30% between two runs (a fleet-wide
-# shift, rightly reported; bench/results/compare-noise-unpaced-2026-11-24.txt).
+# shift, rightly reported; bench/results/compare-noise-unpaced-2026-11-24-*.txt).
 . "$(dirname "$0")/lib.sh"
 
 DB="$WORK/fb.db"
@@ -132,7 +132,7 @@ expect_rc 1 upgrade "after the upgrade"
 out_has upgrade "FLEET-WIDE SHIFTS:"
 grep -qE "stage network: netbw.tx_gbps -(49|50)\.[0-9]% \(median" "$WORK/upgrade.out" ||
     fail "upgrade: no fleet-wide tx shift of -50%: $(cat "$WORK/upgrade.out")"
-out_has upgrade "since the base: nvidia_driver: 580.65.06 -> 580.95.05 on local-[0-3]"
+out_has upgrade "since the base: nvidia_driver 580.65.06 -> 580.95.05 on local-[0-3]"
 out_has upgrade "REGRESSIONS: 0 "
 UPGRADED=$(latest_id)
 "$FLEETBURN" compare "$BEFORE" "$UPGRADED" --db "$DB" --format json >"$WORK/upgrade.json" || true
@@ -148,6 +148,32 @@ assert all(r["fingerprint_changes"] == want for r in fleet), fleet
 assert d["fingerprint_changes"] == want, d["fingerprint_changes"]
 PY
 pass "every node 50% slower after a driver change: one fleet-wide regression per metric, the driver change beside it"
+
+# --- run --coordinator --baseline: the client compares in the coordinator's database ---
+start_coordinator
+for i in 0 1 2 3; do
+    start_agent "local-$i" --allow-fault-injection --inject netbw.inject_rate_mbit=200
+done
+for i in $(seq 100); do
+    [ "$(sql "SELECT COUNT(*) FROM agents WHERE state = 'alive' AND last_seen_ms > $(date +%s)000 - 60000")" -ge 4 ] && break
+    sleep 0.1
+done
+set +e
+(cd "$WORK" && "$FLEETBURN" run --coordinator "$ENDPOINT" --baseline good "$WORK/net.yaml") \
+    >"$WORK/remote-nodb.out" 2>"$WORK/remote-nodb.log"
+RC=$?
+set -e
+expect_rc 2 remote-nodb "run --coordinator --baseline without the database"
+err_has remote-nodb "--baseline with --coordinator compares in the coordinator's database: give its path with --db"
+set +e
+"$FLEETBURN" run --coordinator "$ENDPOINT" --db "$DB" --baseline good "$WORK/net.yaml" \
+    >"$WORK/remote.out" 2>"$WORK/remote.log"
+RC=$?
+set -e
+expect_rc 0 remote "run --coordinator --baseline good, nothing changed"
+out_has remote "comparison with the baseline (good = $SAME)"
+out_has remote "summary: no regression"
+pass "run --coordinator --db --baseline: compared in the coordinator's database, exit 0"
 
 # --- bad arguments and regress: entries: exit 2, naming what is wrong ---
 bad() { # bad NAME EXPECTED-TEXT fleetburn-args...

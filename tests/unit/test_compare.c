@@ -227,7 +227,7 @@ static void test_fleet_shift_with_driver_change(void **state)
     assert_int_equal(c->values_compared, 12);
     char *text = s_text(fx, c);
     if (!strstr(text, "stage burn: gpu*.tflops_median -8.0%") ||
-        !strstr(text, "since the base: nvidia_driver: 570.86 -> 580.159 on n[1-6]") ||
+        !strstr(text, "since the base: nvidia_driver 570.86 -> 580.159 on n[1-6]") ||
         !strstr(text, "summary: REGRESSION: 0 regression(s) of parts, 1 fleet-wide"))
         fail_msg("text:\n%s", text);
     free(text);
