@@ -119,6 +119,11 @@ static int s_compare_print(bool json, store_t *store, const char *base, const ch
 
 int cli_compare(cli_t *cli)
 {
+    if (cli->baseline) {
+        fprintf(stderr, "fleetburn compare: --baseline applies to run; compare takes the baseline "
+                        "as its first argument\n");
+        return EXIT_USAGE;
+    }
     if (cli->n_positional < 1 || cli->n_positional > 2) {
         fprintf(stderr, "fleetburn compare: expected BASE [CAMPAIGN]: a baseline (a campaign id, "
                         "a baseline name or latest) and the campaign to compare with it (default: "

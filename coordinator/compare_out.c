@@ -130,7 +130,7 @@ static const char *s_fleet_text(const compare_item_t *it, char *buf, size_t len)
     return buf;
 }
 
-static void s_text_parts(const compare_t *c, const compare_item_t *items, size_t n, FILE *out)
+static void s_text_parts(const compare_item_t *items, size_t n, FILE *out)
 {
     s_table_t t = {.cols = 7};
     s_row(&t, "STAGE", "PART", "METRIC", "BASE", "NOW", "CHANGE", "FLEET (median change of)");
@@ -142,7 +142,6 @@ static void s_text_parts(const compare_t *c, const compare_item_t *items, size_t
               s_pct(it->change, pct, sizeof pct), s_fleet_text(it, fleet, sizeof fleet));
     }
     s_table_print(&t, out);
-    (void)c;
 }
 
 static void s_text_suspects(const compare_t *c, FILE *out)
@@ -204,6 +203,33 @@ static void s_text_fleet(const compare_t *c, size_t n_fleet, FILE *out)
     }
 }
 
+/* Metrics judged on their tolerance alone, one line per stage (an allreduce group has a metric
+ * per message size, each with one value), naming the first few. */
+static void s_text_small(const compare_t *c, FILE *out)
+{
+    for (size_t i = 0; i < c->n_small;) {
+        size_t end = i;
+        while (end < c->n_small && !strcmp(c->small[end].stage, c->small[i].stage))
+            end++;
+        char *stage = s_clean(c->small[i].stage);
+        if (end - i == 1)
+            fprintf(out, "  stage %s: ", stage);
+        else
+            fprintf(out, "  stage %s: %zu metrics, ", stage, end - i);
+        for (size_t k = i; k < end && k < i + 3; k++) {
+            char *fam = s_clean(c->small[k].family);
+            fprintf(out, "%s%s (%zu value(s))", k > i ? ", " : "", fam, c->small[k].n);
+            free(fam);
+        }
+        fprintf(out,
+                "%s judged on the tolerance alone: too few values for the fleet's spread to "
+                "mean anything (at least %d)\n",
+                end - i > 3 ? ", ..." : "", FB_REGRESS_MIN_FLEET);
+        free(stage);
+        i = end;
+    }
+}
+
 static void s_text_not_compared(const compare_t *c, FILE *out)
 {
     if (!c->n_unmatched && !c->n_small && !c->n_unknown && !c->regress_note)
@@ -221,15 +247,7 @@ static void s_text_not_compared(const compare_t *c, FILE *out)
         free(stage);
         free(part);
     }
-    for (size_t i = 0; i < c->n_small; i++) {
-        char *stage = s_clean(c->small[i].stage), *fam = s_clean(c->small[i].family);
-        fprintf(out,
-                "  stage %s: %s judged on its tolerance alone: %zu value(s), too few for the "
-                "fleet's spread to mean anything (at least %d)\n",
-                stage, fam, c->small[i].n, FB_REGRESS_MIN_FLEET);
-        free(stage);
-        free(fam);
-    }
+    s_text_small(c, out);
     for (size_t i = 0; i < c->n_unknown; i++) {
         char *name = s_clean(c->unknown[i].name);
         fprintf(out,
@@ -289,14 +307,14 @@ int compare_write_text(const compare_t *c, FILE *out)
             "fleet where it has at least %d values)\n",
             n_parts, FB_REGRESS_MIN_FLEET);
     if (n_parts)
-        s_text_parts(c, parts, n_parts, out);
+        s_text_parts(parts, n_parts, out);
     s_text_suspects(c, out);
     free(parts);
     if (n_fleet)
         s_text_fleet(c, n_fleet, out);
     fprintf(out, "\nIMPROVEMENTS: %zu\n", c->n_improvements);
     if (c->n_improvements)
-        s_text_parts(c, c->improvements, c->n_improvements, out);
+        s_text_parts(c->improvements, c->n_improvements, out);
     if (c->n_fp_changes) {
         fprintf(out, "\nENVIRONMENT CHANGES (each node as it was when each campaign started)\n");
         for (size_t i = 0; i < c->n_fp_changes; i++) {
