@@ -54,6 +54,7 @@ typedef struct {
     bool verbose, keep_logs;
     const char *agent_config; /* run --local: --config of the local agents */
     const char *slurm_bin;    /* serve, run --local: --slurm-bin DIR (sinfo, scontrol) */
+    const char *baseline;     /* run --baseline ID|latest|NAME (cli_compare.c) */
     const char *inject[MAX_INJECT];
     size_t n_inject;
     const char *positional[4];
@@ -92,6 +93,16 @@ int cli_campaigns(cli_t *cli);
 /* expect --from NODE: the expect section NODE's stored inventory meets, on stdout (cli_expect.c).
  * Returns the exit status: 2 for a missing or unknown node, 3 when the database cannot be read. */
 int cli_expect(cli_t *cli);
+/* Regressions (cli_compare.c, docs/regressions.md). compare BASE [CAMPAIGN]: 0 no regression,
+ * 1 a regression, 2 an unknown campaign or baseline, 3 the database. baseline set NAME ID | list |
+ * delete NAME. cli_baseline_check: run --baseline, before the campaign runs: 0, or the exit status
+ * after saying why not (an unknown campaign or name, no database to compare in). After it ran:
+ * cli_compare_after_run prints the comparison and returns the exit status, run_code made 1 by a
+ * regression (store NULL: opened from --db). */
+int cli_compare(cli_t *cli);
+int cli_baseline(cli_t *cli);
+int cli_baseline_check(cli_t *cli, const struct fb_campaign *campaign);
+int cli_compare_after_run(cli_t *cli, store_t *store, const char *campaign_id, int run_code);
 /* Reads the client configuration into cli (coordinator, key, server_key where the command line
  * gave none). 0, or -EINVAL after printing why. */
 int cli_load_client_config(cli_t *cli);

@@ -325,6 +325,8 @@ int cli_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
     if (run.campaign_started && !run.interrupted) {
         s_print_summary(coord_store(coord), run.campaign_id);
         run.exit_code = fb_verdict_ok(run.verdict) ? EXIT_PASS : EXIT_FAILED;
+        run.exit_code =
+            cli_compare_after_run(cli, coord_store(coord), run.campaign_id, run.exit_code);
     }
     if (!uv_is_closing((uv_handle_t *)&run.wait_timer))
         uv_close((uv_handle_t *)&run.wait_timer, NULL);

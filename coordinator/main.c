@@ -7,6 +7,8 @@
  *   fleetburn keygen PATH
  *   fleetburn report [CAMPAIGN_ID] [--format text|json] [--db PATH]
  *   fleetburn nodes [--db PATH]
+ *   fleetburn compare BASE [CAMPAIGN] [--format text|json] [--db PATH]
+ *   fleetburn baseline set NAME CAMPAIGN_ID | list | delete NAME [--db PATH]
  *
  * `run --local N` (the default, with N = 1) embeds a coordinator on an ephemeral loopback port
  * and starts N fleetburn-agent processes named local-0 … local-(N-1). Exit status of `run`:
@@ -67,6 +69,10 @@ static void s_usage(FILE *out)
             "      --keep-logs               keep local agents' logs (printed path)\n"
             "      --agent-config FILE       the local agents' site configuration (their\n"
             "                                --config; default /etc/fleetburn/agent.conf)\n"
+            "      --baseline ID|latest|NAME compare with this campaign once it ended (latest:\n"
+            "                                the previous finished one of the same name; with\n"
+            "                                --coordinator, --db is the coordinator's database);\n"
+            "                                a regression makes the exit status 1\n"
             "  serve [--bind EP] [--db PATH] [--keys DIR | --insecure]\n"
             "      Run the coordinator. --keys DIR: CURVE keys (DIR/coordinator, DIR/agents/\n"
             "      NODE.pub, DIR/operators/NAME.pub; re-read on SIGHUP), default bind\n"
@@ -113,6 +119,12 @@ static void s_usage(FILE *out)
             "  expect --from NODE [--db PATH]\n"
             "      Print the expect section (docs/campaign-file.md) that NODE's stored\n"
             "      inventory meets, to paste into a campaign file.\n"
+            "  compare BASE [CAMPAIGN] [--format text|json] [--db PATH]\n"
+            "      Compare every metric of CAMPAIGN (default: the latest) with BASE (a campaign\n"
+            "      id, a baseline name, or latest: the previous finished campaign of the same\n"
+            "      name). Exit 0 no regression, 1 a regression, 2 unknown campaign or name.\n"
+            "  baseline set NAME CAMPAIGN_ID | baseline list | baseline delete NAME [--db PATH]\n"
+            "      Keep a finished campaign as a named baseline for compare and run --baseline.\n"
             "\n"
             "Clients (run --coordinator, follow, cancel, campaigns): --coordinator EP (for\n"
             "        follow, cancel, campaigns default " FB_CLIENT_DEFAULT_COORDINATOR
@@ -152,7 +164,8 @@ enum {
     S_OPT_WEBHOOK_ALLOW,
     S_OPT_WEBHOOK_CA,
     S_OPT_FROM,
-    S_OPT_SLURM_BIN
+    S_OPT_SLURM_BIN,
+    S_OPT_BASELINE
 };
 
 static int s_parse_cli(int argc, char **argv, cli_t *cli)
@@ -178,6 +191,7 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"webhook-ca", required_argument, 0, S_OPT_WEBHOOK_CA},
         {"from", required_argument, 0, S_OPT_FROM},
         {"slurm-bin", required_argument, 0, S_OPT_SLURM_BIN},
+        {"baseline", required_argument, 0, S_OPT_BASELINE},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->db = s_default_db();
@@ -297,6 +311,7 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             cli->slurm_bin = optarg;
             break;
         }
+        case S_OPT_BASELINE: cli->baseline = optarg; break;
         case 'h': s_usage(stdout); exit(0);
         default: return -EINVAL;
         }
@@ -346,8 +361,10 @@ static int s_cmd_run(cli_t *cli)
         free(error);
         return EXIT_USAGE;
     }
-    int rc;
-    if (cli->coordinator)
+    int rc = cli->baseline ? cli_baseline_check(cli, cf->campaign) : 0;
+    if (rc)
+        ; /* cli_compare.c said why */
+    else if (cli->coordinator)
         rc = cli_run_remote(cli, cf);
     else if (cli->queue || cli->wait_given) {
         fprintf(stderr, "fleetburn run: --queue and --wait apply to run --coordinator\n");
@@ -594,6 +611,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "report"))
         return s_cmd_report(&cli);
+    if (!strcmp(cmd, "compare"))
+        return cli_compare(&cli);
+    if (!strcmp(cmd, "baseline"))
+        return cli_baseline(&cli);
     if (!strcmp(cmd, "nodes"))
         return s_cmd_nodes(&cli);
     if (!strcmp(cmd, "expect"))

@@ -220,6 +220,19 @@ static const char s_schema_node_selections[] =
     ");";
 /* clang-format on */
 
+/* Schema version 6: named baselines of `fleetburn compare` and `run --baseline` (docs/regressions.md; read and
+ * written by store_compare.c), and an index for finding a campaign's predecessor of the same
+ * name (`--baseline latest`) among months of campaigns. Only these: other steps add their own. */
+/* clang-format off */
+static const char s_schema_baselines[] =
+    "CREATE TABLE baselines ("
+    "  name TEXT PRIMARY KEY,"
+    "  campaign_id TEXT NOT NULL REFERENCES campaigns(id),"
+    "  set_ms INTEGER NOT NULL"
+    ");"
+    "CREATE INDEX campaigns_by_name ON campaigns(name, started_ms);";
+/* clang-format on */
+
 /* s_migrations[v] takes a database from schema version v to v + 1. Append only: a released
  * step is never edited, a change is a new step (ALTER TABLE, new tables, data rewrites). */
 static const char *const s_migrations[] = {
@@ -228,6 +241,7 @@ static const char *const s_migrations[] = {
     s_schema_webhooks,     /* 2 -> 3: webhook deliveries */
     s_schema_fingerprints, /* 3 -> 4: fingerprints */
     s_schema_node_selections, /* 4 -> 5: Slurm selections */
+    s_schema_baselines,       /* 5 -> 6: named baselines */
 };
 
 _Static_assert(sizeof s_migrations / sizeof s_migrations[0] == STORE_SCHEMA_VERSION,

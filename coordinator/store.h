@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 /* The schema version this build writes (PRAGMA user_version and meta.schema_version). */
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 /* PRAGMA application_id of a fleetburn timeline ("FLBN"). */
 #define STORE_APPLICATION_ID 0x464c424e
 /* How long a statement waits for a lock held by another process. */
@@ -335,5 +335,48 @@ void store_node_fingerprints_free(store_node_fingerprint_t *v, size_t n);
  * fb_fp_groups_free. -ENOENT for an unknown campaign. */
 int store_fingerprint_changes(store_t *self, const char *base_id, const char *campaign_id,
                               fb_fp_group_t **out, size_t *n_out, size_t *n_compared);
+/* ---- Baselines and comparisons (store_compare.c, docs/regressions.md) -------------------- */
+
+/* The campaign's name, state and start (a light read). *name_out and *state_out are heap strings
+ * (either pointer may be NULL). -ENOENT for an unknown campaign. */
+int store_campaign_head(store_t *self, const char *id, char **name_out, char **state_out,
+                        uint64_t *started_ms_out);
+/* The latest campaign called name that finished (state finished, whatever its verdict) and
+ * started before before_ms, other than exclude_id (may be NULL): the baseline `latest` stands
+ * for. -ENOENT when there is none. *id_out heap string. */
+int store_campaign_previous(store_t *self, const char *name, uint64_t before_ms,
+                            const char *exclude_id, char **id_out);
+/* Keeps campaign_id as the baseline called name, replacing what the name meant before
+ * (*previous_out: that campaign id, heap, or NULL; the pointer may be NULL). -ENOENT for an
+ * unknown campaign. The caller checks the name and the campaign's state. */
+int store_baseline_set(store_t *self, const char *name, const char *campaign_id, uint64_t now_ms,
+                       char **previous_out);
+/* The campaign id of the baseline called name (heap), or -ENOENT. */
+int store_baseline_get(store_t *self, const char *name, char **campaign_id_out);
+/* Forgets the baseline called name (the campaign stays). -ENOENT when there is none. */
+int store_baseline_delete(store_t *self, const char *name);
+
+typedef struct {
+    const char *name, *campaign_id;
+    const char *campaign_name, *campaign_state; /* NULL when not known */
+    uint64_t set_ms, campaign_started_ms;
+} store_baseline_t;
+
+/* Calls cb for every named baseline, by name; borrowed for the call; cb must not call into the
+ * store. A nonzero return of cb stops and is returned. */
+int store_baseline_foreach(store_t *self, int (*cb)(const store_baseline_t *baseline, void *arg),
+                           void *arg);
+
+/* The environment fingerprint of every node that had a task in campaign_id:
+ * cb(node, component, version) for each component, ordered by node and component. From the
+ * fingerprints the campaign recorded (store_fingerprint_record: driver, CUDA, NCCL, VBIOS,
+ * firmware, kernel, BIOS, OS, fleetburn); for a campaign run before they were recorded, from
+ * the node's latest inventory snapshot at or before the campaign's start (the software map,
+ * kernel included, and agent_version; the first snapshot after it when there is none before). Borrowed for the call; cb must not call into the store; a nonzero return stops and
+ * is returned. The one place that says where fingerprints come from. */
+int store_node_fingerprint_foreach(store_t *self, const char *campaign_id,
+                                   int (*cb)(const char *node, const char *component,
+                                             const char *version, void *arg),
+                                   void *arg);
 
 #endif

@@ -10,6 +10,7 @@
 #include "actions.h"
 #include "expect.h"
 #include "slurm.h"
+#include "regress_config.h"
 #include "topology.h"
 #include "workload.h"
 #include "common/conffile.h"
@@ -30,7 +31,7 @@
 
 #define S_STAGE_NAME_MAX 64
 #define S_CAMPAIGN_NAME_MAX 200
-#define S_TOP_KEYS "name, nodes, expect, stages, actions"
+#define S_TOP_KEYS "name, nodes, expect, stages, regress, actions"
 #define S_STAGE_KEYS                                                                               \
     "name, workload, timeout, on_fail, nodes, params, scope, group_size, pairing, seed, "          \
     "topology, rounds, bisect_rounds, bisect_repeat, rails, bisect_prior"
@@ -655,7 +656,7 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
                             "is %s; expected a mapping with keys %s", fb_yaml_kind(root),
                             S_TOP_KEYS);
     bool seen_name = false, seen_nodes = false, seen_stages = false, seen_expect = false,
-         seen_actions = false;
+         seen_actions = false, seen_regress = false;
     for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
          pair < root->data.mapping.pairs.top; pair++) {
         yaml_node_t *k = fb_yaml_node(ctx, pair->key), *v = fb_yaml_node(ctx, pair->value);
@@ -669,6 +670,7 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
                      : !strcmp(key, "stages")  ? &seen_stages
                      : !strcmp(key, "expect")  ? &seen_expect
                      : !strcmp(key, "actions") ? &seen_actions
+                     : !strcmp(key, "regress") ? &seen_regress /* regress_config.c */
                                                : NULL;
         if (!seen) {
             rc = fb_yaml_fail(ctx, fb_yaml_line(k), kpath, "unknown key; expected one of %s",
@@ -693,6 +695,8 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
             rc = fb_actions_parse(ctx, v, kpath, &c->actions);
         } else if (seen == &seen_expect) {
             rc = fb_expect_parse(ctx, v, kpath, &c->expect); /* scheduler/expect.c */
+        } else if (seen == &seen_regress) {
+            rc = fb_regress_config_parse(ctx, v, kpath, &c->regress);
         } else if (seen == &seen_nodes) {
             char *expr = NULL;
             rc = s_hostlist(ctx, v, kpath, &expr);
@@ -900,6 +904,7 @@ void fb_campaign_destroy(fb_campaign_t **self_p)
     free(c->source);
     fb_actions_fini(&c->actions);
     fb_campaign_selections_free(c);
+    fb_regress_config_destroy(&c->regress);
     free(c);
     *self_p = NULL;
 }

@@ -48,6 +48,7 @@
 
 struct fb_topology;
 struct fb_expect;
+struct fb_regress_config;
 
 /* What follows a stage that failed: go on, stop the campaign, or (scope group or pairs) diagnose
  * it with follow-up rounds until the bad part is named (scheduler/bisect.h), then go on. */
@@ -99,6 +100,7 @@ typedef struct fb_campaign {
     /* Slurm selections resolved by the coordinator (scheduler/slurm.h); none after parsing */
     struct fb_node_selection *selections;
     size_t n_selections;
+    struct fb_regress_config *regress; /* regress: tolerances (regress_config.h), or NULL */
 } fb_campaign_t;
 
 /* Largest campaign text fb_campaign_parse takes (a submission over the wire is limited to

@@ -207,7 +207,8 @@ static void test_migrates_version_2(void **state)
     assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db,
                                   "DROP TABLE webhook_deliveries; DROP TABLE fingerprints;"
-                                  "DROP TABLE campaign_node_selections; PRAGMA user_version = 2;"
+                                  "DROP TABLE campaign_node_selections; DROP TABLE baselines;"
+                                  "DROP INDEX campaigns_by_name; PRAGMA user_version = 2;"
                                   "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
                                   NULL, NULL, NULL),
                      SQLITE_OK);

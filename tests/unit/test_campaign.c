@@ -228,10 +228,10 @@ static void test_fixture_errors(void **state)
                        "context at column 13; expected valid YAML (check indentation, quoting "
                        "and ': ' after keys)");
     s_expect_fixture_error("empty.yaml", "empty.yaml:1: (top level): empty campaign file; "
-                                         "expected a mapping with keys name, nodes, expect, stages, actions");
+                                         "expected a mapping with keys name, nodes, expect, stages, regress, actions");
     s_expect_fixture_error("comment-only.yaml",
                            "comment-only.yaml:1: (top level): empty campaign file; expected a "
-                           "mapping with keys name, nodes, expect, stages, actions");
+                           "mapping with keys name, nodes, expect, stages, regress, actions");
     s_expect_fixture_error("no-stages.yaml", "no-stages.yaml:3: stages: no stages; expected at "
                                              "least one stage with name and workload");
     s_expect_fixture_error("missing-stages.yaml",
@@ -245,7 +245,7 @@ static void test_fixture_errors(void **state)
                            "pairing, seed, topology, rounds, bisect_rounds, bisect_repeat, rails, "
                            "bisect_prior");
     s_expect_fixture_error("unknown-top-key.yaml", "unknown-top-key.yaml:2: node: unknown key; "
-                                                   "expected one of name, nodes, expect, stages, actions");
+                                                   "expected one of name, nodes, expect, stages, regress, actions");
     s_expect_fixture_error("duplicate-stage.yaml",
                            "duplicate-stage.yaml:5: stages[1].name: duplicate stage name 'dram' "
                            "(also stages[0] at line 3); expected a unique name");
@@ -356,11 +356,11 @@ static void test_inline_errors(void **state)
     S_WITH("nodes: a\nnodes: b\n", "t.yaml:6: nodes: key given twice");
     S_WITH("nodes:\n", "t.yaml:5: nodes: no value; expected all, or hostlist notation");
     S_WITH("\"bad\": \"\\xff\\u0000\"\n",
-           "t.yaml:5: bad: unknown key; expected one of name, nodes, expect, stages, actions");
+           "t.yaml:5: bad: unknown key; expected one of name, nodes, expect, stages, regress, actions");
 #undef S_WITH
 
     s_expect_error("- a\n- b\n", "t.yaml:1: (top level): is a list; expected a mapping with keys "
-                                 "name, nodes, expect, stages, actions");
+                                 "name, nodes, expect, stages, regress, actions");
     s_expect_error("just text\n", "t.yaml:1: (top level): is a single value; expected a mapping");
     s_expect_error("~\n", "t.yaml:1: (top level): empty campaign file; expected");
     s_expect_error("name: x\nstages: 3\n", "t.yaml:2: stages: is a single value; expected a list");
