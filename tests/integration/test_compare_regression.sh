@@ -9,7 +9,10 @@
 #   - the same node throttled to 10%: `compare` names exactly its three pairs and the node;
 #   - every node 50% slower after a "driver upgrade" (the agents read a fixture tree whose NVIDIA
 #     driver version changed): one fleet-wide regression with the driver change beside it;
-#   - bad arguments and malformed regress: entries exit 2 with a message that names them.
+#   - bad arguments and malformed regress: entries exit 2 with a message that names them;
+#   - a webhook listening for `regression` (actions.webhook.on) gets nothing for the unchanged
+#     run and, for the slower one, an alert naming the regressed pairs (the coordinator compares
+#     with the previous campaign of the same name).
 # Every node is paced (netbw's test-only inject_rate_mbit) at 200 Mbit/s, as the links of a real
 # fleet have a rate: unpaced, what loopback measures on this 2-core machine is the CPU share the
 # other processes leave, which moves the whole fleet by up to 30% between two runs (a fleet-wide
@@ -39,7 +42,7 @@ run_net() {
         inject+=(--inject "local-$i:netbw.inject_rate_mbit=$r")
     done
     set +e
-    "$FLEETBURN" run --local 4 --db "$DB" "${inject[@]}" "$@" "$WORK/net.yaml" \
+    "$FLEETBURN" run --local 4 --db "$DB" "${inject[@]}" "$@" "${NET_YAML:-$WORK/net.yaml}" \
         >"$WORK/$log.out" 2>"$WORK/$log.log"
     RC=$?
     set -e
@@ -57,8 +60,16 @@ err_has first "is new; nothing to compare with this time"
 FIRST=$(latest_id)
 pass "first run --baseline latest: nothing to compare, exit 0"
 
-# --- the same campaign again: no regression ---
-run_net same "" "" --baseline latest
+# --- the same campaign again: no regression, and no alert for a webhook listening for one ---
+python3 "$FB_SRC/tests/integration/webhook_receiver.py" --port-file "$WORK/hook.port" \
+    --record "$WORK/hook.jsonl" >>"$WORK/receiver.log" 2>&1 &
+PIDS+=("$!")
+for _ in $(seq 100); do [ -s "$WORK/hook.port" ] && break; sleep 0.05; done
+[ -s "$WORK/hook.port" ] || fail "the webhook receiver did not start"
+: >>"$WORK/hook.jsonl"
+{ cat "$WORK/net.yaml"; printf 'actions:\n  webhook: {url: "http://127.0.0.1:%s/hook", on: [regression]}\n' \
+    "$(cat "$WORK/hook.port")"; } >"$WORK/net-hook.yaml"
+NET_YAML="$WORK/net-hook.yaml" run_net same "" "" --baseline latest
 expect_rc 0 same "unchanged run"
 SAME=$(latest_id)
 out_has same "comparison with the baseline (latest = $FIRST)"
@@ -70,14 +81,29 @@ set -e
 [ $RC = 0 ] || fail "compare of two unchanged runs: exit $RC"
 json_q "$WORK/same.json" "d['verdict']" | grep -qx "no regression" || fail "unchanged: $(cat "$WORK/same.json")"
 [ "$(json_q "$WORK/same.json" "d['counts']['parts']")" = 6 ] || fail "unchanged: not 6 pairs compared"
-pass "unchanged run: no regression, exit 0 ($(json_q "$WORK/same.json" "d['counts']['values']") values compared)"
+[ "$(wc -l <"$WORK/hook.jsonl")" = 0 ] || fail "unchanged run: the webhook got $(cat "$WORK/hook.jsonl")"
+[ "$(sql "SELECT COUNT(*) FROM events WHERE campaign_id = '$SAME' AND kind = 'webhook' AND message LIKE '%not sent%meets none of its triggers (on: regression)'")" = 1 ] ||
+    fail "unchanged run: no 'not sent' webhook event on its timeline"
+pass "unchanged run: no regression, exit 0 ($(json_q "$WORK/same.json" "d['counts']['values']") values compared), no alert"
 
 # --- a named baseline, and one node 20% slower: the campaign passes, the comparison does not ---
 "$FLEETBURN" baseline set good "$SAME" --db "$DB" >"$WORK/set.out" || fail "baseline set"
 grep -qx "baseline good: campaign $SAME" "$WORK/set.out" || fail "baseline set: $(cat "$WORK/set.out")"
 "$FLEETBURN" baseline list --db "$DB" | grep -qE "^good +$SAME +net-regress" || fail "baseline list"
-run_net slower local-1 160 --baseline good
+NET_YAML="$WORK/net-hook.yaml" run_net slower local-1 160 --baseline good
 expect_rc 1 slower "PASS with a regression"
+[ "$(wc -l <"$WORK/hook.jsonl")" = 1 ] || fail "slower run: $(wc -l <"$WORK/hook.jsonl") alerts, expected 1"
+python3 - "$WORK/hook.jsonl" <<'PY' || fail "slower run's alert: $(cat "$WORK/hook.jsonl")"
+import json, sys
+post = json.loads(open(sys.argv[1]).readline())
+d = post["body"] if "body" in post else post
+d = json.loads(d) if isinstance(d, str) else d
+assert d["triggers"] == ["regression"], d["triggers"]
+assert d["campaign"]["verdict"] == "pass", d["campaign"]
+parts = {r["part"] for r in d["regressions"]}
+assert parts == {"local-0,local-1", "local-1,local-2", "local-1,local-3"}, parts
+assert all(r["change"] < 0 for r in d["regressions"]), d["regressions"]
+PY
 out_has slower "verdict   PASS"
 out_has slower "comparison with the baseline (good = $SAME)"
 out_has slower "summary: REGRESSION"
