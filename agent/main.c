@@ -10,6 +10,7 @@
 #include "common/conffile.h"
 #include "common/endpoint.h"
 #include "common/log.h"
+#include "common/service.h"
 #include "scheduler/inject.h"
 #include "common/util.h"
 #include "common/wire.h"
@@ -38,15 +39,37 @@ static void s_usage(FILE *out)
             "  --address ADDR           where peers reach this node for multi-node workloads\n"
             "                           (default: the local address of the route to the\n"
             "                            coordinator)\n"
-            "  --worker PATH            fleetburn-worker to run tasks with\n"
-            "                           (default: next to this program)\n"
+            "  --worker PATH            fleetburn-worker to run tasks with (default: next\n"
+            "                           to this program, else in ../libexec/fleetburn)\n"
             "  --key FILE               this agent's CURVE secret key (\"\": none)\n"
             "  --server-key FILE        the coordinator's CURVE public key, pinned (\"\": none)\n"
             "  --allow-fault-injection  honour test-only inject_* parameters\n"
             "  --inject [WORKLOAD.]KEY=VALUE  test-only: add a parameter to tasks\n"
             "  --verbose                debug logging\n"
             "  --version                print the version and exit\n"
-            "  --help                   print this and exit\n");
+            "  --help                   print this and exit\n"
+            "Under systemd (deploy/systemd/fleetburn-agent.service) it reports ready once\n"
+            "registered, its state as the unit's status, and pings the watchdog.\n");
+}
+
+/* The unit's status line and readiness (common/service.h): ready once registered. */
+typedef struct {
+    agent_t *agent;
+    const char *name, *coordinator;
+} s_service_arg_t;
+
+static bool s_service_state(void *arg, char *status, size_t len)
+{
+    const s_service_arg_t *a = arg;
+    bool registered = agent_registered(a->agent);
+    if (registered)
+        snprintf(status, len, "registered with %s as %s; %zu task(s) running, %zu result(s) "
+                              "awaiting acknowledgement",
+                 a->coordinator, a->name, agent_running_count(a->agent), agent_unacked(a->agent));
+    else
+        snprintf(status, len, "connecting to %s as %s; %zu result(s) awaiting acknowledgement",
+                 a->coordinator, a->name, agent_unacked(a->agent));
+    return registered;
 }
 
 static void s_on_signal(uv_signal_t *h, int signum)
@@ -270,9 +293,7 @@ int main(int argc, char **argv)
     worker = xstrdup(s_setting(opt_worker, conf, "worker"));
     if (!worker) {
         const char *env = getenv("FLEETBURN_WORKER");
-        char *dir = fb_exe_dir();
-        worker = env ? xstrdup(env) : xasprintf("%s/fleetburn-worker", dir ? dir : ".");
-        free(dir);
+        worker = env ? xstrdup(env) : fb_program_path("fleetburn-worker");
     }
     char component[160];
     snprintf(component, sizeof component, "agent %s", name);
@@ -309,7 +330,10 @@ int main(int argc, char **argv)
     uv_signal_start(&sigint, s_on_signal, SIGINT);
     uv_signal_start(&sigterm, s_on_signal, SIGTERM);
     log_info("fleetburn-agent %s connecting to %s", FB_VERSION, opts.coordinator);
+    s_service_arg_t service_arg = {agent, name, opts.coordinator};
+    fb_service_t *service = fb_service_start(loop, s_service_state, &service_arg);
     uv_run(loop, UV_RUN_DEFAULT);
+    fb_service_stop(&service);
 
     status = agent_fatal(agent);
     uv_close((uv_handle_t *)&sigint, NULL);

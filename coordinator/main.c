@@ -24,6 +24,7 @@
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/securemem.h"
+#include "common/service.h"
 #include "common/units.h"
 #include "common/util.h"
 #include "common/wire.h"
@@ -493,6 +494,15 @@ static int s_cmd_keygen(cli_t *cli)
     return 0;
 }
 
+/* The unit's status line (common/service.h): ready from the start, since serve binds first. */
+static bool s_serve_state(void *arg, char *status, size_t len)
+{
+    const coord_t *coord = arg;
+    snprintf(status, len, "listening on %s; %zu agent(s) alive, %zu campaign(s) running",
+             coord_endpoint(coord), coord_alive_count(coord), coord_running_count(coord));
+    return true;
+}
+
 static int s_cmd_serve(cli_t *cli)
 {
     if (cli->n_positional) {
@@ -563,7 +573,9 @@ static int s_cmd_serve(cli_t *cli)
     uv_signal_start(&sigint, s_on_stop_signal, SIGINT);
     uv_signal_start(&sigterm, s_on_stop_signal, SIGTERM);
     uv_signal_start(&sighup, s_on_reload_signal, SIGHUP);
+    fb_service_t *service = fb_service_start(loop, s_serve_state, coord);
     uv_run(loop, UV_RUN_DEFAULT);
+    fb_service_stop(&service);
     uv_close((uv_handle_t *)&sigint, NULL);
     uv_close((uv_handle_t *)&sigterm, NULL);
     uv_close((uv_handle_t *)&sighup, NULL);

@@ -74,9 +74,9 @@ static void s_rank_binary(mpirun_member_t *me, const char *name)
         return;
     }
 #endif
-    char *dir = fb_exe_dir();
-    snprintf(me->rank_path, sizeof me->rank_path, "%s/%s", dir ? dir : ".", name);
-    free(dir);
+    char *path = fb_program_path(name);
+    fb_strlcpy(me->rank_path, path, sizeof me->rank_path);
+    free(path);
     if (access(me->rank_path, X_OK) != 0)
         snprintf(me->error, sizeof me->error,
                  "launcher mpirun: %.300s is not installed next to the worker (%s; built "
