@@ -22,6 +22,9 @@ packages=(
     python3-clustershell memtester
     # libFuzzer harnesses (tests/fuzz): clang and its sanitizer and fuzzer runtimes
     clang libclang-rt-dev
+    # the daemons' systemd notification (optional at build time); the .deb's dependencies
+    # (dpkg-shlibdeps); systemd-analyze, which checks the units
+    libsystemd-dev dpkg-dev systemd
 )
 
 missing=()
