@@ -56,9 +56,10 @@ static int s_count_gpus(worker_ctx_t *ctx, char *err, size_t errlen)
     if (!vendors || !*vendors)
         return 0;
     snprintf(err, errlen,
-             "this node has %s GPUs but this worker cannot drive them (install "
-             "fleetburn-worker-%s next to fleetburn-agent)",
-             vendors, strstr(vendors, "nvidia") ? "cuda" : "hip");
+             "this node has %s GPUs but this worker cannot drive them (install the "
+             "fleetburn-agent-%s package, or fleetburn-worker-%s next to fleetburn-worker)",
+             vendors, strstr(vendors, "nvidia") ? "cuda" : "hip",
+             strstr(vendors, "nvidia") ? "cuda" : "hip");
     return -ENODEV;
 }
 
