@@ -265,6 +265,9 @@ int cli_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
         return EXIT_INFRA;
     }
     char *agent_path = fb_program_path("fleetburn-agent");
+    /* Local agents are not a unit's daemon: a `run` started by systemd keeps them from sending it
+     * READY and watchdog pings from PIDs it does not know. */
+    unsetenv("NOTIFY_SOCKET");
     run.agents = xcalloc(run.n_agents, sizeof(uv_process_t));
     run.agent_running = xcalloc(run.n_agents, sizeof(bool));
     int rc = 0;

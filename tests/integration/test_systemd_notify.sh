@@ -7,6 +7,7 @@
 #    READY=1 with STATUS=registered once the coordinator welcomes it;
 #  - both ping the watchdog at half of WATCHDOG_USEC from their event loop, and a stopped process
 #    stops pinging (what makes systemd restart a stuck daemon);
+#  - run --local's agents stay silent when `run` itself inherited NOTIFY_SOCKET;
 #  - both say STOPPING=1 on SIGTERM.
 # Skipped (77) when the programs were built without libsystemd.
 . "$(dirname "$0")/lib.sh"
@@ -68,6 +69,15 @@ sleep 1.2
 t2=$(date +%s.%N)
 [ "$(count_pings "$WORK/serve.notify" "$t1" "$t2")" -ge 1 ] || fail "no pings after SIGCONT"
 pass "watchdog pings every 500 ms from both loops; none while the coordinator is stopped"
+
+# run --local under systemd: its agents are not the unit's daemon and say nothing.
+listen "$WORK/run.sock" "$WORK/run.notify"
+printf 'name: quiet\nstages:\n  - {name: s, workload: sleep, params: {duration: 100ms}}\n' >"$WORK/q.yaml"
+NOTIFY_SOCKET="$WORK/run.sock" "$FLEETBURN" run --local 1 --db "$WORK/q.db" "$WORK/q.yaml" \
+    >"$WORK/q.out" 2>&1 || fail "run --local: $(cat "$WORK/q.out")"
+sleep 0.5
+[ -s "$WORK/run.notify" ] && fail "run --local's agents notified systemd: $(cat "$WORK/run.notify")"
+pass "run --local's agents send nothing to a NOTIFY_SOCKET run inherited"
 
 kill -TERM "$agent_pid"
 wait_for_log "$WORK/agent.notify" "STOPPING=1"
