@@ -539,3 +539,11 @@ size_t agent_unacked(const agent_t *self)
 {
     return spool_count(self->spool);
 }
+
+size_t agent_running_count(const agent_t *self)
+{
+    size_t n = 0;
+    for (const running_t *r = self->running; r; r = r->next)
+        n++;
+    return n;
+}

@@ -10,6 +10,7 @@
 #include "campaign_file.h"
 #include "coord.h"
 #include "common/conffile.h"
+#include "common/endpoint.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -59,6 +60,10 @@ typedef struct {
     size_t n_inject;
     const char *positional[4];
     size_t n_positional;
+    /* --coordinator (or the client configuration's) and --bind as ZeroMQ endpoints: HOST:PORT
+     * means tcp://HOST:PORT (common/endpoint.h) */
+    char coordinator_buf[FB_ENDPOINT_MAX];
+    char bind_buf[FB_ENDPOINT_MAX];
 } cli_t;
 
 typedef struct {
@@ -103,6 +108,10 @@ int cli_compare(cli_t *cli);
 int cli_baseline(cli_t *cli);
 int cli_baseline_check(cli_t *cli, const struct fb_campaign *campaign);
 int cli_compare_after_run(cli_t *cli, store_t *store, const char *campaign_id, int run_code);
+/* run --local --inject NODE:[WORKLOAD.]KEY=VALUE (cli_inject.c): every NODE one of the local
+ * agents, every WORKLOAD one that a stage of the campaign runs, every KEY a parameter of it and
+ * VALUE valid for it. 0, or -EINVAL after printing what is wrong. */
+int cli_check_injections(const cli_t *cli, const struct fb_campaign *campaign);
 /* Reads the client configuration into cli (coordinator, key, server_key where the command line
  * gave none). 0, or -EINVAL after printing why. */
 int cli_load_client_config(cli_t *cli);

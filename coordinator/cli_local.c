@@ -119,7 +119,10 @@ static int s_spawn_agent(local_run_t *run, unsigned i, const char *agent_path, c
     int rc = uv_spawn(run->loop, &run->agents[i], &opts);
     close(fd);
     if (rc) {
-        log_error("cannot start %s: %s", agent_path, uv_strerror(rc));
+        log_error("cannot start %s: %s%s", agent_path, uv_strerror(rc),
+                  rc == UV_ENOENT ? " (run --local starts fleetburn-agent from the directory of "
+                                    "fleetburn: install the fleetburn-agent package)"
+                                  : "");
         uv_close((uv_handle_t *)&run->agents[i], NULL);
         return rc;
     }
@@ -271,9 +274,10 @@ int cli_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
         fb_campaign_destroy(&run.campaign);
         return EXIT_INFRA;
     }
-    char *dir = fb_exe_dir();
-    char *agent_path = xasprintf("%s/fleetburn-agent", dir ? dir : ".");
-    free(dir);
+    char *agent_path = fb_program_path("fleetburn-agent");
+    /* Local agents are not a unit's daemon: a `run` started by systemd keeps them from sending it
+     * READY and watchdog pings from PIDs it does not know. */
+    unsetenv("NOTIFY_SOCKET");
     run.agents = xcalloc(run.n_agents, sizeof(uv_process_t));
     run.agent_running = xcalloc(run.n_agents, sizeof(bool));
     int rc = 0;

@@ -22,9 +22,11 @@
 #include "report.h"
 #include "conns.h"
 #include "common/conffile.h"
+#include "common/endpoint.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/securemem.h"
+#include "common/service.h"
 #include "common/units.h"
 #include "common/util.h"
 #include "common/wire.h"
@@ -64,8 +66,10 @@ static void s_usage(FILE *out)
             "      --wait DURATION           give up (exit 3) when the coordinator stays\n"
             "                                silent this long (default 2m; also follow,\n"
             "                                cancel, campaigns)\n"
-            "      --inject NODE:KEY=VALUE   test-only: pass a fault-injection parameter to one\n"
-            "                                local agent (e.g. local-1:inject_bitflips=4)\n"
+            "      --inject NODE:[WORKLOAD.]KEY=VALUE\n"
+            "                                test-only: pass a fault-injection parameter to one\n"
+            "                                local agent (e.g. local-1:memtest.inject_bitflips=4);\n"
+            "                                an unknown node, workload or key is an error\n"
             "      --keep-logs               keep local agents' logs (printed path)\n"
             "      --agent-config FILE       the local agents' site configuration (their\n"
             "                                --config; default /etc/fleetburn/agent.conf)\n"
@@ -126,17 +130,75 @@ static void s_usage(FILE *out)
             "  baseline set NAME CAMPAIGN_ID | baseline list | baseline delete NAME [--db PATH]\n"
             "      Keep a finished campaign as a named baseline for compare and run --baseline.\n"
             "\n"
-            "Clients (run --coordinator, follow, cancel, campaigns): --coordinator EP (for\n"
-            "        follow, cancel, campaigns default " FB_CLIENT_DEFAULT_COORDINATOR
-            "), --key FILE (own\n"
+            "Clients (run --coordinator, follow, cancel, campaigns): --coordinator EP, where\n"
+            "        EP is tcp://HOST:PORT, HOST:PORT or HOST (port 7755) (for follow, cancel,\n"
+            "        campaigns default " FB_CLIENT_DEFAULT_COORDINATOR "), --key FILE (own\n"
             "        secret key, an operator's) and --server-key FILE (the coordinator's public\n"
             "        key, pinned). --config FILE (default ~/.config/fleetburn/client.conf, else\n"
             "        /etc/fleetburn/client.conf) may set coordinator, key and server_key.\n"
             "Common: --db PATH (default ./fleetburn.db or $FLEETBURN_DB), --heartbeat-ms MS,\n"
             "        --liveness N (heartbeats missed before an agent is lost), --verbose.\n"
+            "        --help after a command shows that command's usage; --version.\n"
             "Exit status of run and follow: 0 all passed, 1 a task did not pass, 2 usage or\n"
             "campaign error, 3 the campaign could not be run, was cancelled or the coordinator\n"
             "stayed silent past --wait, 130 detached with Ctrl-C.\n");
+}
+
+/* The line of text that starts command cmd's part of the usage ("  cmd ..."), or NULL. */
+static const char *s_usage_section(const char *text, const char *cmd)
+{
+    size_t n = strlen(cmd);
+    for (const char *line = text; *line;) {
+        if (!strncmp(line, "  ", 2) && !strncmp(line + 2, cmd, n) &&
+            (line[2 + n] == ' ' || line[2 + n] == '\n'))
+            return line;
+        const char *nl = strchr(line, '\n');
+        if (!nl)
+            break;
+        line = nl + 1;
+    }
+    return NULL;
+}
+
+/* Where a command's part ends: at the next command's line (two blanks, then a letter) or a blank
+ * line. */
+static const char *s_usage_section_end(const char *start)
+{
+    const char *nl = strchr(start, '\n');
+    while (nl && nl[1] && nl[1] != '\n' && !(nl[1] == ' ' && nl[2] == ' ' && nl[3] != ' '))
+        nl = strchr(nl + 1, '\n');
+    return nl ? nl + 1 : start + strlen(start);
+}
+
+/* The last paragraph of a text: after its last blank line. */
+static const char *s_last_paragraph(const char *text)
+{
+    const char *last = NULL;
+    for (const char *p = strstr(text, "\n\n"); p; p = strstr(p + 1, "\n\n"))
+        last = p + 2;
+    return last ? last : "";
+}
+
+/* `fleetburn CMD --help`: CMD's part of the usage above (its line and the lines indented under
+ * it), then the notes common to every command. Taken from the one usage text, so that the two
+ * cannot differ. False when there is no command CMD. */
+static bool s_command_usage(const char *cmd, FILE *out)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem)
+        return false;
+    s_usage(mem);
+    fclose(mem);
+    const char *start = s_usage_section(text, cmd);
+    if (start) {
+        const char *end = s_usage_section_end(start);
+        fprintf(out, "usage: fleetburn %.*s\n%s", (int)(end - start - 2), start + 2,
+                s_last_paragraph(text));
+    }
+    free(text);
+    return start != NULL;
 }
 
 static int s_parse_u32(const char *opt, const char *text, uint64_t max, uint32_t *out)
@@ -200,9 +262,10 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
     cli->max_per_address = CONNS_DEFAULT_PER_ADDRESS;
     cli->wait_ms = FB_CLIENT_DEFAULT_WAIT_MS;
     optind = 2;
+    opterr = 0; /* unknown options are named below */
     int c;
     uint32_t v;
-    while ((c = getopt_long(argc, argv, "d:b:c:l:f:H:L:i:kvh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":d:b:c:l:f:H:L:i:kvh", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': cli->db = optarg; break;
         case 'b': cli->bind = optarg; cli->bind_given = true; break;
@@ -312,8 +375,20 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             break;
         }
         case S_OPT_BASELINE: cli->baseline = optarg; break;
-        case 'h': s_usage(stdout); exit(0);
-        default: return -EINVAL;
+        case 'h':
+            if (!s_command_usage(argv[1], stdout)) {
+                fprintf(stderr, "fleetburn: unknown command '%s'\n", argv[1]);
+                s_usage(stderr);
+                exit(EXIT_USAGE);
+            }
+            exit(0);
+        case ':':
+            fprintf(stderr, "fleetburn %s: %s needs a value\n", argv[1], argv[optind - 1]);
+            return -EINVAL;
+        default:
+            fprintf(stderr, "fleetburn %s: unknown option '%s'\n", argv[1],
+                    optopt ? (char[3]){'-', (char)optopt, 0} : argv[optind - 1]);
+            return -EINVAL;
         }
     }
     for (; optind < argc; optind++) {
@@ -335,14 +410,30 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
     return 0;
 }
 
+/* The coordinator's endpoint as ZeroMQ wants it: HOST:PORT means tcp://HOST:PORT
+ * (common/endpoint.h). 0, or -EINVAL after saying what is wrong. */
+static int s_resolve_coordinator(cli_t *cli, const char *cmd)
+{
+    char err[300];
+    if (!cli->coordinator)
+        return 0;
+    if (fb_endpoint_normalize(cli->coordinator, cli->coordinator_buf, sizeof cli->coordinator_buf,
+                              err, sizeof err)) {
+        fprintf(stderr, "fleetburn %s: --coordinator: %s\n", cmd, err);
+        return -EINVAL;
+    }
+    cli->coordinator = cli->coordinator_buf;
+    return 0;
+}
+
 static int s_cmd_run(cli_t *cli)
 {
     if (cli->n_positional != 1) {
         fprintf(stderr, "fleetburn run: expected one campaign file\n");
-        s_usage(stderr);
+        s_command_usage("run", stderr);
         return EXIT_USAGE;
     }
-    if (cli_load_client_config(cli))
+    if (cli_load_client_config(cli) || s_resolve_coordinator(cli, "run"))
         return EXIT_USAGE;
     if (cli->webhook_allow || (cli->coordinator && cli->webhook_ca)) {
         fprintf(stderr, "fleetburn run: %s applies to serve%s\n",
@@ -361,8 +452,10 @@ static int s_cmd_run(cli_t *cli)
         free(error);
         return EXIT_USAGE;
     }
-    int rc = cli->baseline ? cli_baseline_check(cli, cf->campaign) : 0;
-    if (rc)
+    int rc;
+    if (cli_check_injections(cli, cf->campaign))
+        rc = EXIT_USAGE;
+    else if (cli->baseline && (rc = cli_baseline_check(cli, cf->campaign)))
         ; /* cli_compare.c said why */
     else if (cli->coordinator)
         rc = cli_run_remote(cli, cf);
@@ -389,7 +482,7 @@ static int s_cmd_client(cli_t *cli, const char *cmd)
                 cli->queue ? "run --coordinator" : "cancel");
         return EXIT_USAGE;
     }
-    if (cli_load_client_config(cli))
+    if (cli_load_client_config(cli) || s_resolve_coordinator(cli, cmd))
         return EXIT_USAGE;
     if (!cli->coordinator)
         cli->coordinator = FB_CLIENT_DEFAULT_COORDINATOR;
@@ -441,13 +534,28 @@ static int s_cmd_keygen(cli_t *cli)
     return 0;
 }
 
+/* The unit's status line (common/service.h): ready from the start, since serve binds first. */
+static bool s_serve_state(void *arg, char *status, size_t len)
+{
+    const coord_t *coord = arg;
+    snprintf(status, len, "listening on %s; %zu agent(s) alive, %zu campaign(s) running",
+             coord_endpoint(coord), coord_alive_count(coord), coord_running_count(coord));
+    return true;
+}
+
 static int s_cmd_serve(cli_t *cli)
 {
     if (cli->n_positional) {
         fprintf(stderr, "fleetburn serve: unexpected argument '%s'\n", cli->positional[0]);
         return EXIT_USAGE;
     }
-    const char *bind = cli->bind ? cli->bind
+    char err[512];
+    if (cli->bind && fb_endpoint_normalize(cli->bind, cli->bind_buf, sizeof cli->bind_buf, err,
+                                           sizeof err)) {
+        fprintf(stderr, "fleetburn serve: --bind: %s\n", err);
+        return EXIT_USAGE;
+    }
+    const char *bind = cli->bind ? cli->bind_buf
                        : cli->keys_dir ? "tcp://*:7755"
                                        : "tcp://127.0.0.1:7755";
     if (!cli->keys_dir && !fb_endpoint_is_local(bind)) {
@@ -482,7 +590,6 @@ static int s_cmd_serve(cli_t *cli)
                             .handshake_ms = (uint32_t)cli->handshake_ms,
                             .webhooks = {.allow = cli->webhook_allow, .ca_file = cli->webhook_ca},
                             .slurm_bin = cli->slurm_bin};
-    char err[512];
     if (webhook_options_check(&opts.webhooks, err, sizeof err)) {
         fprintf(stderr, "fleetburn serve: %s\n", err);
         return EXIT_USAGE;
@@ -507,7 +614,9 @@ static int s_cmd_serve(cli_t *cli)
     uv_signal_start(&sigint, s_on_stop_signal, SIGINT);
     uv_signal_start(&sigterm, s_on_stop_signal, SIGTERM);
     uv_signal_start(&sighup, s_on_reload_signal, SIGHUP);
+    fb_service_t *service = fb_service_start(loop, s_serve_state, coord);
     uv_run(loop, UV_RUN_DEFAULT);
+    fb_service_stop(&service);
     uv_close((uv_handle_t *)&sigint, NULL);
     uv_close((uv_handle_t *)&sigterm, NULL);
     uv_close((uv_handle_t *)&sighup, NULL);
@@ -554,6 +663,8 @@ static int s_cmd_report(cli_t *cli)
         rc = report_write_json(store, id, stdout);
     else
         rc = report_write_text(store, id, stdout);
+    if (rc == -EPIPE) /* `fleetburn report | head`: the reader had what it wanted */
+        rc = 0;
     if (rc == -ENOENT)
         fprintf(stderr, "fleetburn: no campaign '%s' in %s\n", id, cli->db);
     else if (rc)
@@ -570,7 +681,7 @@ static int s_cmd_nodes(cli_t *cli)
         return EXIT_INFRA;
     int rc = report_write_nodes(store, stdout);
     store_destroy(&store);
-    return rc ? EXIT_INFRA : 0;
+    return rc && rc != -EPIPE ? EXIT_INFRA : 0; /* -EPIPE: the reader of a pipe left */
 }
 
 int main(int argc, char **argv)
@@ -581,7 +692,7 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || (!strcmp(cmd, "help") && argc == 2)) {
         s_usage(stdout);
         return 0;
     }
@@ -589,9 +700,19 @@ int main(int argc, char **argv)
         printf("fleetburn %s (protocol %d)\n", FB_VERSION, FB_PROTOCOL_VERSION);
         return 0;
     }
+    if (!strcmp(cmd, "help") && argc == 3) { /* fleetburn help CMD */
+        if (s_command_usage(argv[2], stdout))
+            return 0;
+        fprintf(stderr, "fleetburn: unknown command '%s'\n", argv[2]);
+        s_usage(stderr);
+        return EXIT_USAGE;
+    }
     cli_t cli;
     if (s_parse_cli(argc, argv, &cli)) {
-        s_usage(stderr);
+        if (!s_command_usage(cmd, stderr)) {
+            fprintf(stderr, "fleetburn: unknown command '%s'\n", cmd);
+            s_usage(stderr);
+        }
         return EXIT_USAGE;
     }
     fb_log_init("fleetburn", cli.verbose ? FB_LOG_DEBUG : FB_LOG_WARN);

@@ -16,7 +16,8 @@
 
 /* ---- Shared helpers ---------------------------------------------------------------------- */
 
-/* Flushes out: 0, or -EIO when writing to it failed. */
+/* Flushes out: 0; -EPIPE when out is a pipe or socket whose reader has gone (a normal end for
+ * `fleetburn report | head`: callers exit 0 quietly); -EIO when writing to it failed otherwise. */
 int report__finish_output(FILE *out);
 /* Counts of tasks by verdict (index: fb_verdict_t; NONE counts pending ones). */
 void report__count_tasks(const store_campaign_t *c, size_t counts[FB_VERDICT_MAX + 1],

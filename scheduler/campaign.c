@@ -493,6 +493,12 @@ static int s_bisect_check(fb_yaml_t *ctx, const char *path, const s_scope_lines_
     return 0;
 }
 
+/* fb_stage_param for fb_workload_check_scope. */
+static const char *s_stage_param_of(const void *stage, const char *key)
+{
+    return fb_stage_param(stage, key);
+}
+
 static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, fb_strmap_t *names,
                    fb_campaign_t *c, fb_stage_t *st)
 {
@@ -644,9 +650,18 @@ static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, fb_str
     if (s_scope_check(ctx, path, st->line, &scope_lines, st) ||
         s_bisect_check(ctx, path, &scope_lines, c, index, st))
         return -EINVAL;
-    if (!seen_params) /* defaults */
-        return s_params(ctx, NULL, path, w, st);
-    return 0;
+    if (!seen_params && s_params(ctx, NULL, path, w, st)) /* defaults */
+        return -EINVAL;
+    /* A workload in a scope it does not run in is refused now, not when its tasks fail. */
+    char why[512];
+    if (fb_workload_check_scope(w, st->scope, scope_lines.scope, s_stage_param_of, st, why,
+                                sizeof why)) {
+        kpath = fb_yaml_path(path, "scope");
+        rc = fb_yaml_fail(ctx, scope_lines.scope ? scope_lines.scope : st->line, kpath,
+                          "stage '%s': %s", st->name, why);
+        free(kpath);
+    }
+    return rc;
 }
 
 static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
