@@ -216,7 +216,9 @@ int fb_smbios_read(const char *root, fb_smbios_t *out, char *err, size_t errlen)
     char *text = NULL, *lerr = NULL;
     size_t len = 0;
     int rc = fb_load_file(path, FB_SMBIOS_TABLE_MAX, &text, &len, &lerr);
-    if (rc) {
+    if (rc == -ENOENT) {
+        snprintf(err, errlen, "%s is absent: the firmware published no SMBIOS table", path);
+    } else if (rc) {
         snprintf(err, errlen, "%s", lerr ? lerr : path);
     } else {
         char perr[200];
