@@ -65,12 +65,14 @@ if grep -q "pagemap needs CAP_SYS_ADMIN" "$WORK/auto.findings"; then
     pass "stuck and transient told apart; the physical address is unknown here (no CAP_SYS_ADMIN)"
 else
     [ "$(metric auto dimms_named)" = 2 ] || fail "dimms_named $(metric auto dimms_named)"
-    grep -q "^dimm | CPU_SrcID#0_MC#0_Chan#1_DIMM#0 | memtest miscompares in page phys 0x" \
+    grep -q "^dimm | local-0/CPU_SrcID#0_MC#0_Chan#1_DIMM#0 | memtest miscompares in page phys 0x" \
         "$WORK/auto.findings" || fail "no dimm finding: $(cat "$WORK/auto.findings")"
     grep -q "named by skx_edac decoder: skx_edac decoded 0x[0-9a-f]* to EDAC MC0: socket 0, memory controller 0, channel 1, DIMM 0, rank 1" \
         "$WORK/auto.findings" || fail "the decode's details are missing"
     [ "$(cat "$WORK/answered")" = 2 ] || fail "the decoder answered $(cat "$WORK/answered") times, expected 2 (one per page)"
-    pass "stuck and transient told apart; both pages named CPU_SrcID#0_MC#0_Chan#1_DIMM#0 through the EDAC decoder"
+    bad=$(json_q "$WORK/auto.json" 'sorted(b["part"] for b in d["diagnosis"]["bad"])')
+    [ "$bad" = "['local-0', 'local-0/CPU_SrcID#0_MC#0_Chan#1_DIMM#0']" ] || fail "the diagnosis named $bad"
+    pass "stuck and transient told apart; both pages named local-0/CPU_SrcID#0_MC#0_Chan#1_DIMM#0 through the EDAC decoder, and the diagnosis names it"
 fi
 
 echo 0 >"$WORK/answered"

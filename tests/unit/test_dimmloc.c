@@ -785,7 +785,7 @@ static void test_memtest_names_dimm(void **state)
                                                  : "DIMM not decodable here"));
         }
         if (!strcmp(f->kind, "dimm")) {
-            assert_string_equal(f->part, "CPU_SrcID#0_MC#0_Chan#1_DIMM#0");
+            assert_string_equal(f->part, "node07/CPU_SrcID#0_MC#0_Chan#1_DIMM#0");
             assert_non_null(strstr(f->what, "named by skx_edac decoder: skx_edac decoded 0x"));
             assert_non_null(strstr(f->what, " on node07, "));
             dimm++;

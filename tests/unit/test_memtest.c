@@ -328,7 +328,7 @@ static void test_edac_report(void **state)
     fb_result_t *res = fb_result_new();
     assert_int_equal(memtest_edac_report(res, "node07", &before, &after), 1);
     assert_int_equal(res->n_findings, 1);
-    assert_string_equal(res->findings[0].part, "CPU_SrcID#0_MC#0_Chan#1_DIMM#0");
+    assert_string_equal(res->findings[0].part, "node07/CPU_SrcID#0_MC#0_Chan#1_DIMM#0");
     assert_string_equal(res->findings[0].kind, "dimm");
     assert_non_null(
         strstr(res->findings[0].what, "EDAC corrected errors +3, uncorrected +0 during memtest"));

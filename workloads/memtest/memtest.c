@@ -349,11 +349,14 @@ size_t memtest_edac_report(fb_result_t *result, const char *host, const fb_edac_
     size_t n = fb_edac_diff(before, after, changes, cap);
     uint64_t ce_dimms = 0, ue_dimms = 0;
     for (size_t i = 0; i < n; i++, found++) {
-        fb_result_add_findingf(result, changes[i].dimm->label, "dimm",
+        /* node/label: the same label names a DIMM slot on every node of a fleet. */
+        char *part = xasprintf("%s/%s", host, changes[i].dimm->label);
+        fb_result_add_findingf(result, part, "dimm",
                                "EDAC corrected errors +%" PRIu64 ", uncorrected +%" PRIu64
                                " during memtest (%s on %s)",
                                changes[i].ce_delta, changes[i].ue_delta, changes[i].dimm->location,
                                host);
+        free(part);
         ce_dimms += changes[i].ce_delta;
         ue_dimms += changes[i].ue_delta;
     }

@@ -165,9 +165,11 @@ static void s_page_findings(const mt_analysis_t *a, const mt_page_t *p)
                                "page %s: %u miscompare%s itemised, %s%s; DIMM %s: %s", where,
                                p->n_details, p->n_details == 1 ? "" : "s", verdict, evidence,
                                p->loc.label, p->loc.detail);
-        fb_result_add_findingf(worker_result(a->ctx), p->loc.label, "dimm",
+        char *part = xasprintf("%s/%s", a->host, p->loc.label);
+        fb_result_add_findingf(worker_result(a->ctx), part, "dimm",
                                "memtest miscompares in page %s on %s, %s; named by %s: %s", where,
                                a->host, verdict, p->loc.source, p->loc.detail);
+        free(part);
     } else {
         fb_result_add_findingf(worker_result(a->ctx), a->host, "memory",
                                "page %s: %u miscompare%s itemised, %s%s; DIMM %s", where,

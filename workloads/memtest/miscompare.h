@@ -2,7 +2,8 @@
 /* What memtest makes of its miscompares once the patterns are done: the itemised words grouped
  * by page; each page retested (stuck or transient, retest.h) and its physical address taken to a
  * DIMM (dimmloc.h); then the findings an operator reads: one per word, one per page with the
- * evidence, and one "dimm" finding per page whose DIMM was named (part = the DIMM's label). */
+ * evidence, and one "dimm" finding per page whose DIMM was named (part = "host/label", as the
+ * health sweep names DIMMs: the same label names a slot on every node). */
 #ifndef FB_MEMTEST_MISCOMPARE_H
 #define FB_MEMTEST_MISCOMPARE_H
 
