@@ -40,7 +40,7 @@ stages:
   - name: dram
     workload: memtest
     timeout: 5m
-    params: {size: 32MiB, passes: 1, patterns: [random], lock: false, retests: 4, dimm_decode: $2}
+    params: {size: 32MiB, passes: 1, patterns: [random], retests: 4, dimm_decode: $2}
 YAML
     set +e
     FLEETBURN_SYSFS_ROOT=$root "$FLEETBURN" run --local 1 --db "$WORK/$1.db" \

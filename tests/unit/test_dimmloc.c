@@ -764,9 +764,9 @@ static void test_memtest_names_dimm(void **state)
     s_kernel_start(&k, root, "CPU_SrcID#0_MC#0_Chan#1_DIMM#0");
     setenv("FLEETBURN_SYSFS_ROOT", root, 1);
     const char *params[] = {
-        "size=4MiB",           "threads=2",         "patterns=random",  "lock=false",
-        "inject_stuck_bits=1", "inject_bitflips=1", "dimm_decode=auto", "retests=4"};
-    worker_ctx_t *ctx = worker_ctx_new("t1", "node07", params, 8, true);
+        "size=4MiB",         "threads=2",        "patterns=random", "inject_stuck_bits=1",
+        "inject_bitflips=1", "dimm_decode=auto", "retests=4"};
+    worker_ctx_t *ctx = worker_ctx_new("t1", "node07", params, FB_ARRAY_LEN(params), true);
     unsetenv("FLEETBURN_SYSFS_ROOT");
     assert_int_equal(memtest_run(ctx), FB_VERDICT_FAIL);
     fb_result_t *res = worker_result(ctx);

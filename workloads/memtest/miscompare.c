@@ -46,8 +46,9 @@ static void s_retest(const mt_analysis_t *a, const mt_detail_t *d, mt_page_t *p)
         p->retest_state = MT_PAGE_NOT_RETESTED;
         return;
     }
+    /* A page swapped out (unlocked memory) reads as PFN 0: not the page that failed either. */
     uint64_t now = mt_phys_addr(a->pagemap_fd, p->page);
-    if (p->phys_page && now && now != p->phys_page) {
+    if (p->phys_page && now != p->phys_page) {
         p->retest_state = MT_PAGE_MOVED;
         p->moved_to = now;
         return;
@@ -57,6 +58,11 @@ static void s_retest(const mt_analysis_t *a, const mt_detail_t *d, mt_page_t *p)
     mt_retest_page(p->page, n_words, word, d->expected, d->pattern, a->seed, a->retests, a->hook,
                    a->hook_user, &p->retest);
     p->retest_state = MT_PAGE_RETESTED;
+    now = mt_phys_addr(a->pagemap_fd, p->page);
+    if (p->phys_page && now != p->phys_page) { /* moved while retested: the counts are mixed */
+        p->retest_state = MT_PAGE_MOVED;
+        p->moved_to = now;
+    }
 }
 
 size_t mt_analyse_pages(const mt_analysis_t *a, const mt_detail_t *details, size_t n,
@@ -96,8 +102,10 @@ static const char *s_verdict(const mt_page_t *p, char *buf, size_t len)
 {
     if (p->retest_state == MT_PAGE_NOT_RETESTED)
         snprintf(buf, len, "not retested (retests=0)");
+    else if (p->retest_state == MT_PAGE_MOVED && p->moved_to)
+        snprintf(buf, len, "not judged: the page moved to phys 0x%" PRIx64 " since", p->moved_to);
     else if (p->retest_state == MT_PAGE_MOVED)
-        snprintf(buf, len, "not retested: the page moved to phys 0x%" PRIx64 " since", p->moved_to);
+        snprintf(buf, len, "not judged: the page was swapped out since (lock=false?)");
     else
         snprintf(buf, len, "%s (failed again in %u of %u retests)",
                  mt_retest_stuck(&p->retest) ? "stuck" : "transient", p->retest.word_rounds,
