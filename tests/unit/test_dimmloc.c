@@ -480,12 +480,34 @@ static void test_decoder_roundtrip(void **state)
     assert_non_null(strstr(why, "logged no decode of 0xfee00000 within 100 ms"));
     s_kernel_stop(&k);
 
+    /* The chain stops asking a decoder that did not answer. */
+    char *ras_db = xasprintf("%s/none.db", root);
+    mt_dimmloc_cfg_t cfg = {.mode = MT_DIMMLOC_AUTO,
+                            .root = root,
+                            .ras_db = ras_db,
+                            .page_shift = 12,
+                            .decode_timeout_ms = 100};
+    mt_dimmloc_t out;
+    s_kernel_start(&k, root, NULL);
+    cfg.kmsg_path = k.kmsg_path;
+    mt_dimmloc_locate(&cfg, 0x2000, &out);
+    assert_true(out.decoder_silent && out.used_decoder);
+    cfg.decoder_silent = true;
+    mt_dimmloc_locate(&cfg, 0x3000, &out);
+    assert_false(out.used_decoder);
+    assert_non_null(strstr(out.why, "EDAC address decoder: not asked (it logged no answer for an "
+                                    "earlier page)"));
+    free(ras_db);
+    s_kernel_stop(&k);
+
     /* No kernel log to read the answer from: nothing is written. */
     char *nolog = xasprintf("%s/absent/kmsg", root);
-    rc = mt_edac_decode(k.addr_path, nolog, 0x1000, 12, 100, &d, &wrote, why, sizeof why);
+    char *addr = xasprintf("%s/sys/kernel/debug/edac/skx_test/addr", root);
+    rc = mt_edac_decode(addr, nolog, 0x1000, 12, 100, &d, &wrote, why, sizeof why);
     assert_int_equal(rc, -ENOENT);
     assert_false(wrote);
     assert_non_null(strstr(why, "is not readable"));
+    free(addr);
     free(nolog);
     s_rmtree(&root);
 }

@@ -99,6 +99,7 @@ static bool s_from_decoder(const mt_dimmloc_cfg_t *cfg, uint64_t phys, mt_dimmlo
     int rc = mt_edac_decode(addr_path, cfg->kmsg_path, phys, cfg->page_shift,
                             cfg->decode_timeout_ms, &d, &out->used_decoder, why, sizeof why);
     free(addr_path);
+    out->decoder_silent = rc == -ETIMEDOUT;
     if (rc) {
         s_reason(out, "%s decoder: %s", driver, why);
         return false;
@@ -154,10 +155,12 @@ void mt_dimmloc_locate(const mt_dimmloc_cfg_t *cfg, uint64_t phys, mt_dimmloc_t 
     }
     if (s_from_rasdaemon(cfg, phys, out))
         return;
-    if (cfg->mode == MT_DIMMLOC_AUTO && s_from_decoder(cfg, phys, out))
+    if (cfg->mode == MT_DIMMLOC_AUTO && !cfg->decoder_silent && s_from_decoder(cfg, phys, out))
         return;
     if (cfg->mode == MT_DIMMLOC_PASSIVE)
         s_reason(out, "EDAC address decoder: not asked (dimm_decode=passive)");
+    else if (cfg->decoder_silent)
+        s_reason(out, "EDAC address decoder: not asked (it logged no answer for an earlier page)");
     if (s_from_smbios(cfg, phys, out))
         return;
     static const char prefix[] = "not decodable here: ";

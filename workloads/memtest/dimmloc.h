@@ -28,16 +28,18 @@ typedef struct {
     int64_t from, to;      /* the task's window, seconds since the epoch */
     unsigned page_shift;   /* the kernel's PAGE_SHIFT */
     unsigned decode_timeout_ms;
+    bool decoder_silent; /* the decoder did not answer for an earlier address: do not ask */
 } mt_dimmloc_cfg_t;
 
 typedef struct {
-    bool named;        /* one DIMM named */
-    char label[160];   /* its label: EDAC's ("CPU_SrcID#0_MC#0_Chan#1_DIMM#0") or SMBIOS's
-                          Device Locator ("ChannelB-DIMM0") */
-    char source[48];   /* "rasdaemon", "skx_edac decoder", "i10nm_edac decoder", "SMBIOS" */
-    char detail[400];  /* what the source said about it */
-    char why[1200];    /* not named: "not decodable here: " and each source's reason */
-    bool used_decoder; /* the EDAC decoder ran (its corrected-error count went up by one) */
+    bool named;          /* one DIMM named */
+    char label[160];     /* its label: EDAC's ("CPU_SrcID#0_MC#0_Chan#1_DIMM#0") or SMBIOS's
+                            Device Locator ("ChannelB-DIMM0") */
+    char source[48];     /* "rasdaemon", "skx_edac decoder", "i10nm_edac decoder", "SMBIOS" */
+    char detail[400];    /* what the source said about it */
+    char why[1200];      /* not named: "not decodable here: " and each source's reason */
+    bool used_decoder;   /* the EDAC decoder ran (its corrected-error count went up by one) */
+    bool decoder_silent; /* it ran and logged no answer within the timeout */
 } mt_dimmloc_t;
 
 /* Names the DIMM of phys (0: unknown). */

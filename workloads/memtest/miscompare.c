@@ -85,9 +85,11 @@ size_t mt_analyse_pages(const mt_analysis_t *a, const mt_detail_t *details, size
     }
     for (size_t k = 0; k < n_pages; k++)
         s_retest(a, &details[pages[k].first], &pages[k]);
+    mt_dimmloc_cfg_t loc = a->loc;
     for (size_t k = 0; k < n_pages; k++) {
         mt_page_t *p = &pages[k];
-        mt_dimmloc_locate(&a->loc, details[p->first].phys, &p->loc);
+        mt_dimmloc_locate(&loc, details[p->first].phys, &p->loc);
+        loc.decoder_silent |= p->loc.decoder_silent; /* one timeout per run, not one per page */
         if (p->loc.used_decoder)
             worker_log(a->ctx,
                        "memtest: asked the kernel's EDAC address decoder for 0x%" PRIx64
