@@ -177,6 +177,8 @@ static int s_parse(int argc, char **argv, options_t *opt)
             return rc;
         }
     }
+    if (opt->size < (1u << 20))
+        return s_usage("--size must be at least 1MiB");
     return 0;
 }
 
