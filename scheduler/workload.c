@@ -25,6 +25,8 @@ static const char *const s_memtest_patterns[] = {
     "sequential_increment", "bit_spread",        "bit_flip",     "block_sequential", NULL,
 };
 
+static const char *const s_memtest_dimm_decode[] = {"auto", "passive", "off", NULL};
+
 static const fb_param_spec_t s_memtest_params[] = {
     {"size", FB_PARAM_BYTES_OR_PERCENT, "80%", NULL, 0, 0, false,
      "memory to test on each node: a byte size, or a percentage of the memory available"},
@@ -38,8 +40,17 @@ static const fb_param_spec_t s_memtest_params[] = {
      "seed of the random patterns; absent = a fresh seed, reported with the result"},
     {"lock", FB_PARAM_BOOL, "true", NULL, 0, 0, false,
      "lock the buffer in RAM (mlock) so that no page is swapped out while it is tested"},
+    {"retests", FB_PARAM_UINT, "8", NULL, 0, 1000, false,
+     "times the page of each miscompare is written and read again to tell a stuck cell from a "
+     "transient error; 0 = no retest"},
+    {"dimm_decode", FB_PARAM_ENUM, "auto", s_memtest_dimm_decode, 0, 0, false,
+     "how the DIMM of a miscompare is looked up: auto = rasdaemon, the kernel's EDAC address "
+     "decoder (counts one corrected error per address) and SMBIOS; passive = without the "
+     "decoder; off"},
     {"inject_bitflips", FB_PARAM_UINT, NULL, NULL, 0, 1000000, true,
      "test-only: flip this many bits in the buffer after it is written, to prove detection"},
+    {"inject_stuck_bits", FB_PARAM_UINT, NULL, NULL, 0, 64, true,
+     "test-only: make this many bits stuck, so that the retest finds them again"},
 };
 
 static const char *const s_sleep_exits[] = {"pass", "fail", "crash", "hang", NULL};

@@ -122,7 +122,8 @@ static void test_good_file(void **state)
     assert_int_equal(s->on_fail, FB_ON_FAIL_CONTINUE);
     assert_string_equal(s->nodes_expr, "local-[0-1]");
     assert_int_equal(s->line, 5);
-    s_expect_params(s, "size=80% passes=2 threads=auto patterns=walking_ones,random lock=true");
+    s_expect_params(s, "size=80% passes=2 threads=auto patterns=walking_ones,random lock=true "
+                       "retests=8 dimm_decode=auto");
 
     s = &c->stages[1];
     assert_string_equal(s->name, "dram-block");
@@ -131,7 +132,7 @@ static void test_good_file(void **state)
     assert_null(s->nodes_expr);
     assert_int_equal(s->line, 11);
     s_expect_params(s, "size=64MiB passes=1 threads=auto patterns=stuck_address,own_address "
-                       "seed=42 lock=no");
+                       "seed=42 lock=no retests=8 dimm_decode=auto");
     assert_string_equal(fb_stage_param(s, "seed"), "42");
     assert_null(fb_stage_param(s, "inject_bitflips"));
 
@@ -177,7 +178,8 @@ static void test_defaults_and_all(void **state)
     assert_string_equal(c->source, "t.yaml");
     assert_int_equal(c->stages[0].timeout_ms, 3600000);
     assert_int_equal(c->stages[0].on_fail, FB_ON_FAIL_CONTINUE);
-    s_expect_params(&c->stages[0], "size=80% passes=1 threads=auto patterns=all lock=true");
+    s_expect_params(&c->stages[0], "size=80% passes=1 threads=auto patterns=all lock=true "
+                                   "retests=8 dimm_decode=auto");
     bool all = false;
     char **names = (char **)1;
     size_t n = 5;
@@ -192,7 +194,7 @@ static void test_defaults_and_all(void **state)
                    "    params: {inject_bitflips: 3, patterns: \"random, bit_flip\"}\n"
                    "  - name: b\n    workload: sleep\n    params:\n    nodes: [n1, 'n[3-4]']\n");
     s_expect_params(&c->stages[0], "size=80% passes=1 threads=auto patterns=random, bit_flip "
-                                   "lock=true inject_bitflips=3");
+                                   "lock=true retests=8 dimm_decode=auto inject_bitflips=3");
     s_expect_params(&c->stages[1], "duration=1s exit=pass");
     assert_string_equal(c->stages[1].nodes_expr, "n1,n[3-4]");
     assert_string_equal(fb_on_fail_name(FB_ON_FAIL_STOP), "stop");
@@ -214,7 +216,7 @@ static void test_fixture_errors(void **state)
     s_expect_fixture_error(
         "bad-param.yaml",
         "bad-param.yaml:9: stages[0].params.sise: unknown parameter for workload memtest; "
-        "expected one of size, passes, threads, patterns, seed, lock");
+        "expected one of size, passes, threads, patterns, seed, lock, retests, dimm_decode");
     s_expect_fixture_error(
         "unknown-workload.yaml",
         "unknown-workload.yaml:5: stages[1].workload: unknown workload 'gpuburnn'; expected one "
@@ -407,11 +409,12 @@ static void test_workload_schema(void **state)
     assert_null(fb_workload_find(NULL));
     const fb_workload_spec_t *m = fb_workload_find("memtest");
     assert_non_null(m);
-    assert_int_equal(m->n_params, 7);
+    assert_int_equal(m->n_params, 10);
     assert_null(fb_workload_param(m, "sise"));
     const fb_param_spec_t *inj = fb_workload_param(m, "inject_bitflips");
     assert_true(inj->fault_injection);
     assert_null(inj->default_value);
+    assert_true(fb_workload_param(m, "inject_stuck_bits")->fault_injection);
     assert_null(fb_workload_param(m, "seed")->default_value);
     size_t n_patterns = 0;
     for (const char *const *p = fb_workload_param(m, "patterns")->choices; *p; p++)
@@ -511,7 +514,7 @@ static void test_workload_schema(void **state)
         fb_workload_names(names, sizeof names),
         "memtest, sleep, gpuburn, gpumemtest, p2p, health, allreduce, rdmabw, netbw");
     assert_string_equal(fb_workload_param_names(m, names, sizeof names),
-                        "size, passes, threads, patterns, seed, lock");
+                        "size, passes, threads, patterns, seed, lock, retests, dimm_decode");
     assert_string_equal(fb_workload_names(names, 5), "memt");
 }
 
