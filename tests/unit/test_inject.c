@@ -61,7 +61,7 @@ static void test_misspelt_key(void **state)
     fb_campaign_t *c = s_campaign(s_memtest_campaign);
     s_refused("memtest.inject_bitflip=4", c,
               "memtest has no parameter 'inject_bitflip'; expected one of size, passes, threads, "
-              "patterns, seed, lock, inject_bitflips");
+              "patterns, seed, lock, retests, dimm_decode, inject_bitflips, inject_stuck_bits");
     s_refused("inject_bitflip=4", c,
               "'inject_bitflip' is not a parameter of any workload the campaign runs (memtest, "
               "sleep); expected [WORKLOAD.]KEY=VALUE, e.g. memtest.inject_bitflips=4");
