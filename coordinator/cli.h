@@ -42,6 +42,7 @@ typedef struct {
     bool queue;         /* run --coordinator: --queue */
     const char *reason; /* cancel: --reason */
     const char *from;   /* expect: --from NODE */
+    bool markdown;      /* workloads: --markdown */
     const char *format;
     unsigned local;
     bool local_given;
@@ -98,6 +99,8 @@ int cli_campaigns(cli_t *cli);
 /* expect --from NODE: the expect section NODE's stored inventory meets, on stdout (cli_expect.c).
  * Returns the exit status: 2 for a missing or unknown node, 3 when the database cannot be read. */
 int cli_expect(cli_t *cli);
+/* `fleetburn workloads [NAME] [--markdown]` (cli_workloads.c). */
+int cli_workloads(cli_t *cli);
 /* Regressions (cli_compare.c, docs/regressions.md). compare BASE [CAMPAIGN]: 0 no regression,
  * 1 a regression, 2 an unknown campaign or baseline, 3 the database. baseline set NAME ID | list |
  * delete NAME. cli_baseline_check: run --baseline, before the campaign runs: 0, or the exit status

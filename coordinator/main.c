@@ -9,6 +9,7 @@
  *   fleetburn nodes [--db PATH]
  *   fleetburn compare BASE [CAMPAIGN] [--format text|json] [--db PATH]
  *   fleetburn baseline set NAME CAMPAIGN_ID | list | delete NAME [--db PATH]
+ *   fleetburn workloads [NAME] [--markdown]
  *
  * `run --local N` (the default, with N = 1) embeds a coordinator on an ephemeral loopback port
  * and starts N fleetburn-agent processes named local-0 … local-(N-1). Exit status of `run`:
@@ -129,6 +130,9 @@ static void s_usage(FILE *out)
             "      name). Exit 0 no regression, 1 a regression, 2 unknown campaign or name.\n"
             "  baseline set NAME CAMPAIGN_ID | baseline list | baseline delete NAME [--db PATH]\n"
             "      Keep a finished campaign as a named baseline for compare and run --baseline.\n"
+            "  workloads [NAME] [--markdown]\n"
+            "      List the workloads a campaign may run, or NAME's parameters (type, default,\n"
+            "      meaning). --markdown prints the tables of docs/campaign-file.md.\n"
             "\n"
             "Clients (run --coordinator, follow, cancel, campaigns): --coordinator EP, where\n"
             "        EP is tcp://HOST:PORT, HOST:PORT or HOST (port 7755) (for follow, cancel,\n"
@@ -227,7 +231,8 @@ enum {
     S_OPT_WEBHOOK_CA,
     S_OPT_FROM,
     S_OPT_SLURM_BIN,
-    S_OPT_BASELINE
+    S_OPT_BASELINE,
+    S_OPT_MARKDOWN
 };
 
 static int s_parse_cli(int argc, char **argv, cli_t *cli)
@@ -254,6 +259,7 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"from", required_argument, 0, S_OPT_FROM},
         {"slurm-bin", required_argument, 0, S_OPT_SLURM_BIN},
         {"baseline", required_argument, 0, S_OPT_BASELINE},
+        {"markdown", no_argument, 0, S_OPT_MARKDOWN},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->db = s_default_db();
@@ -375,6 +381,7 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             break;
         }
         case S_OPT_BASELINE: cli->baseline = optarg; break;
+        case S_OPT_MARKDOWN: cli->markdown = true; break;
         case 'h':
             if (!s_command_usage(argv[1], stdout)) {
                 fprintf(stderr, "fleetburn: unknown command '%s'\n", argv[1]);
@@ -742,6 +749,8 @@ int main(int argc, char **argv)
         return cli_expect(&cli); /* cli_expect.c */
     if (!strcmp(cmd, "keygen"))
         return s_cmd_keygen(&cli);
+    if (!strcmp(cmd, "workloads"))
+        return cli_workloads(&cli); /* cli_workloads.c */
     fprintf(stderr, "fleetburn: unknown command '%s'\n", cmd);
     s_usage(stderr);
     return EXIT_USAGE;

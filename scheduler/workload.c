@@ -29,7 +29,9 @@ static const char *const s_memtest_dimm_decode[] = {"auto", "passive", "off", NU
 
 static const fb_param_spec_t s_memtest_params[] = {
     {"size", FB_PARAM_BYTES_OR_PERCENT, "80%", NULL, 0, 0, false,
-     "memory to test on each node: a byte size, or a percentage of the memory available"},
+     "memory to test on each node: a byte size, or a percentage of the node's available memory "
+     "(MemAvailable) when the task starts; a size larger than the available memory fails the "
+     "task instead of swapping"},
     {"passes", FB_PARAM_UINT, "1", NULL, 1, 1000000, false,
      "how many times to run every selected pattern over the whole buffer"},
     {"threads", FB_PARAM_UINT_OR_AUTO, "auto", NULL, 1, 4096, false,
@@ -37,7 +39,8 @@ static const fb_param_spec_t s_memtest_params[] = {
     {"patterns", FB_PARAM_ENUM_LIST, "all", s_memtest_patterns, 0, 0, false,
      "the pattern tests to run, in this order; all = every pattern"},
     {"seed", FB_PARAM_UINT, NULL, NULL, 0, 0, false,
-     "seed of the random patterns; absent = a fresh seed, reported with the result"},
+     "seed of the random patterns; absent = each task picks one and reports it, so a failure "
+     "can be replayed with the same seed"},
     {"lock", FB_PARAM_BOOL, "true", NULL, 0, 0, false,
      "lock the buffer in RAM (mlock) so that no page is swapped out while it is tested"},
     {"retests", FB_PARAM_UINT, "8", NULL, 0, 1000, false,

@@ -38,6 +38,7 @@ check_help cancel --reason
 check_help campaigns --format
 check_help keygen "keygen PATH"
 check_help report --format
+check_help workloads --markdown
 check_help nodes --db
 grep -q -- "--coordinator EP" "$WORK/h-run" || fail "run --help does not explain --coordinator"
 pass "every command's --help: its usage and options on stdout, exit 0"
