@@ -12,6 +12,7 @@
 #include "webhook_queue.h"
 #include "common/util.h"
 #include "scheduler/webhook.h"
+#include "store_fixture.h"
 
 #include <errno.h>
 #include <setjmp.h>
@@ -30,41 +31,7 @@
 
 #define T0 1700000000000ull
 
-typedef struct {
-    char dir[64];
-    char *path;
-    store_t *store;
-} fixture_t;
-
-static int s_setup(void **state)
-{
-    fixture_t *fx = xcalloc(1, sizeof *fx);
-    snprintf(fx->dir, sizeof fx->dir, "/tmp/fb-test-alert-XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
-    fx->path = xasprintf("%s/timeline.db", fx->dir);
-    assert_int_equal(store_open(fx->path, &fx->store, NULL), 0);
-    *state = fx;
-    return 0;
-}
-
-static int s_teardown(void **state)
-{
-    fixture_t *fx = *state;
-    store_destroy(&fx->store);
-    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < FB_ARRAY_LEN(suffixes); i++) {
-        char *p = xasprintf("%s%s", fx->path, suffixes[i]);
-        unlink(p);
-        free(p);
-    }
-    char *script = xasprintf("%s/check.py", fx->dir);
-    unlink(script);
-    free(script);
-    rmdir(fx->dir);
-    free(fx->path);
-    free(fx);
-    return 0;
-}
+typedef store_fixture_t fixture_t;
 
 /* ---- the queue ---------------------------------------------------------------------------- */
 
@@ -229,16 +196,19 @@ static void test_migrates_version_2(void **state)
 static void s_result(store_t *store, const char *result_id, const char *task_id, const char *node,
                      fb_verdict_t verdict, const char *part, const char *what)
 {
-    fb_result_t *r = fb_result_new();
-    fb_result_set_ids(r, result_id, task_id, node);
-    r->verdict = verdict;
-    r->started_ms = T0 + 1000;
-    r->finished_ms = T0 + 2000;
-    fb_result_add_metric(r, "bandwidth_mbs", 1000, "MB/s");
-    if (part)
-        fb_result_add_finding(r, part, "dimm", what);
-    assert_int_equal(store_result_insert(store, r, T0 + 3000), 0);
-    fb_result_destroy(&r);
+    store_fixture_result(store, &(store_fixture_result_t){.result_id = result_id,
+                                                          .task_id = task_id,
+                                                          .node = node,
+                                                          .verdict = verdict,
+                                                          .started_ms = T0 + 1000,
+                                                          .finished_ms = T0 + 2000,
+                                                          .stored_ms = T0 + 3000,
+                                                          .metric = "bandwidth_mbs",
+                                                          .value = 1000,
+                                                          .unit = "MB/s",
+                                                          .part = part,
+                                                          .kind = "dimm",
+                                                          .what = what});
 }
 
 /* Campaign id with one memtest stage on n1 (pass), n2 (fail, a finding whose text spans lines),
@@ -531,13 +501,17 @@ static void test_allow_list_syntax(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_queue, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_queue_survives_reopen, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_migrates_version_2, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_triggers, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_document, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_document_bounded, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_allow_list, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_queue, store_fixture_setup, store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_queue_survives_reopen, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_migrates_version_2, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_triggers, store_fixture_setup, store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_document, store_fixture_setup, store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_document_bounded, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_allow_list, store_fixture_setup,
+                                        store_fixture_teardown),
         cmocka_unit_test(test_allow_list_syntax),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

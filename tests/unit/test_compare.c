@@ -10,6 +10,7 @@
 #include "compare.h"
 #include "store.h"
 #include "common/util.h"
+#include "store_fixture.h"
 
 #include <errno.h>
 #include <math.h>
@@ -26,39 +27,7 @@
 
 #include <cmocka.h>
 
-typedef struct {
-    char dir[64];
-    char *path;
-    store_t *store;
-} fixture_t;
-
-static int s_setup(void **state)
-{
-    fixture_t *fx = xcalloc(1, sizeof *fx);
-    snprintf(fx->dir, sizeof fx->dir, "/tmp/fb-test-compare-XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
-    fx->path = xasprintf("%s/timeline.db", fx->dir);
-    assert_int_equal(store_open(fx->path, &fx->store, NULL), 0);
-    *state = fx;
-    return 0;
-}
-
-static int s_teardown(void **state)
-{
-    fixture_t *fx = *state;
-    store_destroy(&fx->store);
-    const char *files[] = {"timeline.db", "timeline.db-wal", "timeline.db-shm", "check.py",
-                           "out.txt"};
-    for (size_t i = 0; i < FB_ARRAY_LEN(files); i++) {
-        char *p = xasprintf("%s/%s", fx->dir, files[i]);
-        unlink(p);
-        free(p);
-    }
-    rmdir(fx->dir);
-    free(fx->path);
-    free(fx);
-    return 0;
-}
+typedef store_fixture_t fixture_t;
 
 /* ---- writing campaigns ---- */
 
@@ -490,10 +459,14 @@ static void test_v2_timeline(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fleet_shift_with_driver_change, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_pair_outlier_and_unmatched, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_baselines_and_previous, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_v2_timeline, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_fleet_shift_with_driver_change, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_pair_outlier_and_unmatched, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_baselines_and_previous, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_v2_timeline, store_fixture_setup,
+                                        store_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

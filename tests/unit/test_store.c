@@ -5,6 +5,7 @@
  * commits. Every test works on its own database in a fresh temporary directory. */
 #include "store.h"
 #include "util.h"
+#include "store_fixture.h"
 
 #include <errno.h>
 #include <setjmp.h>
@@ -19,43 +20,7 @@
 
 #include <cmocka.h>
 
-typedef struct {
-    char dir[64];
-    char *path;
-    store_t *store;
-} fixture_t;
-
-static int s_setup(void **state)
-{
-    fixture_t *fx = xcalloc(1, sizeof *fx);
-    snprintf(fx->dir, sizeof fx->dir, "/tmp/fb-test-store-XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
-    fx->path = xasprintf("%s/timeline.db", fx->dir);
-    char *err = NULL;
-    int rc = store_open(fx->path, &fx->store, &err);
-    if (rc)
-        fprintf(stderr, "store_open: %s\n", err);
-    assert_int_equal(rc, 0);
-    assert_null(err);
-    *state = fx;
-    return 0;
-}
-
-static int s_teardown(void **state)
-{
-    fixture_t *fx = *state;
-    store_destroy(&fx->store);
-    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < FB_ARRAY_LEN(suffixes); i++) {
-        char *p = xasprintf("%s%s", fx->path, suffixes[i]);
-        unlink(p);
-        free(p);
-    }
-    rmdir(fx->dir);
-    free(fx->path);
-    free(fx);
-    return 0;
-}
+typedef store_fixture_t fixture_t;
 
 /* A second, raw connection to the same file, as another process would have. */
 static sqlite3 *s_raw(const fixture_t *fx)
@@ -736,19 +701,30 @@ static void test_migrates_version_1(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_open_schema_and_wal, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_refuses_newer_schema, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_refuses_foreign_database, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_round_trip, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_create_errors, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_result_idempotent, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_task_verdict_not_overwritten, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_events, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_interrupt_stale_and_latest, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_agents, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_reader_beside_writer, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_deferred_commits, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_migrates_version_1, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_open_schema_and_wal, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_refuses_newer_schema, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_refuses_foreign_database, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_round_trip, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_create_errors, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_result_idempotent, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_task_verdict_not_overwritten, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_events, store_fixture_setup, store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_interrupt_stale_and_latest, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_agents, store_fixture_setup, store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_reader_beside_writer, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_deferred_commits, store_fixture_setup,
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_migrates_version_1, store_fixture_setup,
+                                        store_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
