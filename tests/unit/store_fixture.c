@@ -4,6 +4,7 @@
 #include "common/util.h"
 
 #include <errno.h>
+#include <sqlite3.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -73,4 +74,51 @@ void store_fixture_result(store_t *store, const store_fixture_result_t *r)
         fb_result_set_error(res, "%s", r->error);
     assert_int_equal(store_result_insert(store, res, r->stored_ms), 0);
     fb_result_destroy(&res);
+}
+
+sqlite3 *store_fixture_raw(const store_fixture_t *fx)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 2000);
+    return db;
+}
+
+sqlite3 *store_fixture_replace(store_fixture_t *fx, const char *name)
+{
+    store_destroy(&fx->store);
+    unlink(fx->path);
+    char *path = xasprintf("%s/%s", FB_FIXTURES, name);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    free(path);
+    char *sql = NULL;
+    size_t cap = 0;
+    ssize_t len = getdelim(&sql, &cap, '\0', f);
+    fclose(f);
+    assert_true(len > 0);
+    sqlite3 *db = store_fixture_raw(fx);
+    store_fixture_exec(db, sql);
+    free(sql);
+    return db;
+}
+
+void store_fixture_exec(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK)
+        fprintf(stderr, "%s: %s\n", sql, msg);
+    sqlite3_free(msg);
+    assert_int_equal(rc, SQLITE_OK);
+}
+
+int64_t store_fixture_query_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
 }

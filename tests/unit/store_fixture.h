@@ -42,4 +42,20 @@ typedef struct {
 
 void store_fixture_result(store_t *store, const store_fixture_result_t *r);
 
+/* ---- the database underneath, as another process or an older fleetburn sees it ---- */
+
+typedef struct sqlite3 sqlite3;
+
+/* A second, raw connection to fx->path (busy timeout 2 s); the caller closes it. */
+sqlite3 *store_fixture_raw(const store_fixture_t *fx);
+/* Closes the store, removes its database and makes a new one at fx->path from the SQL file
+ * FB_FIXTURES/name (a timeline an older schema wrote); returns a raw connection to it, which the
+ * caller closes before opening the store again. */
+sqlite3 *store_fixture_replace(store_fixture_t *fx, const char *name);
+/* Runs sql (several statements may follow each other); fails the test, naming the SQL and
+ * SQLite's message, when it does not succeed. */
+void store_fixture_exec(sqlite3 *db, const char *sql);
+/* The first column of the first row of a query that must return one. */
+int64_t store_fixture_query_int(sqlite3 *db, const char *sql);
+
 #endif

@@ -12,6 +12,7 @@
 #include "webhook_queue.h"
 #include "common/util.h"
 #include "scheduler/webhook.h"
+#include "json_check.h"
 #include "store_fixture.h"
 
 #include <errno.h>
@@ -154,16 +155,6 @@ static void test_queue_survives_reopen(void **state)
     s_rows_free(&rows);
 }
 
-static int64_t s_query_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 /* A database of schema version 2 (before the queue) gets the queue, and keeps its campaigns. */
 static void test_migrates_version_2(void **state)
 {
@@ -182,9 +173,10 @@ static void test_migrates_version_2(void **state)
     sqlite3_close(db);
     assert_int_equal(store_open(fx->path, &fx->store, NULL), 0);
     assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
-    assert_int_equal(s_query_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM webhook_deliveries"), 0);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM campaigns WHERE id = 'old'"), 1);
+    assert_int_equal(store_fixture_query_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM webhook_deliveries"), 0);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM campaigns WHERE id = 'old'"),
+                     1);
     sqlite3_close(db);
     assert_int_equal(
         store_webhook_enqueue(fx->store, "old", "http://h.example/", "{}", NULL, 0, 1000, T0, NULL),
@@ -279,20 +271,9 @@ static void test_triggers(void **state)
 /* Python checks (statements using d, the parsed document) on text; the exit status. */
 static int s_check(fixture_t *fx, const char *text, const char *checks)
 {
-    char *script = xasprintf("%s/check.py", fx->dir);
-    FILE *f = fopen(script, "w");
-    assert_non_null(f);
-    fprintf(f, "import json, sys\nd = json.loads(sys.stdin.buffer.read().decode('utf-8'))\n%s\n",
-            checks);
-    fclose(f);
-    char *cmd = xasprintf("python3 %s", script);
-    FILE *py = popen(cmd, "w");
-    assert_non_null(py);
+    FILE *py = json_check_begin(fx->dir, checks);
     fputs(text, py);
-    int status = pclose(py);
-    free(cmd);
-    free(script);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return json_check_end(py);
 }
 
 static char *s_document(store_t *st, const char *id, unsigned triggers,

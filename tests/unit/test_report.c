@@ -4,6 +4,7 @@
  * summary, the nodes table, the campaign verdict rule and the first-cut diagnosis. */
 #include "report.h"
 #include "util.h"
+#include "json_check.h"
 #include "store_fixture.h"
 
 #include <errno.h>
@@ -31,24 +32,11 @@ static bool s_have_python(void)
  * JSON into d and then runs checks (Python statements, asserts). Returns its exit status. */
 static int s_check_json(fixture_t *fx, const char *campaign_id, const char *checks)
 {
-    char *script = xasprintf("%s/check.py", fx->dir);
-    FILE *f = fopen(script, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "import json, sys\n"
-            "d = json.loads(sys.stdin.buffer.read().decode('utf-8'))\n"
-            "%s\n",
-            checks);
-    fclose(f);
-    char *cmd = xasprintf("python3 %s", script);
-    FILE *py = popen(cmd, "w");
-    assert_non_null(py);
+    FILE *py = json_check_begin(fx->dir, checks);
     int rc = report_write_json(fx->store, campaign_id, py);
-    int status = pclose(py);
-    free(cmd);
-    free(script);
+    int status = json_check_end(py);
     assert_int_equal(rc, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return status;
 }
 
 static void s_insert(store_t *store, const char *result_id, const char *task_id, const char *node,

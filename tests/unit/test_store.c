@@ -22,25 +22,6 @@
 
 typedef store_fixture_t fixture_t;
 
-/* A second, raw connection to the same file, as another process would have. */
-static sqlite3 *s_raw(const fixture_t *fx)
-{
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
-    sqlite3_busy_timeout(db, 2000);
-    return db;
-}
-
-static int64_t s_query_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 static char *s_query_text(sqlite3 *db, const char *sql)
 {
     sqlite3_stmt *st = NULL;
@@ -50,16 +31,6 @@ static char *s_query_text(sqlite3 *db, const char *sql)
     char *v = t ? xstrdup((const char *)t) : NULL;
     sqlite3_finalize(st);
     return v;
-}
-
-static void s_exec(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    if (rc != SQLITE_OK)
-        fprintf(stderr, "%s: %s\n", sql, msg);
-    sqlite3_free(msg);
-    assert_int_equal(rc, SQLITE_OK);
 }
 
 /* One campaign "c1" with stage 0 "mem" and task "t1" on node-a. */
@@ -108,12 +79,12 @@ static fb_verdict_t s_task_verdict(store_t *store, const char *campaign, const c
 static void test_open_schema_and_wal(void **state)
 {
     fixture_t *fx = *state;
-    sqlite3 *db = s_raw(fx);
+    sqlite3 *db = store_fixture_raw(fx);
     char *mode = s_query_text(db, "PRAGMA journal_mode");
     assert_string_equal(mode, "wal");
     free(mode);
-    assert_int_equal(s_query_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(s_query_int(db, "PRAGMA application_id"), STORE_APPLICATION_ID);
+    assert_int_equal(store_fixture_query_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(store_fixture_query_int(db, "PRAGMA application_id"), STORE_APPLICATION_ID);
     char *v = s_query_text(db, "SELECT value FROM meta WHERE key = 'schema_version'");
     char want[16];
     snprintf(want, sizeof want, "%d", STORE_SCHEMA_VERSION);
@@ -137,8 +108,8 @@ static void test_refuses_newer_schema(void **state)
 {
     fixture_t *fx = *state;
     store_destroy(&fx->store);
-    sqlite3 *db = s_raw(fx);
-    s_exec(db, "PRAGMA user_version = 7");
+    sqlite3 *db = store_fixture_raw(fx);
+    store_fixture_exec(db, "PRAGMA user_version = 7");
     sqlite3_close(db);
 
     char *err = NULL;
@@ -154,8 +125,8 @@ static void test_refuses_newer_schema(void **state)
     free(err);
 
     /* Nothing was changed: the version is still the newer one. */
-    db = s_raw(fx);
-    assert_int_equal(s_query_int(db, "PRAGMA user_version"), 7);
+    db = store_fixture_raw(fx);
+    assert_int_equal(store_fixture_query_int(db, "PRAGMA user_version"), 7);
     sqlite3_close(db);
 }
 
@@ -165,7 +136,7 @@ static void test_refuses_foreign_database(void **state)
     char *other = xasprintf("%s/other.db", fx->dir);
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(other, &db), SQLITE_OK);
-    s_exec(db, "CREATE TABLE accounts(id INTEGER)");
+    store_fixture_exec(db, "CREATE TABLE accounts(id INTEGER)");
     sqlite3_close(db);
     store_t *store = NULL;
     char *err = NULL;
@@ -178,7 +149,7 @@ static void test_refuses_foreign_database(void **state)
     /* Another application's database with a version of its own. */
     other = xasprintf("%s/app.db", fx->dir);
     assert_int_equal(sqlite3_open(other, &db), SQLITE_OK);
-    s_exec(db, "PRAGMA application_id = 1234; PRAGMA user_version = 1");
+    store_fixture_exec(db, "PRAGMA application_id = 1234; PRAGMA user_version = 1");
     sqlite3_close(db);
     assert_int_equal(store_open(other, &store, &err), -EINVAL);
     assert_non_null(strstr(err, "not a fleetburn timeline"));
@@ -319,10 +290,10 @@ static void test_result_idempotent(void **state)
     assert_int_equal(store_result_insert(fx->store, r, 3000), -EEXIST);
     fb_result_destroy(&r);
 
-    sqlite3 *db = s_raw(fx);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM results"), 1);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM metrics"), 2);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM findings"), 1);
+    sqlite3 *db = store_fixture_raw(fx);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM results"), 1);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM metrics"), 2);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM findings"), 1);
     sqlite3_close(db);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t1"), FB_VERDICT_PASS);
 
@@ -434,7 +405,7 @@ static void test_events(void **state)
     assert_int_equal(n, 3);
     assert_int_equal(store_event_foreach(fx->store, NULL, s_stop_event, NULL), 42);
 
-    sqlite3 *db = s_raw(fx);
+    sqlite3 *db = store_fixture_raw(fx);
     char *msg = s_query_text(db, "SELECT message FROM events WHERE kind = 'task'");
     assert_string_equal(msg, "started");
     free(msg);
@@ -519,18 +490,18 @@ static void test_agents(void **state)
     assert_int_equal(store_agent_seen(s, "node-a", 260), 0); /* never backwards */
     assert_int_equal(store_agent_seen(s, "node-x", 500), -ENOENT);
 
-    sqlite3 *db = s_raw(fx);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM inventory_snapshots"
-                                     " WHERE agent = 'node-b'"),
+    sqlite3 *db = store_fixture_raw(fx);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM inventory_snapshots"
+                                                 " WHERE agent = 'node-b'"),
                      2);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM inventory_snapshots"
-                                     " WHERE agent = 'node-a'"),
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM inventory_snapshots"
+                                                 " WHERE agent = 'node-a'"),
                      0);
     char *summary = s_query_text(db, "SELECT summary FROM agents WHERE name = 'node-b'");
     assert_string_equal(summary, "1x H100");
     free(summary);
-    assert_int_equal(s_query_int(db, "SELECT first_seen_ms FROM agents WHERE name = 'node-b'"),
-                     100);
+    assert_int_equal(
+        store_fixture_query_int(db, "SELECT first_seen_ms FROM agents WHERE name = 'node-b'"), 100);
     sqlite3_close(db);
 
     agents_seen_t seen = {0};
@@ -568,9 +539,9 @@ static void test_reader_beside_writer(void **state)
 {
     fixture_t *fx = *state;
     s_campaign(fx->store);
-    sqlite3 *reader = s_raw(fx);
-    s_exec(reader, "BEGIN");
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM campaigns"), 1);
+    sqlite3 *reader = store_fixture_raw(fx);
+    store_fixture_exec(reader, "BEGIN");
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM campaigns"), 1);
 
     assert_int_equal(store_campaign_create(fx->store, "c2", NULL, NULL, NULL, 5000), 0);
     fb_result_t *r = s_result("r1", "t1", "node-a", FB_VERDICT_PASS);
@@ -578,9 +549,10 @@ static void test_reader_beside_writer(void **state)
     assert_int_equal(store_result_insert(fx->store, r, 5), 0);
     fb_result_destroy(&r);
 
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM campaigns"), 1); /* snapshot */
-    s_exec(reader, "COMMIT");
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM campaigns"), 2);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM campaigns"),
+                     1); /* snapshot */
+    store_fixture_exec(reader, "COMMIT");
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM campaigns"), 2);
 
     /* A second store on the same file reads the writer's data. */
     store_t *other = NULL;
@@ -603,7 +575,7 @@ static void test_deferred_commits(void **state)
     s_campaign(fx->store);
     assert_int_equal(store_defer_commits(fx->store, true), 0);
     assert_int_equal(store_flush(fx->store), 0); /* nothing open: nothing to do */
-    sqlite3 *reader = s_raw(fx);
+    sqlite3 *reader = store_fixture_raw(fx);
     fb_result_t *r = s_result("r1", "t1", "node-a", FB_VERDICT_PASS);
     fb_result_add_metric(r, "m", 1, "");
     assert_int_equal(store_result_insert(fx->store, r, 5), 0);
@@ -611,22 +583,22 @@ static void test_deferred_commits(void **state)
     fb_result_destroy(&r);
     assert_int_equal(store_event(fx->store, 7, "c1", "t1", "node-a", "result", "pass"), 0);
     assert_int_equal(store_campaign_create(fx->store, "c1", NULL, NULL, NULL, 8), -EEXIST);
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM results"), 0);
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM events"), 0);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM results"), 0);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM events"), 0);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t1"), FB_VERDICT_PASS); /* its own view */
     assert_int_equal(store_flush(fx->store), 0);
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM results"), 1);
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM metrics"), 1);
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM events"), 1);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM results"), 1);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM metrics"), 1);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM events"), 1);
 
     /* Closing flushes; turning deferral off flushes too. */
     assert_int_equal(store_event(fx->store, 9, "c1", NULL, NULL, "note", "a"), 0);
     assert_int_equal(store_defer_commits(fx->store, false), 0);
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM events"), 2);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM events"), 2);
     assert_int_equal(store_defer_commits(fx->store, true), 0);
     assert_int_equal(store_event(fx->store, 10, "c1", NULL, NULL, "note", "b"), 0);
     store_destroy(&fx->store);
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM events"), 3);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM events"), 3);
     sqlite3_close(reader);
 }
 
@@ -636,31 +608,21 @@ static void test_deferred_commits(void **state)
 static void test_migrates_version_1(void **state)
 {
     fixture_t *fx = *state;
-    store_destroy(&fx->store);
-    unlink(fx->path);
-    FILE *f = fopen(FB_FIXTURES "/timeline-v1.sql", "r");
-    assert_non_null(f);
-    char *sql = NULL;
-    size_t cap = 0;
-    ssize_t len = getdelim(&sql, &cap, '\0', f);
-    fclose(f);
-    assert_true(len > 0);
-    sqlite3 *db = s_raw(fx);
-    s_exec(db, sql);
-    free(sql);
-    int64_t tasks = s_query_int(db, "SELECT COUNT(*) FROM tasks");
-    int64_t results = s_query_int(db, "SELECT COUNT(*) FROM results");
-    assert_int_equal(s_query_int(db, "PRAGMA user_version"), 1);
+    sqlite3 *db = store_fixture_replace(fx, "timeline-v1.sql");
+    int64_t tasks = store_fixture_query_int(db, "SELECT COUNT(*) FROM tasks");
+    int64_t results = store_fixture_query_int(db, "SELECT COUNT(*) FROM results");
+    assert_int_equal(store_fixture_query_int(db, "PRAGMA user_version"), 1);
     sqlite3_close(db);
 
     char *err = NULL;
     assert_int_equal(store_open(fx->path, &fx->store, &err), 0);
     assert_null(err);
-    db = s_raw(fx);
-    assert_int_equal(s_query_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM tasks"), tasks);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM results"), results);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+    db = store_fixture_raw(fx);
+    assert_int_equal(store_fixture_query_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM tasks"), tasks);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM results"), results);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM pragma_foreign_key_check"),
+                     0);
     char *id = s_query_text(db, "SELECT id FROM campaigns");
     sqlite3_close(db);
 
