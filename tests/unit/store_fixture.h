@@ -26,6 +26,9 @@ void store_fixture_close(store_fixture_t *fx);
 /* cmocka setup and teardown: *state is a store_fixture_t, opened and closed as above. */
 int store_fixture_setup(void **state);
 int store_fixture_teardown(void **state);
+/* A test of main()'s table that runs on its own fresh store. */
+#define STORE_FIXTURE_TEST(f)                                                                      \
+    cmocka_unit_test_setup_teardown(f, store_fixture_setup, store_fixture_teardown)
 
 /* One node's result, inserted with store_result_insert (which must succeed). Fields left NULL
  * are left out: metric (with value and unit), finding (part, kind, what), error. */

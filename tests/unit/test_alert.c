@@ -482,17 +482,13 @@ static void test_allow_list_syntax(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_queue, store_fixture_setup, store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_queue_survives_reopen, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_migrates_version_2, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_triggers, store_fixture_setup, store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_document, store_fixture_setup, store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_document_bounded, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_allow_list, store_fixture_setup,
-                                        store_fixture_teardown),
+        STORE_FIXTURE_TEST(test_queue),
+        STORE_FIXTURE_TEST(test_queue_survives_reopen),
+        STORE_FIXTURE_TEST(test_migrates_version_2),
+        STORE_FIXTURE_TEST(test_triggers),
+        STORE_FIXTURE_TEST(test_document),
+        STORE_FIXTURE_TEST(test_document_bounded),
+        STORE_FIXTURE_TEST(test_allow_list),
         cmocka_unit_test(test_allow_list_syntax),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

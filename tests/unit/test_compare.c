@@ -431,14 +431,10 @@ static void test_v2_timeline(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fleet_shift_with_driver_change, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_pair_outlier_and_unmatched, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_baselines_and_previous, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_v2_timeline, store_fixture_setup,
-                                        store_fixture_teardown),
+        STORE_FIXTURE_TEST(test_fleet_shift_with_driver_change),
+        STORE_FIXTURE_TEST(test_pair_outlier_and_unmatched),
+        STORE_FIXTURE_TEST(test_baselines_and_previous),
+        STORE_FIXTURE_TEST(test_v2_timeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -347,22 +347,10 @@ static void test_fleet_software(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_json_fields, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_json_hostile_strings, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_unknown_campaign, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_write_error, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_text_report, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_nodes_report, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_campaign_verdict, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_fleet_software, store_fixture_setup,
-                                        store_fixture_teardown),
+        STORE_FIXTURE_TEST(test_json_fields),      STORE_FIXTURE_TEST(test_json_hostile_strings),
+        STORE_FIXTURE_TEST(test_unknown_campaign), STORE_FIXTURE_TEST(test_write_error),
+        STORE_FIXTURE_TEST(test_text_report),      STORE_FIXTURE_TEST(test_nodes_report),
+        STORE_FIXTURE_TEST(test_campaign_verdict), STORE_FIXTURE_TEST(test_fleet_software),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -297,12 +297,9 @@ int main(void)
         cmocka_unit_test(test_subprocess_argv),
         cmocka_unit_test(test_subprocess_failures),
         cmocka_unit_test(test_subprocess_timeout),
-        cmocka_unit_test_setup_teardown(test_outcome_parts, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_outcome_links_groups_skipped, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_selections_stored, store_fixture_setup,
-                                        store_fixture_teardown),
+        STORE_FIXTURE_TEST(test_outcome_parts),
+        STORE_FIXTURE_TEST(test_outcome_links_groups_skipped),
+        STORE_FIXTURE_TEST(test_selections_stored),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

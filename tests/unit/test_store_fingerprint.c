@@ -242,11 +242,9 @@ static void test_migration(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_facts, store_fixture_setup, store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_fingerprints, store_fixture_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_migration, store_fixture_setup,
-                                        store_fixture_teardown),
+        STORE_FIXTURE_TEST(test_facts),
+        STORE_FIXTURE_TEST(test_fingerprints),
+        STORE_FIXTURE_TEST(test_migration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
