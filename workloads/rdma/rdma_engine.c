@@ -674,6 +674,18 @@ static void s_ctl_keep(rdma_conn_t *c, const struct ibv_wc *wc)
     s_marks(c)[slot] = c->mark_seq;
 }
 
+/* Polls the control CQ for one completion: 1 with *wc when one completed, 0 when none had, -EIO
+ * when the poll failed, -ECOMM when the completion is an error. */
+static int s_ctl_poll(rdma_conn_t *c, struct ibv_wc *wc)
+{
+    int n = ibv_poll_cq(c->ctl_cq, 1, wc);
+    if (n < 0)
+        return -EIO;
+    if (n == 1 && wc->status != IBV_WC_SUCCESS)
+        return -ECOMM;
+    return n;
+}
+
 /* Sends one control message and waits for its completion (the send buffer is reused by the
  * next message). */
 static int s_ctl_send(rdma_conn_t *c, const rdma_ctl_t *m, uint64_t timeout_ns)
@@ -696,12 +708,10 @@ static int s_ctl_send(rdma_conn_t *c, const rdma_ctl_t *m, uint64_t timeout_ns)
     uint64_t deadline = s_now_ns() + timeout_ns;
     for (unsigned spin = 0;; spin++) {
         struct ibv_wc wc;
-        int n = ibv_poll_cq(c->ctl_cq, 1, &wc);
+        int n = s_ctl_poll(c, &wc);
         if (n < 0)
-            return -EIO;
+            return n;
         if (n == 1) {
-            if (wc.status != IBV_WC_SUCCESS)
-                return -ECOMM;
             if ((wc.wr_id & S_TAG_MASK) == S_TAG_CTL_SEND)
                 return 0;
             /* A receive that raced ahead of our send's completion: kept for s_ctl_recv. */
@@ -727,15 +737,11 @@ static int s_ctl_recv(rdma_conn_t *c, rdma_ctl_t *m, uint64_t timeout_ns)
                 slot = (int)s;
         if (slot < 0) {
             struct ibv_wc wc;
-            int n = ibv_poll_cq(c->ctl_cq, 1, &wc);
+            int n = s_ctl_poll(c, &wc);
             if (n < 0)
-                return -EIO;
-            if (n == 1) {
-                if (wc.status != IBV_WC_SUCCESS)
-                    return -ECOMM;
-                if ((wc.wr_id & S_TAG_MASK) == S_TAG_CTL_RECV)
-                    slot = (int)(wc.wr_id & 0xff);
-            }
+                return n;
+            if (n == 1 && (wc.wr_id & S_TAG_MASK) == S_TAG_CTL_RECV)
+                slot = (int)(wc.wr_id & 0xff);
         }
         if (slot >= 0 && slot < S_CTL_SLOTS) {
             marks[slot] = 0;
@@ -759,7 +765,7 @@ static int s_ctl_recv(rdma_conn_t *c, rdma_ctl_t *m, uint64_t timeout_ns)
 static bool s_ctl_abort_seen(rdma_conn_t *c)
 {
     struct ibv_wc wc;
-    if (ibv_poll_cq(c->ctl_cq, 1, &wc) != 1 || wc.status != IBV_WC_SUCCESS)
+    if (s_ctl_poll(c, &wc) != 1)
         return false;
     s_ctl_keep(c, &wc);
     unsigned slot = (unsigned)(wc.wr_id & 0xff);
