@@ -86,3 +86,48 @@ start_agent() {
     AGENT_PID=$!
     PIDS+=("$AGENT_PID")
 }
+
+# Starts each agent named and waits until the coordinator has registered them all.
+start_agents() {
+    local name
+    for name in "$@"; do start_agent "$name"; done
+    wait_registered "$@"
+}
+
+# Waits until the coordinator's log says each agent named registered.
+wait_registered() {
+    local name
+    for name in "$@"; do wait_for_log "$WORK/coordinator.log" "agent $name registered"; done
+}
+
+# Submits campaign FILE to the coordinator with `fleetburn run --coordinator` in the background,
+# its output in $WORK/NAME.out and its log in $WORK/NAME.log (NAME: run by default); sets RUN_PID.
+run_in_background() {
+    local file=$1 name=${2:-run}
+    "$FLEETBURN" run --coordinator "$ENDPOINT" "$file" >"$WORK/$name.out" 2>"$WORK/$name.log" &
+    RUN_PID=$!
+    PIDS+=("$RUN_PID")
+}
+
+# Waits until `fleetburn run` has logged its submission in LOG and prints the campaign's id.
+submitted_id() {
+    wait_for_log "$1" "^submitted .* as [^ ]+ to"
+    sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$1"
+}
+
+# Waits for process PID and puts its exit status into the variable named VAR, where set -e would
+# end the test at a status other than 0.
+wait_status() {
+    local var=$1 pid=$2 status=0
+    wait "$pid" || status=$?
+    printf -v "$var" '%d' "$status"
+}
+
+# Runs a command with its output and errors in LOGFILE and fails the test unless it exits with
+# the expected status.
+expect_exit() { # expected-status logfile cmd...
+    local want=$1 log=$2 rc=0
+    shift 2
+    "$@" >"$log" 2>&1 || rc=$?
+    [ $rc -eq "$want" ] || fail "'$*' exited $rc, expected $want: $(cat "$log")"
+}

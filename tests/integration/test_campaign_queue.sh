@@ -7,10 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 start_coordinator
-start_agent n1
-start_agent n2
-wait_for_log "$WORK/coordinator.log" "agent n1 registered"
-wait_for_log "$WORK/coordinator.log" "agent n2 registered"
+start_agents n1 n2
 
 for n in n1 n2; do
     cat >"$WORK/$n.yaml" <<YAML
@@ -72,17 +69,13 @@ PIDS+=("$pid4")
 wait_for_log "$WORK/queued2.log" "^queued: waiting for nodes held by "
 id4=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/queued2.log")
 "$FLEETBURN" cancel "$id4" --coordinator "$ENDPOINT" >"$WORK/cancel4.out" 2>&1 || fail "cancel of a queued campaign: $(cat "$WORK/cancel4.out")"
-set +e
-wait "$pid4"; rc=$?
-set -e
+wait_status rc "$pid4"
 [ $rc -eq 3 ] || fail "the cancelled queued campaign's client exited $rc, expected 3"
 grep -q "campaign $id4 was cancelled" "$WORK/queued2.log" || fail "no word of the cancel: $(cat "$WORK/queued2.log")"
 pass "a queued campaign cancelled while it waits ends its client with 3"
 
 for pid in "$pid1" "$pid2"; do wait "$pid" || fail "a disjoint campaign failed"; done
-set +e
-wait "$pid3"; rc=$?
-set -e
+wait_status rc "$pid3"
 [ $rc -eq 0 ] || fail "the queued campaign exited $rc, expected 0: $(cat "$WORK/queued.log")"
 grep -q "campaign $id3 leaves the queue" "$WORK/queued.log" || fail "no word of leaving the queue"
 python3 - "$WORK/fb.db" "$id1" "$id2" "$id3" "$id4" <<'PY' || fail "the queued campaign did not wait for the others"

@@ -29,7 +29,7 @@ FLEETBURN_SYSFS_ROOT="$WORK/short-root" FLEETBURN_FAKE_NVML="$FIX/nvml/expect-no
 short_pid=$AGENT_PID
 FLEETBURN_SYSFS_ROOT="$FIX/sysfs/cpu-node" start_agent cpu
 FLEETBURN_SYSFS_ROOT="$FIX/sysfs/cpu-node" start_agent cpu2
-for n in good short cpu cpu2; do wait_for_log "$WORK/coordinator.log" "agent $n registered"; done
+wait_registered good short cpu cpu2
 grep -q "GPU probe described 2 of 2 GPUs" "$WORK/good.log" || fail "the GPU probe did not describe good's GPUs"
 
 # short loses a GPU and its agent starts again (as after a reboot).

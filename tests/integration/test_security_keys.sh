@@ -103,9 +103,7 @@ grep -q "may not register as node n1" "$WORK/imposter.log" || fail "the imposter
     --result "$task,$task,pass" --result "$task,$task@n2,pass" --event "$task" --wait-ms 1500 >"$WORK/forger.out"
 grep -q "welcome accepted" "$WORK/forger.out" || fail "n2 could not register: $(cat "$WORK/forger.out")"
 grep -q "^ack" "$WORK/forger.out" && fail "the coordinator acknowledged a forged result: $(cat "$WORK/forger.out")"
-set +e
-wait "$run_pid"; rc=$?
-set -e
+wait_status rc "$run_pid"
 [ $rc -eq 1 ] || fail "the campaign exited $rc, expected 1 (n1's task fails)"
 q() { python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$WORK/fb.db" "$1"; }
 [ "$(q "select verdict from tasks where id='$task'")" = fail ] || fail "n1's task is not 'fail'"

@@ -88,10 +88,7 @@ pass "every result stored; sim-017 failed alone; $mixed pairs across the process
 
 # The agent-only process: SIGTERM is its normal end (status 0); its agents say goodbye.
 kill -TERM "$A_PID"
-set +e
-wait "$A_PID"
-rc=$?
-set -e
+wait_status rc "$A_PID"
 [ $rc -eq 0 ] || fail "the agent-only simfleet exited $rc on SIGTERM, expected 0"
 for _ in $(seq 1 50); do
     "$FLEETBURN" nodes --db "$WORK/fb.db" >"$WORK/nodes.txt"

@@ -175,10 +175,7 @@ slurm_wait '[ "$(slurm_state fb-n3)" = idle ]' 10
     --slurm-bin "$SLURM_BIN" >>"$WORK/coordinator.log" 2>&1 &
 COORD_PID=$!
 PIDS+=("$COORD_PID")
-set +e
-wait "$RUN_PID"
-rc=$?
-set -e
+wait_status rc "$RUN_PID"
 [ $rc -eq 0 ] || { cat "$WORK/restart.err" >&2; fail "the resumed campaign exited $rc"; }
 ID=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/restart.err")
 after=$(python3 -c "
@@ -235,10 +232,7 @@ wait "$COORD_PID" 2>/dev/null || true
     --slurm-bin "$SLURM_BIN" >>"$WORK/coordinator.log" 2>&1 &
 COORD_PID=$!
 PIDS+=("$COORD_PID")
-set +e
-wait "$RUN_PID"
-rc=$?
-set -e
+wait_status rc "$RUN_PID"
 [ $rc -eq 0 ] || { cat "$WORK/dies.err" >&2; fail "the campaign whose coordinator died exited $rc"; }
 ID=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/dies.err")
 grep -q "campaign $ID (dies) resumed" "$WORK/coordinator.log" || fail "campaign $ID was not resumed"

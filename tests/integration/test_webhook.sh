@@ -112,8 +112,7 @@ kill "$probe"
 start_coordinator --webhook-allow 127.0.0.1
 start_agent n1
 start_agent n2 --allow-fault-injection --inject memtest.inject_bitflips=4
-wait_for_log "$WORK/coordinator.log" "agent n1 registered"
-wait_for_log "$WORK/coordinator.log" "agent n2 registered"
+wait_registered n1 n2
 
 # --- 1. refused twice, then delivered ----------------------------------------------------------
 start_receiver refuse --answers 503,503
