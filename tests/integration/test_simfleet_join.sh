@@ -21,19 +21,7 @@ mkdir -p "$K/agents" "$K/operators"
 { cat "$WORK/sim-agent.pub"; echo "nodes: sim-[000-127]"; } >"$K/agents/sim.pub"
 mv "$WORK/operator.pub" "$K/operators/op.pub"
 
-cat >"$WORK/campaign.yaml" <<'YAML'
-name: sim-join
-stages:
-  - name: node-local
-    workload: memtest
-    timeout: 1h
-    params: {size: 1GiB}
-  - name: pairs
-    workload: netbw
-    timeout: 10m
-    scope: pairs
-    rounds: 1
-YAML
+CAMPAIGN="$FB_SRC/tests/fixtures/campaigns/sim-scale.yaml"
 cat >"$WORK/faults.yaml" <<'YAML'
 seed: 3
 false_fail_rate: 0
@@ -55,7 +43,7 @@ PIDS+=("$A_PID")
 set +e
 timeout 120 "$SIMFLEET" --coordinator "$ENDPOINT" "${KEYS[@]}" --operator-key "$WORK/operator" \
     --agents 64 --first 64 --fleet 128 --faults "$WORK/faults.yaml" --delay-ms 0-5 \
-    --campaign "$WORK/campaign.yaml" --db "$WORK/fb.db" --coordinator-pid "$COORD_PID" \
+    --campaign "$CAMPAIGN" --db "$WORK/fb.db" --coordinator-pid "$COORD_PID" \
     --report-json "$WORK/report.json" --stats "$WORK/b.stats" >"$WORK/b.out" 2>"$WORK/b.log"
 rc=$?
 set -e
@@ -116,13 +104,13 @@ expect_usage "--first + --agents is more than --fleet" --coordinator "$ENDPOINT"
 expect_usage "--key and --server-key go together" --coordinator "$ENDPOINT" --agents 4 \
     --key "$WORK/sim-agent" "${F[@]}" --no-submit
 expect_usage "--no-submit runs agents only" --coordinator "$ENDPOINT" --agents 4 "${F[@]}" \
-    --no-submit --campaign "$WORK/campaign.yaml"
+    --no-submit --campaign "$CAMPAIGN"
 expect_usage "--db (the database of the coordinator" --coordinator "$ENDPOINT" --agents 4 \
-    "${F[@]}" --campaign "$WORK/campaign.yaml" --report-json "$WORK/x.json"
+    "${F[@]}" --campaign "$CAMPAIGN" --report-json "$WORK/x.json"
 expect_usage "--operator-key is required" --coordinator "$ENDPOINT" "${KEYS[@]}" --agents 4 \
-    "${F[@]}" --campaign "$WORK/campaign.yaml" --report-json "$WORK/x.json" --db "$WORK/fb.db"
+    "${F[@]}" --campaign "$CAMPAIGN" --report-json "$WORK/x.json" --db "$WORK/fb.db"
 expect_usage "go with --coordinator" --agents 4 --first 2 "${F[@]}" \
-    --campaign "$WORK/campaign.yaml" --report-json "$WORK/x.json"
+    --campaign "$CAMPAIGN" --report-json "$WORK/x.json"
 expect_usage "set the others on fleetburn serve" --coordinator "$ENDPOINT" --agents 4 --curve \
     "${F[@]}" --no-submit
 pass "options that do not go together exit 2 with a message"
