@@ -7,6 +7,7 @@ FB_BIN=${FB_BIN:-$(cd "$(dirname "$0")/../../build" && pwd)}
 FB_SRC=${FB_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 FLEETBURN="$FB_BIN/bin/fleetburn"
 AGENT="$FB_BIN/bin/fleetburn-agent"
+SIMFLEET="$FB_BIN/bin/fleetburn-simfleet"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/fbtest-XXXXXX")
 PIDS=()
 export FLEETBURN_LOG=${FLEETBURN_LOG:-info}
@@ -130,4 +131,25 @@ expect_exit() { # expected-status logfile cmd...
     shift 2
     "$@" >"$log" 2>&1 || rc=$?
     [ $rc -eq "$want" ] || fail "'$*' exited $rc, expected $want: $(cat "$log")"
+}
+
+# fleetburn-simfleet, which must refuse its arguments: exit status 2 and WANT (a fixed string)
+# in what it wrote to standard error ($WORK/bad.log).
+expect_simfleet_usage() { # want simfleet-arguments...
+    local want=$1 code=0
+    shift
+    "$SIMFLEET" "$@" >"$WORK/bad.out" 2>"$WORK/bad.log" || code=$?
+    [ $code -eq 2 ] || fail "$* exited $code, expected 2"
+    grep -qF -- "$want" "$WORK/bad.log" || fail "expected '$want' in: $(cat "$WORK/bad.log")"
+}
+
+# Moves the logs of the coordinators fleetburn-simfleet started under $WORK (TMPDIR) into
+# $WORK/coordinator.log, where the sanitizer check of cleanup looks, and removes their folders.
+collect_simfleet_logs() {
+    local d
+    for d in "$WORK"/fleetburn-simfleet-*; do
+        [ -d "$d" ] || continue
+        cat "$d/coordinator.log" >>"$WORK/coordinator.log" 2>/dev/null || true
+        rm -rf "$d"
+    done
 }

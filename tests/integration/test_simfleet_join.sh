@@ -9,7 +9,6 @@
 # together exit 2. Every process and the work directory are removed at the end (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-SIMFLEET="$FB_BIN/bin/fleetburn-simfleet"
 export TMPDIR="$WORK"
 
 # Keys: the coordinator's; one agent key for sim-[000-127] (a nodes: line); an operator key.
@@ -89,29 +88,20 @@ done
 pass "the agent-only process stopped on SIGTERM with status 0, its 64 agents gone"
 
 # Options that do not go together exit 2 with a message.
-expect_usage() {
-    local want=$1; shift
-    set +e
-    "$SIMFLEET" "$@" >"$WORK/bad.out" 2>"$WORK/bad.log"
-    local code=$?
-    set -e
-    [ $code -eq 2 ] || fail "$* exited $code, expected 2"
-    grep -qF -- "$want" "$WORK/bad.log" || fail "expected '$want' in: $(cat "$WORK/bad.log")"
-}
 F=(--faults "$WORK/faults.yaml")
-expect_usage "--first + --agents is more than --fleet" --coordinator "$ENDPOINT" --agents 64 \
+expect_simfleet_usage "--first + --agents is more than --fleet" --coordinator "$ENDPOINT" --agents 64 \
     --first 100 --fleet 128 "${F[@]}" --no-submit
-expect_usage "--key and --server-key go together" --coordinator "$ENDPOINT" --agents 4 \
+expect_simfleet_usage "--key and --server-key go together" --coordinator "$ENDPOINT" --agents 4 \
     --key "$WORK/sim-agent" "${F[@]}" --no-submit
-expect_usage "--no-submit runs agents only" --coordinator "$ENDPOINT" --agents 4 "${F[@]}" \
+expect_simfleet_usage "--no-submit runs agents only" --coordinator "$ENDPOINT" --agents 4 "${F[@]}" \
     --no-submit --campaign "$CAMPAIGN"
-expect_usage "--db (the database of the coordinator" --coordinator "$ENDPOINT" --agents 4 \
+expect_simfleet_usage "--db (the database of the coordinator" --coordinator "$ENDPOINT" --agents 4 \
     "${F[@]}" --campaign "$CAMPAIGN" --report-json "$WORK/x.json"
-expect_usage "--operator-key is required" --coordinator "$ENDPOINT" "${KEYS[@]}" --agents 4 \
+expect_simfleet_usage "--operator-key is required" --coordinator "$ENDPOINT" "${KEYS[@]}" --agents 4 \
     "${F[@]}" --campaign "$CAMPAIGN" --report-json "$WORK/x.json" --db "$WORK/fb.db"
-expect_usage "go with --coordinator" --agents 4 --first 2 "${F[@]}" \
+expect_simfleet_usage "go with --coordinator" --agents 4 --first 2 "${F[@]}" \
     --campaign "$CAMPAIGN" --report-json "$WORK/x.json"
-expect_usage "set the others on fleetburn serve" --coordinator "$ENDPOINT" --agents 4 --curve \
+expect_simfleet_usage "set the others on fleetburn serve" --coordinator "$ENDPOINT" --agents 4 --curve \
     "${F[@]}" --no-submit
 pass "options that do not go together exit 2 with a message"
 ls -d "$WORK"/fleetburn-simfleet-* 2>/dev/null && fail "a joined simfleet made a work directory"
