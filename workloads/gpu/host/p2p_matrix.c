@@ -15,44 +15,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Each link's name in findings and log lines, and its short form in the matrix tables. */
+static const struct {
+    const char *name, *short_name;
+} s_links[P2P_LINK_N] = {
+    [P2P_LINK_NVLINK] = {"NVLink", "NVLink"},
+    [P2P_LINK_XGMI] = {"xGMI", "xGMI"},
+    [P2P_LINK_PCIE_SWITCH] = {"PCIe switch", "PCIe-SW"},
+    [P2P_LINK_PCIE_HOSTBRIDGE] = {"PCIe host bridge", "PCIe-HB"},
+    [P2P_LINK_PCIE_SYSTEM] = {"PCIe across root complexes", "PCIe-SYS"},
+    [P2P_LINK_HOST] = {"no P2P, via host", "host"},
+};
+
 const char *p2p_link_name(p2p_link_t link)
 {
-    switch (link) {
-    case P2P_LINK_NVLINK:
-        return "NVLink";
-    case P2P_LINK_XGMI:
-        return "xGMI";
-    case P2P_LINK_PCIE_SWITCH:
-        return "PCIe switch";
-    case P2P_LINK_PCIE_HOSTBRIDGE:
-        return "PCIe host bridge";
-    case P2P_LINK_PCIE_SYSTEM:
-        return "PCIe across root complexes";
-    case P2P_LINK_HOST:
-        return "no P2P, via host";
-    default:
-        return "unknown link";
-    }
+    return (unsigned)link < P2P_LINK_N && s_links[link].name ? s_links[link].name : "unknown link";
 }
 
 const char *p2p_link_short(p2p_link_t link)
 {
-    switch (link) {
-    case P2P_LINK_NVLINK:
-        return "NVLink";
-    case P2P_LINK_XGMI:
-        return "xGMI";
-    case P2P_LINK_PCIE_SWITCH:
-        return "PCIe-SW";
-    case P2P_LINK_PCIE_HOSTBRIDGE:
-        return "PCIe-HB";
-    case P2P_LINK_PCIE_SYSTEM:
-        return "PCIe-SYS";
-    case P2P_LINK_HOST:
-        return "host";
-    default:
-        return "?";
-    }
+    return (unsigned)link < P2P_LINK_N && s_links[link].short_name ? s_links[link].short_name : "?";
 }
 
 /* ---- topology -------------------------------------------------------------------------------- */
