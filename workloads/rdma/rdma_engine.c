@@ -1260,16 +1260,24 @@ static int s_pair_bw(rdma_conn_t *c, const rdma_step_t *s, size_t k, bool active
     return rc < 0 ? rc : say;
 }
 
+/* Starts step k of n: its result cleared, and the caller's progress callback told. */
+static rdma_step_result_t *s_step_begin(const rdma_step_t *steps, size_t k, size_t n,
+                                        const rdma_run_opts_t *o, rdma_step_result_t *results)
+{
+    rdma_step_result_t *r = &results[k];
+    memset(r, 0, sizeof *r);
+    if (o->on_step)
+        o->on_step(o->user, k, n, &steps[k]);
+    return r;
+}
+
 void rdma_run_pair(rdma_conn_t *c, const rdma_step_t *steps, size_t n, const rdma_run_opts_t *o,
                    rdma_step_result_t *results, rdma_run_status_t *status)
 {
     memset(status, 0, sizeof *status);
     for (size_t k = 0; k < n && status->rc == 0; k++) {
         const rdma_step_t *s = &steps[k];
-        rdma_step_result_t *r = &results[k];
-        memset(r, 0, sizeof *r);
-        if (o->on_step)
-            o->on_step(o->user, k, n, s);
+        rdma_step_result_t *r = s_step_begin(steps, k, n, o, results);
         if (s->mode == RDMA_MODE_LAT) {
             /* Both ends must be spinning before the first ping: a READY each way, sent after the
              * receive area is cleared (a ping that lands before the clear would be lost). */
@@ -1302,10 +1310,7 @@ void rdma_run_loopback(rdma_conn_t *a, rdma_conn_t *b, const rdma_step_t *steps,
     memset(status, 0, sizeof *status);
     for (size_t k = 0; k < n && status->rc == 0; k++) {
         const rdma_step_t *s = &steps[k];
-        rdma_step_result_t *r = &results[k];
-        memset(r, 0, sizeof *r);
-        if (o->on_step)
-            o->on_step(o->user, k, n, s);
+        rdma_step_result_t *r = s_step_begin(steps, k, n, o, results);
         r->ran = true;
         r->active = true;
         if (s->mode == RDMA_MODE_LAT) {
