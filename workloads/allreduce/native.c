@@ -5,10 +5,10 @@
  * values traded and the merge arithmetic, pure and unit-tested, are in native_values.c). What is
  * left stays one file of about a thousand lines because the rank processes, their pipes, the
  * exchanges and the result merge all work on one native_t under one supervision loop; split, that
- * state would become an internal header shared by every part. Plain
- * C: the GPU itself is only touched in child processes, through the `ar_gpu` table that the GPU
- * workers define (ar_gpu.cu); elsewhere the weak reference is NULL and the member reports that
- * it has no GPUs, after taking part in the first exchange. */
+ * state would become an internal header shared by every part. Plain C: the GPU itself is only
+ * touched in child processes, through the `ar_gpu` table that the GPU workers define
+ * (ar_gpu.cu); elsewhere the weak reference is NULL and the member reports that it has no GPUs,
+ * after taking part in the first exchange. */
 #include "allreduce/native.h"
 #include "common/units.h"
 #include "common/util.h"
