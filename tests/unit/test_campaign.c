@@ -5,7 +5,10 @@
  * parameter validation per type; truncated or randomly mutated files never crash the parser,
  * only produce errors; the YAML limits (nesting depth, alias expansion, size) refuse hostile
  * input at once; former parameters that are site settings now are refused by name; and the
- * files a campaign names are resolved from attached content only. */
+ * files a campaign names are resolved from attached content only. One file of about 1,150 lines
+ * because every test goes through the same parser with the same fixtures and expectation helpers;
+ * the sections a campaign's other keys parse have their own tests (test_expect, test_regress,
+ * test_webhook, test_slurm_actions). */
 #include "coordinator/campaign_file.h"
 #include "scheduler/campaign.h"
 #include "scheduler/topology.h"

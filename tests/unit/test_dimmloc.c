@@ -5,7 +5,9 @@
  * decoder end to end against a stand-in kernel (a thread that answers writes to the addr file by
  * appending the driver's line to a kernel-log file), the rasdaemon lookup on a real SQLite
  * database made from rasdaemon 0.6.8's own schema, the chain's order and its "not decodable
- * here" reasons, the page retest, and memtest itself naming the DIMM of a stuck bit. */
+ * here" reasons, the page retest, and memtest itself naming the DIMM of a stuck bit. One file of
+ * about 840 lines because these are the links of one chain, tested as the chain runs them, with
+ * the same fixture loaders and temporary trees. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
