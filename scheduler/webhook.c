@@ -317,11 +317,11 @@ static int s_field(fb_yaml_t *y, const char *key, const yaml_node_t *k, const ya
 int fb_webhook_parse(fb_yaml_t *y, const yaml_node_t *node, const char *path, fb_webhook_t **out)
 {
     *out = NULL;
-    if (node->type != YAML_MAPPING_NODE)
-        return fb_yaml_fail(y, fb_yaml_line(node), path,
-                            "is %s; expected a mapping with url and optionally on, retry, "
-                            "timeout, e.g. {url: https://hooks.example.com/fleetburn, on: [bad]}",
-                            fb_yaml_is_null(node) ? "empty" : fb_yaml_kind(node));
+    int rc = fb_yaml_mapping(y, node, path,
+                             "expected a mapping with url and optionally on, retry, timeout, e.g. "
+                             "{url: https://hooks.example.com/fleetburn, on: [bad]}");
+    if (rc)
+        return rc;
     fb_webhook_t *w = xcalloc(1, sizeof *w);
     w->on = FB_ALERT_ALL;
     w->timeout_ms = FB_WEBHOOK_TIMEOUT_DEFAULT_MS;
@@ -330,7 +330,6 @@ int fb_webhook_parse(fb_yaml_t *y, const yaml_node_t *node, const char *path, fb
     memcpy(w->retry_ms, s_default_retry_ms, sizeof s_default_retry_ms);
     char seen[8][16] = {{0}};
     size_t n_seen = 0;
-    int rc = 0;
     for (yaml_node_pair_t *pair = node->data.mapping.pairs.start;
          pair < node->data.mapping.pairs.top && !rc; pair++) {
         const yaml_node_t *k = fb_yaml_node(y, pair->key), *v = fb_yaml_node(y, pair->value);
