@@ -255,17 +255,33 @@ static char *s_header(const p2p_topo_t *t)
     return line;
 }
 
-char **p2p_format_table(const p2p_topo_t *t, const double *m, const char *title, int decimals,
-                        size_t *n_lines)
+/* A table's first two lines (title, column heads) and room for one row per GPU. */
+static char **s_table(const p2p_topo_t *t, const char *title)
 {
     char **lines = xcalloc(t->n + 2, sizeof *lines);
     lines[0] = xstrdup(title);
     lines[1] = s_header(t);
+    return lines;
+}
+
+/* The start of GPU i's row, its name in the first column: *cap is the line's size, *used what
+ * is written so far. */
+static char *s_row(const p2p_topo_t *t, size_t i, size_t *cap, size_t *used)
+{
+    *cap = (t->n + 1) * (P2P_CELL + 1) + 1;
+    char *line = xmalloc(*cap), row[16];
+    snprintf(row, sizeof row, "gpu%d", t->dev[i]);
+    *used = (size_t)snprintf(line, *cap, "%-8s", row);
+    return line;
+}
+
+char **p2p_format_table(const p2p_topo_t *t, const double *m, const char *title, int decimals,
+                        size_t *n_lines)
+{
+    char **lines = s_table(t, title);
     for (size_t i = 0; i < t->n; i++) {
-        size_t cap = (t->n + 1) * (P2P_CELL + 1) + 1, o = 0;
-        char *line = xmalloc(cap), row[16];
-        snprintf(row, sizeof row, "gpu%d", t->dev[i]);
-        o += (size_t)snprintf(line, cap, "%-8s", row);
+        size_t cap, o;
+        char *line = s_row(t, i, &cap, &o);
         for (size_t j = 0; j < t->n && o < cap; j++) {
             double v = m[i * t->n + j];
             if (i == j || !isfinite(v))
@@ -281,14 +297,10 @@ char **p2p_format_table(const p2p_topo_t *t, const double *m, const char *title,
 
 char **p2p_format_links(const p2p_topo_t *t, size_t *n_lines)
 {
-    char **lines = xcalloc(t->n + 2, sizeof *lines);
-    lines[0] = xstrdup("p2p links (row: source, column: destination)");
-    lines[1] = s_header(t);
+    char **lines = s_table(t, "p2p links (row: source, column: destination)");
     for (size_t i = 0; i < t->n; i++) {
-        size_t cap = (t->n + 1) * (P2P_CELL + 1) + 1, o = 0;
-        char *line = xmalloc(cap), row[16];
-        snprintf(row, sizeof row, "gpu%d", t->dev[i]);
-        o += (size_t)snprintf(line, cap, "%-8s", row);
+        size_t cap, o;
+        char *line = s_row(t, i, &cap, &o);
         for (size_t j = 0; j < t->n && o < cap; j++)
             o += (size_t)snprintf(line + o, cap - o, " %*s", P2P_CELL - 1,
                                   i == j ? "-" : p2p_link_short(t->link[i * t->n + j]));
