@@ -6,6 +6,7 @@
  * matrix into metrics and into the text tables the worker logs. */
 #include "p2p_matrix.h"
 
+#include "common/cpulist.h"
 #include "common/util.h"
 
 #include <ctype.h>
@@ -81,40 +82,27 @@ p2p_link_t p2p_pcie_relation(const char *path_a, const char *path_b)
     return link;
 }
 
+typedef struct {
+    unsigned char *mask;
+    size_t n_cpus;
+    int count; /* CPUs newly marked */
+} s_cpu_mask_t;
+
+static int s_mark_cpus(unsigned long lo, unsigned long hi, void *arg)
+{
+    s_cpu_mask_t *m = arg;
+    for (unsigned long c = lo; c <= hi && c < m->n_cpus; c++) {
+        m->count += !m->mask[c];
+        m->mask[c] = 1;
+    }
+    return 0;
+}
+
 int p2p_parse_cpulist(const char *text, unsigned char *mask, size_t n_cpus)
 {
-    if (!text)
-        return -EINVAL;
-    int count = 0;
-    const char *p = text;
-    while (isspace((unsigned char)*p))
-        p++;
-    while (*p && !isspace((unsigned char)*p)) {
-        if (!isdigit((unsigned char)*p))
-            return -EINVAL;
-        char *end = NULL;
-        unsigned long lo = strtoul(p, &end, 10), hi = lo;
-        if (*end == '-') {
-            p = end + 1;
-            if (!isdigit((unsigned char)*p))
-                return -EINVAL;
-            hi = strtoul(p, &end, 10);
-            if (hi < lo)
-                return -EINVAL;
-        }
-        for (unsigned long c = lo; c <= hi && c < n_cpus; c++) {
-            count += !mask[c];
-            mask[c] = 1;
-        }
-        p = end;
-        if (*p == ',')
-            p++;
-        else if (*p && !isspace((unsigned char)*p))
-            return -EINVAL;
-    }
-    while (isspace((unsigned char)*p))
-        p++;
-    return *p ? -EINVAL : count;
+    s_cpu_mask_t m = {mask, n_cpus, 0};
+    int rc = fb_cpulist_foreach(text, s_mark_cpus, &m);
+    return rc < 0 ? rc : m.count;
 }
 
 /* ---- statistics ------------------------------------------------------------------------------ */
