@@ -116,11 +116,12 @@ submitted_id() {
     sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$1"
 }
 
-# Waits for process PID and puts its exit status into the variable named VAR, where set -e would
-# end the test at a status other than 0.
-wait_status() {
-    local var=$1 pid=$2 status=0
-    wait "$pid" || status=$?
+# Runs a command (with the redirections the caller gives the call) and puts its exit status into
+# the variable named VAR, where set -e would end the test at a status other than 0.
+status_of() { # var cmd...
+    local var=$1 status=0
+    shift
+    "$@" || status=$?
     printf -v "$var" '%d' "$status"
 }
 

@@ -30,7 +30,7 @@ grep -E "^$id +long-nap +running +- " "$WORK/list1.txt" | grep -q " n1$" \
 "$FLEETBURN" cancel "$id" --coordinator "$ENDPOINT" --reason "rack needed elsewhere" \
     >"$WORK/cancel.out" 2>"$WORK/cancel.log" || fail "cancel failed: $(cat "$WORK/cancel.log")"
 grep -q "campaign $id cancelled" "$WORK/cancel.out" || fail "cancel says: $(cat "$WORK/cancel.out")"
-wait_status rc "$RUN_PID"
+status_of rc wait "$RUN_PID"
 [ $rc -eq 3 ] || fail "the submitting client exited $rc after the cancel, expected 3"
 grep -q "campaign $id was cancelled" "$WORK/run.log" || fail "run does not say cancelled: $(cat "$WORK/run.log")"
 pass "cancel from a second client: the submitting client exits 3 saying the campaign was cancelled"

@@ -22,7 +22,7 @@ id=$(submitted_id "$WORK/run.log")
 wait_for_log "$WORK/n1.log" "started sleep \(pid [0-9]+"
 worker=$(sed -n 's/.*started sleep (pid \([0-9]*\).*/\1/p' "$WORK/n1.log" | head -1)
 kill -INT "$RUN_PID"
-wait_status rc "$RUN_PID"
+status_of rc wait "$RUN_PID"
 [ $rc -eq 130 ] || fail "run exited $rc after Ctrl-C, expected 130"
 grep -qF "detached; campaign $id keeps running. Follow it with \`fleetburn follow $id --coordinator $ENDPOINT\`, cancel it with \`fleetburn cancel $id --coordinator $ENDPOINT\`" "$WORK/run.log" \
     || fail "the detach message is not there: $(cat "$WORK/run.log")"

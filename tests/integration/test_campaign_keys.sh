@@ -48,6 +48,6 @@ chmod 600 "$WORK/client.conf"
 "$FLEETBURN" cancel --config "$WORK/client.conf" --reason "keyed test" >"$WORK/cancel.out" 2>"$WORK/cancel.log" \
     || fail "an operator could not cancel through the client configuration: $(cat "$WORK/cancel.log")"
 grep -q "campaign $id cancelled" "$WORK/cancel.out" || fail "cancel: $(cat "$WORK/cancel.out")"
-wait_status rc "$run_pid"
+status_of rc wait "$run_pid"
 [ $rc -eq 3 ] || fail "the cancelled campaign's client exited $rc, expected 3"
 pass "an operator lists (command-line keys) and cancels (client configuration file)"

@@ -33,7 +33,7 @@ PIDS+=("$!")
 second_pid=$!
 wait_for_log "$WORK/coordinator2.log" "coordinator on"
 wait_for_log "$WORK/run.log" "reconnected to $ENDPOINT; following campaign $id again" 10
-wait_status rc "$run_pid"
+status_of rc wait "$run_pid"
 [ $rc -eq 0 ] || fail "the client exited $rc after the restart, expected 0: $(cat "$WORK/run.log")"
 grep -q "campaign $id .* finished: pass" "$WORK/coordinator2.log" || fail "the restarted coordinator did not finish the campaign"
 grep -qE "^verdict +PASS" "$WORK/run.out" || fail "no final summary: $(cat "$WORK/run.out")"
@@ -54,7 +54,7 @@ id=$(submitted_id "$WORK/wait.log")
 wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
 kill_hard "$second_pid"
 killed=$(date +%s.%N)
-wait_status rc "$run_pid"
+status_of rc wait "$run_pid"
 took=$(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$killed")
 [ $rc -eq 3 ] || fail "run exited $rc with its coordinator gone, expected 3: $(cat "$WORK/wait.log")"
 grep -qF "coordinator $ENDPOINT silent for 3.0s; the campaign may still be running: \`fleetburn follow $id --coordinator $ENDPOINT\`" "$WORK/wait.log" \
@@ -91,7 +91,7 @@ kill_hard "$COORD_PID"
 restart
 wait_for_log "$WORK/coordinator3.log" "campaign $id .* finished: pass" 30
 kill -CONT "$run_pid"
-wait_status rc "$run_pid"
+status_of rc wait "$run_pid"
 [ $rc -eq 0 ] || fail "the client away during the end exited $rc, expected 0: $(cat "$WORK/away.log")"
 grep -q "campaign $id finished while this client was away: pass" "$WORK/away.log" \
     || fail "no word of the end: $(cat "$WORK/away.log")"
@@ -106,7 +106,7 @@ wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
 kill_hard "$COORD_PID"
 python3 -c "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(\"update campaigns set yaml = 'stages: [' where id = ?\", (sys.argv[2],)); db.commit()" "$WORK/fb.db" "$id"
 restart
-wait_status rc "$run_pid"
+status_of rc wait "$run_pid"
 [ $rc -eq 3 ] || fail "the client of a campaign that cannot be resumed exited $rc, expected 3: $(cat "$WORK/broken.log")"
 grep -q "campaign $id is not running: it is interrupted" "$WORK/broken.log" \
     || fail "the client does not say the campaign was interrupted: $(cat "$WORK/broken.log")"

@@ -27,7 +27,7 @@ for n in n1 n2 n3; do wait_for_log "$WORK/$n.log" "started sleep"; done
 kill -STOP "$COORD_PID"
 sleep 6
 kill -CONT "$COORD_PID"
-wait_status rc "$RUN_PID"
+status_of rc wait "$RUN_PID"
 [ $rc -eq 0 ] || fail "run exited $rc after a 6 s stall, expected 0"
 grep -E "agent n[0-9] lost|verdict lost" "$WORK/coordinator.log" && fail "an agent was declared lost"
 grep -q "loop did not run for" "$WORK/coordinator.log" || fail "the coordinator did not notice its stall"
@@ -57,7 +57,7 @@ sleep 0.3
 kill -STOP "$COORD_PID"
 sleep 30
 kill -CONT "$COORD_PID"
-wait_status rc "$RUN_PID"
+status_of rc wait "$RUN_PID"
 [ $rc -eq 0 ] || fail "run exited $rc after a 30 s stall, expected 0"
 grep -E "agent n[0-9] lost" "$WORK/coordinator.log" && fail "an agent was declared lost after 30 s"
 grep -q "no result within the stage deadline" "$WORK/coordinator.log" && fail "a task timed out"

@@ -23,7 +23,7 @@ YAML
 run_in_background "$WORK/campaign.yaml"
 wait_for_log "$WORK/n3.log" "started sleep"
 kill -KILL "$victim_pid"
-wait_status rc "$RUN_PID"
+status_of rc wait "$RUN_PID"
 [ $rc -eq 1 ] || fail "run exited $rc, expected 1"
 grep -q "agent n3 lost" "$WORK/coordinator.log" || fail "coordinator did not log n3 as lost"
 

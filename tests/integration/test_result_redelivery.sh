@@ -25,7 +25,7 @@ kill -KILL "$AGENT_PID"
 start_agent n1
 sleep 0.5
 kill -CONT "$COORD_PID"
-wait_status rc "$RUN_PID"
+status_of rc wait "$RUN_PID"
 [ $rc -eq 0 ] || fail "run exited $rc, expected 0"
 count=$(python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute('select count(*) from results').fetchone()[0])" "$WORK/fb.db")
 [ "$count" = 1 ] || fail "$count results stored, expected exactly 1"

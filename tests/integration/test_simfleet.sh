@@ -30,11 +30,8 @@ faults:
   - {node: sim-17, kind: hard}
 YAML
 
-set +e
-"$SIMFLEET" --agents 64 --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
+status_of rc "$SIMFLEET" --agents 64 --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
     --report-json "$WORK/report.json" --stats "$WORK/stats.txt" --keep >"$WORK/sim.out" 2>"$WORK/sim.log"
-rc=$?
-set -e
 collect_simfleet_logs
 [ $rc -eq 1 ] || fail "simfleet exited $rc, expected 1 (a task failed)"
 grep -q "64 agents registered" "$WORK/sim.log" || fail "no registration line"
@@ -81,12 +78,9 @@ stages:
     scope: pairs
     rounds: 3
 YAML
-set +e
-"$SIMFLEET" --agents 16 --topology "$WORK/fabric.topo" --faults "$WORK/link.yaml" \
+status_of rc "$SIMFLEET" --agents 16 --topology "$WORK/fabric.topo" --faults "$WORK/link.yaml" \
     --campaign "$WORK/pairs.yaml" --report-json "$WORK/link.json" --delay-ms 0-5 --keep \
     >"$WORK/sim2.out" 2>"$WORK/sim2.log"
-rc=$?
-set -e
 collect_simfleet_logs
 [ $rc -eq 1 ] || fail "link run exited $rc, expected 1"
 wrong=$(json_q "$WORK/link.json" '[t["nodes"] for t in d["stages"][0]["tasks"]
@@ -123,11 +117,8 @@ pass "bad fault files and arguments exit 2 with a clear message"
 # With CURVE on every connection (--curve: a keyed coordinator, one agent key with a nodes: line
 # for sim-*, an operator key for the submission) the same campaign gives the same verdicts, and
 # the keys leave nothing behind.
-set +e
-"$SIMFLEET" --agents 64 --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
+status_of rc "$SIMFLEET" --agents 64 --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
     --report-json "$WORK/report-curve.json" --curve --keep >"$WORK/sim-curve.out" 2>"$WORK/sim-curve.log"
-rc=$?
-set -e
 grep -q "CURVE keys from" "$WORK"/fleetburn-simfleet-*/coordinator.log || fail "the coordinator ran without keys"
 grep -qE "refused (a connection|registration)" "$WORK"/fleetburn-simfleet-*/coordinator.log && fail "a simulated agent was refused"
 collect_simfleet_logs

@@ -39,13 +39,10 @@ A_PID=$!
 PIDS+=("$A_PID")
 
 # The submitting half: waits for the whole fleet in the coordinator's database, then submits.
-set +e
-timeout 120 "$SIMFLEET" --coordinator "$ENDPOINT" "${KEYS[@]}" --operator-key "$WORK/operator" \
+status_of rc timeout 120 "$SIMFLEET" --coordinator "$ENDPOINT" "${KEYS[@]}" --operator-key "$WORK/operator" \
     --agents 64 --first 64 --fleet 128 --faults "$WORK/faults.yaml" --delay-ms 0-5 \
     --campaign "$CAMPAIGN" --db "$WORK/fb.db" --coordinator-pid "$COORD_PID" \
     --report-json "$WORK/report.json" --stats "$WORK/b.stats" >"$WORK/b.out" 2>"$WORK/b.log"
-rc=$?
-set -e
 [ $rc -eq 1 ] || fail "the submitting simfleet exited $rc, expected 1 (sim-017 fails)"
 grep -q "lists all 128 agents of the fleet alive" "$WORK/b.log" || fail "it did not wait for the fleet"
 grep -q "^registered_unix_ms=" "$WORK/a.stats" || fail "the agent-only process wrote no registration time"
@@ -75,7 +72,7 @@ pass "every result stored; sim-017 failed alone; $mixed pairs across the process
 
 # The agent-only process: SIGTERM is its normal end (status 0); its agents say goodbye.
 kill -TERM "$A_PID"
-wait_status rc "$A_PID"
+status_of rc wait "$A_PID"
 [ $rc -eq 0 ] || fail "the agent-only simfleet exited $rc on SIGTERM, expected 0"
 for _ in $(seq 1 50); do
     "$FLEETBURN" nodes --db "$WORK/fb.db" >"$WORK/nodes.txt"
