@@ -59,6 +59,19 @@ static fb_result_t *s_result(const char *result_id, const char *task_id, const c
     return r;
 }
 
+/* s_result inserted at time at, which must succeed. */
+static void s_insert(store_t *store, const char *result_id, const char *task_id, const char *node,
+                     fb_verdict_t verdict, uint64_t at)
+{
+    store_fixture_result(store, &(store_fixture_result_t){.result_id = result_id,
+                                                          .task_id = task_id,
+                                                          .node = node,
+                                                          .verdict = verdict,
+                                                          .started_ms = 1200,
+                                                          .finished_ms = 1900,
+                                                          .stored_ms = at});
+}
+
 static fb_verdict_t s_task_verdict(store_t *store, const char *campaign, const char *task_id)
 {
     store_campaign_t *c = NULL;
@@ -305,9 +318,7 @@ static void test_result_idempotent(void **state)
     assert_int_equal(store_result_insert(fx->store, r, 1), -EINVAL);
     fb_result_destroy(&r);
     /* A result for a task this store never saw is kept. */
-    r = s_result("r3", "t-unknown", "node-z", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 1), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r3", "t-unknown", "node-z", FB_VERDICT_PASS, 1);
 }
 
 static void test_task_verdict_not_overwritten(void **state)
@@ -317,9 +328,7 @@ static void test_task_verdict_not_overwritten(void **state)
 
     /* Coordinator decides timeout; a late passing result does not change it. */
     assert_int_equal(store_task_finish(fx->store, "t1", FB_VERDICT_TIMEOUT, "deadline", 5000), 0);
-    fb_result_t *r = s_result("r1", "t1", "node-a", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 6000), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r1", "t1", "node-a", FB_VERDICT_PASS, 6000);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t1"), FB_VERDICT_TIMEOUT);
     assert_int_equal(store_task_finish(fx->store, "t1", FB_VERDICT_LOST, "x", 7000), -EALREADY);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t1"), FB_VERDICT_TIMEOUT);
@@ -327,49 +336,33 @@ static void test_task_verdict_not_overwritten(void **state)
     /* A failing result is not undone by a later passing one. */
     const char *a[] = {"node-a"};
     assert_int_equal(store_task_create(fx->store, "t2", "c1", stage, a, 1, 1), 0);
-    r = s_result("r2", "t2", "node-a", FB_VERDICT_FAIL);
-    assert_int_equal(store_result_insert(fx->store, r, 2), 0);
-    fb_result_destroy(&r);
-    r = s_result("r3", "t2", "node-a", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 3), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r2", "t2", "node-a", FB_VERDICT_FAIL, 2);
+    s_insert(fx->store, "r3", "t2", "node-a", FB_VERDICT_PASS, 3);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t2"), FB_VERDICT_FAIL);
 
     /* A single-node task that passed keeps its pass against a coordinator timeout. */
     assert_int_equal(store_task_create(fx->store, "t3", "c1", stage, a, 1, 1), 0);
-    r = s_result("r4", "t3", "node-a", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 2), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r4", "t3", "node-a", FB_VERDICT_PASS, 2);
     assert_int_equal(store_task_finish(fx->store, "t3", FB_VERDICT_TIMEOUT, NULL, 3), -EALREADY);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t3"), FB_VERDICT_PASS);
 
     /* A group task: one node's failure fails it even after another node passed. */
     const char *ab[] = {"node-a", "node-b"};
     assert_int_equal(store_task_create(fx->store, "t4", "c1", stage, ab, 2, 1), 0);
-    r = s_result("r5", "t4", "node-a", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 2), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r5", "t4", "node-a", FB_VERDICT_PASS, 2);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t4"), FB_VERDICT_PASS);
-    r = s_result("r6", "t4", "node-b", FB_VERDICT_FAIL);
-    assert_int_equal(store_result_insert(fx->store, r, 3), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r6", "t4", "node-b", FB_VERDICT_FAIL, 3);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t4"), FB_VERDICT_FAIL);
 
     /* A group task where one node never answered: the coordinator's timeout replaces the
      * provisional pass; once every node has answered, it does not. */
     assert_int_equal(store_task_create(fx->store, "t5", "c1", stage, ab, 2, 1), 0);
-    r = s_result("r7", "t5", "node-a", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 2), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r7", "t5", "node-a", FB_VERDICT_PASS, 2);
     assert_int_equal(store_task_finish(fx->store, "t5", FB_VERDICT_TIMEOUT, "node-b silent", 3), 0);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t5"), FB_VERDICT_TIMEOUT);
     assert_int_equal(store_task_create(fx->store, "t6", "c1", stage, ab, 2, 1), 0);
-    r = s_result("r8", "t6", "node-a", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 2), 0);
-    fb_result_destroy(&r);
-    r = s_result("r9", "t6", "node-b", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 2), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r8", "t6", "node-a", FB_VERDICT_PASS, 2);
+    s_insert(fx->store, "r9", "t6", "node-b", FB_VERDICT_PASS, 2);
     assert_int_equal(store_task_finish(fx->store, "t6", FB_VERDICT_TIMEOUT, NULL, 3), -EALREADY);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t6"), FB_VERDICT_PASS);
 }
