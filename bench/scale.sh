@@ -45,21 +45,9 @@ RESULTS=${RESULTS:-"$HERE/results/scale$SIZE$([ "$CURVE" = 1 ] && echo -curve)-$
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/fbscale-XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
-# One node-local stage over every agent, then one round of pairs; a few faults so that the
-# results are not all alike.
-cat >"$TMP/campaign.yaml" <<'YAML'
-name: scale
-stages:
-  - name: node-local
-    workload: memtest
-    timeout: 1h
-    params: {size: 1GiB}
-  - name: pairs
-    workload: netbw
-    timeout: 10m
-    scope: pairs
-    rounds: 1
-YAML
+# One node-local stage over every agent, then one round of pairs (the campaign the simfleet join
+# test runs too); a few faults so that the results are not all alike.
+CAMPAIGN="$HERE/../tests/fixtures/campaigns/sim-scale.yaml"
 # Agent names have the width of N-1: sim-0017 for 4096 agents, sim-00017 for 16384.
 LAST=$((N - 1))
 sim() { printf "sim-%0${#LAST}d" "$1"; }
@@ -123,7 +111,7 @@ run_multi() {
     done
     "$SIM" --coordinator "$ep" "${skeys[@]}" --agents $((N - (PROCS - 1) * per)) \
         --first $(((PROCS - 1) * per)) --fleet "$N" --faults "$TMP/faults.yaml" --delay-ms 0 ${SIM_ARGS:-} \
-        --campaign "$TMP/campaign.yaml" --db "$d/fb.db" --coordinator-pid "$SERVE_PID" \
+        --campaign "$CAMPAIGN" --db "$d/fb.db" --coordinator-pid "$SERVE_PID" \
         --report-json "$d/report.json" --stats "$d/stats.$PROCS" \
         2>"$d/run.$PROCS.log" >/dev/null || true
     stop_all
@@ -155,7 +143,7 @@ for i in $(seq 1 "$REPEAT"); do
         run_multi "$i"
     else
         /usr/bin/time -f "%M" -o "$TMP/sim-rss.$i" \
-            "$SIM" --agents "$N" --faults "$TMP/faults.yaml" --campaign "$TMP/campaign.yaml" \
+            "$SIM" --agents "$N" --faults "$TMP/faults.yaml" --campaign "$CAMPAIGN" \
             --report-json "$TMP/report.$i.json" --stats "$TMP/stats.$i" --delay-ms 0 "${CURVE_ARGS[@]}" ${SIM_ARGS:-} \
             2>"$TMP/run.$i.log" >/dev/null || true
     fi

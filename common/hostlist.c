@@ -21,19 +21,6 @@
 #define S_MAX_DIGITS 18 /* fits in uint64_t with room for the step arithmetic */
 #define S_SHOW_MAX 64   /* longest piece of an expression quoted in an error */
 
-static void s_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* Copies text[0..len) into buf for an error message: printable ASCII as is, anything else as
  * \xHH, cut with "..." past S_SHOW_MAX characters so a message stays one short line. */
 static const char *s_show(const char *text, size_t len, char *buf, size_t buflen)
@@ -187,15 +174,13 @@ static int s_parse_range(const char *text, size_t b, size_t e, const char *item,
     char shown[S_SHOW_MAX * 4 + 8];
     s_show(text + b, e - b, shown, sizeof shown);
     if (b == e) {
-        s_err(err, errlen, "empty range in '%s'", item);
-        return -EINVAL;
+        return fb_errf(err, errlen, -EINVAL, "empty range in '%s'", item);
     }
     size_t p = b, lo_digits, hi_digits;
     int rc = s_number(text, e, &p, &r->lo, &lo_digits);
     if (rc) {
-        s_err(err, errlen, "%s '%s' in '%s'",
-              rc == -ERANGE ? "number too long in range" : "bad range", shown, item);
-        return -EINVAL;
+        return fb_errf(err, errlen, -EINVAL, "%s '%s' in '%s'",
+                       rc == -ERANGE ? "number too long in range" : "bad range", shown, item);
     }
     bool lo_padded = lo_digits > 1 && text[b] == '0';
     r->hi = r->lo;
@@ -204,39 +189,33 @@ static int s_parse_range(const char *text, size_t b, size_t e, const char *item,
     if (p == e)
         return 0;
     if (text[p] != '-') {
-        s_err(err, errlen, "bad range '%s' in '%s'", shown, item);
-        return -EINVAL;
+        return fb_errf(err, errlen, -EINVAL, "bad range '%s' in '%s'", shown, item);
     }
     size_t hi_start = ++p;
     rc = s_number(text, e, &p, &r->hi, &hi_digits);
     if (rc) {
-        s_err(err, errlen, "%s '%s' in '%s'",
-              rc == -ERANGE ? "number too long in range" : "bad range", shown, item);
-        return -EINVAL;
+        return fb_errf(err, errlen, -EINVAL, "%s '%s' in '%s'",
+                       rc == -ERANGE ? "number too long in range" : "bad range", shown, item);
     }
     bool hi_padded = hi_digits > 1 && text[hi_start] == '0';
     if ((lo_padded || hi_padded) && lo_digits != hi_digits) {
-        s_err(err, errlen,
-              "padding length mismatch in range '%s' of '%s' (zero-padded bounds need the same "
-              "number of digits)",
-              shown, item);
-        return -EINVAL;
+        return fb_errf(err, errlen, -EINVAL,
+                       "padding length mismatch in range '%s' of '%s' (zero-padded bounds need "
+                       "the same number of digits)",
+                       shown, item);
     }
     if (p < e && text[p] == '/') {
         size_t step_digits;
         p++;
         if (s_number(text, e, &p, &r->step, &step_digits) || r->step == 0) {
-            s_err(err, errlen, "bad step in range '%s' of '%s'", shown, item);
-            return -EINVAL;
+            return fb_errf(err, errlen, -EINVAL, "bad step in range '%s' of '%s'", shown, item);
         }
     }
     if (p != e) {
-        s_err(err, errlen, "bad range '%s' in '%s'", shown, item);
-        return -EINVAL;
+        return fb_errf(err, errlen, -EINVAL, "bad range '%s' in '%s'", shown, item);
     }
     if (r->lo > r->hi) {
-        s_err(err, errlen, "reversed range '%s' in '%s'", shown, item);
-        return -EINVAL;
+        return fb_errf(err, errlen, -EINVAL, "reversed range '%s' in '%s'", shown, item);
     }
     return 0;
 }
@@ -274,8 +253,8 @@ static int s_parse_item(const char *text, size_t b, size_t e, s_seg_t **segs_out
             while (q < e && text[q] != '[') {
                 if (!s_name_char(text[q])) {
                     char c[16];
-                    s_err(err, errlen, "bad character '%s' in '%s'",
-                          s_show(text + q, 1, c, sizeof c), item);
+                    fb_errf(err, errlen, 0, "bad character '%s' in '%s'",
+                            s_show(text + q, 1, c, sizeof c), item);
                     s_segs_free(segs, n);
                     return -EINVAL;
                 }
@@ -373,8 +352,8 @@ static int s_expand_item(const char *text, size_t b, size_t e, s_out_t *out, cha
     }
     if (out->total + count > FB_HOSTLIST_MAX_NAMES) {
         char item[S_SHOW_MAX * 4 + 8];
-        s_err(err, errlen, "'%s' expands to more than %u names",
-              s_show(text + b, e - b, item, sizeof item), FB_HOSTLIST_MAX_NAMES);
+        fb_errf(err, errlen, 0, "'%s' expands to more than %u names",
+                s_show(text + b, e - b, item, sizeof item), FB_HOSTLIST_MAX_NAMES);
         s_segs_free(segs, n_segs);
         return -EINVAL;
     }
@@ -482,19 +461,16 @@ static int s_expand(const char *expr, s_out_t *out, char *err, size_t errlen)
             p++;
         if (p == len) {
             if (after_comma) {
-                s_err(err, errlen, "empty name after the last ',' in '%s'",
-                      s_show(expr, len, shown, sizeof shown));
-                rc = -EINVAL;
+                rc = fb_errf(err, errlen, -EINVAL, "empty name after the last ',' in '%s'",
+                             s_show(expr, len, shown, sizeof shown));
             } else if (items == 0) {
-                s_err(err, errlen, "empty hostlist");
-                rc = -EINVAL;
+                rc = fb_errf(err, errlen, -EINVAL, "empty hostlist");
             }
             break;
         }
         if (expr[p] == ',') {
-            s_err(err, errlen, "empty name before ',' at position %zu of '%s'", p + 1,
-                  s_show(expr, len, shown, sizeof shown));
-            rc = -EINVAL;
+            rc = fb_errf(err, errlen, -EINVAL, "empty name before ',' at position %zu of '%s'",
+                         p + 1, s_show(expr, len, shown, sizeof shown));
             break;
         }
         size_t b = p;
@@ -502,17 +478,15 @@ static int s_expand(const char *expr, s_out_t *out, char *err, size_t errlen)
         while (p < len && (depth > 0 || (expr[p] != ',' && !s_space(expr[p])))) {
             if (expr[p] == '[') {
                 if (depth > 0) {
-                    s_err(err, errlen, "nested '[' in '%s'",
-                          s_show(expr + b, len - b, shown, sizeof shown));
-                    rc = -EINVAL;
+                    rc = fb_errf(err, errlen, -EINVAL, "nested '[' in '%s'",
+                                 s_show(expr + b, len - b, shown, sizeof shown));
                     break;
                 }
                 depth = 1;
             } else if (expr[p] == ']') {
                 if (depth == 0) {
-                    s_err(err, errlen, "unbalanced ']' in '%s'",
-                          s_show(expr + b, p + 1 - b, shown, sizeof shown));
-                    rc = -EINVAL;
+                    rc = fb_errf(err, errlen, -EINVAL, "unbalanced ']' in '%s'",
+                                 s_show(expr + b, p + 1 - b, shown, sizeof shown));
                     break;
                 }
                 depth = 0;
@@ -522,9 +496,8 @@ static int s_expand(const char *expr, s_out_t *out, char *err, size_t errlen)
         if (rc)
             break;
         if (depth > 0) {
-            s_err(err, errlen, "unbalanced '[' in '%s'",
-                  s_show(expr + b, p - b, shown, sizeof shown));
-            rc = -EINVAL;
+            rc = fb_errf(err, errlen, -EINVAL, "unbalanced '[' in '%s'",
+                         s_show(expr + b, p - b, shown, sizeof shown));
             break;
         }
         rc = s_expand_item(expr, b, p, out, err, errlen);

@@ -218,6 +218,15 @@ void fb_json_null(fb_json_t *self, const char *key)
     s_puts(self, "null");
 }
 
+void fb_json_time(fb_json_t *self, const char *key, uint64_t epoch_ms)
+{
+    char text[40];
+    if (epoch_ms)
+        fb_json_string(self, key, fb_iso8601(epoch_ms, text, sizeof text));
+    else
+        fb_json_null(self, key);
+}
+
 void fb_json_raw(fb_json_t *self, const char *key, const char *json_text)
 {
     s_key(self, key);

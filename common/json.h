@@ -24,6 +24,8 @@ void fb_json_number(fb_json_t *self, const char *key, double value);
 void fb_json_int(fb_json_t *self, const char *key, int64_t value);
 void fb_json_bool(fb_json_t *self, const char *key, bool value);
 void fb_json_null(fb_json_t *self, const char *key);
+/* A timestamp (epoch milliseconds) as ISO 8601 UTC text (fb_iso8601); 0, "never", writes null. */
+void fb_json_time(fb_json_t *self, const char *key, uint64_t epoch_ms);
 /* Writes json_text verbatim as the value (e.g. a stored JSON object). The caller guarantees it
  * is one complete, valid JSON value; it is not checked. NULL writes null. */
 void fb_json_raw(fb_json_t *self, const char *key, const char *json_text);

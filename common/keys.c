@@ -16,20 +16,6 @@
 #include <unistd.h>
 #include <zmq.h>
 
-static int s_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int s_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
-
 bool fb_key_valid_z85(const char *z85)
 {
     static const char alphabet[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -71,23 +57,23 @@ static int s_key_line(const char *name, const char *value, size_t lineno, fb_key
 {
     if (!strcmp(name, "public-key") || !strcmp(name, "secret-key")) {
         if (!fb_key_valid_z85(value))
-            return s_fail(err, errlen, -EINVAL,
-                          "line %zu: %s is not a key (expected 40 Z85 characters)", lineno, name);
+            return fb_errf(err, errlen, -EINVAL,
+                           "line %zu: %s is not a key (expected 40 Z85 characters)", lineno, name);
         char *dst = name[0] == 'p' ? key->public_key : key->secret_key;
         if (dst[0])
-            return s_fail(err, errlen, -EINVAL, "line %zu: a second %s", lineno, name);
+            return fb_errf(err, errlen, -EINVAL, "line %zu: a second %s", lineno, name);
         memcpy(dst, value, FB_KEY_Z85_LEN + 1);
         return 0;
     }
     if (!strcmp(name, "nodes")) {
         if (!value[0] || *nodes)
-            return s_fail(err, errlen, -EINVAL, "line %zu: %s nodes line", lineno,
-                          value[0] ? "a second" : "an empty");
+            return fb_errf(err, errlen, -EINVAL, "line %zu: %s nodes line", lineno,
+                           value[0] ? "a second" : "an empty");
         *nodes = xstrdup(value);
         return 0;
     }
-    return s_fail(err, errlen, -EINVAL,
-                  "line %zu: unknown name (expected public-key, secret-key or nodes)", lineno);
+    return fb_errf(err, errlen, -EINVAL,
+                   "line %zu: unknown name (expected public-key, secret-key or nodes)", lineno);
 }
 
 int fb_key_parse(const char *text, size_t len, fb_key_t *key, char **nodes_out, char *err,
@@ -97,8 +83,8 @@ int fb_key_parse(const char *text, size_t len, fb_key_t *key, char **nodes_out, 
     if (nodes_out)
         *nodes_out = NULL;
     if (len > FB_KEY_FILE_MAX)
-        return s_fail(err, errlen, -EFBIG, "larger than %d bytes; expected a key file",
-                      FB_KEY_FILE_MAX);
+        return fb_errf(err, errlen, -EFBIG, "larger than %d bytes; expected a key file",
+                       FB_KEY_FILE_MAX);
     char *nodes = NULL;
     int rc = 0;
     const char *p = text, *end = text + len;
@@ -107,7 +93,7 @@ int fb_key_parse(const char *text, size_t len, fb_key_t *key, char **nodes_out, 
         if (!eol)
             eol = end;
         if (memchr(p, '\0', (size_t)(eol - p))) {
-            rc = s_fail(err, errlen, -EINVAL, "line %zu: a NUL byte; expected text", lineno);
+            rc = fb_errf(err, errlen, -EINVAL, "line %zu: a NUL byte; expected text", lineno);
             break;
         }
         char probe[2];
@@ -116,7 +102,7 @@ int fb_key_parse(const char *text, size_t len, fb_key_t *key, char **nodes_out, 
             char name[32], value[FB_KEY_FILE_MAX + 1];
             const char *v = s_split(p, eol, name, sizeof name);
             if (!v) {
-                rc = s_fail(err, errlen, -EINVAL, "line %zu: expected 'name: value'", lineno);
+                rc = fb_errf(err, errlen, -EINVAL, "line %zu: expected 'name: value'", lineno);
                 break;
             }
             s_trim(v, eol, value, sizeof value);
@@ -125,11 +111,11 @@ int fb_key_parse(const char *text, size_t len, fb_key_t *key, char **nodes_out, 
         p = eol + 1;
     }
     if (rc == 0 && !key->public_key[0])
-        rc = s_fail(err, errlen, -EINVAL, "no public-key line");
+        rc = fb_errf(err, errlen, -EINVAL, "no public-key line");
     if (rc == 0 && key->secret_key[0]) {
         char derived[FB_KEY_Z85_LEN + 1];
         if (zmq_curve_public(derived, key->secret_key) != 0 || strcmp(derived, key->public_key))
-            rc = s_fail(err, errlen, -EINVAL, "the secret key does not belong to the public key");
+            rc = fb_errf(err, errlen, -EINVAL, "the secret key does not belong to the public key");
     }
     if (rc) {
         free(nodes);
@@ -153,7 +139,7 @@ static int s_write_new(const char *path, unsigned mode, const char *text, char *
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd < 0)
-        return s_fail(err, errlen, -errno, "cannot create %s: %s", path, strerror(errno));
+        return fb_errf(err, errlen, -errno, "cannot create %s: %s", path, strerror(errno));
     size_t len = strlen(text);
     ssize_t w = write(fd, text, len);
     int rc = (w == (ssize_t)len && fsync(fd) == 0) ? 0 : -(errno ? errno : EIO);
@@ -161,7 +147,7 @@ static int s_write_new(const char *path, unsigned mode, const char *text, char *
         rc = -errno;
     if (rc) {
         unlink(path);
-        return s_fail(err, errlen, rc, "cannot write %s: %s", path, strerror(-rc));
+        return fb_errf(err, errlen, rc, "cannot write %s: %s", path, strerror(-rc));
     }
     return 0;
 }
@@ -172,8 +158,8 @@ int fb_key_write(const char *path, const fb_key_t *key, char *err, size_t errlen
     struct stat st;
     int rc = 0;
     if (lstat(path, &st) == 0 || lstat(pub_path, &st) == 0) {
-        rc = s_fail(err, errlen, -EEXIST, "%s already exists; keys are never overwritten",
-                    lstat(path, &st) == 0 ? path : pub_path);
+        rc = fb_errf(err, errlen, -EEXIST, "%s already exists; keys are never overwritten",
+                     lstat(path, &st) == 0 ? path : pub_path);
         free(pub_path);
         return rc;
     }
@@ -200,11 +186,11 @@ static char *s_read(const char *path, size_t *len_out, struct stat *st_out, char
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
-        *rc_out = s_fail(err, errlen, -errno, "cannot read %s: %s", path, strerror(errno));
+        *rc_out = fb_errf(err, errlen, -errno, "cannot read %s: %s", path, strerror(errno));
         return NULL;
     }
     if (fstat(fd, st_out) != 0 || !S_ISREG(st_out->st_mode) || st_out->st_size > FB_KEY_FILE_MAX) {
-        *rc_out = s_fail(
+        *rc_out = fb_errf(
             err, errlen, S_ISREG(st_out->st_mode) ? -EFBIG : -EINVAL, "cannot read %s: %s", path,
             S_ISREG(st_out->st_mode) ? "larger than a key file can be" : "not a regular file");
         close(fd);
@@ -216,8 +202,8 @@ static char *s_read(const char *path, size_t *len_out, struct stat *st_out, char
     close(fd);
     if (n < 0 || n > st_out->st_size) {
         free(buf);
-        *rc_out = s_fail(err, errlen, n < 0 ? -e : -EIO, "cannot read %s: %s", path,
-                         n < 0 ? strerror(e) : "it grew while being read");
+        *rc_out = fb_errf(err, errlen, n < 0 ? -e : -EIO, "cannot read %s: %s", path,
+                          n < 0 ? strerror(e) : "it grew while being read");
         return NULL;
     }
     buf[n] = '\0';
@@ -237,24 +223,24 @@ static int s_load(const char *path, fb_key_t *key, char **nodes_out, bool secret
         return rc;
     if (secret && (st.st_mode & 077)) {
         free(text);
-        return s_fail(err, errlen, -EPERM,
-                      "%s is readable or writable by others (mode %04o): run chmod 600 %s", path,
-                      (unsigned)(st.st_mode & 07777), path);
+        return fb_errf(err, errlen, -EPERM,
+                       "%s is readable or writable by others (mode %04o): run chmod 600 %s", path,
+                       (unsigned)(st.st_mode & 07777), path);
     }
     char why[256];
     rc = fb_key_parse(text, len, key, nodes_out, why, sizeof why);
     memset(text, 0, len);
     free(text);
     if (rc)
-        return s_fail(err, errlen, rc, "%s: %s", path, why);
+        return fb_errf(err, errlen, rc, "%s: %s", path, why);
     if (secret && !key->secret_key[0])
-        rc =
-            s_fail(err, errlen, -EINVAL, "%s holds no secret-key line: is it the .pub file?", path);
+        rc = fb_errf(err, errlen, -EINVAL, "%s holds no secret-key line: is it the .pub file?",
+                     path);
     else if (!secret && key->secret_key[0])
-        rc = s_fail(err, errlen, -EINVAL,
-                    "%s holds a secret key; a public key file must hold only public-key (and "
-                    "nodes)",
-                    path);
+        rc = fb_errf(err, errlen, -EINVAL,
+                     "%s holds a secret key; a public key file must hold only public-key (and "
+                     "nodes)",
+                     path);
     if (rc && nodes_out) {
         free(*nodes_out);
         *nodes_out = NULL;
@@ -280,9 +266,9 @@ int fb_key_apply_client(void *socket, const char *key_file, const char *server_k
     if (!key_file && !server_key_file)
         return 0;
     if (!key_file || !server_key_file)
-        return s_fail(err, errlen, -EINVAL,
-                      "a key and the coordinator's public key go together (--key FILE "
-                      "--server-key FILE)");
+        return fb_errf(err, errlen, -EINVAL,
+                       "a key and the coordinator's public key go together (--key FILE "
+                       "--server-key FILE)");
     fb_key_t own, server;
     int rc = fb_key_load_secret(key_file, &own, err, errlen);
     if (rc == 0)
@@ -291,7 +277,7 @@ int fb_key_apply_client(void *socket, const char *key_file, const char *server_k
         (zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, server.public_key, FB_KEY_Z85_LEN + 1) ||
          zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, own.public_key, FB_KEY_Z85_LEN + 1) ||
          zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, own.secret_key, FB_KEY_Z85_LEN + 1)))
-        rc = s_fail(err, errlen, -errno, "cannot set CURVE keys: %s", zmq_strerror(errno));
+        rc = fb_errf(err, errlen, -errno, "cannot set CURVE keys: %s", zmq_strerror(errno));
     memset(&own, 0, sizeof own);
     return rc;
 }

@@ -73,6 +73,17 @@ char *xvasprintf(const char *fmt, va_list ap)
     return p;
 }
 
+int fb_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
 char *xasprintf(const char *fmt, ...)
 {
     va_list ap;

@@ -20,6 +20,11 @@ char *xstrndup(const char *s, size_t n);
 /* printf into a new heap string the caller owns. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *xvasprintf(const char *fmt, va_list ap);
+/* The caller's-buffer error shape (docs/architecture.md "Errors"): printf into err, truncated to
+ * errlen, when err is not NULL and errlen not 0; returns rc, so that one statement reports and
+ * fails: `return fb_errf(err, errlen, -EINVAL, "...", ...)`. Never allocates. */
+int fb_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Wall clock, milliseconds since the epoch (timeline timestamps). */
 uint64_t fb_now_ms(void);

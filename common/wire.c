@@ -12,19 +12,6 @@
 #include <ctype.h>
 #include <string.h>
 
-static int s_fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int s_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
-
 int fb_wire_valid_name(const char *s)
 {
     size_t n = s ? strlen(s) : 0;
@@ -62,7 +49,7 @@ static int s_text_ok(const char *s, size_t max)
 #define CHECK(cond, ...)                                                                           \
     do {                                                                                           \
         if (!(cond))                                                                               \
-            return s_fail(err, errlen, __VA_ARGS__);                                               \
+            return fb_errf(err, errlen, -EINVAL, __VA_ARGS__);                                     \
     } while (0)
 
 static int s_validate_inventory(const Fleetburn__Inventory *inv, char *err, size_t errlen)
@@ -335,7 +322,8 @@ int fb_wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen)
     case FLEETBURN__ENVELOPE__BODY_CAMPAIGN_LIST:
         return s_validate_campaign_list(env->campaign_list, err, errlen);
     default:
-        return s_fail(err, errlen, "envelope: no known body (case %d)", (int)env->body_case);
+        return fb_errf(err, errlen, -EINVAL, "envelope: no known body (case %d)",
+                       (int)env->body_case);
     }
 }
 
@@ -382,24 +370,25 @@ int fb_wire_decode(const uint8_t *data, size_t len, Fleetburn__Envelope **out, c
 {
     *out = NULL;
     if (len > FB_WIRE_MAX_FRAME) {
-        s_fail(err, errlen, "frame of %zu bytes exceeds %u", len, FB_WIRE_MAX_FRAME);
+        fb_errf(err, errlen, -EINVAL, "frame of %zu bytes exceeds %u", len, FB_WIRE_MAX_FRAME);
         return -EBADMSG;
     }
     Fleetburn__Envelope *env = fleetburn__envelope__unpack(NULL, len, data);
     if (!env) {
-        s_fail(err, errlen, "frame of %zu bytes is not a fleetburn envelope", len);
+        fb_errf(err, errlen, -EINVAL, "frame of %zu bytes is not a fleetburn envelope", len);
         return -EBADMSG;
     }
     uint32_t bad = 0;
     if (s_bad_field_number(&env->base, &bad)) {
-        s_fail(err, errlen, "frame of %zu bytes is not a fleetburn envelope: field number %u",
-               len, bad);
+        fb_errf(err, errlen, -EINVAL,
+                "frame of %zu bytes is not a fleetburn envelope: field number %u", len, bad);
         fleetburn__envelope__free_unpacked(env, NULL);
         return -EBADMSG;
     }
     if (env->protocol_version != FB_PROTOCOL_VERSION) {
-        s_fail(err, errlen, "protocol version mismatch: peer speaks version %u, this side speaks %u",
-               env->protocol_version, FB_PROTOCOL_VERSION);
+        fb_errf(err, errlen, -EINVAL,
+                "protocol version mismatch: peer speaks version %u, this side speaks %u",
+                env->protocol_version, FB_PROTOCOL_VERSION);
         *out = env;
         return -EPROTONOSUPPORT;
     }
@@ -517,7 +506,7 @@ fb_result_t *fb_wire_result_unpack(const uint8_t *data, size_t len, char *err, s
         m = NULL;
     }
     if (!m) {
-        s_fail(err, errlen, "not a TaskResult message (%zu bytes)", len);
+        fb_errf(err, errlen, -EINVAL, "not a TaskResult message (%zu bytes)", len);
         return NULL;
     }
     if (s_validate_task_result(m, err, errlen)) {

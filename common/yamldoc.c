@@ -82,6 +82,14 @@ int fb_yaml_scalar(fb_yaml_t *y, const yaml_node_t *node, const char *path, cons
     return 0;
 }
 
+int fb_yaml_mapping(fb_yaml_t *y, const yaml_node_t *node, const char *path, const char *expected)
+{
+    if (node->type == YAML_MAPPING_NODE)
+        return 0;
+    return fb_yaml_fail(y, fb_yaml_line(node), path, "is %s; %s",
+                        fb_yaml_is_null(node) ? "empty" : fb_yaml_kind(node), expected);
+}
+
 /* ---- loading ----------------------------------------------------------------------------------
  */
 

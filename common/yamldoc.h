@@ -59,6 +59,9 @@ bool fb_yaml_is_null(const yaml_node_t *node);
  * scalar without NUL bytes. expected: the "expected ..." part of the message. */
 int fb_yaml_scalar(fb_yaml_t *y, const yaml_node_t *node, const char *path, const char *expected,
                    const char **out);
+/* 0 when node is a mapping, else an error naming path: "is KIND; EXPECTED", a null scalar being
+ * "empty". expected: the "expected ..." part of the message. */
+int fb_yaml_mapping(fb_yaml_t *y, const yaml_node_t *node, const char *path, const char *expected);
 /* The text of a mapping key (borrowed), or an error at path ("(top level)" when path is "")
  * when key is missing, not a scalar, null or holds a NUL byte: "a key is ...; expected one of
  * EXPECTED" (expected: the keys the mapping takes). */

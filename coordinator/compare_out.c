@@ -345,15 +345,6 @@ int compare_write_text(const compare_t *c, FILE *out)
 
 /* ---- JSON ---- */
 
-static void s_json_time(fb_json_t *j, const char *key, uint64_t ms)
-{
-    char t[40];
-    if (ms)
-        fb_json_string(j, key, fb_iso8601(ms, t, sizeof t));
-    else
-        fb_json_null(j, key);
-}
-
 static void s_json_campaign(fb_json_t *j, const char *key, const compare_campaign_t *h)
 {
     fb_json_object_begin(j, key);
@@ -361,8 +352,8 @@ static void s_json_campaign(fb_json_t *j, const char *key, const compare_campaig
     fb_json_string(j, "name", h->name);
     fb_json_string(j, "state", h->state);
     fb_json_string(j, "verdict", h->verdict);
-    s_json_time(j, "started", h->started_ms);
-    s_json_time(j, "finished", h->finished_ms);
+    fb_json_time(j, "started", h->started_ms);
+    fb_json_time(j, "finished", h->finished_ms);
     fb_json_object_end(j);
 }
 

@@ -11,31 +11,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-static sqlite3_stmt *s_prepare(store_t *self, const char *sql, const char *what)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(self->db, sql, -1, &st, NULL);
-    if (rc != SQLITE_OK) {
-        store__sqlite_err(self, rc, what);
-        sqlite3_finalize(st);
-        return NULL;
-    }
-    return st;
-}
-
-/* 1 for a row, 0 at the end, or -errno. */
-static int s_step(store_t *self, sqlite3_stmt *st, const char *what)
-{
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        return 1;
-    return rc == SQLITE_DONE ? 0 : store__sqlite_err(self, rc, what);
-}
-
 /* The first column of the first row as a heap string in *out, or -ENOENT. */
 static int s_one_text(store_t *self, sqlite3_stmt *st, const char *what, char **out)
 {
-    int more = s_step(self, st, what);
+    int more = store__step(self, st, what);
     if (more > 0)
         *out = store__col_dup(st, 0);
     sqlite3_finalize(st);
@@ -49,11 +28,11 @@ int store_campaign_head(store_t *self, const char *id, char **name_out, char **s
 {
     const char *what = "reading a campaign";
     sqlite3_stmt *st =
-        s_prepare(self, "SELECT name, state, started_ms FROM campaigns WHERE id = ?1", what);
+        store__prepare(self, "SELECT name, state, started_ms FROM campaigns WHERE id = ?1", what);
     if (!st)
         return -EIO;
     store__bind_text(st, 1, id);
-    int more = s_step(self, st, what);
+    int more = store__step(self, st, what);
     if (more > 0) {
         if (name_out)
             *name_out = store__col_dup(st, 0);
@@ -71,11 +50,12 @@ int store_campaign_previous(store_t *self, const char *name, uint64_t before_ms,
 {
     *id_out = NULL;
     const char *what = "finding the previous campaign of the same name";
-    sqlite3_stmt *st = s_prepare(self,
-                                 "SELECT id FROM campaigns WHERE name = ?1 AND state = 'finished'"
-                                 " AND started_ms < ?2 AND id IS NOT ?3"
-                                 " ORDER BY started_ms DESC, rowid DESC LIMIT 1",
-                                 what);
+    sqlite3_stmt *st =
+        store__prepare(self,
+                       "SELECT id FROM campaigns WHERE name = ?1 AND state = 'finished'"
+                       " AND started_ms < ?2 AND id IS NOT ?3"
+                       " ORDER BY started_ms DESC, rowid DESC LIMIT 1",
+                       what);
     if (!st)
         return -EIO;
     store__bind_text(st, 1, name);
@@ -88,7 +68,8 @@ int store_baseline_get(store_t *self, const char *name, char **campaign_id_out)
 {
     *campaign_id_out = NULL;
     const char *what = "reading a baseline";
-    sqlite3_stmt *st = s_prepare(self, "SELECT campaign_id FROM baselines WHERE name = ?1", what);
+    sqlite3_stmt *st =
+        store__prepare(self, "SELECT campaign_id FROM baselines WHERE name = ?1", what);
     if (!st)
         return -EIO;
     store__bind_text(st, 1, name);
@@ -112,20 +93,20 @@ int store_baseline_set(store_t *self, const char *name, const char *campaign_id,
     const char *what = "keeping a baseline";
     sqlite3_stmt *st =
         err ? NULL
-            : s_prepare(self,
-                        "INSERT INTO baselines(name, campaign_id, set_ms)"
-                        " SELECT ?1, ?2, ?3 WHERE EXISTS"
-                        " (SELECT 1 FROM campaigns WHERE id = ?2)"
-                        " ON CONFLICT(name) DO UPDATE SET"
-                        " campaign_id = excluded.campaign_id, set_ms = excluded.set_ms",
-                        what);
+            : store__prepare(self,
+                             "INSERT INTO baselines(name, campaign_id, set_ms)"
+                             " SELECT ?1, ?2, ?3 WHERE EXISTS"
+                             " (SELECT 1 FROM campaigns WHERE id = ?2)"
+                             " ON CONFLICT(name) DO UPDATE SET"
+                             " campaign_id = excluded.campaign_id, set_ms = excluded.set_ms",
+                             what);
     if (!err && !st)
         err = -EIO;
     if (st) {
         store__bind_text(st, 1, name);
         store__bind_text(st, 2, campaign_id);
         sqlite3_bind_int64(st, 3, (sqlite3_int64)now_ms);
-        err = s_step(self, st, what);
+        err = store__step(self, st, what);
         if (err == 0 && sqlite3_changes(self->db) == 0)
             err = store__fail(self, -ENOENT, "baseline %s: no campaign %s", name, campaign_id);
         sqlite3_finalize(st);
@@ -144,11 +125,11 @@ int store_baseline_delete(store_t *self, const char *name)
     int err = store__begin(self);
     if (err)
         return err;
-    sqlite3_stmt *st = s_prepare(self, "DELETE FROM baselines WHERE name = ?1", what);
+    sqlite3_stmt *st = store__prepare(self, "DELETE FROM baselines WHERE name = ?1", what);
     if (!st)
         return store__end(self, -EIO);
     store__bind_text(st, 1, name);
-    err = s_step(self, st, what);
+    err = store__step(self, st, what);
     if (err == 0 && sqlite3_changes(self->db) == 0)
         err = -ENOENT;
     sqlite3_finalize(st);
@@ -159,15 +140,16 @@ int store_baseline_foreach(store_t *self, int (*cb)(const store_baseline_t *base
                            void *arg)
 {
     const char *what = "listing baselines";
-    sqlite3_stmt *st = s_prepare(self,
-                                 "SELECT b.name, b.campaign_id, b.set_ms, c.name, c.state,"
-                                 " c.started_ms FROM baselines b"
-                                 " LEFT JOIN campaigns c ON c.id = b.campaign_id ORDER BY b.name",
-                                 what);
+    sqlite3_stmt *st =
+        store__prepare(self,
+                       "SELECT b.name, b.campaign_id, b.set_ms, c.name, c.state,"
+                       " c.started_ms FROM baselines b"
+                       " LEFT JOIN campaigns c ON c.id = b.campaign_id ORDER BY b.name",
+                       what);
     if (!st)
         return -EIO;
     int more, ret = 0;
-    while (!ret && (more = s_step(self, st, what)) > 0) {
+    while (!ret && (more = store__step(self, st, what)) > 0) {
         store_baseline_t b = {store__col_text(st, 0), store__col_text(st, 1),
                               store__col_text(st, 3), store__col_text(st, 4),
                               store__col_time(st, 2), store__col_time(st, 5)};
@@ -188,12 +170,12 @@ static int s_recorded_fingerprints(store_t *self, const char *campaign_id,
                              " WHERE campaign_id = ?1 ORDER BY node, component";
     const char *what = "reading the nodes' recorded fingerprints";
     *found = false;
-    sqlite3_stmt *st = s_prepare(self, sql, what);
+    sqlite3_stmt *st = store__prepare(self, sql, what);
     if (!st)
         return -EIO;
     store__bind_text(st, 1, campaign_id);
     int more, ret = 0;
-    while (!ret && (more = s_step(self, st, what)) > 0) {
+    while (!ret && (more = store__step(self, st, what)) > 0) {
         *found = true;
         ret = cb(store__col_text(st, 0), store__col_text(st, 1), store__col_text(st, 2), arg);
     }
@@ -231,12 +213,12 @@ int store_node_fingerprint_foreach(store_t *self, const char *campaign_id,
         "   WHERE json_type(j, '$.agent_version') = 'text'"
         " ORDER BY 1, 2";
     const char *what = "reading the nodes' fingerprints";
-    sqlite3_stmt *st = s_prepare(self, sql, what);
+    sqlite3_stmt *st = store__prepare(self, sql, what);
     if (!st)
         return -EIO;
     store__bind_text(st, 1, campaign_id);
     int more, ret = 0;
-    while (!ret && (more = s_step(self, st, what)) > 0)
+    while (!ret && (more = store__step(self, st, what)) > 0)
         ret = cb(store__col_text(st, 0), store__col_text(st, 1), store__col_text(st, 2), arg);
     sqlite3_finalize(st);
     return ret ? ret : more;

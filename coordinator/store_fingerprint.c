@@ -16,42 +16,19 @@
 
 /* ---- statements ------------------------------------------------------------------------------ */
 
-static sqlite3_stmt *s_prepare(store_t *self, const char *sql, const char *what)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(self->db, sql, -1, &st, NULL);
-    if (rc != SQLITE_OK) {
-        store__sqlite_err(self, rc, what);
-        sqlite3_finalize(st);
-        return NULL;
-    }
-    return st;
-}
-
-/* 1 with a row, 0 at the end (the statement reset), or -errno. */
-static int s_step(store_t *self, sqlite3_stmt *st, const char *what)
-{
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        return 1;
-    int err = rc == SQLITE_DONE ? 0 : store__sqlite_err(self, rc, what);
-    sqlite3_reset(st);
-    return err;
-}
-
 /* The text of the first column of the first row of sql with ?1 = a (and ?2 = b, when not NULL):
  * 0 with a heap copy in *out (NULL for SQL NULL or no row), or -errno. */
 static int s_one_text(store_t *self, const char *sql, const char *a, const char *b,
                       const char *what, char **out)
 {
     *out = NULL;
-    sqlite3_stmt *st = s_prepare(self, sql, what);
+    sqlite3_stmt *st = store__prepare(self, sql, what);
     if (!st)
         return -EIO;
     store__bind_text(st, 1, a);
     if (b)
         store__bind_text(st, 2, b);
-    int rc = s_step(self, st, what);
+    int rc = store__step(self, st, what);
     if (rc > 0)
         *out = store__col_dup(st, 0);
     sqlite3_finalize(st);
@@ -76,20 +53,20 @@ static int s_facts_of_json(store_t *self, const char *json, fb_node_facts_t *f)
         " FROM json_each(?1, '$.nics') n"
         " WHERE json_extract(n.value, '$.kind') = 'infiniband' ORDER BY n.key";
     const char *what = "reading a node's inventory";
-    sqlite3_stmt *st = s_prepare(self, sql_mem, what);
+    sqlite3_stmt *st = store__prepare(self, sql_mem, what);
     if (!st)
         return -EIO;
     store__bind_text(st, 1, json);
-    int rc = s_step(self, st, what);
+    int rc = store__step(self, st, what);
     if (rc > 0) {
         sqlite3_int64 mem = sqlite3_column_int64(st, 0);
         f->mem_total_bytes = mem > 0 ? (uint64_t)mem : 0;
     }
     sqlite3_finalize(st);
-    if (rc < 0 || !(st = s_prepare(self, sql_gpus, what)))
+    if (rc < 0 || !(st = store__prepare(self, sql_gpus, what)))
         return rc < 0 ? rc : -EIO;
     store__bind_text(st, 1, json);
-    while ((rc = s_step(self, st, what)) > 0) {
+    while ((rc = store__step(self, st, what)) > 0) {
         sqlite3_int64 mem = sqlite3_column_int64(st, 2), width = sqlite3_column_int64(st, 4);
         fb_node_facts_add_gpu(f, store__col_text(st, 0), store__col_text(st, 1),
                               mem > 0 ? (uint64_t)mem : 0,
@@ -97,10 +74,10 @@ static int s_facts_of_json(store_t *self, const char *json, fb_node_facts_t *f)
                               width > 0 && width <= 64 ? (unsigned)width : 0);
     }
     sqlite3_finalize(st);
-    if (rc < 0 || !(st = s_prepare(self, sql_ports, what)))
+    if (rc < 0 || !(st = store__prepare(self, sql_ports, what)))
         return rc < 0 ? rc : -EIO;
     store__bind_text(st, 1, json);
-    while ((rc = s_step(self, st, what)) > 0) {
+    while ((rc = store__step(self, st, what)) > 0) {
         sqlite3_int64 port = sqlite3_column_int64(st, 1), mbps = sqlite3_column_int64(st, 3);
         fb_node_facts_add_port(f, store__col_text(st, 0),
                                port > 0 && port < 256 ? (unsigned)port : 0, store__col_text(st, 2),
@@ -168,16 +145,16 @@ int store_agent_facts(store_t *self, const char *node, fb_node_facts_t *now,
 static int s_fingerprint_of_json(store_t *self, const char *json, fb_fingerprint_t *fp)
 {
     const char *what = "reading a node's software versions";
-    sqlite3_stmt *st = s_prepare(self,
-                                 "SELECT 'fleetburn', json_extract(?1, '$.agent_version')"
-                                 " UNION ALL SELECT s.key, s.value"
-                                 " FROM json_each(?1, '$.software') s WHERE s.type = 'text'",
-                                 what);
+    sqlite3_stmt *st = store__prepare(self,
+                                      "SELECT 'fleetburn', json_extract(?1, '$.agent_version')"
+                                      " UNION ALL SELECT s.key, s.value"
+                                      " FROM json_each(?1, '$.software') s WHERE s.type = 'text'",
+                                      what);
     if (!st)
         return -EIO;
     store__bind_text(st, 1, json);
     int rc;
-    while ((rc = s_step(self, st, what)) > 0)
+    while ((rc = store__step(self, st, what)) > 0)
         fb_fingerprint_set(fp, store__col_text(st, 0), store__col_text(st, 1));
     sqlite3_finalize(st);
     return rc;
@@ -194,7 +171,7 @@ int store_fingerprint_insert(store_t *self, const char *campaign_id, const char 
         return -EIO;
     store__bind_text(st, 1, campaign_id);
     store__bind_text(st, 2, node);
-    int rc = s_step(self, st, "looking up a fingerprint");
+    int rc = store__step(self, st, "looking up a fingerprint");
     if (rc > 0)
         sqlite3_reset(st);
     if (rc)
@@ -263,7 +240,7 @@ static int s_read_fingerprint(store_t *self, sqlite3_stmt *st, const char *campa
     store__bind_text(st, 1, campaign_id);
     store__bind_text(st, 2, node);
     int rc;
-    while ((rc = s_step(self, st, "reading a fingerprint")) > 0)
+    while ((rc = store__step(self, st, "reading a fingerprint")) > 0)
         fb_fingerprint_set(fp, store__col_text(st, 0), store__col_text(st, 1));
     return rc;
 }
@@ -279,30 +256,30 @@ static int s_campaign_fingerprints(store_t *self, const char *campaign_id,
     free(known);
     sqlite3_stmt *nodes = NULL, *rows = NULL, *prev = NULL;
     if (!err &&
-        (!(nodes = s_prepare(self,
-                             "SELECT DISTINCT node FROM fingerprints WHERE campaign_id = ?1"
-                             " ORDER BY node",
-                             "listing fingerprints")) ||
-         !(rows = s_prepare(self,
-                            "SELECT component, version FROM fingerprints"
-                            " WHERE campaign_id = ?1 AND node = ?2",
-                            "reading a fingerprint")) ||
+        (!(nodes = store__prepare(self,
+                                  "SELECT DISTINCT node FROM fingerprints WHERE campaign_id = ?1"
+                                  " ORDER BY node",
+                                  "listing fingerprints")) ||
+         !(rows = store__prepare(self,
+                                 "SELECT component, version FROM fingerprints"
+                                 " WHERE campaign_id = ?1 AND node = ?2",
+                                 "reading a fingerprint")) ||
          /* the node's latest campaign that started before this one and recorded it */
-         !(prev = s_prepare(self,
-                            "SELECT f.campaign_id FROM fingerprints f"
-                            " JOIN campaigns c ON c.id = f.campaign_id, campaigns me"
-                            " WHERE me.id = ?1 AND f.node = ?2 AND f.campaign_id <> ?1"
-                            " AND (c.started_ms < me.started_ms"
-                            "      OR (c.started_ms = me.started_ms AND c.rowid < me.rowid))"
-                            " ORDER BY c.started_ms DESC, c.rowid DESC LIMIT 1",
-                            "looking up a node's previous campaign"))))
+         !(prev = store__prepare(self,
+                                 "SELECT f.campaign_id FROM fingerprints f"
+                                 " JOIN campaigns c ON c.id = f.campaign_id, campaigns me"
+                                 " WHERE me.id = ?1 AND f.node = ?2 AND f.campaign_id <> ?1"
+                                 " AND (c.started_ms < me.started_ms"
+                                 "      OR (c.started_ms = me.started_ms AND c.rowid < me.rowid))"
+                                 " ORDER BY c.started_ms DESC, c.rowid DESC LIMIT 1",
+                                 "looking up a node's previous campaign"))))
         err = -EIO;
     store_node_fingerprint_t *v = NULL;
     size_t n = 0;
     int rc = 0;
     if (!err) {
         store__bind_text(nodes, 1, campaign_id);
-        while ((rc = s_step(self, nodes, "listing fingerprints")) > 0) {
+        while ((rc = store__step(self, nodes, "listing fingerprints")) > 0) {
             v = xrealloc(v, (n + 1) * sizeof *v);
             memset(&v[n], 0, sizeof v[n]);
             v[n++].node = store__col_dup(nodes, 0);
@@ -313,7 +290,7 @@ static int s_campaign_fingerprints(store_t *self, const char *campaign_id,
         err = s_read_fingerprint(self, rows, campaign_id, v[i].node, &v[i].fingerprint);
         store__bind_text(prev, 1, campaign_id);
         store__bind_text(prev, 2, v[i].node);
-        if (!err && (rc = s_step(self, prev, "looking up a node's previous campaign")) > 0) {
+        if (!err && (rc = store__step(self, prev, "looking up a node's previous campaign")) > 0) {
             v[i].previous_campaign = store__col_dup(prev, 0);
             sqlite3_reset(prev);
         }

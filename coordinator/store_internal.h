@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The timeline store's insides, shared by the files that make it up: store.c (open, schema and
  * migrations, the statements, errors, transactions, deferred commits, close), store_write.c
- * (agents, campaigns, stages, tasks, results, events) and store_read.c (campaign load, the
- * foreach readers, lookups). Nothing outside coordinator/store*.c includes this; store.h is the
- * store's only public header.
+ * (agents, campaigns, stages, tasks, results, events), store_read.c (campaign load, the
+ * foreach readers, lookups) and store_stmt.c (statements of rare calls, prepared where they are
+ * used by store_compare.c, store_fingerprint.c and store_selections.c). Nothing outside
+ * coordinator/store*.c includes this; store.h is the store's only public header.
  *
  * Functions shared between these files are named store__name (as libuv's uv__name), so that
  * they never pass for the public API; helpers of one file stay static s_name. */
@@ -140,5 +141,14 @@ void store__rollback(store_t *self);
 
 /* 1 when the task exists, 0 when not, or -errno. */
 int store__task_exists(store_t *self, const char *task_id);
+
+/* ---- Statements of rare calls (store_stmt.c) --------------------------------------------- */
+
+/* A statement prepared for one call, outside the cache (commands that run once, writes once per
+ * campaign); the caller finalizes it. NULL (message recorded as what) when it cannot be. */
+sqlite3_stmt *store__prepare(store_t *self, const char *sql, const char *what);
+/* Steps st: 1 with a row, 0 at the end, or -errno (message recorded as what); at the end or
+ * on an error the statement is reset, ready to be bound and run again. */
+int store__step(store_t *self, sqlite3_stmt *st, const char *what);
 
 #endif

@@ -70,17 +70,6 @@ int store_task_member(store_t *self, const char *task_id, const char *node)
 
 /* ---- Reading ----------------------------------------------------------------------------- */
 
-/* Steps a read statement: 1 for a row, 0 at the end, or -errno (statement reset). */
-static int s_next(store_t *self, sqlite3_stmt *st, const char *what)
-{
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        return 1;
-    int err = rc == SQLITE_DONE ? 0 : store__sqlite_err(self, rc, what);
-    sqlite3_reset(st);
-    return err;
-}
-
 static void s_task_clear(store_task_t *task)
 {
     for (size_t i = 0; i < task->n_nodes; i++)
@@ -143,7 +132,7 @@ static int s_load_result_details(store_t *self, fb_result_t *r)
         return -EIO;
     store__bind_text(st, 1, r->result_id);
     int more;
-    while ((more = s_next(self, st, "reading metrics")) > 0) {
+    while ((more = store__step(self, st, "reading metrics")) > 0) {
         double value =
             sqlite3_column_type(st, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 1);
         fb_result_add_metric(r, store__col_text(st, 0), value, store__col_text(st, 2));
@@ -153,7 +142,7 @@ static int s_load_result_details(store_t *self, fb_result_t *r)
     if (!(st = store__stmt(self, STMT_FINDINGS_OF)))
         return -EIO;
     store__bind_text(st, 1, r->result_id);
-    while ((more = s_next(self, st, "reading findings")) > 0)
+    while ((more = store__step(self, st, "reading findings")) > 0)
         fb_result_add_finding(r, store__col_text(st, 0), store__col_text(st, 1),
                               store__col_text(st, 2));
     return more;
@@ -167,7 +156,7 @@ static int s_json_names(store_t *self, const char *json, char ***names, size_t *
         return -EIO;
     store__bind_text(st, 1, json ? json : "[]");
     int more;
-    while ((more = s_next(self, st, "reading node names")) > 0) {
+    while ((more = store__step(self, st, "reading node names")) > 0) {
         char **node = s_push(names, n, sizeof **names);
         const char *text = store__col_text(st, 0);
         *node = xstrdup(text ? text : "");
@@ -185,7 +174,7 @@ static int s_load_task(store_t *self, store_task_t *task, const char *nodes_json
     if (!(st = store__stmt(self, STMT_RESULTS_OF)))
         return -EIO;
     store__bind_text(st, 1, task->id);
-    while ((more = s_next(self, st, "reading results")) > 0) {
+    while ((more = store__step(self, st, "reading results")) > 0) {
         store_result_t *sr = s_push(&task->results, &task->n_results, sizeof *task->results);
         fb_result_t *r = sr->result = fb_result_new();
         fb_result_set_ids(r, store__col_text(st, 0), task->id, store__col_text(st, 1));
@@ -215,7 +204,7 @@ static int s_load_stage(store_t *self, store_stage_t *stage)
     char **nodes_json = NULL;
     size_t n_json = 0;
     int more;
-    while ((more = s_next(self, st, "reading tasks")) > 0) {
+    while ((more = store__step(self, st, "reading tasks")) > 0) {
         store_task_t *task = s_push(&stage->tasks, &stage->n_tasks, sizeof *stage->tasks);
         task->id = store__col_dup(st, 0);
         task->state = store__col_dup(st, 1);
@@ -254,7 +243,7 @@ static int s_campaign_load(store_t *self, const char *id, store_campaign_t *c)
     if (!st)
         return -EIO;
     store__bind_text(st, 1, id);
-    int more = s_next(self, st, "reading a campaign");
+    int more = store__step(self, st, "reading a campaign");
     if (more <= 0)
         return more < 0 ? more : store__fail(self, -ENOENT, "no campaign '%s'", id);
     s_campaign_row(st, c);
@@ -264,7 +253,7 @@ static int s_campaign_load(store_t *self, const char *id, store_campaign_t *c)
         return -EIO;
     char **plans_json = NULL; /* read after the stages statement is done with */
     store__bind_text(st, 1, id);
-    while ((more = s_next(self, st, "reading stages")) > 0) {
+    while ((more = store__step(self, st, "reading stages")) > 0) {
         store_stage_t *stage = s_push(&c->stages, &c->n_stages, sizeof *c->stages);
         stage->id = sqlite3_column_int64(st, 0);
         stage->idx = sqlite3_column_int(st, 1);
@@ -318,7 +307,7 @@ int store_campaign_foreach(store_t *self, int (*cb)(const store_campaign_t *camp
     if (!st)
         return -EIO;
     int more, ret = 0;
-    while (!ret && (more = s_next(self, st, "listing campaigns")) > 0) {
+    while (!ret && (more = store__step(self, st, "listing campaigns")) > 0) {
         store_campaign_t c = {0};
         s_campaign_row(st, &c);
         ret = cb(&c, arg);
@@ -338,7 +327,7 @@ int store_agent_foreach(store_t *self, int (*cb)(const store_agent_t *agent, voi
     if (!st)
         return -EIO;
     int more, ret = 0;
-    while (!ret && (more = s_next(self, st, "listing agents")) > 0) {
+    while (!ret && (more = store__step(self, st, "listing agents")) > 0) {
         store_agent_t a = {
             .name = store__col_text(st, 0),
             .state = store__col_text(st, 1),
@@ -363,7 +352,7 @@ int store_event_foreach(store_t *self, const char *campaign_id,
     if (campaign_id)
         store__bind_text(st, 1, campaign_id);
     int more, ret = 0;
-    while (!ret && (more = s_next(self, st, "listing events")) > 0) {
+    while (!ret && (more = store__step(self, st, "listing events")) > 0) {
         store_event_t e = {
             .id = sqlite3_column_int64(st, 0),
             .time_ms = store__col_time(st, 1),
@@ -398,7 +387,7 @@ int store_software_foreach(store_t *self, const char *campaign_id,
     }
     store__bind_text(st, 1, campaign_id);
     int more, ret = 0;
-    while (!ret && (more = s_next(self, st, "listing software versions")) > 0)
+    while (!ret && (more = store__step(self, st, "listing software versions")) > 0)
         ret = cb(store__col_text(st, 0), store__col_text(st, 1), store__col_text(st, 2), arg);
     sqlite3_finalize(st);
     return ret ? ret : more;
@@ -414,7 +403,7 @@ int store_campaign_files(store_t *self, const char *campaign_id, store_file_t **
         return -EIO;
     store__bind_text(st, 1, campaign_id);
     int more;
-    while ((more = s_next(self, st, "reading a campaign's files")) > 0) {
+    while ((more = store__step(self, st, "reading a campaign's files")) > 0) {
         store_file_t *f = s_push(files_out, n_out, sizeof **files_out);
         const char *name = store__col_text(st, 0);
         size_t len = (size_t)sqlite3_column_bytes(st, 1);

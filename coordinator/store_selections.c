@@ -8,18 +8,6 @@
 
 #include <errno.h>
 
-static sqlite3_stmt *s_prepare(store_t *self, const char *sql, const char *what)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(self->db, sql, -1, &st, NULL);
-    if (rc != SQLITE_OK) {
-        store__sqlite_err(self, rc, what);
-        sqlite3_finalize(st);
-        return NULL;
-    }
-    return st;
-}
-
 int store_node_selection_add(store_t *self, const char *campaign_id, const char *expr,
                              const char *nodes)
 {
@@ -28,11 +16,12 @@ int store_node_selection_add(store_t *self, const char *campaign_id, const char 
                            "node selection: campaign, selection and nodes are "
                            "required");
     static const char what[] = "storing a campaign's node selection";
-    sqlite3_stmt *st = s_prepare(self,
-                                 "INSERT OR REPLACE INTO campaign_node_selections(campaign_id, "
-                                 "expr, nodes) SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM "
-                                 "campaigns WHERE id = ?1)",
-                                 what);
+    sqlite3_stmt *st =
+        store__prepare(self,
+                       "INSERT OR REPLACE INTO campaign_node_selections(campaign_id, "
+                       "expr, nodes) SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM "
+                       "campaigns WHERE id = ?1)",
+                       what);
     if (!st)
         return -EIO;
     store__bind_text(st, 1, campaign_id);
@@ -50,10 +39,10 @@ int store_node_selection_foreach(store_t *self, const char *campaign_id,
                                  void *arg)
 {
     static const char what[] = "reading a campaign's node selections";
-    sqlite3_stmt *st = s_prepare(self,
-                                 "SELECT expr, nodes FROM campaign_node_selections WHERE "
-                                 "campaign_id = ?1 ORDER BY rowid",
-                                 what);
+    sqlite3_stmt *st = store__prepare(self,
+                                      "SELECT expr, nodes FROM campaign_node_selections WHERE "
+                                      "campaign_id = ?1 ORDER BY rowid",
+                                      what);
     if (!st)
         return -EIO;
     store__bind_text(st, 1, campaign_id);

@@ -15,15 +15,6 @@
 
 #define S_SLURM_KEYS "drain, resume, dry_run, max_fraction"
 
-static int s_mapping(fb_yaml_t *ctx, const yaml_node_t *node, const char *path,
-                     const char *expected)
-{
-    if (node->type == YAML_MAPPING_NODE)
-        return 0;
-    return fb_yaml_fail(ctx, fb_yaml_line(node), path, "is %s; expected a mapping with keys %s",
-                        fb_yaml_is_null(node) ? "empty" : fb_yaml_kind(node), expected);
-}
-
 static int s_bool(fb_yaml_t *ctx, const yaml_node_t *v, const char *path, bool *out)
 {
     static const char expected[] = "expected true or false";
@@ -74,7 +65,7 @@ static int s_slurm(fb_yaml_t *ctx, const yaml_node_t *node, const char *path, fb
     out->has_slurm = true;
     if (fb_yaml_is_null(node)) /* `slurm:` alone: every default (a dry run) */
         return 0;
-    if (s_mapping(ctx, node, path, S_SLURM_KEYS))
+    if (fb_yaml_mapping(ctx, node, path, "expected a mapping with keys " S_SLURM_KEYS))
         return -EINVAL;
     unsigned seen = 0;
     for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
@@ -132,7 +123,7 @@ static const struct {
 int fb_actions_parse(fb_yaml_t *ctx, const yaml_node_t *node, const char *path, fb_actions_t *out)
 {
     memset(out, 0, sizeof *out);
-    if (s_mapping(ctx, node, path, S_ACTION_KEYS))
+    if (fb_yaml_mapping(ctx, node, path, "expected a mapping with keys " S_ACTION_KEYS))
         return -EINVAL;
     bool seen[FB_ARRAY_LEN(s_subkeys)] = {false};
     for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;

@@ -184,11 +184,11 @@ int fb_regress_config_parse(fb_yaml_t *ctx, const yaml_node_t *node, const char 
                             fb_regress_config_t **out)
 {
     *out = NULL;
-    if (node->type != YAML_MAPPING_NODE)
-        return fb_yaml_fail(ctx, fb_yaml_line(node), path,
-                            "is %s; expected a mapping of metric globs to tolerances, e.g. "
-                            "regress: {netbw.tx_gbps: 10%%}",
-                            fb_yaml_is_null(node) ? "empty" : fb_yaml_kind(node));
+    int rc = fb_yaml_mapping(ctx, node, path,
+                             "expected a mapping of metric globs to tolerances, e.g. "
+                             "regress: {netbw.tx_gbps: 10%}");
+    if (rc)
+        return rc;
     fb_regress_config_t *c = xcalloc(1, sizeof *c);
     for (yaml_node_pair_t *pair = node->data.mapping.pairs.start;
          pair < node->data.mapping.pairs.top; pair++) {

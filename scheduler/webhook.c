@@ -58,20 +58,6 @@ const char *fb_alert_trigger_list(unsigned mask, char *buf, size_t len)
 
 /* ---- the URL ---------------------------------------------------------------------------- */
 
-static int s_why(char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int s_why(char *why, size_t whylen, const char *fmt, ...)
-{
-    if (why && whylen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, whylen, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
-
 /* Length of the scheme and "://" (7 or 8), or 0 when it is not http or https. */
 static size_t s_scheme_len(const char *url)
 {
@@ -93,22 +79,22 @@ static int s_host(const char *auth, size_t len, size_t *host_len, char *why, siz
     if (len > 0 && auth[0] == '[') {
         const char *close = memchr(auth, ']', len);
         if (!close || close == auth + 1)
-            return s_why(why, whylen,
-                         "an IPv6 address must be written in brackets, e.g. [fd00::1]");
+            return fb_errf(why, whylen, -EINVAL,
+                           "an IPv6 address must be written in brackets, e.g. [fd00::1]");
         for (const char *p = auth + 1; p < close; p++)
             if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.')
-                return s_why(why, whylen, "'%c' in an IPv6 address", *p);
+                return fb_errf(why, whylen, -EINVAL, "'%c' in an IPv6 address", *p);
         *host_len = (size_t)(close - auth) + 1;
         return 0;
     }
     size_t n = 0;
     while (n < len && auth[n] != ':') {
         if (!s_host_char(auth[n]))
-            return s_why(why, whylen, "'%c' in the host name", auth[n]);
+            return fb_errf(why, whylen, -EINVAL, "'%c' in the host name", auth[n]);
         n++;
     }
     if (n == 0)
-        return s_why(why, whylen, "no host");
+        return fb_errf(why, whylen, -EINVAL, "no host");
     *host_len = n;
     return 0;
 }
@@ -117,14 +103,14 @@ static int s_port(const char *text, size_t len, unsigned *port, char *why, size_
 {
     unsigned v = 0;
     if (len == 0 || len > 5)
-        return s_why(why, whylen, "the port must be a number from 1 to 65535");
+        return fb_errf(why, whylen, -EINVAL, "the port must be a number from 1 to 65535");
     for (size_t i = 0; i < len; i++) {
         if (!isdigit((unsigned char)text[i]))
-            return s_why(why, whylen, "the port must be a number from 1 to 65535");
+            return fb_errf(why, whylen, -EINVAL, "the port must be a number from 1 to 65535");
         v = v * 10 + (unsigned)(text[i] - '0');
     }
     if (v == 0 || v > 65535)
-        return s_why(why, whylen, "the port must be a number from 1 to 65535");
+        return fb_errf(why, whylen, -EINVAL, "the port must be a number from 1 to 65535");
     *port = v;
     return 0;
 }
@@ -134,39 +120,39 @@ int fb_webhook_url_check(const char *url, char *host, size_t hostlen, unsigned *
 {
     size_t n = strlen(url);
     if (n == 0)
-        return s_why(why, whylen, "empty");
+        return fb_errf(why, whylen, -EINVAL, "empty");
     if (n > FB_WEBHOOK_URL_MAX)
-        return s_why(why, whylen, "longer than %d bytes", FB_WEBHOOK_URL_MAX);
+        return fb_errf(why, whylen, -EINVAL, "longer than %d bytes", FB_WEBHOOK_URL_MAX);
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)url[i] <= 0x20 || (unsigned char)url[i] >= 0x7f)
-            return s_why(why, whylen,
-                         "a blank, a control character or a non-ASCII byte at byte %zu (write a "
-                         "host in its ASCII form and escape the rest as %%XX)",
-                         i + 1);
+            return fb_errf(why, whylen, -EINVAL,
+                           "a blank, a control character or a non-ASCII byte at byte %zu (write a "
+                           "host in its ASCII form and escape the rest as %%XX)",
+                           i + 1);
     size_t scheme = s_scheme_len(url);
     if (!scheme)
-        return s_why(why, whylen, "not an http:// or https:// URL");
+        return fb_errf(why, whylen, -EINVAL, "not an http:// or https:// URL");
     const char *auth = url + scheme;
     size_t auth_len = strcspn(auth, "/?#");
     if (memchr(auth, '@', auth_len))
-        return s_why(why, whylen,
-                     "user:password@ in a URL is refused (it would be written wherever the URL "
-                     "is); put a token in the path or the query");
+        return fb_errf(why, whylen, -EINVAL,
+                       "user:password@ in a URL is refused (it would be written wherever the URL "
+                       "is); put a token in the path or the query");
     if (strchr(url, '#'))
-        return s_why(why, whylen, "a #fragment is never sent to the server; remove it");
+        return fb_errf(why, whylen, -EINVAL, "a #fragment is never sent to the server; remove it");
     size_t host_len = 0;
     if (s_host(auth, auth_len, &host_len, why, whylen))
         return -EINVAL;
     unsigned p = 0;
     if (host_len < auth_len) {
         if (auth[host_len] != ':')
-            return s_why(why, whylen, "'%c' after the host", auth[host_len]);
+            return fb_errf(why, whylen, -EINVAL, "'%c' after the host", auth[host_len]);
         if (s_port(auth + host_len + 1, auth_len - host_len - 1, &p, why, whylen))
             return -EINVAL;
     }
     if (host && hostlen) {
         if (host_len >= hostlen)
-            return s_why(why, whylen, "the host is longer than %zu bytes", hostlen - 1);
+            return fb_errf(why, whylen, -EINVAL, "the host is longer than %zu bytes", hostlen - 1);
         for (size_t i = 0; i < host_len; i++)
             host[i] = (char)tolower((unsigned char)auth[i]);
         host[host_len] = '\0';
@@ -331,11 +317,11 @@ static int s_field(fb_yaml_t *y, const char *key, const yaml_node_t *k, const ya
 int fb_webhook_parse(fb_yaml_t *y, const yaml_node_t *node, const char *path, fb_webhook_t **out)
 {
     *out = NULL;
-    if (node->type != YAML_MAPPING_NODE)
-        return fb_yaml_fail(y, fb_yaml_line(node), path,
-                            "is %s; expected a mapping with url and optionally on, retry, "
-                            "timeout, e.g. {url: https://hooks.example.com/fleetburn, on: [bad]}",
-                            fb_yaml_is_null(node) ? "empty" : fb_yaml_kind(node));
+    int rc = fb_yaml_mapping(y, node, path,
+                             "expected a mapping with url and optionally on, retry, timeout, e.g. "
+                             "{url: https://hooks.example.com/fleetburn, on: [bad]}");
+    if (rc)
+        return rc;
     fb_webhook_t *w = xcalloc(1, sizeof *w);
     w->on = FB_ALERT_ALL;
     w->timeout_ms = FB_WEBHOOK_TIMEOUT_DEFAULT_MS;
@@ -344,7 +330,6 @@ int fb_webhook_parse(fb_yaml_t *y, const yaml_node_t *node, const char *path, fb
     memcpy(w->retry_ms, s_default_retry_ms, sizeof s_default_retry_ms);
     char seen[8][16] = {{0}};
     size_t n_seen = 0;
-    int rc = 0;
     for (yaml_node_pair_t *pair = node->data.mapping.pairs.start;
          pair < node->data.mapping.pairs.top && !rc; pair++) {
         const yaml_node_t *k = fb_yaml_node(y, pair->key), *v = fb_yaml_node(y, pair->value);

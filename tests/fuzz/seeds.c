@@ -309,17 +309,6 @@ static void s_result_seeds(void)
     }
 }
 
-static uint32_t s_crc32(const uint8_t *p, size_t n)
-{
-    uint32_t crc = 0xffffffffu;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= p[i];
-        for (int k = 0; k < 8; k++)
-            crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
-    }
-    return ~crc;
-}
-
 /* Entries as spool_put writes them, as fuzz_spool's input: flags 0, the name, the file. The
  * store time in the header (bytes 16..23) is set to a fixed one, with the header CRC (36..39)
  * made again, so that the seeds are the same on every run. */
@@ -364,7 +353,7 @@ static void s_spool_seeds(void)
         uint64_t when = 1795000000000ull;
         for (int i = 0; i < 8; i++)
             file[16 + i] = (char)(when >> (8 * i));
-        uint32_t crc = s_crc32((const uint8_t *)file, 36);
+        uint32_t crc = spool_crc32((const uint8_t *)file, 36);
         for (int i = 0; i < 4; i++)
             file[36 + i] = (char)(crc >> (8 * i));
         size_t slen = 1 + strlen(name + 2) + 1 + flen;

@@ -7,6 +7,7 @@ FB_BIN=${FB_BIN:-$(cd "$(dirname "$0")/../../build" && pwd)}
 FB_SRC=${FB_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 FLEETBURN="$FB_BIN/bin/fleetburn"
 AGENT="$FB_BIN/bin/fleetburn-agent"
+SIMFLEET="$FB_BIN/bin/fleetburn-simfleet"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/fbtest-XXXXXX")
 PIDS=()
 export FLEETBURN_LOG=${FLEETBURN_LOG:-info}
@@ -85,4 +86,71 @@ start_agent() {
         >>"$WORK/$name.log" 2>&1 &
     AGENT_PID=$!
     PIDS+=("$AGENT_PID")
+}
+
+# Starts each agent named and waits until the coordinator has registered them all.
+start_agents() {
+    local name
+    for name in "$@"; do start_agent "$name"; done
+    wait_registered "$@"
+}
+
+# Waits until the coordinator's log says each agent named registered.
+wait_registered() {
+    local name
+    for name in "$@"; do wait_for_log "$WORK/coordinator.log" "agent $name registered"; done
+}
+
+# Submits campaign FILE to the coordinator with `fleetburn run --coordinator` in the background,
+# its output in $WORK/NAME.out and its log in $WORK/NAME.log (NAME: run by default); sets RUN_PID.
+run_in_background() {
+    local file=$1 name=${2:-run}
+    "$FLEETBURN" run --coordinator "$ENDPOINT" "$file" >"$WORK/$name.out" 2>"$WORK/$name.log" &
+    RUN_PID=$!
+    PIDS+=("$RUN_PID")
+}
+
+# Waits until `fleetburn run` has logged its submission in LOG and prints the campaign's id.
+submitted_id() {
+    wait_for_log "$1" "^submitted .* as [^ ]+ to"
+    sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$1"
+}
+
+# Runs a command (with the redirections the caller gives the call) and puts its exit status into
+# the variable named VAR, where set -e would end the test at a status other than 0.
+status_of() { # var cmd...
+    local var=$1 status=0
+    shift
+    "$@" || status=$?
+    printf -v "$var" '%d' "$status"
+}
+
+# Runs a command with its output and errors in LOGFILE and fails the test unless it exits with
+# the expected status.
+expect_exit() { # expected-status logfile cmd...
+    local want=$1 log=$2 rc=0
+    shift 2
+    "$@" >"$log" 2>&1 || rc=$?
+    [ $rc -eq "$want" ] || fail "'$*' exited $rc, expected $want: $(cat "$log")"
+}
+
+# fleetburn-simfleet, which must refuse its arguments: exit status 2 and WANT (a fixed string)
+# in what it wrote to standard error ($WORK/bad.log).
+expect_simfleet_usage() { # want simfleet-arguments...
+    local want=$1 code=0
+    shift
+    "$SIMFLEET" "$@" >"$WORK/bad.out" 2>"$WORK/bad.log" || code=$?
+    [ $code -eq 2 ] || fail "$* exited $code, expected 2"
+    grep -qF -- "$want" "$WORK/bad.log" || fail "expected '$want' in: $(cat "$WORK/bad.log")"
+}
+
+# Moves the logs of the coordinators fleetburn-simfleet started under $WORK (TMPDIR) into
+# $WORK/coordinator.log, where the sanitizer check of cleanup looks, and removes their folders.
+collect_simfleet_logs() {
+    local d
+    for d in "$WORK"/fleetburn-simfleet-*; do
+        [ -d "$d" ] || continue
+        cat "$d/coordinator.log" >>"$WORK/coordinator.log" 2>/dev/null || true
+        rm -rf "$d"
+    done
 }

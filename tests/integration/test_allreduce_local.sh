@@ -90,12 +90,9 @@ PY
 pass "scope: group of two agents on loopback: one task, two ranks, both members pass"
 
 # An injected wrong element fails the task and names rank 0's node.
-set +e
-"$FLEETBURN" run --local 1 --agent-config "$WORK/agent.conf" --db "$WORK/i.db" \
+status_of rc "$FLEETBURN" run --local 1 --agent-config "$WORK/agent.conf" --db "$WORK/i.db" \
     --inject local-0:allreduce.inject_corrupt=true "$WORK/campaign.yaml" >"$WORK/inject.out" \
     2>"$WORK/inject.log"
-rc=$?
-set -e
 [ $rc -eq 1 ] || fail "injected run exited $rc, expected 1"
 "$FLEETBURN" report --db "$WORK/i.db" --format json >"$WORK/inject.json"
 [ "$(json_q "$WORK/inject.json" "$task[\"verdict\"]")" = fail ] || fail "injected verdict not fail"
@@ -154,10 +151,7 @@ pass "launcher native skipped without GPUs; a missing mpirun is named"
 # parameter and where the setting lives now.
 printf 'name: x\nstages:\n  - name: ar\n    workload: allreduce\n    params: {mpirun: /tmp/evil}\n' \
     >"$WORK/evil.yaml"
-set +e
-"$FLEETBURN" run --local 1 --db "$WORK/e.db" "$WORK/evil.yaml" >"$WORK/evil.out" 2>&1
-rc=$?
-set -e
+status_of rc "$FLEETBURN" run --local 1 --db "$WORK/e.db" "$WORK/evil.yaml" >"$WORK/evil.out" 2>&1
 [ $rc -eq 2 ] || fail "a campaign with mpirun: exited $rc, expected 2"
 grep -q "evil.yaml:5: stages\[0\].params.mpirun: not a campaign parameter any more: the mpirun program is a site setting (mpirun = ... in /etc/fleetburn/agent.conf)" \
     "$WORK/evil.out" || fail "mpirun refusal: $(cat "$WORK/evil.out")"

@@ -128,10 +128,7 @@ pass "scope: group of three agents in three namespaces: one task, every member p
 
 # ---- 3. an injected wrong element names rank 0's node -------------------------------------------
 campaign netns-allreduce-inject 3 ", inject_corrupt: true" >"$WORK/inject.yaml"
-set +e
-"$FLEETBURN" run --coordinator "$ENDPOINT" $NETNS_CLIENT_KEYS "$WORK/inject.yaml" >"$WORK/inject.out" 2>"$WORK/inject.log"
-rc=$?
-set -e
+status_of rc "$FLEETBURN" run --coordinator "$ENDPOINT" $NETNS_CLIENT_KEYS "$WORK/inject.yaml" >"$WORK/inject.out" 2>"$WORK/inject.log"
 [ $rc -eq 1 ] || fail "injected campaign exited $rc, expected 1"
 "$FLEETBURN" report --db "$WORK/fb.db" --format json >"$WORK/inject.json"
 python3 - "$WORK/inject.json" <<'PY' || fail "injected group stage"

@@ -9,12 +9,9 @@
 
 CAMPAIGN="$FB_SRC/deploy/campaigns/demo-faults.yaml"
 
-set +e
-"$FLEETBURN" run --local 8 --db "$WORK/demo.db" \
+status_of rc "$FLEETBURN" run --local 8 --db "$WORK/demo.db" \
     --inject local-2:memtest.inject_bitflips=8 --inject local-5:netbw.inject_rate_mbit=200 \
     "$CAMPAIGN" >"$WORK/run.out" 2>"$WORK/run.log"
-rc=$?
-set -e
 [ $rc -eq 1 ] || fail "demo exited $rc, expected 1 (the campaign names two faults)"
 "$FLEETBURN" report --db "$WORK/demo.db" --format json >"$WORK/report.json"
 

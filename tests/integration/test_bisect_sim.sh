@@ -7,16 +7,7 @@
 # the flows the pairs measured.
 . "$(dirname "$0")/lib.sh"
 
-SIMFLEET="$FB_BIN/bin/fleetburn-simfleet"
 export TMPDIR="$WORK"
-
-collect_logs() {
-    for d in "$WORK"/fleetburn-simfleet-*; do
-        [ -d "$d" ] || continue
-        cat "$d/coordinator.log" >>"$WORK/coordinator.log" 2>/dev/null || true
-        rm -rf "$d"
-    done
-}
 
 simfleet() { # name agents faults campaign [more args]
     local name=$1 agents=$2 faults=$3 campaign=$4
@@ -26,7 +17,7 @@ simfleet() { # name agents faults campaign [more args]
         --report-json "$WORK/$name.json" --delay-ms 0-5 --keep "$@" >"$WORK/$name.out" 2>"$WORK/$name.log"
     SIM_RC=$?
     set -e
-    collect_logs
+    collect_simfleet_logs
 }
 
 bad_parts() { json_q "$WORK/$1.json" 'sorted(b["part"] for b in d["diagnosis"]["bad"])'; }

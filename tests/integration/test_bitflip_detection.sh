@@ -14,11 +14,8 @@ stages:
     params: {size: 32MiB, passes: 1, patterns: [own_address, random, moving_inversions]}
 YAML
 
-set +e
-"$FLEETBURN" run --local 3 --db "$WORK/t.db" --inject local-1:memtest.inject_bitflips=4 \
+status_of rc "$FLEETBURN" run --local 3 --db "$WORK/t.db" --inject local-1:memtest.inject_bitflips=4 \
     "$WORK/campaign.yaml" >"$WORK/run.out" 2>"$WORK/run.log"
-rc=$?
-set -e
 [ $rc -eq 1 ] || fail "run exited $rc, expected 1 (a task failed)"
 "$FLEETBURN" report --db "$WORK/t.db" --format json >"$WORK/report.json"
 verdicts=$(json_q "$WORK/report.json" 'sorted((t["nodes"][0], t["verdict"]) for t in d["stages"][0]["tasks"])')
@@ -42,10 +39,7 @@ stages:
     workload: memtest
     params: {size: 8MiB, inject_bitflips: 2}
 YAML
-set +e
-"$FLEETBURN" run --local 1 --db "$WORK/t2.db" "$WORK/inject.yaml" >"$WORK/run2.out" 2>"$WORK/run2.log"
-rc=$?
-set -e
+status_of rc "$FLEETBURN" run --local 1 --db "$WORK/t2.db" "$WORK/inject.yaml" >"$WORK/run2.out" 2>"$WORK/run2.log"
 [ $rc -eq 1 ] || fail "injection without the switch exited $rc, expected 1"
 "$FLEETBURN" report --db "$WORK/t2.db" --format json >"$WORK/report2.json"
 [ "$(json_q "$WORK/report2.json" 'd["stages"][0]["tasks"][0]["verdict"]')" = error ] || fail "expected error verdict"

@@ -8,8 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 start_coordinator
-start_agent n1
-wait_for_log "$WORK/coordinator.log" "agent n1 registered"
+start_agents n1
 
 cat >"$WORK/long.yaml" <<'YAML'
 name: long-nap
@@ -17,9 +16,7 @@ nodes: n1
 stages:
   - {name: nap, workload: sleep, timeout: 5m, params: {duration: 2m}}
 YAML
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/long.yaml" >"$WORK/run.out" 2>"$WORK/run.log" &
-run_pid=$!
-PIDS+=("$run_pid")
+run_in_background "$WORK/long.yaml"
 wait_for_log "$WORK/run.log" "^submitted .*long.yaml as [^ ]+ to"
 id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/run.log")
 wait_for_log "$WORK/n1.log" "started sleep \(pid [0-9]+"
@@ -33,9 +30,7 @@ grep -E "^$id +long-nap +running +- " "$WORK/list1.txt" | grep -q " n1$" \
 "$FLEETBURN" cancel "$id" --coordinator "$ENDPOINT" --reason "rack needed elsewhere" \
     >"$WORK/cancel.out" 2>"$WORK/cancel.log" || fail "cancel failed: $(cat "$WORK/cancel.log")"
 grep -q "campaign $id cancelled" "$WORK/cancel.out" || fail "cancel says: $(cat "$WORK/cancel.out")"
-set +e
-wait "$run_pid"; rc=$?
-set -e
+status_of rc wait "$RUN_PID"
 [ $rc -eq 3 ] || fail "the submitting client exited $rc after the cancel, expected 3"
 grep -q "campaign $id was cancelled" "$WORK/run.log" || fail "run does not say cancelled: $(cat "$WORK/run.log")"
 pass "cancel from a second client: the submitting client exits 3 saying the campaign was cancelled"
@@ -69,11 +64,6 @@ assert any("rack needed elsewhere" in m for m in msgs), msgs
 PY
 pass "campaigns lists it cancelled (text and JSON); the reason is on its timeline"
 
-expect_exit() { # expected-status logfile cmd...
-    local want=$1 log=$2; shift 2
-    set +e; "$@" >"$log" 2>&1; local rc=$?; set -e
-    [ $rc -eq "$want" ] || fail "'$*' exited $rc, expected $want: $(cat "$log")"
-}
 expect_exit 3 "$WORK/again.log" "$FLEETBURN" cancel "$id" --coordinator "$ENDPOINT"
 grep -q "campaign $id is not running: it is cancelled" "$WORK/again.log" || fail "second cancel: $(cat "$WORK/again.log")"
 expect_exit 3 "$WORK/unknown.log" "$FLEETBURN" cancel 20990101-000000-beef --coordinator "$ENDPOINT"

@@ -8,10 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 start_coordinator
-start_agent n1
-start_agent n2
-wait_for_log "$WORK/coordinator.log" "agent n1 registered"
-wait_for_log "$WORK/coordinator.log" "agent n2 registered"
+start_agents n1 n2
 
 # --- Ctrl-C detaches ---------------------------------------------------------------------------
 cat >"$WORK/nap.yaml" <<'YAML'
@@ -20,17 +17,12 @@ nodes: n1
 stages:
   - {name: nap, workload: sleep, timeout: 1m, params: {duration: 5s}}
 YAML
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/nap.yaml" >"$WORK/run.out" 2>"$WORK/run.log" &
-run_pid=$!
-PIDS+=("$run_pid")
-wait_for_log "$WORK/run.log" "^submitted .* as [^ ]+ to"
-id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/run.log")
+run_in_background "$WORK/nap.yaml"
+id=$(submitted_id "$WORK/run.log")
 wait_for_log "$WORK/n1.log" "started sleep \(pid [0-9]+"
 worker=$(sed -n 's/.*started sleep (pid \([0-9]*\).*/\1/p' "$WORK/n1.log" | head -1)
-kill -INT "$run_pid"
-set +e
-wait "$run_pid"; rc=$?
-set -e
+kill -INT "$RUN_PID"
+status_of rc wait "$RUN_PID"
 [ $rc -eq 130 ] || fail "run exited $rc after Ctrl-C, expected 130"
 grep -qF "detached; campaign $id keeps running. Follow it with \`fleetburn follow $id --coordinator $ENDPOINT\`, cancel it with \`fleetburn cancel $id --coordinator $ENDPOINT\`" "$WORK/run.log" \
     || fail "the detach message is not there: $(cat "$WORK/run.log")"
@@ -48,11 +40,6 @@ grep -q "campaign finished after" "$WORK/follow.log" || fail "follow did not see
 grep -qE "^verdict +PASS" "$WORK/follow.out" || fail "follow printed no summary: $(cat "$WORK/follow.out")"
 pass "a later follow sees the campaign finish (exit 0, the summary)"
 
-expect_exit() { # expected-status logfile cmd...
-    local want=$1 log=$2; shift 2
-    set +e; "$@" >"$log" 2>&1; local rc=$?; set -e
-    [ $rc -eq "$want" ] || fail "'$*' exited $rc, expected $want: $(cat "$log")"
-}
 expect_exit 3 "$WORK/ended.log" "$FLEETBURN" follow "$id" --coordinator "$ENDPOINT"
 grep -q "campaign $id is not running: it is finished (pass)" "$WORK/ended.log" || fail "follow of an ended campaign: $(cat "$WORK/ended.log")"
 pass "a finished campaign cannot be followed (exit 3, the coordinator says why)"

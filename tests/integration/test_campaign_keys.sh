@@ -26,8 +26,7 @@ YAML
     >/dev/null 2>"$WORK/run.log" &
 run_pid=$!
 PIDS+=("$run_pid")
-wait_for_log "$WORK/run.log" "^submitted .* as [^ ]+ to"
-id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/run.log")
+id=$(submitted_id "$WORK/run.log")
 wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
 
 for cmd in campaigns "follow $id" "cancel $id"; do
@@ -49,8 +48,6 @@ chmod 600 "$WORK/client.conf"
 "$FLEETBURN" cancel --config "$WORK/client.conf" --reason "keyed test" >"$WORK/cancel.out" 2>"$WORK/cancel.log" \
     || fail "an operator could not cancel through the client configuration: $(cat "$WORK/cancel.log")"
 grep -q "campaign $id cancelled" "$WORK/cancel.out" || fail "cancel: $(cat "$WORK/cancel.out")"
-set +e
-wait "$run_pid"; rc=$?
-set -e
+status_of rc wait "$run_pid"
 [ $rc -eq 3 ] || fail "the cancelled campaign's client exited $rc, expected 3"
 pass "an operator lists (command-line keys) and cancels (client configuration file)"

@@ -7,10 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 start_coordinator
-start_agent n1
-start_agent n2
-wait_for_log "$WORK/coordinator.log" "agent n1 registered"
-wait_for_log "$WORK/coordinator.log" "agent n2 registered"
+start_agents n1 n2
 
 for n in n1 n2; do
     cat >"$WORK/$n.yaml" <<YAML
@@ -44,9 +41,7 @@ grep -qE "^$id1 +only-n1 +running .* n1$" "$WORK/list.txt" || fail "campaign 1 n
 grep -qE "^$id2 +only-n2 +running .* n2$" "$WORK/list.txt" || fail "campaign 2 not running on n2: $(cat "$WORK/list.txt")"
 pass "two campaigns on disjoint nodes run at once"
 
-set +e
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/both.yaml" >/dev/null 2>"$WORK/busy.log"; rc=$?
-set -e
+status_of rc "$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/both.yaml" >/dev/null 2>"$WORK/busy.log"
 [ $rc -eq 3 ] || fail "an overlapping campaign exited $rc, expected 3: $(cat "$WORK/busy.log")"
 grep -q "busy: " "$WORK/busy.log" || fail "the refusal does not say busy: $(cat "$WORK/busy.log")"
 grep -q "campaign $id1 holds n1" "$WORK/busy.log" || fail "the refusal does not name $id1 and n1: $(cat "$WORK/busy.log")"
@@ -72,17 +67,13 @@ PIDS+=("$pid4")
 wait_for_log "$WORK/queued2.log" "^queued: waiting for nodes held by "
 id4=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/queued2.log")
 "$FLEETBURN" cancel "$id4" --coordinator "$ENDPOINT" >"$WORK/cancel4.out" 2>&1 || fail "cancel of a queued campaign: $(cat "$WORK/cancel4.out")"
-set +e
-wait "$pid4"; rc=$?
-set -e
+status_of rc wait "$pid4"
 [ $rc -eq 3 ] || fail "the cancelled queued campaign's client exited $rc, expected 3"
 grep -q "campaign $id4 was cancelled" "$WORK/queued2.log" || fail "no word of the cancel: $(cat "$WORK/queued2.log")"
 pass "a queued campaign cancelled while it waits ends its client with 3"
 
 for pid in "$pid1" "$pid2"; do wait "$pid" || fail "a disjoint campaign failed"; done
-set +e
-wait "$pid3"; rc=$?
-set -e
+status_of rc wait "$pid3"
 [ $rc -eq 0 ] || fail "the queued campaign exited $rc, expected 0: $(cat "$WORK/queued.log")"
 grep -q "campaign $id3 leaves the queue" "$WORK/queued.log" || fail "no word of leaving the queue"
 python3 - "$WORK/fb.db" "$id1" "$id2" "$id3" "$id4" <<'PY' || fail "the queued campaign did not wait for the others"

@@ -4,11 +4,6 @@
 # already recorded in the database is lost by a bad invocation.
 . "$(dirname "$0")/lib.sh"
 
-expect_exit() { # expected-status logfile cmd...
-    local want=$1 log=$2; shift 2
-    set +e; "$@" >"$log" 2>&1; local rc=$?; set -e
-    [ $rc -eq "$want" ] || fail "'$*' exited $rc, expected $want: $(cat "$log")"
-}
 
 printf 'name: x\nstages:\n  - name: a\n    workload: memtest\n    params: {sise: 1MiB}\n' >"$WORK/bad.yaml"
 expect_exit 2 "$WORK/e1" "$FLEETBURN" run --local 1 --db "$WORK/t.db" "$WORK/bad.yaml"

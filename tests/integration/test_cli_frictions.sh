@@ -12,11 +12,6 @@
 #     configuration) means tcp://HOST:PORT; a malformed one says what is expected.
 . "$(dirname "$0")/lib.sh"
 
-expect_exit() { # expected-status logfile cmd...
-    local want=$1 log=$2; shift 2
-    set +e; "$@" >"$log" 2>&1; local rc=$?; set -e
-    [ $rc -eq "$want" ] || fail "'$*' exited $rc, expected $want: $(cat "$log")"
-}
 
 cat >"$WORK/mem.yaml" <<'YAML'
 name: inject

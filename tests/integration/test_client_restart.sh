@@ -10,8 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 
 start_coordinator
-start_agent n1
-wait_for_log "$WORK/coordinator.log" "agent n1 registered"
+start_agents n1
 
 cat >"$WORK/nap.yaml" <<'YAML'
 name: nap
@@ -19,11 +18,9 @@ nodes: n1
 stages:
   - {name: nap, workload: sleep, timeout: 1m, params: {duration: 5s}}
 YAML
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/nap.yaml" >"$WORK/run.out" 2>"$WORK/run.log" &
-run_pid=$!
-PIDS+=("$run_pid")
-wait_for_log "$WORK/run.log" "^submitted .* as [^ ]+ to"
-id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/run.log")
+run_in_background "$WORK/nap.yaml"
+run_pid=$RUN_PID
+id=$(submitted_id "$WORK/run.log")
 wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
 kill_hard "$COORD_PID"
 wait_for_log "$WORK/run.log" "lost the connection to $ENDPOINT" 10
@@ -36,9 +33,7 @@ PIDS+=("$!")
 second_pid=$!
 wait_for_log "$WORK/coordinator2.log" "coordinator on"
 wait_for_log "$WORK/run.log" "reconnected to $ENDPOINT; following campaign $id again" 10
-set +e
-wait "$run_pid"; rc=$?
-set -e
+status_of rc wait "$run_pid"
 [ $rc -eq 0 ] || fail "the client exited $rc after the restart, expected 0: $(cat "$WORK/run.log")"
 grep -q "campaign $id .* finished: pass" "$WORK/coordinator2.log" || fail "the restarted coordinator did not finish the campaign"
 grep -qE "^verdict +PASS" "$WORK/run.out" || fail "no final summary: $(cat "$WORK/run.out")"
@@ -55,14 +50,11 @@ YAML
 "$FLEETBURN" run --coordinator "$ENDPOINT" --wait 3s "$WORK/long.yaml" >/dev/null 2>"$WORK/wait.log" &
 run_pid=$!
 PIDS+=("$run_pid")
-wait_for_log "$WORK/wait.log" "^submitted .* as [^ ]+ to"
-id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/wait.log")
+id=$(submitted_id "$WORK/wait.log")
 wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
 kill_hard "$second_pid"
 killed=$(date +%s.%N)
-set +e
-wait "$run_pid"; rc=$?
-set -e
+status_of rc wait "$run_pid"
 took=$(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$killed")
 [ $rc -eq 3 ] || fail "run exited $rc with its coordinator gone, expected 3: $(cat "$WORK/wait.log")"
 grep -qF "coordinator $ENDPOINT silent for 3.0s; the campaign may still be running: \`fleetburn follow $id --coordinator $ENDPOINT\`" "$WORK/wait.log" \
@@ -92,17 +84,14 @@ YAML
 "$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/short.yaml" >/dev/null 2>"$WORK/away.log" &
 run_pid=$!
 PIDS+=("$run_pid")
-wait_for_log "$WORK/away.log" "^submitted .* as [^ ]+ to"
-id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/away.log")
+id=$(submitted_id "$WORK/away.log")
 wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
 kill -STOP "$run_pid"
 kill_hard "$COORD_PID"
 restart
 wait_for_log "$WORK/coordinator3.log" "campaign $id .* finished: pass" 30
 kill -CONT "$run_pid"
-set +e
-wait "$run_pid"; rc=$?
-set -e
+status_of rc wait "$run_pid"
 [ $rc -eq 0 ] || fail "the client away during the end exited $rc, expected 0: $(cat "$WORK/away.log")"
 grep -q "campaign $id finished while this client was away: pass" "$WORK/away.log" \
     || fail "no word of the end: $(cat "$WORK/away.log")"
@@ -112,15 +101,12 @@ pass "a client away while its campaign finished exits with its verdict (0)"
 "$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/long.yaml" >/dev/null 2>"$WORK/broken.log" &
 run_pid=$!
 PIDS+=("$run_pid")
-wait_for_log "$WORK/broken.log" "^submitted .* as [^ ]+ to"
-id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/broken.log")
+id=$(submitted_id "$WORK/broken.log")
 wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
 kill_hard "$COORD_PID"
 python3 -c "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(\"update campaigns set yaml = 'stages: [' where id = ?\", (sys.argv[2],)); db.commit()" "$WORK/fb.db" "$id"
 restart
-set +e
-wait "$run_pid"; rc=$?
-set -e
+status_of rc wait "$run_pid"
 [ $rc -eq 3 ] || fail "the client of a campaign that cannot be resumed exited $rc, expected 3: $(cat "$WORK/broken.log")"
 grep -q "campaign $id is not running: it is interrupted" "$WORK/broken.log" \
     || fail "the client does not say the campaign was interrupted: $(cat "$WORK/broken.log")"

@@ -9,10 +9,7 @@
 
 start_coordinator
 first_pid=$COORD_PID
-start_agent n1
-start_agent n2
-wait_for_log "$WORK/coordinator.log" "agent n1 registered"
-wait_for_log "$WORK/coordinator.log" "agent n2 registered"
+start_agents n1 n2
 
 cat >"$WORK/two.yaml" <<'YAML'
 name: two-stages

@@ -9,7 +9,7 @@
 start_coordinator
 for n in n1 n2 n3; do start_agent $n; done
 victim_pid=$AGENT_PID
-for n in n1 n2 n3; do wait_for_log "$WORK/coordinator.log" "agent $n registered"; done
+wait_registered n1 n2 n3
 
 cat >"$WORK/campaign.yaml" <<'YAML'
 name: stall
@@ -22,17 +22,12 @@ stages:
     workload: sleep
     params: {duration: 200ms}
 YAML
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/campaign.yaml" >"$WORK/run.out" 2>"$WORK/run.log" &
-run_pid=$!
-PIDS+=("$run_pid")
+run_in_background "$WORK/campaign.yaml"
 for n in n1 n2 n3; do wait_for_log "$WORK/$n.log" "started sleep"; done
 kill -STOP "$COORD_PID"
 sleep 6
 kill -CONT "$COORD_PID"
-set +e
-wait "$run_pid"
-rc=$?
-set -e
+status_of rc wait "$RUN_PID"
 [ $rc -eq 0 ] || fail "run exited $rc after a 6 s stall, expected 0"
 grep -E "agent n[0-9] lost|verdict lost" "$WORK/coordinator.log" && fail "an agent was declared lost"
 grep -q "loop did not run for" "$WORK/coordinator.log" || fail "the coordinator did not notice its stall"
@@ -53,9 +48,7 @@ stages:
     timeout: 10s
     params: {duration: 2s}
 YAML
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/campaign30.yaml" >"$WORK/run30.out" 2>"$WORK/run30.log" &
-run_pid=$!
-PIDS+=("$run_pid")
+run_in_background "$WORK/campaign30.yaml" run30
 for n in n1 n2 n3; do
     for i in $(seq 200); do [ "$(grep -c "started sleep" "$WORK/$n.log")" -ge 3 ] && break; sleep 0.1; done
     [ "$(grep -c "started sleep" "$WORK/$n.log")" -ge 3 ] || fail "$n did not start the third task"
@@ -64,10 +57,7 @@ sleep 0.3
 kill -STOP "$COORD_PID"
 sleep 30
 kill -CONT "$COORD_PID"
-set +e
-wait "$run_pid"
-rc=$?
-set -e
+status_of rc wait "$RUN_PID"
 [ $rc -eq 0 ] || fail "run exited $rc after a 30 s stall, expected 0"
 grep -E "agent n[0-9] lost" "$WORK/coordinator.log" && fail "an agent was declared lost after 30 s"
 grep -q "no result within the stage deadline" "$WORK/coordinator.log" && fail "a task timed out"

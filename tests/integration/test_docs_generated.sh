@@ -51,18 +51,13 @@ stages:
     workload: memtest
     params: {passes: 1000001}
 Y
-set +e
-"$FLEETBURN" run "$WORK/c.yaml" --local 1 --db "$WORK/db" >"$WORK/run.out" 2>&1
-rc=$?
-set -e
+status_of rc "$FLEETBURN" run "$WORK/c.yaml" --local 1 --db "$WORK/db" >"$WORK/run.out" 2>&1
 [ $rc -eq 2 ] || fail "passes above the documented bound: exit $rc, expected 2: $(cat "$WORK/run.out")"
 grep -q "passes" "$WORK/run.out" || fail "the error does not name passes: $(cat "$WORK/run.out")"
 pass "the documented bound is the one the parser enforces"
 
 # Errors and pipes.
-set +e
-"$FLEETBURN" workloads nosuch >"$WORK/o" 2>"$WORK/e"; rc=$?
-set -e
+status_of rc "$FLEETBURN" workloads nosuch >"$WORK/o" 2>"$WORK/e"
 [ $rc -eq 2 ] && grep -q "no workload 'nosuch'; expected one of memtest" "$WORK/e" ||
     fail "unknown workload: exit $rc, $(cat "$WORK/e")"
 "$FLEETBURN" workloads --markdown 2>"$WORK/pipe.err" | head -1 >/dev/null

@@ -29,7 +29,7 @@ FLEETBURN_SYSFS_ROOT="$WORK/short-root" FLEETBURN_FAKE_NVML="$FIX/nvml/expect-no
 short_pid=$AGENT_PID
 FLEETBURN_SYSFS_ROOT="$FIX/sysfs/cpu-node" start_agent cpu
 FLEETBURN_SYSFS_ROOT="$FIX/sysfs/cpu-node" start_agent cpu2
-for n in good short cpu cpu2; do wait_for_log "$WORK/coordinator.log" "agent $n registered"; done
+wait_registered good short cpu cpu2
 grep -q "GPU probe described 2 of 2 GPUs" "$WORK/good.log" || fail "the GPU probe did not describe good's GPUs"
 
 # short loses a GPU and its agent starts again (as after a reboot).
@@ -57,10 +57,7 @@ stages:
   - {name: health, workload: health}
   - {name: burn, workload: gpuburn, nodes: "cpu,cpu2", params: {duration: 1s}}
 YAML
-set +e
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/campaign.yaml" >"$WORK/run.out" 2>"$WORK/run.log"
-rc=$?
-set -e
+status_of rc "$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/campaign.yaml" >"$WORK/run.out" 2>"$WORK/run.log"
 [ $rc = 1 ] || { cat "$WORK/run.log" >&2; fail "run exited $rc, expected 1 (tasks failed)"; }
 id=$(sed -nE 's/^submitted .* as ([^ ]+) to .*/\1/p' "$WORK/run.log")
 "$FLEETBURN" report "$id" --db "$WORK/fb.db" --format json >"$WORK/report.json"
@@ -121,10 +118,7 @@ grep -q '^  gpus: 2$' "$WORK/expect.yaml" && grep -q 'gpu_model: "NVIDIA H100 80
     { cat "$WORK/expect.yaml" >&2; fail "expect --from good does not say what good has"; }
 { echo "name: from-good"; echo "nodes: good,short"; cat "$WORK/expect.yaml"
   echo "stages:"; echo "  - {name: health, workload: health}"; } >"$WORK/from-good.yaml"
-set +e
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/from-good.yaml" >"$WORK/run2.out" 2>"$WORK/run2.log"
-rc=$?
-set -e
+status_of rc "$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/from-good.yaml" >"$WORK/run2.out" 2>"$WORK/run2.log"
 [ $rc = 1 ] || { cat "$WORK/run2.log" >&2; fail "from-good exited $rc, expected 1 (short still fails)"; }
 id2=$(sed -nE 's/^submitted .* as ([^ ]+) to .*/\1/p' "$WORK/run2.log")
 "$FLEETBURN" report "$id2" --db "$WORK/fb.db" --format json >"$WORK/report.json"
@@ -143,10 +137,7 @@ expect:
 stages:
   - {name: health, workload: health}
 YAML
-set +e
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/bad.yaml" >"$WORK/bad.out" 2>"$WORK/bad.err"
-rc=$?
-set -e
+status_of rc "$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/bad.yaml" >"$WORK/bad.out" 2>"$WORK/bad.err"
 [ $rc = 2 ] || fail "a bad expect section exited $rc, expected 2"
 grep -qF "bad.yaml:4: expect.gpu_mem: unknown key; expected one of nodes, gpus, gpu_model" "$WORK/bad.err" ||
     fail "bad expect: $(cat "$WORK/bad.err")"

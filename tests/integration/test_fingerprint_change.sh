@@ -43,7 +43,7 @@ for n in n1 n2 n3; do
     cp "$FIX/nvml/expect-node.txt" "$WORK/nvml-$n.txt"
     start_node $n
 done
-for n in n1 n2 n3; do wait_for_log "$WORK/coordinator.log" "agent $n registered"; done
+wait_registered n1 n2 n3
 
 first=$(run_campaign "$WORK/campaign.yaml")
 "$FLEETBURN" report "$first" --db "$WORK/fb.db" >"$WORK/first.txt"

@@ -15,8 +15,7 @@ start_coordinator --forget-after 3s
 start_agent n1
 start_agent n2
 n2_pid=$AGENT_PID
-wait_for_log "$WORK/coordinator.log" "agent n1 registered"
-wait_for_log "$WORK/coordinator.log" "agent n2 registered"
+wait_registered n1 n2
 
 # 200 names from one connection that then goes away.
 "$HOSTILE" hello --connect "${ENDPOINT#tcp://}" --count 200 --prefix fake --hold 1 \

@@ -117,10 +117,7 @@ pass "topology pairs cross leaves; an odd node out is idle, with an event"
 
 # A topology that cannot be read is refused before anything runs, naming the file.
 sed 's/fabric.topo/missing.topo/' "$WORK/campaign.yaml" >"$WORK/bad-topology.yaml"
-set +e
-"$FLEETBURN" run --local 1 --db "$WORK/bad.db" "$WORK/bad-topology.yaml" >/dev/null 2>"$WORK/bad.log"
-rc=$?
-set -e
+status_of rc "$FLEETBURN" run --local 1 --db "$WORK/bad.db" "$WORK/bad-topology.yaml" >/dev/null 2>"$WORK/bad.log"
 [ $rc -eq 2 ] || fail "a missing topology file: run exited $rc, expected 2"
 grep -q "bad-topology.yaml:[0-9]*: stages\[2\].topology: cannot load missing.topo: $WORK/missing.topo: cannot read: No such file" "$WORK/bad.log" ||
     fail "missing topology error: $(cat "$WORK/bad.log")"
@@ -132,7 +129,7 @@ for n in n1 n2 n3; do
     start_agent $n
     eval "pid_$n=$AGENT_PID"
 done
-for n in n1 n2 n3; do wait_for_log "$WORK/coordinator.log" "agent $n registered"; done
+wait_registered n1 n2 n3
 
 cat >"$WORK/dying.yaml" <<'YAML'
 name: dying-members
@@ -151,9 +148,7 @@ stages:
     workload: sleep
     params: {duration: 200ms}
 YAML
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/dying.yaml" >"$WORK/dying.out" 2>"$WORK/dying.log" &
-run_pid=$!
-PIDS+=("$run_pid")
+run_in_background "$WORK/dying.yaml" dying
 start=$(date +%s)
 
 wait_for_count() { # FILE PATTERN COUNT
@@ -175,10 +170,7 @@ for n in n1 n2 n3; do wait_for_count "$WORK/$n.log" "started sleep" 2; done
 sleep 1
 kill -KILL "$pid_n3"
 
-set +e
-wait "$run_pid"
-rc=$?
-set -e
+status_of rc wait "$RUN_PID"
 elapsed=$(($(date +%s) - start))
 [ $rc -eq 1 ] || fail "run exited $rc, expected 1"
 [ $elapsed -lt 45 ] || fail "the campaign took $elapsed s: survivors waited for their sleep or the deadline"

@@ -33,8 +33,7 @@ field() { sed -n "s/.*\b$2=\([0-9]*\).*/\1/p" "$1"; }
 
 start_coordinator
 TARGET=${ENDPOINT#tcp://}
-start_agent n1
-wait_for_log "$WORK/coordinator.log" "agent n1 registered"
+start_agents n1
 sleep 1
 before=$(rss_kb)
 

@@ -7,9 +7,7 @@
 start_coordinator
 for n in n1 n2 n3; do start_agent $n; done
 victim_pid=$AGENT_PID
-wait_for_log "$WORK/coordinator.log" "agent n3 registered"
-wait_for_log "$WORK/coordinator.log" "agent n1 registered"
-wait_for_log "$WORK/coordinator.log" "agent n2 registered"
+wait_registered n3 n1 n2
 
 cat >"$WORK/campaign.yaml" <<'YAML'
 name: lost-agent
@@ -22,15 +20,10 @@ stages:
     workload: sleep
     params: {duration: 200ms}
 YAML
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/campaign.yaml" >"$WORK/run.out" 2>"$WORK/run.log" &
-run_pid=$!
-PIDS+=("$run_pid")
+run_in_background "$WORK/campaign.yaml"
 wait_for_log "$WORK/n3.log" "started sleep"
 kill -KILL "$victim_pid"
-set +e
-wait "$run_pid"
-rc=$?
-set -e
+status_of rc wait "$RUN_PID"
 [ $rc -eq 1 ] || fail "run exited $rc, expected 1"
 grep -q "agent n3 lost" "$WORK/coordinator.log" || fail "coordinator did not log n3 as lost"
 

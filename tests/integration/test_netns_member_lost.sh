@@ -36,10 +36,7 @@ wait_for_log "$WORK/ns2.log" "started netbw" 30
 sleep 3
 killed_at=$(date +%s%N)
 kill -KILL "$victim_pid"
-set +e
-wait "$run_pid"
-rc=$?
-set -e
+status_of rc wait "$run_pid"
 [ $rc -eq 1 ] || fail "run exited $rc, expected 1"
 grep -q "agent ns2 lost" "$WORK/coordinator.log" || fail "the coordinator did not mark ns2 lost"
 

@@ -96,10 +96,7 @@ stages:
     timeout: 2m
     params: {duration: 2s, streams: 2, lat_iters: 100}
 YAML
-set +e
-"$FLEETBURN" run --coordinator "$ENDPOINT" $NETNS_CLIENT_KEYS "$WORK/throttled.yaml" >"$WORK/throttled.out" 2>"$WORK/throttled.log"
-rc=$?
-set -e
+status_of rc "$FLEETBURN" run --coordinator "$ENDPOINT" $NETNS_CLIENT_KEYS "$WORK/throttled.yaml" >"$WORK/throttled.out" 2>"$WORK/throttled.log"
 [ $rc -eq 1 ] || fail "throttled campaign exited $rc, expected 1 (a stage failed)"
 "$FLEETBURN" report --db "$WORK/fb.db" --format json >"$WORK/throttled.json"
 python3 - "$WORK/throttled.json" <<'PY' || fail "throttled stage: ns2 not singled out"

@@ -18,7 +18,7 @@ start_coordinator
 start_agent a1; pid1=$AGENT_PID
 start_agent a2; pid2=$AGENT_PID
 start_agent a3; pid3=$AGENT_PID
-for n in a1 a2 a3; do wait_for_log "$WORK/coordinator.log" "agent $n registered"; done
+wait_registered a1 a2 a3
 for n in a1 a2 a3; do wait_state $n alive; done
 pass "three agents alive"
 

@@ -6,8 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 start_coordinator --liveness 50
-start_agent n1
-wait_for_log "$WORK/coordinator.log" "agent n1 registered"
+start_agents n1
 
 cat >"$WORK/campaign.yaml" <<'YAML'
 name: redelivery
@@ -17,9 +16,7 @@ stages:
     timeout: 1m
     params: {duration: 1s}
 YAML
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/campaign.yaml" >"$WORK/run.out" 2>"$WORK/run.log" &
-run_pid=$!
-PIDS+=("$run_pid")
+run_in_background "$WORK/campaign.yaml"
 wait_for_log "$WORK/n1.log" "started sleep"
 kill -STOP "$COORD_PID"
 wait_for_log "$WORK/n1.log" "task .*: pass"
@@ -28,10 +25,7 @@ kill -KILL "$AGENT_PID"
 start_agent n1
 sleep 0.5
 kill -CONT "$COORD_PID"
-set +e
-wait "$run_pid"
-rc=$?
-set -e
+status_of rc wait "$RUN_PID"
 [ $rc -eq 0 ] || fail "run exited $rc, expected 0"
 count=$(python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute('select count(*) from results').fetchone()[0])" "$WORK/fb.db")
 [ "$count" = 1 ] || fail "$count results stored, expected exactly 1"

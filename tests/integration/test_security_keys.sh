@@ -21,9 +21,7 @@ for n in n1 n2; do "$FLEETBURN" keygen "$K/agents/$n" >/dev/null; done
 grep -q '^public-key: ' "$K/coordinator.pub" || fail "no public key in coordinator.pub"
 grep -q 'secret-key' "$K/coordinator.pub" && fail "the public file holds the secret key"
 before=$(sha256sum "$K/coordinator")
-set +e
-"$FLEETBURN" keygen "$K/coordinator" 2>"$WORK/keygen.err"; rc=$?
-set -e
+status_of rc "$FLEETBURN" keygen "$K/coordinator" 2>"$WORK/keygen.err"
 [ $rc -eq 2 ] || fail "keygen over an existing key exited $rc, expected 2"
 grep -q "never overwritten" "$WORK/keygen.err" || fail "keygen refusal does not say why: $(cat "$WORK/keygen.err")"
 [ "$(sha256sum "$K/coordinator")" = "$before" ] || fail "keygen overwrote an existing key"
@@ -34,9 +32,7 @@ mv "$K/operators/alice" "$WORK/own/alice"
 SK="--server-key $K/coordinator.pub"
 
 # --- no keys, no network ---------------------------------------------------------------------
-set +e
-"$FLEETBURN" serve --bind "tcp://0.0.0.0:$(free_port)" --db "$WORK/x.db" 2>"$WORK/insecure.err"; rc=$?
-set -e
+status_of rc "$FLEETBURN" serve --bind "tcp://0.0.0.0:$(free_port)" --db "$WORK/x.db" 2>"$WORK/insecure.err"
 [ $rc -eq 2 ] || fail "serve on 0.0.0.0 without keys exited $rc, expected 2"
 grep -q "fleetburn keygen" "$WORK/insecure.err" || fail "the refusal does not say how to make keys"
 pass "serve without keys refuses a non-loopback address"
@@ -74,14 +70,10 @@ stages:
     params: {duration: 4s, exit: fail}
 YAML
 campaigns() { python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from campaigns').fetchone()[0])" "$WORK/fb.db"; }
-set +e
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/campaign.yaml" >/dev/null 2>"$WORK/nokey.err"; rc=$?
-set -e
+status_of rc "$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/campaign.yaml" >/dev/null 2>"$WORK/nokey.err"
 [ $rc -eq 3 ] || fail "run without a key exited $rc, expected 3 ($(cat "$WORK/nokey.err"))"
 grep -q "refused the connection" "$WORK/nokey.err" || fail "no clear message without a key: $(cat "$WORK/nokey.err")"
-set +e
-"$FLEETBURN" run --coordinator "$ENDPOINT" --key "$WORK/own/n2" $SK "$WORK/campaign.yaml" >/dev/null 2>"$WORK/agentkey.err"; rc=$?
-set -e
+status_of rc "$FLEETBURN" run --coordinator "$ENDPOINT" --key "$WORK/own/n2" $SK "$WORK/campaign.yaml" >/dev/null 2>"$WORK/agentkey.err"
 [ $rc -eq 3 ] || fail "run with an agent's key exited $rc, expected 3"
 grep -q "not authorised" "$WORK/agentkey.err" || fail "no clear message for a non-operator key: $(cat "$WORK/agentkey.err")"
 [ "$(campaigns)" = 0 ] || fail "a refused client started a campaign"
@@ -103,9 +95,7 @@ grep -q "may not register as node n1" "$WORK/imposter.log" || fail "the imposter
     --result "$task,$task,pass" --result "$task,$task@n2,pass" --event "$task" --wait-ms 1500 >"$WORK/forger.out"
 grep -q "welcome accepted" "$WORK/forger.out" || fail "n2 could not register: $(cat "$WORK/forger.out")"
 grep -q "^ack" "$WORK/forger.out" && fail "the coordinator acknowledged a forged result: $(cat "$WORK/forger.out")"
-set +e
-wait "$run_pid"; rc=$?
-set -e
+status_of rc wait "$run_pid"
 [ $rc -eq 1 ] || fail "the campaign exited $rc, expected 1 (n1's task fails)"
 q() { python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$WORK/fb.db" "$1"; }
 [ "$(q "select verdict from tasks where id='$task'")" = fail ] || fail "n1's task is not 'fail'"
@@ -127,9 +117,7 @@ chmod 600 "$WORK/client.conf"
 "$FLEETBURN" run --config "$WORK/client.conf" "$WORK/quick.yaml" >/dev/null 2>"$WORK/conf-run.log" \
     || fail "run with the client configuration failed: $(cat "$WORK/conf-run.log")"
 chmod 666 "$WORK/client.conf"
-set +e
-"$FLEETBURN" run --config "$WORK/client.conf" "$WORK/quick.yaml" >/dev/null 2>"$WORK/conf-bad.log"; rc=$?
-set -e
+status_of rc "$FLEETBURN" run --config "$WORK/client.conf" "$WORK/quick.yaml" >/dev/null 2>"$WORK/conf-bad.log"
 [ $rc -eq 2 ] || fail "a world-writable client configuration was used (exit $rc)"
 grep -q "writable" "$WORK/conf-bad.log" || fail "no reason for refusing the configuration: $(cat "$WORK/conf-bad.log")"
 pass "the client configuration gives coordinator and keys; a world-writable one is refused"

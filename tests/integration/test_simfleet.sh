@@ -7,17 +7,7 @@
 # width of N-1, and bad input exits 2 with a FILE:LINE message.
 . "$(dirname "$0")/lib.sh"
 
-SIMFLEET="$FB_BIN/bin/fleetburn-simfleet"
 export TMPDIR="$WORK"
-
-# Keeps the coordinator's log where the sanitizer check in lib.sh looks.
-collect_logs() {
-    for d in "$WORK"/fleetburn-simfleet-*; do
-        [ -d "$d" ] || continue
-        cat "$d/coordinator.log" >>"$WORK/coordinator.log" 2>/dev/null || true
-        rm -rf "$d"
-    done
-}
 
 cat >"$WORK/campaign.yaml" <<'YAML'
 name: sim-two-stages
@@ -40,12 +30,9 @@ faults:
   - {node: sim-17, kind: hard}
 YAML
 
-set +e
-"$SIMFLEET" --agents 64 --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
+status_of rc "$SIMFLEET" --agents 64 --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
     --report-json "$WORK/report.json" --stats "$WORK/stats.txt" --keep >"$WORK/sim.out" 2>"$WORK/sim.log"
-rc=$?
-set -e
-collect_logs
+collect_simfleet_logs
 [ $rc -eq 1 ] || fail "simfleet exited $rc, expected 1 (a task failed)"
 grep -q "64 agents registered" "$WORK/sim.log" || fail "no registration line"
 
@@ -91,13 +78,10 @@ stages:
     scope: pairs
     rounds: 3
 YAML
-set +e
-"$SIMFLEET" --agents 16 --topology "$WORK/fabric.topo" --faults "$WORK/link.yaml" \
+status_of rc "$SIMFLEET" --agents 16 --topology "$WORK/fabric.topo" --faults "$WORK/link.yaml" \
     --campaign "$WORK/pairs.yaml" --report-json "$WORK/link.json" --delay-ms 0-5 --keep \
     >"$WORK/sim2.out" 2>"$WORK/sim2.log"
-rc=$?
-set -e
-collect_logs
+collect_simfleet_logs
 [ $rc -eq 1 ] || fail "link run exited $rc, expected 1"
 wrong=$(json_q "$WORK/link.json" '[t["nodes"] for t in d["stages"][0]["tasks"]
     if (t["verdict"] == "pass") != (len({int(n[4:]) // 8 for n in t["nodes"]}) == 1)]')
@@ -110,46 +94,34 @@ pass "a hard leaf02<->spine01 failed exactly the $crossing cross-leaf pairs"
 printf 'faults: []\n' >"$WORK/none.yaml"
 "$SIMFLEET" --agents 10 --faults "$WORK/none.yaml" --campaign "$WORK/campaign.yaml" \
     --report-json "$WORK/ten.json" --delay-ms 0 --keep >"$WORK/sim3.out" 2>"$WORK/sim3.log" \
-    || { collect_logs; fail "a healthy fleet did not pass"; }
-collect_logs
+    || { collect_simfleet_logs; fail "a healthy fleet did not pass"; }
+collect_simfleet_logs
 names=$(json_q "$WORK/ten.json" 'sorted(t["nodes"][0] for t in d["stages"][0]["tasks"])')
 [ "$names" = "['sim-0', 'sim-1', 'sim-2', 'sim-3', 'sim-4', 'sim-5', 'sim-6', 'sim-7', 'sim-8', 'sim-9']" ] \
     || fail "names were $names"
 pass "ten agents are sim-0 ... sim-9 and a healthy fleet passes"
 
 # Bad input: exit 2 and one line naming the file, line and key.
-expect_usage() {
-    local want=$1; shift
-    set +e
-    "$SIMFLEET" "$@" >"$WORK/bad.out" 2>"$WORK/bad.log"
-    local code=$?
-    set -e
-    [ $code -eq 2 ] || fail "$* exited $code, expected 2"
-    grep -qF -- "$want" "$WORK/bad.log" || fail "expected '$want' in: $(cat "$WORK/bad.log")"
-}
 printf 'faults:\n  - {node: sim-17, kind: intermittent}\n' >"$WORK/bad1.yaml"
-expect_usage "bad1.yaml:2: faults[0].q: missing; expected q" --agents 64 \
+expect_simfleet_usage "bad1.yaml:2: faults[0].q: missing; expected q" --agents 64 \
     --faults "$WORK/bad1.yaml" --campaign "$WORK/campaign.yaml" --report-json "$WORK/x.json"
 printf 'faults:\n  - {node: sim-99, kind: hard}\n' >"$WORK/bad2.yaml"
-expect_usage "bad2.yaml:2: faults[0].node: sim-99 is not a node of the fleet" --agents 64 \
+expect_simfleet_usage "bad2.yaml:2: faults[0].node: sim-99 is not a node of the fleet" --agents 64 \
     --faults "$WORK/bad2.yaml" --campaign "$WORK/campaign.yaml" --report-json "$WORK/x.json"
-expect_usage "--agents: '0' is not a number from 1 to 65536" --agents 0 \
+expect_simfleet_usage "--agents: '0' is not a number from 1 to 65536" --agents 0 \
     --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" --report-json "$WORK/x.json"
-expect_usage "--report-json is required" --agents 4 --faults "$WORK/faults.yaml" \
+expect_simfleet_usage "--report-json is required" --agents 4 --faults "$WORK/faults.yaml" \
     --campaign "$WORK/campaign.yaml"
 pass "bad fault files and arguments exit 2 with a clear message"
 
 # With CURVE on every connection (--curve: a keyed coordinator, one agent key with a nodes: line
 # for sim-*, an operator key for the submission) the same campaign gives the same verdicts, and
 # the keys leave nothing behind.
-set +e
-"$SIMFLEET" --agents 64 --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
+status_of rc "$SIMFLEET" --agents 64 --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
     --report-json "$WORK/report-curve.json" --curve --keep >"$WORK/sim-curve.out" 2>"$WORK/sim-curve.log"
-rc=$?
-set -e
 grep -q "CURVE keys from" "$WORK"/fleetburn-simfleet-*/coordinator.log || fail "the coordinator ran without keys"
 grep -qE "refused (a connection|registration)" "$WORK"/fleetburn-simfleet-*/coordinator.log && fail "a simulated agent was refused"
-collect_logs
+collect_simfleet_logs
 [ $rc -eq 1 ] || fail "simfleet --curve exited $rc, expected 1 (a task failed)"
 grep -q "64 agents registered" "$WORK/sim-curve.log" || fail "not every agent registered with CURVE"
 python3 - "$WORK/report.json" "$WORK/report-curve.json" <<'PY' || fail "verdicts differ with CURVE"

@@ -9,7 +9,6 @@
 # together exit 2. Every process and the work directory are removed at the end (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-SIMFLEET="$FB_BIN/bin/fleetburn-simfleet"
 export TMPDIR="$WORK"
 
 # Keys: the coordinator's; one agent key for sim-[000-127] (a nodes: line); an operator key.
@@ -21,19 +20,7 @@ mkdir -p "$K/agents" "$K/operators"
 { cat "$WORK/sim-agent.pub"; echo "nodes: sim-[000-127]"; } >"$K/agents/sim.pub"
 mv "$WORK/operator.pub" "$K/operators/op.pub"
 
-cat >"$WORK/campaign.yaml" <<'YAML'
-name: sim-join
-stages:
-  - name: node-local
-    workload: memtest
-    timeout: 1h
-    params: {size: 1GiB}
-  - name: pairs
-    workload: netbw
-    timeout: 10m
-    scope: pairs
-    rounds: 1
-YAML
+CAMPAIGN="$FB_SRC/tests/fixtures/campaigns/sim-scale.yaml"
 cat >"$WORK/faults.yaml" <<'YAML'
 seed: 3
 false_fail_rate: 0
@@ -52,13 +39,10 @@ A_PID=$!
 PIDS+=("$A_PID")
 
 # The submitting half: waits for the whole fleet in the coordinator's database, then submits.
-set +e
-timeout 120 "$SIMFLEET" --coordinator "$ENDPOINT" "${KEYS[@]}" --operator-key "$WORK/operator" \
+status_of rc timeout 120 "$SIMFLEET" --coordinator "$ENDPOINT" "${KEYS[@]}" --operator-key "$WORK/operator" \
     --agents 64 --first 64 --fleet 128 --faults "$WORK/faults.yaml" --delay-ms 0-5 \
-    --campaign "$WORK/campaign.yaml" --db "$WORK/fb.db" --coordinator-pid "$COORD_PID" \
+    --campaign "$CAMPAIGN" --db "$WORK/fb.db" --coordinator-pid "$COORD_PID" \
     --report-json "$WORK/report.json" --stats "$WORK/b.stats" >"$WORK/b.out" 2>"$WORK/b.log"
-rc=$?
-set -e
 [ $rc -eq 1 ] || fail "the submitting simfleet exited $rc, expected 1 (sim-017 fails)"
 grep -q "lists all 128 agents of the fleet alive" "$WORK/b.log" || fail "it did not wait for the fleet"
 grep -q "^registered_unix_ms=" "$WORK/a.stats" || fail "the agent-only process wrote no registration time"
@@ -88,10 +72,7 @@ pass "every result stored; sim-017 failed alone; $mixed pairs across the process
 
 # The agent-only process: SIGTERM is its normal end (status 0); its agents say goodbye.
 kill -TERM "$A_PID"
-set +e
-wait "$A_PID"
-rc=$?
-set -e
+status_of rc wait "$A_PID"
 [ $rc -eq 0 ] || fail "the agent-only simfleet exited $rc on SIGTERM, expected 0"
 for _ in $(seq 1 50); do
     "$FLEETBURN" nodes --db "$WORK/fb.db" >"$WORK/nodes.txt"
@@ -104,29 +85,20 @@ done
 pass "the agent-only process stopped on SIGTERM with status 0, its 64 agents gone"
 
 # Options that do not go together exit 2 with a message.
-expect_usage() {
-    local want=$1; shift
-    set +e
-    "$SIMFLEET" "$@" >"$WORK/bad.out" 2>"$WORK/bad.log"
-    local code=$?
-    set -e
-    [ $code -eq 2 ] || fail "$* exited $code, expected 2"
-    grep -qF -- "$want" "$WORK/bad.log" || fail "expected '$want' in: $(cat "$WORK/bad.log")"
-}
 F=(--faults "$WORK/faults.yaml")
-expect_usage "--first + --agents is more than --fleet" --coordinator "$ENDPOINT" --agents 64 \
+expect_simfleet_usage "--first + --agents is more than --fleet" --coordinator "$ENDPOINT" --agents 64 \
     --first 100 --fleet 128 "${F[@]}" --no-submit
-expect_usage "--key and --server-key go together" --coordinator "$ENDPOINT" --agents 4 \
+expect_simfleet_usage "--key and --server-key go together" --coordinator "$ENDPOINT" --agents 4 \
     --key "$WORK/sim-agent" "${F[@]}" --no-submit
-expect_usage "--no-submit runs agents only" --coordinator "$ENDPOINT" --agents 4 "${F[@]}" \
-    --no-submit --campaign "$WORK/campaign.yaml"
-expect_usage "--db (the database of the coordinator" --coordinator "$ENDPOINT" --agents 4 \
-    "${F[@]}" --campaign "$WORK/campaign.yaml" --report-json "$WORK/x.json"
-expect_usage "--operator-key is required" --coordinator "$ENDPOINT" "${KEYS[@]}" --agents 4 \
-    "${F[@]}" --campaign "$WORK/campaign.yaml" --report-json "$WORK/x.json" --db "$WORK/fb.db"
-expect_usage "go with --coordinator" --agents 4 --first 2 "${F[@]}" \
-    --campaign "$WORK/campaign.yaml" --report-json "$WORK/x.json"
-expect_usage "set the others on fleetburn serve" --coordinator "$ENDPOINT" --agents 4 --curve \
+expect_simfleet_usage "--no-submit runs agents only" --coordinator "$ENDPOINT" --agents 4 "${F[@]}" \
+    --no-submit --campaign "$CAMPAIGN"
+expect_simfleet_usage "--db (the database of the coordinator" --coordinator "$ENDPOINT" --agents 4 \
+    "${F[@]}" --campaign "$CAMPAIGN" --report-json "$WORK/x.json"
+expect_simfleet_usage "--operator-key is required" --coordinator "$ENDPOINT" "${KEYS[@]}" --agents 4 \
+    "${F[@]}" --campaign "$CAMPAIGN" --report-json "$WORK/x.json" --db "$WORK/fb.db"
+expect_simfleet_usage "go with --coordinator" --agents 4 --first 2 "${F[@]}" \
+    --campaign "$CAMPAIGN" --report-json "$WORK/x.json"
+expect_simfleet_usage "set the others on fleetburn serve" --coordinator "$ENDPOINT" --agents 4 --curve \
     "${F[@]}" --no-submit
 pass "options that do not go together exit 2 with a message"
 ls -d "$WORK"/fleetburn-simfleet-* 2>/dev/null && fail "a joined simfleet made a work directory"

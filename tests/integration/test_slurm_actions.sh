@@ -37,10 +37,7 @@ has() { grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "'$2' not in $1"; }; }
 
 # sinfo and scontrol come from the coordinator's own configuration: --slurm-bin (else its PATH)
 SLURM_BIN=$(dirname "$(command -v scontrol)")
-set +e
-"$FLEETBURN" serve --slurm-bin bin --db "$WORK/x.db" >"$WORK/relative.out" 2>&1
-rc=$?
-set -e
+status_of rc "$FLEETBURN" serve --slurm-bin bin --db "$WORK/x.db" >"$WORK/relative.out" 2>&1
 [ $rc -eq 2 ] || fail "serve --slurm-bin bin exited $rc, expected 2"
 has "$WORK/relative.out" "--slurm-bin: 'bin' is not an absolute path to a directory"
 start_coordinator --slurm-bin "$SLURM_BIN"
@@ -175,10 +172,7 @@ slurm_wait '[ "$(slurm_state fb-n3)" = idle ]' 10
     --slurm-bin "$SLURM_BIN" >>"$WORK/coordinator.log" 2>&1 &
 COORD_PID=$!
 PIDS+=("$COORD_PID")
-set +e
-wait "$RUN_PID"
-rc=$?
-set -e
+status_of rc wait "$RUN_PID"
 [ $rc -eq 0 ] || { cat "$WORK/restart.err" >&2; fail "the resumed campaign exited $rc"; }
 ID=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/restart.err")
 after=$(python3 -c "
@@ -195,10 +189,7 @@ campaign nosuch "slurm:nosuch"
 run nosuch 3
 has "$ERR" "cannot start the campaign: nodes: slurm:nosuch: Slurm lists no node in partition nosuch"
 pass "an empty selection is refused (exit 3)"
-set +e
-"$FLEETBURN" run --local 1 --db "$WORK/local.db" "$WORK/idle.yaml" >"$WORK/local.out" 2>&1
-rc=$?
-set -e
+status_of rc "$FLEETBURN" run --local 1 --db "$WORK/local.db" "$WORK/idle.yaml" >"$WORK/local.out" 2>&1
 [ $rc -eq 2 ] || fail "run --local with slurm:idle exited $rc, expected 2"
 has "$WORK/local.out" "nodes: slurm:... selects the nodes of a Slurm cluster, whose agents register with \`fleetburn serve\`; run it with --coordinator EP"
 pass "run --local refuses a Slurm selection (exit 2)"
@@ -235,10 +226,7 @@ wait "$COORD_PID" 2>/dev/null || true
     --slurm-bin "$SLURM_BIN" >>"$WORK/coordinator.log" 2>&1 &
 COORD_PID=$!
 PIDS+=("$COORD_PID")
-set +e
-wait "$RUN_PID"
-rc=$?
-set -e
+status_of rc wait "$RUN_PID"
 [ $rc -eq 0 ] || { cat "$WORK/dies.err" >&2; fail "the campaign whose coordinator died exited $rc"; }
 ID=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/dies.err")
 grep -q "campaign $ID (dies) resumed" "$WORK/coordinator.log" || fail "campaign $ID was not resumed"

@@ -20,8 +20,7 @@ ENDPOINT="tcp://127.0.0.1:$port"
 COORD_PID=$!
 PIDS+=("$COORD_PID")
 wait_for_log "$WORK/coordinator.log" "coordinator on"
-start_agent n1
-wait_for_log "$WORK/coordinator.log" "agent n1 registered"
+start_agents n1
 
 cat >"$WORK/c.yaml" <<'YAML'
 name: full-disk
@@ -33,15 +32,13 @@ stages:
     workload: sleep
     params: {duration: 300ms}
 YAML
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/c.yaml" >"$WORK/run.out" 2>"$WORK/run.log" &
-run_pid=$!
-PIDS+=("$run_pid")
+run_in_background "$WORK/c.yaml"
 wait_for_log "$WORK/n1.log" "started sleep"
 # Fill the disk while the task runs: its result arrives to a store that cannot take it.
 dd if=/dev/zero of="$WORK/disk/fill" bs=16k >/dev/null 2>&1 || true
 wait_for_log "$WORK/coordinator.log" "cannot write to the database" 20
 sleep 2
-kill -0 "$run_pid" 2>/dev/null || fail "run ended while the store could not be written: $(cat "$WORK/run.log")"
+kill -0 "$RUN_PID" 2>/dev/null || fail "run ended while the store could not be written: $(cat "$WORK/run.log")"
 grep -q "finished: pass" "$WORK/coordinator.log" && fail "the campaign was reported finished unstored"
 [ -n "$(ls "$WORK/spool-n1")" ] || fail "the agent's result was acknowledged though it was not stored"
 pass "store full: the campaign is held, the result stays in the agent's spool"
@@ -49,8 +46,8 @@ pass "store full: the campaign is held, the result stays in the agent's spool"
 rm -f "$WORK/disk/fill"
 wait_for_log "$WORK/coordinator.log" "takes writes again" 20
 set +e
-timeout 60 tail --pid="$run_pid" -f /dev/null
-wait "$run_pid"
+timeout 60 tail --pid="$RUN_PID" -f /dev/null
+wait "$RUN_PID"
 rc=$?
 set -e
 [ $rc -eq 0 ] || fail "run exited $rc after the store recovered: $(tail -3 "$WORK/run.log")"
@@ -84,9 +81,7 @@ stages:
     workload: sleep
     params: {duration: 60s}
 YAML
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/long.yaml" >"$WORK/run2.out" 2>"$WORK/run2.log" &
-run_pid=$!
-PIDS+=("$run_pid")
+run_in_background "$WORK/long.yaml" run2
 started=$(grep -c "started sleep" "$WORK/n1.log")
 for i in $(seq 200); do [ "$(grep -c "started sleep" "$WORK/n1.log")" -gt "$started" ] && break; sleep 0.1; done
 [ "$(grep -c "started sleep" "$WORK/n1.log")" -gt "$started" ] || fail "the second campaign's task did not start"
@@ -95,8 +90,8 @@ dd if=/dev/zero of="$WORK/disk/fill" bs=16k >/dev/null 2>&1 || true
 # last-seen; the task's own start is already stored.
 wait_for_log "$WORK/coordinator.log" "cannot write to the database" 30
 set +e
-timeout 30 tail --pid="$run_pid" -f /dev/null
-wait "$run_pid"
+timeout 30 tail --pid="$RUN_PID" -f /dev/null
+wait "$RUN_PID"
 rc=$?
 set -e
 [ $rc -eq 3 ] || fail "run exited $rc while the store stayed full, expected 3"

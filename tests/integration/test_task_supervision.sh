@@ -23,10 +23,7 @@ stages:
     workload: sleep
     params: {duration: 100ms}
 YAML
-set +e
-"$FLEETBURN" run --local 1 --db "$WORK/t.db" "$WORK/campaign.yaml" >"$WORK/run.out" 2>"$WORK/run.log"
-rc=$?
-set -e
+status_of rc "$FLEETBURN" run --local 1 --db "$WORK/t.db" "$WORK/campaign.yaml" >"$WORK/run.out" 2>"$WORK/run.log"
 [ $rc -eq 1 ] || fail "run exited $rc, expected 1"
 "$FLEETBURN" report --db "$WORK/t.db" --format json >"$WORK/report.json"
 [ "$(json_q "$WORK/report.json" 'd["stages"][0]["tasks"][0]["verdict"]')" = timeout ] || fail "hang verdict"

@@ -112,8 +112,7 @@ kill "$probe"
 start_coordinator --webhook-allow 127.0.0.1
 start_agent n1
 start_agent n2 --allow-fault-injection --inject memtest.inject_bitflips=4
-wait_for_log "$WORK/coordinator.log" "agent n1 registered"
-wait_for_log "$WORK/coordinator.log" "agent n2 registered"
+wait_registered n1 n2
 
 # --- 1. refused twice, then delivered ----------------------------------------------------------
 start_receiver refuse --answers 503,503
@@ -281,11 +280,8 @@ cat "$WORK/tls.key" "$WORK/tls.crt" >"$WORK/tls.pem"
 start_receiver tls --tls-cert "$WORK/tls.pem"
 campaign tls memtest "retry: []"
 sed -i "s|url: http://|url: https://|; s|nodes: n\[1-2\]|nodes: all|" "$WORK/tls.yaml"
-set +e
-"$FLEETBURN" run --local 2 --db "$WORK/local.db" --inject local-1:memtest.inject_bitflips=4 \
+status_of rc "$FLEETBURN" run --local 2 --db "$WORK/local.db" --inject local-1:memtest.inject_bitflips=4 \
     "$WORK/tls.yaml" >"$WORK/tls-untrusted.out" 2>"$WORK/tls-untrusted.log"
-rc=$?
-set -e
 [ $rc -eq 1 ] || fail "run --local exited $rc, expected 1"
 [ "$(posts tls)" -eq 0 ] || fail "a post went to a receiver whose certificate no CA vouches for"
 python3 - "$WORK/local.db" <<'PY' || fail "the untrusted certificate is not the reason the alert failed"
@@ -293,11 +289,8 @@ import sqlite3, sys
 m = [m for (m,) in sqlite3.connect(sys.argv[1]).execute("select message from events where kind = 'webhook'")]
 assert "given up after 1 attempt: SSL certificate problem" in m[-1], m
 PY
-set +e
-"$FLEETBURN" run --local 2 --db "$WORK/local.db" --inject local-1:memtest.inject_bitflips=4 \
+status_of rc "$FLEETBURN" run --local 2 --db "$WORK/local.db" --inject local-1:memtest.inject_bitflips=4 \
     --webhook-ca "$WORK/tls.crt" "$WORK/tls.yaml" >"$WORK/tls-trusted.out" 2>"$WORK/tls-trusted.log"
-rc=$?
-set -e
 [ $rc -eq 1 ] || fail "run --local --webhook-ca exited $rc, expected 1"
 [ "$(posts tls)" -eq 1 ] || fail "the receiver trusted through --webhook-ca had $(posts tls) posts, expected 1"
 json_q "$WORK/tls.jsonl" 'd["status"]' | grep -qx 200 || fail "the https post was not answered 200"

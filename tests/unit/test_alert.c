@@ -12,6 +12,8 @@
 #include "webhook_queue.h"
 #include "common/util.h"
 #include "scheduler/webhook.h"
+#include "json_check.h"
+#include "store_fixture.h"
 
 #include <errno.h>
 #include <setjmp.h>
@@ -30,41 +32,7 @@
 
 #define T0 1700000000000ull
 
-typedef struct {
-    char dir[64];
-    char *path;
-    store_t *store;
-} fixture_t;
-
-static int s_setup(void **state)
-{
-    fixture_t *fx = xcalloc(1, sizeof *fx);
-    snprintf(fx->dir, sizeof fx->dir, "/tmp/fb-test-alert-XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
-    fx->path = xasprintf("%s/timeline.db", fx->dir);
-    assert_int_equal(store_open(fx->path, &fx->store, NULL), 0);
-    *state = fx;
-    return 0;
-}
-
-static int s_teardown(void **state)
-{
-    fixture_t *fx = *state;
-    store_destroy(&fx->store);
-    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < FB_ARRAY_LEN(suffixes); i++) {
-        char *p = xasprintf("%s%s", fx->path, suffixes[i]);
-        unlink(p);
-        free(p);
-    }
-    char *script = xasprintf("%s/check.py", fx->dir);
-    unlink(script);
-    free(script);
-    rmdir(fx->dir);
-    free(fx->path);
-    free(fx);
-    return 0;
-}
+typedef store_fixture_t fixture_t;
 
 /* ---- the queue ---------------------------------------------------------------------------- */
 
@@ -187,16 +155,6 @@ static void test_queue_survives_reopen(void **state)
     s_rows_free(&rows);
 }
 
-static int64_t s_query_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 /* A database of schema version 2 (before the queue) gets the queue, and keeps its campaigns. */
 static void test_migrates_version_2(void **state)
 {
@@ -215,9 +173,10 @@ static void test_migrates_version_2(void **state)
     sqlite3_close(db);
     assert_int_equal(store_open(fx->path, &fx->store, NULL), 0);
     assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
-    assert_int_equal(s_query_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM webhook_deliveries"), 0);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM campaigns WHERE id = 'old'"), 1);
+    assert_int_equal(store_fixture_query_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM webhook_deliveries"), 0);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM campaigns WHERE id = 'old'"),
+                     1);
     sqlite3_close(db);
     assert_int_equal(
         store_webhook_enqueue(fx->store, "old", "http://h.example/", "{}", NULL, 0, 1000, T0, NULL),
@@ -229,16 +188,19 @@ static void test_migrates_version_2(void **state)
 static void s_result(store_t *store, const char *result_id, const char *task_id, const char *node,
                      fb_verdict_t verdict, const char *part, const char *what)
 {
-    fb_result_t *r = fb_result_new();
-    fb_result_set_ids(r, result_id, task_id, node);
-    r->verdict = verdict;
-    r->started_ms = T0 + 1000;
-    r->finished_ms = T0 + 2000;
-    fb_result_add_metric(r, "bandwidth_mbs", 1000, "MB/s");
-    if (part)
-        fb_result_add_finding(r, part, "dimm", what);
-    assert_int_equal(store_result_insert(store, r, T0 + 3000), 0);
-    fb_result_destroy(&r);
+    store_fixture_result(store, &(store_fixture_result_t){.result_id = result_id,
+                                                          .task_id = task_id,
+                                                          .node = node,
+                                                          .verdict = verdict,
+                                                          .started_ms = T0 + 1000,
+                                                          .finished_ms = T0 + 2000,
+                                                          .stored_ms = T0 + 3000,
+                                                          .metric = "bandwidth_mbs",
+                                                          .value = 1000,
+                                                          .unit = "MB/s",
+                                                          .part = part,
+                                                          .kind = "dimm",
+                                                          .what = what});
 }
 
 /* Campaign id with one memtest stage on n1 (pass), n2 (fail, a finding whose text spans lines),
@@ -309,20 +271,9 @@ static void test_triggers(void **state)
 /* Python checks (statements using d, the parsed document) on text; the exit status. */
 static int s_check(fixture_t *fx, const char *text, const char *checks)
 {
-    char *script = xasprintf("%s/check.py", fx->dir);
-    FILE *f = fopen(script, "w");
-    assert_non_null(f);
-    fprintf(f, "import json, sys\nd = json.loads(sys.stdin.buffer.read().decode('utf-8'))\n%s\n",
-            checks);
-    fclose(f);
-    char *cmd = xasprintf("python3 %s", script);
-    FILE *py = popen(cmd, "w");
-    assert_non_null(py);
+    FILE *py = json_check_begin(fx->dir, checks);
     fputs(text, py);
-    int status = pclose(py);
-    free(cmd);
-    free(script);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return json_check_end(py);
 }
 
 static char *s_document(store_t *st, const char *id, unsigned triggers,
@@ -531,13 +482,13 @@ static void test_allow_list_syntax(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_queue, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_queue_survives_reopen, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_migrates_version_2, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_triggers, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_document, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_document_bounded, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_allow_list, s_setup, s_teardown),
+        STORE_FIXTURE_TEST(test_queue),
+        STORE_FIXTURE_TEST(test_queue_survives_reopen),
+        STORE_FIXTURE_TEST(test_migrates_version_2),
+        STORE_FIXTURE_TEST(test_triggers),
+        STORE_FIXTURE_TEST(test_document),
+        STORE_FIXTURE_TEST(test_document_bounded),
+        STORE_FIXTURE_TEST(test_allow_list),
         cmocka_unit_test(test_allow_list_syntax),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

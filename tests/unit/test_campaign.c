@@ -5,7 +5,10 @@
  * parameter validation per type; truncated or randomly mutated files never crash the parser,
  * only produce errors; the YAML limits (nesting depth, alias expansion, size) refuse hostile
  * input at once; former parameters that are site settings now are refused by name; and the
- * files a campaign names are resolved from attached content only. */
+ * files a campaign names are resolved from attached content only. One file of about 1,150 lines
+ * because every test goes through the same parser with the same fixtures and expectation helpers;
+ * the sections a campaign's other keys parse have their own tests (test_expect, test_regress,
+ * test_webhook, test_slurm_actions). */
 #include "coordinator/campaign_file.h"
 #include "scheduler/campaign.h"
 #include "scheduler/topology.h"
@@ -290,6 +293,20 @@ static void test_fixture_errors(void **state)
     assert_int_equal(campaign_file_read(S_DIR, &c, &err), -EINVAL);
     assert_non_null(strstr(err, "not a regular file (a directory)"));
     free(err);
+}
+
+/* head followed by tail, parsed as t.yaml, is refused with exactly the message expected. */
+static void s_expect_exact(const char *head, const char *tail, const char *expected)
+{
+    char *t = xasprintf("%s%s", head, tail);
+    fb_campaign_t *c = (fb_campaign_t *)1;
+    char *err = NULL;
+    assert_int_equal(fb_campaign_parse(t, strlen(t), "t.yaml", &c, &err), -EINVAL);
+    assert_null(c);
+    if (strcmp(err, expected))
+        fail_msg("for:\n%s\n got      '%s'\n expected '%s'", t, err, expected);
+    free(err);
+    free(t);
 }
 
 static void test_inline_errors(void **state)
@@ -680,19 +697,7 @@ static void test_bisect_keys(void **state)
 
     const char *head = "name: x\nstages:\n  - name: mem\n    workload: memtest\n"
                        "  - name: a\n    workload: netbw\n";
-    char *t;
-#define S_BISECT(tail, expected)                                                                   \
-    do {                                                                                           \
-        fb_campaign_t *c_ = (fb_campaign_t *)1;                                                    \
-        char *err_ = NULL;                                                                         \
-        t = xasprintf("%s%s", head, tail);                                                         \
-        assert_int_equal(fb_campaign_parse(t, strlen(t), "t.yaml", &c_, &err_), -EINVAL);          \
-        assert_null(c_);                                                                           \
-        if (strcmp(err_, expected))                                                                \
-            fail_msg("for:\n%s\n got      '%s'\n expected '%s'", t, err_, expected);               \
-        free(err_);                                                                                \
-        free(t);                                                                                   \
-    } while (0)
+#define S_BISECT(tail, expected) s_expect_exact(head, tail, expected)
     S_BISECT("    on_fail: bisect\n",
              "t.yaml:7: stages[1].on_fail: 'bisect' applies only to scope: group or pairs, and "
              "this stage has scope: node (a node-local test names its failing node by itself); "
@@ -728,19 +733,7 @@ static void test_scope_errors(void **state)
 {
     (void)state;
     const char *head = "name: x\nstages:\n  - name: a\n    workload: netbw\n";
-    char *t;
-#define S_EXACT(tail, expected)                                                                    \
-    do {                                                                                           \
-        fb_campaign_t *c_ = (fb_campaign_t *)1;                                                    \
-        char *err_ = NULL;                                                                         \
-        t = xasprintf("%s%s", head, tail);                                                         \
-        assert_int_equal(fb_campaign_parse(t, strlen(t), "t.yaml", &c_, &err_), -EINVAL);          \
-        assert_null(c_);                                                                           \
-        if (strcmp(err_, expected))                                                                \
-            fail_msg("for:\n%s\n got      '%s'\n expected '%s'", t, err_, expected);               \
-        free(err_);                                                                                \
-        free(t);                                                                                   \
-    } while (0)
+#define S_EXACT(tail, expected) s_expect_exact(head, tail, expected)
     S_EXACT("    scope: ring\n",
             "t.yaml:5: stages[0].scope: unknown scope 'ring'; expected node, group or pairs");
     S_EXACT("    scope: [group]\n",

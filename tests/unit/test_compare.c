@@ -10,6 +10,8 @@
 #include "compare.h"
 #include "store.h"
 #include "common/util.h"
+#include "json_check.h"
+#include "store_fixture.h"
 
 #include <errno.h>
 #include <math.h>
@@ -26,39 +28,7 @@
 
 #include <cmocka.h>
 
-typedef struct {
-    char dir[64];
-    char *path;
-    store_t *store;
-} fixture_t;
-
-static int s_setup(void **state)
-{
-    fixture_t *fx = xcalloc(1, sizeof *fx);
-    snprintf(fx->dir, sizeof fx->dir, "/tmp/fb-test-compare-XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
-    fx->path = xasprintf("%s/timeline.db", fx->dir);
-    assert_int_equal(store_open(fx->path, &fx->store, NULL), 0);
-    *state = fx;
-    return 0;
-}
-
-static int s_teardown(void **state)
-{
-    fixture_t *fx = *state;
-    store_destroy(&fx->store);
-    const char *files[] = {"timeline.db", "timeline.db-wal", "timeline.db-shm", "check.py",
-                           "out.txt"};
-    for (size_t i = 0; i < FB_ARRAY_LEN(files); i++) {
-        char *p = xasprintf("%s/%s", fx->dir, files[i]);
-        unlink(p);
-        free(p);
-    }
-    rmdir(fx->dir);
-    free(fx->path);
-    free(fx);
-    return 0;
-}
+typedef store_fixture_t fixture_t;
 
 /* ---- writing campaigns ---- */
 
@@ -147,20 +117,9 @@ static void s_gpu_campaign(store_t *store, const char *id, uint64_t t0, double f
  * the checks. Returns its exit status. */
 static int s_check_json(fixture_t *fx, const compare_t *c, const char *checks)
 {
-    char *script = xasprintf("%s/check.py", fx->dir);
-    FILE *f = fopen(script, "w");
-    assert_non_null(f);
-    fprintf(f, "import json, sys\nd = json.loads(sys.stdin.buffer.read().decode('utf-8'))\n%s\n",
-            checks);
-    fclose(f);
-    char *cmd = xasprintf("python3 %s", script);
-    FILE *py = popen(cmd, "w");
-    assert_non_null(py);
+    FILE *py = json_check_begin(fx->dir, checks);
     assert_int_equal(compare_write_json(c, py), 0);
-    int status = pclose(py);
-    free(cmd);
-    free(script);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return json_check_end(py);
 }
 
 /* The text comparison as a heap string. */
@@ -425,31 +384,13 @@ static void test_baselines_and_previous(void **state)
     free(err);
 }
 
-static void s_exec(sqlite3 *db, const char *sql)
-{
-    char *err = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
-        fail_msg("%s", err);
-}
-
 /* A timeline of schema version 2 (two runs of one memtest campaign, written by fleetburn before
  * baselines existed) is migrated; its campaigns compare, `latest` finds the first from the second,
  * and a baseline can be kept. */
 static void test_v2_timeline(void **state)
 {
     fixture_t *fx = *state;
-    store_destroy(&fx->store);
-    unlink(fx->path);
-    FILE *f = fopen(FB_FIXTURES "/timeline-v2.sql", "r");
-    assert_non_null(f);
-    char *sql = NULL;
-    size_t cap = 0;
-    assert_true(getdelim(&sql, &cap, '\0', f) > 0);
-    fclose(f);
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
-    s_exec(db, sql);
-    free(sql);
+    sqlite3 *db = store_fixture_replace(fx, "timeline-v2.sql");
     sqlite3_close(db);
 
     char *err = NULL;
@@ -490,10 +431,10 @@ static void test_v2_timeline(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fleet_shift_with_driver_change, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_pair_outlier_and_unmatched, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_baselines_and_previous, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_v2_timeline, s_setup, s_teardown),
+        STORE_FIXTURE_TEST(test_fleet_shift_with_driver_change),
+        STORE_FIXTURE_TEST(test_pair_outlier_and_unmatched),
+        STORE_FIXTURE_TEST(test_baselines_and_previous),
+        STORE_FIXTURE_TEST(test_v2_timeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,9 @@
  * decoder end to end against a stand-in kernel (a thread that answers writes to the addr file by
  * appending the driver's line to a kernel-log file), the rasdaemon lookup on a real SQLite
  * database made from rasdaemon 0.6.8's own schema, the chain's order and its "not decodable
- * here" reasons, the page retest, and memtest itself naming the DIMM of a stuck bit. */
+ * here" reasons, the page retest, and memtest itself naming the DIMM of a stuck bit. One file of
+ * about 840 lines because these are the links of one chain, tested as the chain runs them, with
+ * the same fixture loaders and temporary trees. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +23,7 @@
 #include "memtest/miscompare.h"
 #include "memtest/rasdb.h"
 #include "memtest/retest.h"
+#include "tmpdir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,27 +64,15 @@ static void s_write(const char *path, const void *data, size_t len)
     fclose(f);
 }
 
-static int s_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (flag == FTW_DP)
-        rmdir(path);
-    else
-        unlink(path);
-    return 0;
-}
-
+/* A private folder for one test; s_rmtree removes it. */
 static char *s_tmpdir(void)
 {
-    char *dir = xstrdup("/tmp/fb-dimmloc.XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return dir;
+    return tmpdir_new("dimmloc");
 }
 
 static void s_rmtree(char **dir)
 {
-    nftw(*dir, s_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(*dir);
     free(*dir);
     *dir = NULL;
 }

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "gpuprobe.h"
+#include "inventory_check.h"
 #include "inventory.h"
 #include "util.h"
 #include "wire.h"
@@ -24,36 +25,15 @@
 
 #define S_ROOT FB_FIXTURES "/sysfs/expect-node"
 
-static const char *s_sw(const Fleetburn__Inventory *inv, const char *key)
-{
-    for (size_t i = 0; i < inv->n_software; i++)
-        if (!strcmp(inv->software[i]->key, key))
-            return inv->software[i]->value;
-    return NULL;
-}
-
-static void s_valid_hello(Fleetburn__Inventory *inv)
-{
-    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
-    Fleetburn__Hello hello = FLEETBURN__HELLO__INIT;
-    hello.name = (char *)"node17";
-    hello.inventory = inv;
-    env.body_case = FLEETBURN__ENVELOPE__BODY_HELLO;
-    env.hello = &hello;
-    char err[256] = "";
-    if (fb_wire_validate(&env, err, sizeof err) != 0)
-        fail_msg("a Hello with this inventory is refused: %s", err);
-}
-
 static void test_environment_fields(void **state)
 {
     (void)state;
     Fleetburn__Inventory *inv = inventory_read(S_ROOT);
-    assert_string_equal(s_sw(inv, "os"), "Ubuntu 24.04.1 LTS");
-    assert_string_equal(s_sw(inv, "bios"), "R13");
-    assert_string_equal(s_sw(inv, "bios_date"), "06/12/2025");
-    assert_string_equal(s_sw(inv, "hca_fw"), "28.39.1002");
-    assert_string_equal(s_sw(inv, "nvidia_driver"), "580.65.06");
+    assert_string_equal(inventory_check_software(inv, "os"), "Ubuntu 24.04.1 LTS");
+    assert_string_equal(inventory_check_software(inv, "bios"), "R13");
+    assert_string_equal(inventory_check_software(inv, "bios_date"), "06/12/2025");
+    assert_string_equal(inventory_check_software(inv, "hca_fw"), "28.39.1002");
+    assert_string_equal(inventory_check_software(inv, "nvidia_driver"), "580.65.06");
     assert_int_equal(inv->mem_total_bytes, 2113233548ull * 1024);
     assert_int_equal(inv->n_gpus, 2);
     assert_string_equal(inv->gpus[0]->model, ""); /* no probe yet */
@@ -61,7 +41,7 @@ static void test_environment_fields(void **state)
 
     /* The firmware of every HCA of health-ib: one differs, so each is named. */
     inv = inventory_read(FB_FIXTURES "/sysfs/health-ib");
-    const char *fw = s_sw(inv, "hca_fw");
+    const char *fw = inventory_check_software(inv, "hca_fw");
     assert_non_null(fw);
     assert_non_null(strstr(fw, "mlx5_0:"));
     assert_non_null(strchr(fw, ','));
@@ -101,11 +81,11 @@ static void test_environment_hostile(void **state)
     const char *fw = "22.31.1014\n";
     s_put(root, "sys/class/infiniband/mlx5_1/fw_ver", fw, strlen(fw));
     Fleetburn__Inventory *inv = inventory_read(root);
-    assert_null(s_sw(inv, "os"));
-    assert_null(s_sw(inv, "bios"));
-    assert_null(s_sw(inv, "bios_date"));
-    assert_string_equal(s_sw(inv, "hca_fw"), "mlx5_0:?,mlx5_1:22.31.1014");
-    s_valid_hello(inv);
+    assert_null(inventory_check_software(inv, "os"));
+    assert_null(inventory_check_software(inv, "bios"));
+    assert_null(inventory_check_software(inv, "bios_date"));
+    assert_string_equal(inventory_check_software(inv, "hca_fw"), "mlx5_0:?,mlx5_1:22.31.1014");
+    inventory_check_hello(inv);
     inventory_free(&inv);
     /* a quoted name with single quotes, and os-release under /usr/lib when /etc has none */
     const char *os2 = "PRETTY_NAME='Rocky Linux 9.4 (Blue Onyx)'\n";
@@ -114,7 +94,7 @@ static void test_environment_hostile(void **state)
     free(etc);
     s_put(root, "usr/lib/os-release", os2, strlen(os2));
     inv = inventory_read(root);
-    assert_string_equal(s_sw(inv, "os"), "Rocky Linux 9.4 (Blue Onyx)");
+    assert_string_equal(inventory_check_software(inv, "os"), "Rocky Linux 9.4 (Blue Onyx)");
     inventory_free(&inv);
     char *cmd = xasprintf("rm -rf %s", root);
     assert_int_equal(system(cmd), 0);
@@ -165,20 +145,22 @@ static void test_merge(void **state)
     assert_string_equal(inv->gpus[0]->model, "NVIDIA H100 80GB HBM3");
     assert_int_equal(inv->gpus[0]->memory_bytes, 85520809984ull);
     assert_string_equal(inv->gpus[1]->model, "NVIDIA H100 80GB HBM3"); /* PCI in any case */
-    assert_string_equal(s_sw(inv, "gpu_vbios"), "gpu0:96.00.99.00.01,gpu1:96.00.99.00.02");
-    assert_string_equal(s_sw(inv, "gpu_inforom"), "gpu0:G520.0200.00.05,gpu1:?");
-    assert_string_equal(s_sw(inv, "cuda_driver"), "13.0");
-    assert_string_equal(s_sw(inv, "nccl"), "2.27.3");
-    assert_string_equal(s_sw(inv, "rocm"), "6.4.1");
+    assert_string_equal(inventory_check_software(inv, "gpu_vbios"),
+                        "gpu0:96.00.99.00.01,gpu1:96.00.99.00.02");
+    assert_string_equal(inventory_check_software(inv, "gpu_inforom"),
+                        "gpu0:G520.0200.00.05,gpu1:?");
+    assert_string_equal(inventory_check_software(inv, "cuda_driver"), "13.0");
+    assert_string_equal(inventory_check_software(inv, "nccl"), "2.27.3");
+    assert_string_equal(inventory_check_software(inv, "rocm"), "6.4.1");
     /* what the agent read itself stands */
-    assert_string_equal(s_sw(inv, "kernel"), "6.8.0-45-generic");
-    assert_string_equal(s_sw(inv, "nvidia_driver"), "580.65.06");
-    assert_null(s_sw(inv, "nvml")); /* not a key the inventory takes */
+    assert_string_equal(inventory_check_software(inv, "kernel"), "6.8.0-45-generic");
+    assert_string_equal(inventory_check_software(inv, "nvidia_driver"), "580.65.06");
+    assert_null(inventory_check_software(inv, "nvml")); /* not a key the inventory takes */
     char *json = fb_inventory_to_json(inv);
     assert_non_null(
         strstr(json, "\"model\":\"NVIDIA H100 80GB HBM3\",\"memory_bytes\":85520809984"));
     free(json);
-    s_valid_hello(inv);
+    inventory_check_hello(inv);
     inventory_free(&inv);
 }
 
@@ -206,12 +188,12 @@ static void test_merge_hostile(void **state)
     assert_int_equal(inv->gpus[0]->memory_bytes, 0);
     assert_string_equal(inv->gpus[1]->model, "fine after all");
     assert_int_equal(inv->gpus[1]->memory_bytes, 18446744073709551615ull);
-    assert_null(s_sw(inv, "gpu_vbios"));
-    assert_null(s_sw(inv, "gpu_inforom"));
-    assert_null(s_sw(inv, "cuda_driver"));
-    assert_null(s_sw(inv, "nccl"));
-    assert_null(s_sw(inv, "rccl"));
-    s_valid_hello(inv);
+    assert_null(inventory_check_software(inv, "gpu_vbios"));
+    assert_null(inventory_check_software(inv, "gpu_inforom"));
+    assert_null(inventory_check_software(inv, "cuda_driver"));
+    assert_null(inventory_check_software(inv, "nccl"));
+    assert_null(inventory_check_software(inv, "rccl"));
+    inventory_check_hello(inv);
     inventory_free(&inv);
     free(text);
     free(big);
@@ -246,15 +228,15 @@ static void test_run(void **state)
     gpuprobe_run(inv, worker, GPUPROBE_TIMEOUT_MS);
     assert_string_equal(inv->gpus[1]->model, "NVIDIA H100 80GB HBM3");
     assert_int_equal(inv->gpus[1]->memory_bytes, 85520809984ull);
-    assert_string_equal(s_sw(inv, "gpu_vbios"), "96.00.99.00.01");
-    assert_string_equal(s_sw(inv, "gpu_inforom"), "G520.0200.00.05");
-    assert_string_equal(s_sw(inv, "cuda_driver"), "13.0");
+    assert_string_equal(inventory_check_software(inv, "gpu_vbios"), "96.00.99.00.01");
+    assert_string_equal(inventory_check_software(inv, "gpu_inforom"), "G520.0200.00.05");
+    assert_string_equal(inventory_check_software(inv, "cuda_driver"), "13.0");
     inventory_free(&inv);
     unsetenv("FLEETBURN_FAKE_NVML"); /* the driver "not loaded": nothing added */
     inv = inventory_read(S_ROOT);
     gpuprobe_run(inv, worker, GPUPROBE_TIMEOUT_MS);
     assert_string_equal(inv->gpus[0]->model, "");
-    assert_null(s_sw(inv, "gpu_vbios"));
+    assert_null(inventory_check_software(inv, "gpu_vbios"));
     inventory_free(&inv);
     free(worker);
     unsetenv("LD_LIBRARY_PATH");

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "inventory.h"
+#include "inventory_check.h"
 #include "log.h"
 #include "util.h"
 #include "wire.h"
@@ -20,27 +21,11 @@
 
 #define S_ROOT(name) FB_FIXTURES "/sysfs/" name
 
-static const char *s_software(const Fleetburn__Inventory *inv, const char *key)
-{
-    for (size_t i = 0; i < inv->n_software; i++)
-        if (!strcmp(inv->software[i]->key, key))
-            return inv->software[i]->value;
-    return NULL;
-}
-
 /* Packs and unpacks the inventory: the hand-built message must be a valid one, and a Hello
  * carrying it must pass the coordinator's validation. */
 static void s_check_wire_round_trip(Fleetburn__Inventory *inv)
 {
-    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
-    Fleetburn__Hello hello = FLEETBURN__HELLO__INIT;
-    hello.name = (char *)"node17";
-    hello.inventory = inv;
-    env.body_case = FLEETBURN__ENVELOPE__BODY_HELLO;
-    env.hello = &hello;
-    char err[256] = "";
-    if (fb_wire_validate(&env, err, sizeof err) != 0)
-        fail_msg("a Hello with this inventory is refused: %s", err);
+    inventory_check_hello(inv);
 
     size_t len = fleetburn__inventory__get_packed_size(inv);
     uint8_t *buf = xmalloc(len);
@@ -118,9 +103,9 @@ static void test_gpu_node(void **state)
     assert_int_equal(ib->speed_mbps, 200000);
     assert_string_equal(ib->address, "fe80:0000:0000:0000:0c42:a103:0012:3456");
 
-    assert_string_equal(s_software(inv, "kernel"), "6.8.0-45-generic");
-    assert_string_equal(s_software(inv, "nvidia_driver"), "580.65.06");
-    assert_null(s_software(inv, "amdgpu"));
+    assert_string_equal(inventory_check_software(inv, "kernel"), "6.8.0-45-generic");
+    assert_string_equal(inventory_check_software(inv, "nvidia_driver"), "580.65.06");
+    assert_null(inventory_check_software(inv, "amdgpu"));
 
     char *summary = fb_inventory_summary(inv);
     assert_string_equal(summary,
@@ -160,7 +145,7 @@ static void test_cpu_node(void **state)
     assert_int_equal(inv->nics[0]->speed_mbps, 0); /* no speed file while down */
     assert_string_equal(inv->nics[0]->rate, "");
     assert_int_equal(inv->n_software, 1);
-    assert_string_equal(s_software(inv, "kernel"), "5.14.0-427.13.1.el9_4.x86_64");
+    assert_string_equal(inventory_check_software(inv, "kernel"), "5.14.0-427.13.1.el9_4.x86_64");
 
     char *summary = fb_inventory_summary(inv);
     assert_string_equal(summary, "2 CPUs/1 NUMA, 7.7 GiB, 0 DIMMs, 0 GPU, 0 HCA, 1 NIC");
@@ -235,8 +220,8 @@ static void test_garbage_node(void **state)
         assert_string_equal(ib->rate, "");
         assert_int_equal(ib->speed_mbps, 0);
     }
-    assert_null(s_software(inv, "nvidia_driver"));
-    assert_string_equal(s_software(inv, "amdgpu"), "6.8.5");
+    assert_null(inventory_check_software(inv, "nvidia_driver"));
+    assert_string_equal(inventory_check_software(inv, "amdgpu"), "6.8.5");
 
     /* Each bad value is named in a warning. */
     const char *named[] = {"kernel/hostname",     "cpu/online",         "meminfo",

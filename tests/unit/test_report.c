@@ -4,6 +4,8 @@
  * summary, the nodes table, the campaign verdict rule and the first-cut diagnosis. */
 #include "report.h"
 #include "util.h"
+#include "json_check.h"
+#include "store_fixture.h"
 
 #include <errno.h>
 #include <math.h>
@@ -19,41 +21,7 @@
 
 #include <cmocka.h>
 
-typedef struct {
-    char dir[64];
-    char *path;
-    store_t *store;
-} fixture_t;
-
-static int s_setup(void **state)
-{
-    fixture_t *fx = xcalloc(1, sizeof *fx);
-    snprintf(fx->dir, sizeof fx->dir, "/tmp/fb-test-report-XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
-    fx->path = xasprintf("%s/timeline.db", fx->dir);
-    assert_int_equal(store_open(fx->path, &fx->store, NULL), 0);
-    *state = fx;
-    return 0;
-}
-
-static int s_teardown(void **state)
-{
-    fixture_t *fx = *state;
-    store_destroy(&fx->store);
-    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < FB_ARRAY_LEN(suffixes); i++) {
-        char *p = xasprintf("%s%s", fx->path, suffixes[i]);
-        unlink(p);
-        free(p);
-    }
-    char *script = xasprintf("%s/check.py", fx->dir);
-    unlink(script);
-    free(script);
-    rmdir(fx->dir);
-    free(fx->path);
-    free(fx);
-    return 0;
-}
+typedef store_fixture_t fixture_t;
 
 static bool s_have_python(void)
 {
@@ -64,43 +32,31 @@ static bool s_have_python(void)
  * JSON into d and then runs checks (Python statements, asserts). Returns its exit status. */
 static int s_check_json(fixture_t *fx, const char *campaign_id, const char *checks)
 {
-    char *script = xasprintf("%s/check.py", fx->dir);
-    FILE *f = fopen(script, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "import json, sys\n"
-            "d = json.loads(sys.stdin.buffer.read().decode('utf-8'))\n"
-            "%s\n",
-            checks);
-    fclose(f);
-    char *cmd = xasprintf("python3 %s", script);
-    FILE *py = popen(cmd, "w");
-    assert_non_null(py);
+    FILE *py = json_check_begin(fx->dir, checks);
     int rc = report_write_json(fx->store, campaign_id, py);
-    int status = pclose(py);
-    free(cmd);
-    free(script);
+    int status = json_check_end(py);
     assert_int_equal(rc, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return status;
 }
 
 static void s_insert(store_t *store, const char *result_id, const char *task_id, const char *node,
                      fb_verdict_t verdict, const char *metric, double value, const char *unit,
                      const char *part, const char *kind, const char *what, const char *error)
 {
-    fb_result_t *r = fb_result_new();
-    fb_result_set_ids(r, result_id, task_id, node);
-    r->verdict = verdict;
-    r->started_ms = 1700000001000ull;
-    r->finished_ms = 1700000061000ull;
-    if (metric)
-        fb_result_add_metric(r, metric, value, unit);
-    if (part)
-        fb_result_add_finding(r, part, kind, what);
-    if (error)
-        fb_result_set_error(r, "%s", error);
-    assert_int_equal(store_result_insert(store, r, 1700000062000ull), 0);
-    fb_result_destroy(&r);
+    store_fixture_result(store, &(store_fixture_result_t){.result_id = result_id,
+                                                          .task_id = task_id,
+                                                          .node = node,
+                                                          .verdict = verdict,
+                                                          .started_ms = 1700000001000ull,
+                                                          .finished_ms = 1700000061000ull,
+                                                          .stored_ms = 1700000062000ull,
+                                                          .metric = metric,
+                                                          .value = value,
+                                                          .unit = unit,
+                                                          .part = part,
+                                                          .kind = kind,
+                                                          .what = what,
+                                                          .error = error});
 }
 
 /* Campaign c1: stage mem (t1 passes on node-a), stage gpu (t2 fails on node-b with a finding,
@@ -391,14 +347,10 @@ static void test_fleet_software(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_json_fields, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_json_hostile_strings, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_unknown_campaign, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_write_error, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_text_report, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_nodes_report, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_campaign_verdict, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_fleet_software, s_setup, s_teardown),
+        STORE_FIXTURE_TEST(test_json_fields),      STORE_FIXTURE_TEST(test_json_hostile_strings),
+        STORE_FIXTURE_TEST(test_unknown_campaign), STORE_FIXTURE_TEST(test_write_error),
+        STORE_FIXTURE_TEST(test_text_report),      STORE_FIXTURE_TEST(test_nodes_report),
+        STORE_FIXTURE_TEST(test_campaign_verdict), STORE_FIXTURE_TEST(test_fleet_software),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include "store.h"
 #include "subprocess.h"
 #include "util.h"
+#include "store_fixture.h"
 
 #include <errno.h>
 #include <setjmp.h>
@@ -90,51 +91,21 @@ static void test_subprocess_timeout(void **state)
 
 /* ---- a campaign in a store ------------------------------------------------------------------ */
 
-typedef struct {
-    char dir[64];
-    char *path;
-    store_t *store;
-} fixture_t;
-
-static int s_setup(void **state)
-{
-    fixture_t *fx = xcalloc(1, sizeof *fx);
-    snprintf(fx->dir, sizeof fx->dir, "/tmp/fb-test-slurm-XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
-    fx->path = xasprintf("%s/timeline.db", fx->dir);
-    assert_int_equal(store_open(fx->path, &fx->store, NULL), 0);
-    *state = fx;
-    return 0;
-}
-
-static int s_teardown(void **state)
-{
-    fixture_t *fx = *state;
-    store_destroy(&fx->store);
-    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < FB_ARRAY_LEN(suffixes); i++) {
-        char *p = xasprintf("%s%s", fx->path, suffixes[i]);
-        unlink(p);
-        free(p);
-    }
-    rmdir(fx->dir);
-    free(fx->path);
-    free(fx);
-    return 0;
-}
+typedef store_fixture_t fixture_t;
 
 static void s_result(store_t *store, const char *result_id, const char *task_id, const char *node,
                      fb_verdict_t verdict, const char *part, const char *kind, const char *what)
 {
-    fb_result_t *r = fb_result_new();
-    fb_result_set_ids(r, result_id, task_id, node);
-    r->verdict = verdict;
-    r->started_ms = 1000;
-    r->finished_ms = 2000;
-    if (part)
-        fb_result_add_finding(r, part, kind, what);
-    assert_int_equal(store_result_insert(store, r, 2000), 0);
-    fb_result_destroy(&r);
+    store_fixture_result(store, &(store_fixture_result_t){.result_id = result_id,
+                                                          .task_id = task_id,
+                                                          .node = node,
+                                                          .verdict = verdict,
+                                                          .started_ms = 1000,
+                                                          .finished_ms = 2000,
+                                                          .stored_ms = 2000,
+                                                          .part = part,
+                                                          .kind = kind,
+                                                          .what = what});
 }
 
 /* A node task of stage with one result. */
@@ -326,9 +297,9 @@ int main(void)
         cmocka_unit_test(test_subprocess_argv),
         cmocka_unit_test(test_subprocess_failures),
         cmocka_unit_test(test_subprocess_timeout),
-        cmocka_unit_test_setup_teardown(test_outcome_parts, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_outcome_links_groups_skipped, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_selections_stored, s_setup, s_teardown),
+        STORE_FIXTURE_TEST(test_outcome_parts),
+        STORE_FIXTURE_TEST(test_outcome_links_groups_skipped),
+        STORE_FIXTURE_TEST(test_selections_stored),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

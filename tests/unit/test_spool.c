@@ -12,6 +12,7 @@
 #include "log.h"
 #include "util.h"
 #include "fleetburn.pb-c.h"
+#include "tmpdir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -42,31 +43,10 @@ static int s_setup(void **state)
     return 0;
 }
 
-static void s_rm_rf(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        char *p = xasprintf("%s/%s", dir, de->d_name);
-        struct stat st;
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-            s_rm_rf(p);
-        else
-            unlink(p);
-        free(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static int s_teardown(void **state)
 {
     s_fixture_t *f = *state;
-    s_rm_rf(f->parent);
+    tmpdir_remove(f->parent);
     free(f);
     return 0;
 }

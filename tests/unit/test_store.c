@@ -5,6 +5,7 @@
  * commits. Every test works on its own database in a fresh temporary directory. */
 #include "store.h"
 #include "util.h"
+#include "store_fixture.h"
 
 #include <errno.h>
 #include <setjmp.h>
@@ -19,62 +20,7 @@
 
 #include <cmocka.h>
 
-typedef struct {
-    char dir[64];
-    char *path;
-    store_t *store;
-} fixture_t;
-
-static int s_setup(void **state)
-{
-    fixture_t *fx = xcalloc(1, sizeof *fx);
-    snprintf(fx->dir, sizeof fx->dir, "/tmp/fb-test-store-XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
-    fx->path = xasprintf("%s/timeline.db", fx->dir);
-    char *err = NULL;
-    int rc = store_open(fx->path, &fx->store, &err);
-    if (rc)
-        fprintf(stderr, "store_open: %s\n", err);
-    assert_int_equal(rc, 0);
-    assert_null(err);
-    *state = fx;
-    return 0;
-}
-
-static int s_teardown(void **state)
-{
-    fixture_t *fx = *state;
-    store_destroy(&fx->store);
-    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < FB_ARRAY_LEN(suffixes); i++) {
-        char *p = xasprintf("%s%s", fx->path, suffixes[i]);
-        unlink(p);
-        free(p);
-    }
-    rmdir(fx->dir);
-    free(fx->path);
-    free(fx);
-    return 0;
-}
-
-/* A second, raw connection to the same file, as another process would have. */
-static sqlite3 *s_raw(const fixture_t *fx)
-{
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
-    sqlite3_busy_timeout(db, 2000);
-    return db;
-}
-
-static int64_t s_query_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
+typedef store_fixture_t fixture_t;
 
 static char *s_query_text(sqlite3 *db, const char *sql)
 {
@@ -85,16 +31,6 @@ static char *s_query_text(sqlite3 *db, const char *sql)
     char *v = t ? xstrdup((const char *)t) : NULL;
     sqlite3_finalize(st);
     return v;
-}
-
-static void s_exec(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    if (rc != SQLITE_OK)
-        fprintf(stderr, "%s: %s\n", sql, msg);
-    sqlite3_free(msg);
-    assert_int_equal(rc, SQLITE_OK);
 }
 
 /* One campaign "c1" with stage 0 "mem" and task "t1" on node-a. */
@@ -123,6 +59,19 @@ static fb_result_t *s_result(const char *result_id, const char *task_id, const c
     return r;
 }
 
+/* s_result inserted at time at, which must succeed. */
+static void s_insert(store_t *store, const char *result_id, const char *task_id, const char *node,
+                     fb_verdict_t verdict, uint64_t at)
+{
+    store_fixture_result(store, &(store_fixture_result_t){.result_id = result_id,
+                                                          .task_id = task_id,
+                                                          .node = node,
+                                                          .verdict = verdict,
+                                                          .started_ms = 1200,
+                                                          .finished_ms = 1900,
+                                                          .stored_ms = at});
+}
+
 static fb_verdict_t s_task_verdict(store_t *store, const char *campaign, const char *task_id)
 {
     store_campaign_t *c = NULL;
@@ -143,12 +92,12 @@ static fb_verdict_t s_task_verdict(store_t *store, const char *campaign, const c
 static void test_open_schema_and_wal(void **state)
 {
     fixture_t *fx = *state;
-    sqlite3 *db = s_raw(fx);
+    sqlite3 *db = store_fixture_raw(fx);
     char *mode = s_query_text(db, "PRAGMA journal_mode");
     assert_string_equal(mode, "wal");
     free(mode);
-    assert_int_equal(s_query_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(s_query_int(db, "PRAGMA application_id"), STORE_APPLICATION_ID);
+    assert_int_equal(store_fixture_query_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(store_fixture_query_int(db, "PRAGMA application_id"), STORE_APPLICATION_ID);
     char *v = s_query_text(db, "SELECT value FROM meta WHERE key = 'schema_version'");
     char want[16];
     snprintf(want, sizeof want, "%d", STORE_SCHEMA_VERSION);
@@ -172,8 +121,8 @@ static void test_refuses_newer_schema(void **state)
 {
     fixture_t *fx = *state;
     store_destroy(&fx->store);
-    sqlite3 *db = s_raw(fx);
-    s_exec(db, "PRAGMA user_version = 7");
+    sqlite3 *db = store_fixture_raw(fx);
+    store_fixture_exec(db, "PRAGMA user_version = 7");
     sqlite3_close(db);
 
     char *err = NULL;
@@ -189,8 +138,8 @@ static void test_refuses_newer_schema(void **state)
     free(err);
 
     /* Nothing was changed: the version is still the newer one. */
-    db = s_raw(fx);
-    assert_int_equal(s_query_int(db, "PRAGMA user_version"), 7);
+    db = store_fixture_raw(fx);
+    assert_int_equal(store_fixture_query_int(db, "PRAGMA user_version"), 7);
     sqlite3_close(db);
 }
 
@@ -200,7 +149,7 @@ static void test_refuses_foreign_database(void **state)
     char *other = xasprintf("%s/other.db", fx->dir);
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(other, &db), SQLITE_OK);
-    s_exec(db, "CREATE TABLE accounts(id INTEGER)");
+    store_fixture_exec(db, "CREATE TABLE accounts(id INTEGER)");
     sqlite3_close(db);
     store_t *store = NULL;
     char *err = NULL;
@@ -213,7 +162,7 @@ static void test_refuses_foreign_database(void **state)
     /* Another application's database with a version of its own. */
     other = xasprintf("%s/app.db", fx->dir);
     assert_int_equal(sqlite3_open(other, &db), SQLITE_OK);
-    s_exec(db, "PRAGMA application_id = 1234; PRAGMA user_version = 1");
+    store_fixture_exec(db, "PRAGMA application_id = 1234; PRAGMA user_version = 1");
     sqlite3_close(db);
     assert_int_equal(store_open(other, &store, &err), -EINVAL);
     assert_non_null(strstr(err, "not a fleetburn timeline"));
@@ -354,10 +303,10 @@ static void test_result_idempotent(void **state)
     assert_int_equal(store_result_insert(fx->store, r, 3000), -EEXIST);
     fb_result_destroy(&r);
 
-    sqlite3 *db = s_raw(fx);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM results"), 1);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM metrics"), 2);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM findings"), 1);
+    sqlite3 *db = store_fixture_raw(fx);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM results"), 1);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM metrics"), 2);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM findings"), 1);
     sqlite3_close(db);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t1"), FB_VERDICT_PASS);
 
@@ -369,9 +318,7 @@ static void test_result_idempotent(void **state)
     assert_int_equal(store_result_insert(fx->store, r, 1), -EINVAL);
     fb_result_destroy(&r);
     /* A result for a task this store never saw is kept. */
-    r = s_result("r3", "t-unknown", "node-z", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 1), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r3", "t-unknown", "node-z", FB_VERDICT_PASS, 1);
 }
 
 static void test_task_verdict_not_overwritten(void **state)
@@ -381,9 +328,7 @@ static void test_task_verdict_not_overwritten(void **state)
 
     /* Coordinator decides timeout; a late passing result does not change it. */
     assert_int_equal(store_task_finish(fx->store, "t1", FB_VERDICT_TIMEOUT, "deadline", 5000), 0);
-    fb_result_t *r = s_result("r1", "t1", "node-a", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 6000), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r1", "t1", "node-a", FB_VERDICT_PASS, 6000);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t1"), FB_VERDICT_TIMEOUT);
     assert_int_equal(store_task_finish(fx->store, "t1", FB_VERDICT_LOST, "x", 7000), -EALREADY);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t1"), FB_VERDICT_TIMEOUT);
@@ -391,49 +336,33 @@ static void test_task_verdict_not_overwritten(void **state)
     /* A failing result is not undone by a later passing one. */
     const char *a[] = {"node-a"};
     assert_int_equal(store_task_create(fx->store, "t2", "c1", stage, a, 1, 1), 0);
-    r = s_result("r2", "t2", "node-a", FB_VERDICT_FAIL);
-    assert_int_equal(store_result_insert(fx->store, r, 2), 0);
-    fb_result_destroy(&r);
-    r = s_result("r3", "t2", "node-a", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 3), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r2", "t2", "node-a", FB_VERDICT_FAIL, 2);
+    s_insert(fx->store, "r3", "t2", "node-a", FB_VERDICT_PASS, 3);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t2"), FB_VERDICT_FAIL);
 
     /* A single-node task that passed keeps its pass against a coordinator timeout. */
     assert_int_equal(store_task_create(fx->store, "t3", "c1", stage, a, 1, 1), 0);
-    r = s_result("r4", "t3", "node-a", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 2), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r4", "t3", "node-a", FB_VERDICT_PASS, 2);
     assert_int_equal(store_task_finish(fx->store, "t3", FB_VERDICT_TIMEOUT, NULL, 3), -EALREADY);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t3"), FB_VERDICT_PASS);
 
     /* A group task: one node's failure fails it even after another node passed. */
     const char *ab[] = {"node-a", "node-b"};
     assert_int_equal(store_task_create(fx->store, "t4", "c1", stage, ab, 2, 1), 0);
-    r = s_result("r5", "t4", "node-a", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 2), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r5", "t4", "node-a", FB_VERDICT_PASS, 2);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t4"), FB_VERDICT_PASS);
-    r = s_result("r6", "t4", "node-b", FB_VERDICT_FAIL);
-    assert_int_equal(store_result_insert(fx->store, r, 3), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r6", "t4", "node-b", FB_VERDICT_FAIL, 3);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t4"), FB_VERDICT_FAIL);
 
     /* A group task where one node never answered: the coordinator's timeout replaces the
      * provisional pass; once every node has answered, it does not. */
     assert_int_equal(store_task_create(fx->store, "t5", "c1", stage, ab, 2, 1), 0);
-    r = s_result("r7", "t5", "node-a", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 2), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r7", "t5", "node-a", FB_VERDICT_PASS, 2);
     assert_int_equal(store_task_finish(fx->store, "t5", FB_VERDICT_TIMEOUT, "node-b silent", 3), 0);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t5"), FB_VERDICT_TIMEOUT);
     assert_int_equal(store_task_create(fx->store, "t6", "c1", stage, ab, 2, 1), 0);
-    r = s_result("r8", "t6", "node-a", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 2), 0);
-    fb_result_destroy(&r);
-    r = s_result("r9", "t6", "node-b", FB_VERDICT_PASS);
-    assert_int_equal(store_result_insert(fx->store, r, 2), 0);
-    fb_result_destroy(&r);
+    s_insert(fx->store, "r8", "t6", "node-a", FB_VERDICT_PASS, 2);
+    s_insert(fx->store, "r9", "t6", "node-b", FB_VERDICT_PASS, 2);
     assert_int_equal(store_task_finish(fx->store, "t6", FB_VERDICT_TIMEOUT, NULL, 3), -EALREADY);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t6"), FB_VERDICT_PASS);
 }
@@ -469,7 +398,7 @@ static void test_events(void **state)
     assert_int_equal(n, 3);
     assert_int_equal(store_event_foreach(fx->store, NULL, s_stop_event, NULL), 42);
 
-    sqlite3 *db = s_raw(fx);
+    sqlite3 *db = store_fixture_raw(fx);
     char *msg = s_query_text(db, "SELECT message FROM events WHERE kind = 'task'");
     assert_string_equal(msg, "started");
     free(msg);
@@ -554,18 +483,18 @@ static void test_agents(void **state)
     assert_int_equal(store_agent_seen(s, "node-a", 260), 0); /* never backwards */
     assert_int_equal(store_agent_seen(s, "node-x", 500), -ENOENT);
 
-    sqlite3 *db = s_raw(fx);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM inventory_snapshots"
-                                     " WHERE agent = 'node-b'"),
+    sqlite3 *db = store_fixture_raw(fx);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM inventory_snapshots"
+                                                 " WHERE agent = 'node-b'"),
                      2);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM inventory_snapshots"
-                                     " WHERE agent = 'node-a'"),
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM inventory_snapshots"
+                                                 " WHERE agent = 'node-a'"),
                      0);
     char *summary = s_query_text(db, "SELECT summary FROM agents WHERE name = 'node-b'");
     assert_string_equal(summary, "1x H100");
     free(summary);
-    assert_int_equal(s_query_int(db, "SELECT first_seen_ms FROM agents WHERE name = 'node-b'"),
-                     100);
+    assert_int_equal(
+        store_fixture_query_int(db, "SELECT first_seen_ms FROM agents WHERE name = 'node-b'"), 100);
     sqlite3_close(db);
 
     agents_seen_t seen = {0};
@@ -603,9 +532,9 @@ static void test_reader_beside_writer(void **state)
 {
     fixture_t *fx = *state;
     s_campaign(fx->store);
-    sqlite3 *reader = s_raw(fx);
-    s_exec(reader, "BEGIN");
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM campaigns"), 1);
+    sqlite3 *reader = store_fixture_raw(fx);
+    store_fixture_exec(reader, "BEGIN");
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM campaigns"), 1);
 
     assert_int_equal(store_campaign_create(fx->store, "c2", NULL, NULL, NULL, 5000), 0);
     fb_result_t *r = s_result("r1", "t1", "node-a", FB_VERDICT_PASS);
@@ -613,9 +542,10 @@ static void test_reader_beside_writer(void **state)
     assert_int_equal(store_result_insert(fx->store, r, 5), 0);
     fb_result_destroy(&r);
 
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM campaigns"), 1); /* snapshot */
-    s_exec(reader, "COMMIT");
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM campaigns"), 2);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM campaigns"),
+                     1); /* snapshot */
+    store_fixture_exec(reader, "COMMIT");
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM campaigns"), 2);
 
     /* A second store on the same file reads the writer's data. */
     store_t *other = NULL;
@@ -638,7 +568,7 @@ static void test_deferred_commits(void **state)
     s_campaign(fx->store);
     assert_int_equal(store_defer_commits(fx->store, true), 0);
     assert_int_equal(store_flush(fx->store), 0); /* nothing open: nothing to do */
-    sqlite3 *reader = s_raw(fx);
+    sqlite3 *reader = store_fixture_raw(fx);
     fb_result_t *r = s_result("r1", "t1", "node-a", FB_VERDICT_PASS);
     fb_result_add_metric(r, "m", 1, "");
     assert_int_equal(store_result_insert(fx->store, r, 5), 0);
@@ -646,22 +576,22 @@ static void test_deferred_commits(void **state)
     fb_result_destroy(&r);
     assert_int_equal(store_event(fx->store, 7, "c1", "t1", "node-a", "result", "pass"), 0);
     assert_int_equal(store_campaign_create(fx->store, "c1", NULL, NULL, NULL, 8), -EEXIST);
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM results"), 0);
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM events"), 0);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM results"), 0);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM events"), 0);
     assert_int_equal(s_task_verdict(fx->store, "c1", "t1"), FB_VERDICT_PASS); /* its own view */
     assert_int_equal(store_flush(fx->store), 0);
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM results"), 1);
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM metrics"), 1);
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM events"), 1);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM results"), 1);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM metrics"), 1);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM events"), 1);
 
     /* Closing flushes; turning deferral off flushes too. */
     assert_int_equal(store_event(fx->store, 9, "c1", NULL, NULL, "note", "a"), 0);
     assert_int_equal(store_defer_commits(fx->store, false), 0);
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM events"), 2);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM events"), 2);
     assert_int_equal(store_defer_commits(fx->store, true), 0);
     assert_int_equal(store_event(fx->store, 10, "c1", NULL, NULL, "note", "b"), 0);
     store_destroy(&fx->store);
-    assert_int_equal(s_query_int(reader, "SELECT COUNT(*) FROM events"), 3);
+    assert_int_equal(store_fixture_query_int(reader, "SELECT COUNT(*) FROM events"), 3);
     sqlite3_close(reader);
 }
 
@@ -671,31 +601,21 @@ static void test_deferred_commits(void **state)
 static void test_migrates_version_1(void **state)
 {
     fixture_t *fx = *state;
-    store_destroy(&fx->store);
-    unlink(fx->path);
-    FILE *f = fopen(FB_FIXTURES "/timeline-v1.sql", "r");
-    assert_non_null(f);
-    char *sql = NULL;
-    size_t cap = 0;
-    ssize_t len = getdelim(&sql, &cap, '\0', f);
-    fclose(f);
-    assert_true(len > 0);
-    sqlite3 *db = s_raw(fx);
-    s_exec(db, sql);
-    free(sql);
-    int64_t tasks = s_query_int(db, "SELECT COUNT(*) FROM tasks");
-    int64_t results = s_query_int(db, "SELECT COUNT(*) FROM results");
-    assert_int_equal(s_query_int(db, "PRAGMA user_version"), 1);
+    sqlite3 *db = store_fixture_replace(fx, "timeline-v1.sql");
+    int64_t tasks = store_fixture_query_int(db, "SELECT COUNT(*) FROM tasks");
+    int64_t results = store_fixture_query_int(db, "SELECT COUNT(*) FROM results");
+    assert_int_equal(store_fixture_query_int(db, "PRAGMA user_version"), 1);
     sqlite3_close(db);
 
     char *err = NULL;
     assert_int_equal(store_open(fx->path, &fx->store, &err), 0);
     assert_null(err);
-    db = s_raw(fx);
-    assert_int_equal(s_query_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM tasks"), tasks);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM results"), results);
-    assert_int_equal(s_query_int(db, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+    db = store_fixture_raw(fx);
+    assert_int_equal(store_fixture_query_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM tasks"), tasks);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM results"), results);
+    assert_int_equal(store_fixture_query_int(db, "SELECT COUNT(*) FROM pragma_foreign_key_check"),
+                     0);
     char *id = s_query_text(db, "SELECT id FROM campaigns");
     sqlite3_close(db);
 
@@ -736,19 +656,19 @@ static void test_migrates_version_1(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_open_schema_and_wal, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_refuses_newer_schema, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_refuses_foreign_database, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_round_trip, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_create_errors, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_result_idempotent, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_task_verdict_not_overwritten, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_events, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_interrupt_stale_and_latest, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_agents, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_reader_beside_writer, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_deferred_commits, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_migrates_version_1, s_setup, s_teardown),
+        STORE_FIXTURE_TEST(test_open_schema_and_wal),
+        STORE_FIXTURE_TEST(test_refuses_newer_schema),
+        STORE_FIXTURE_TEST(test_refuses_foreign_database),
+        STORE_FIXTURE_TEST(test_round_trip),
+        STORE_FIXTURE_TEST(test_create_errors),
+        STORE_FIXTURE_TEST(test_result_idempotent),
+        STORE_FIXTURE_TEST(test_task_verdict_not_overwritten),
+        STORE_FIXTURE_TEST(test_events),
+        STORE_FIXTURE_TEST(test_interrupt_stale_and_latest),
+        STORE_FIXTURE_TEST(test_agents),
+        STORE_FIXTURE_TEST(test_reader_beside_writer),
+        STORE_FIXTURE_TEST(test_deferred_commits),
+        STORE_FIXTURE_TEST(test_migrates_version_1),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

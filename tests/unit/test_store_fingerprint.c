@@ -9,6 +9,7 @@
 #include "inventory.h"
 #include "store.h"
 #include "util.h"
+#include "store_fixture.h"
 
 #include <errno.h>
 #include <setjmp.h>
@@ -23,38 +24,7 @@
 
 #include <cmocka.h>
 
-typedef struct {
-    char dir[64];
-    char *path;
-    store_t *store;
-} fixture_t;
-
-static int s_setup(void **state)
-{
-    fixture_t *fx = xcalloc(1, sizeof *fx);
-    snprintf(fx->dir, sizeof fx->dir, "/tmp/fb-test-fp-XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
-    fx->path = xasprintf("%s/timeline.db", fx->dir);
-    assert_int_equal(store_open(fx->path, &fx->store, NULL), 0);
-    *state = fx;
-    return 0;
-}
-
-static int s_teardown(void **state)
-{
-    fixture_t *fx = *state;
-    store_destroy(&fx->store);
-    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < FB_ARRAY_LEN(suffixes); i++) {
-        char *p = xasprintf("%s%s", fx->path, suffixes[i]);
-        unlink(p);
-        free(p);
-    }
-    rmdir(fx->dir);
-    free(fx->path);
-    free(fx);
-    return 0;
-}
+typedef store_fixture_t fixture_t;
 
 static const char *s_probe = "gpu 0000:41:00.0 memory=85520809984 vbios=96.00.99.00.01 "
                              "name=NVIDIA H100 80GB HBM3\n"
@@ -272,9 +242,9 @@ static void test_migration(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_facts, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_fingerprints, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_migration, s_setup, s_teardown),
+        STORE_FIXTURE_TEST(test_facts),
+        STORE_FIXTURE_TEST(test_fingerprints),
+        STORE_FIXTURE_TEST(test_migration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

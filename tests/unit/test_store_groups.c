@@ -6,6 +6,7 @@
 #include "coordinator/store.h"
 #include "common/result.h"
 #include "common/util.h"
+#include "store_fixture.h"
 
 #include <errno.h>
 #include <setjmp.h>
@@ -20,23 +21,20 @@
 
 #include <cmocka.h>
 
+/* The store with one campaign "c" of one netbw stage, where each test creates its tasks. */
 typedef struct {
-    char dir[64];
-    char *path;
-    store_t *store;
+    store_fixture_t db;
     int64_t stage;
 } fixture_t;
 
 static int s_setup(void **state)
 {
     fixture_t *fx = xcalloc(1, sizeof *fx);
-    snprintf(fx->dir, sizeof fx->dir, "/tmp/fb-test-groups-XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
-    fx->path = xasprintf("%s/timeline.db", fx->dir);
-    assert_int_equal(store_open(fx->path, &fx->store, NULL), 0);
-    assert_int_equal(store_campaign_create(fx->store, "c", "c", "c.yaml", "", 1), 0);
+    store_fixture_open(&fx->db);
+    assert_int_equal(store_campaign_create(fx->db.store, "c", "c", "c.yaml", "", 1), 0);
     assert_int_equal(
-        store_stage_create(fx->store, "c", 0, "s", "netbw", NULL, "continue", 1000, &fx->stage), 0);
+        store_stage_create(fx->db.store, "c", 0, "s", "netbw", NULL, "continue", 1000, &fx->stage),
+        0);
     *state = fx;
     return 0;
 }
@@ -44,15 +42,7 @@ static int s_setup(void **state)
 static int s_teardown(void **state)
 {
     fixture_t *fx = *state;
-    store_destroy(&fx->store);
-    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < FB_ARRAY_LEN(suffixes); i++) {
-        char *p = xasprintf("%s%s", fx->path, suffixes[i]);
-        unlink(p);
-        free(p);
-    }
-    rmdir(fx->dir);
-    free(fx->path);
+    store_fixture_close(&fx->db);
     free(fx);
     return 0;
 }
@@ -60,22 +50,21 @@ static int s_teardown(void **state)
 static void s_insert(fixture_t *fx, const char *task, const char *node, fb_verdict_t v,
                      const char *error)
 {
-    fb_result_t *r = fb_result_new();
     char *id = xasprintf("%s@%s", task, node);
-    fb_result_set_ids(r, id, task, node);
+    store_fixture_result(fx->db.store, &(store_fixture_result_t){.result_id = id,
+                                                                 .task_id = task,
+                                                                 .node = node,
+                                                                 .verdict = v,
+                                                                 .error = error,
+                                                                 .stored_ms = 2});
     free(id);
-    r->verdict = v;
-    if (error)
-        fb_result_set_error(r, "%s", error);
-    assert_int_equal(store_result_insert(fx->store, r, 2), 0);
-    fb_result_destroy(&r);
 }
 
 /* The task's verdict and error (heap, may be NULL) as stored. */
 static fb_verdict_t s_task(fixture_t *fx, const char *task_id, char **error)
 {
     store_campaign_t *c = NULL;
-    assert_int_equal(store_campaign_load(fx->store, "c", &c), 0);
+    assert_int_equal(store_campaign_load(fx->db.store, "c", &c), 0);
     fb_verdict_t v = FB_VERDICT_NONE;
     *error = NULL;
     bool found = false;
@@ -93,7 +82,7 @@ static fb_verdict_t s_task(fixture_t *fx, const char *task_id, char **error)
 static void s_create(fixture_t *fx, const char *task, size_t n)
 {
     const char *nodes[] = {"n1", "n2", "n3"};
-    assert_int_equal(store_task_create(fx->store, task, "c", fx->stage, nodes, n, 1), 0);
+    assert_int_equal(store_task_create(fx->db.store, task, "c", fx->stage, nodes, n, 1), 0);
 }
 
 static void test_error_names_member(void **state)
@@ -158,7 +147,7 @@ static void test_judgment_fails_a_pass(void **state)
     r->verdict = FB_VERDICT_FAIL;
     fb_result_set_error(r, "pair judgment: node n2 is slow");
     fb_result_add_finding(r, "n2", "node", "n2 is slow with 3 partners");
-    assert_int_equal(store_result_insert(fx->store, r, 3), 0);
+    assert_int_equal(store_result_insert(fx->db.store, r, 3), 0);
     fb_result_destroy(&r);
     assert_int_equal(s_task(fx, "p", &error), FB_VERDICT_FAIL);
     assert_string_equal(error, "n2: pair judgment: node n2 is slow");

@@ -29,23 +29,13 @@ static const char *const s_launcher_names[] = {"mpirun", "native"};
 void ar_expect_table(ar_op_t op, unsigned nranks, double table[4])
 {
     for (unsigned a = 0; a < 4; a++) {
-        double acc = op == AR_OP_PROD  ? 1.0
-                     : op == AR_OP_MAX ? -1e300
-                     : op == AR_OP_MIN ? 1e300
-                                       : 0.0;
+        double acc = ar_op_start(op);
         for (unsigned r = 0; r < nranks; r++) {
             uint64_t g = (uint64_t)r * 40503u;
             g ^= g >> 13;
             unsigned bits = op == AR_OP_PROD ? (unsigned)((g >> 3) & 1u) : (unsigned)(g & 3u);
             double v = 1.0 + (double)((a ^ bits) & (op == AR_OP_PROD ? 1u : 3u));
-            if (op == AR_OP_SUM)
-                acc += v;
-            else if (op == AR_OP_PROD)
-                acc *= v;
-            else if (op == AR_OP_MAX)
-                acc = v > acc ? v : acc;
-            else
-                acc = v < acc ? v : acc;
+            acc = ar_op_apply(op, acc, v);
         }
         table[a] = acc;
     }

@@ -59,21 +59,30 @@ AR_HD static inline int ar_input(ar_op_t op, unsigned r, uint64_t i, unsigned it
     return 1 + (int)(h & 3u);
 }
 
+/* What a reduction by op starts from: its identity (for max and min, the far end). */
+AR_HD static inline double ar_op_start(ar_op_t op)
+{
+    return op == AR_OP_PROD ? 1.0 : op == AR_OP_MAX ? -1e300 : op == AR_OP_MIN ? 1e300 : 0.0;
+}
+
+/* acc reduced with one more value v by op. */
+AR_HD static inline double ar_op_apply(ar_op_t op, double acc, double v)
+{
+    if (op == AR_OP_SUM)
+        return acc + v;
+    if (op == AR_OP_PROD)
+        return acc * v;
+    if (op == AR_OP_MAX)
+        return v > acc ? v : acc;
+    return v < acc ? v : acc;
+}
+
 /* The exact reduction of ar_input over ranks 0..nranks-1. */
 AR_HD static inline double ar_expected(ar_op_t op, unsigned nranks, uint64_t i, unsigned it)
 {
-    double acc = op == AR_OP_PROD ? 1.0 : op == AR_OP_MAX ? -1e300 : op == AR_OP_MIN ? 1e300 : 0.0;
-    for (unsigned r = 0; r < nranks; r++) {
-        double v = (double)ar_input(op, r, i, it);
-        if (op == AR_OP_SUM)
-            acc += v;
-        else if (op == AR_OP_PROD)
-            acc *= v;
-        else if (op == AR_OP_MAX)
-            acc = v > acc ? v : acc;
-        else
-            acc = v < acc ? v : acc;
-    }
+    double acc = ar_op_start(op);
+    for (unsigned r = 0; r < nranks; r++)
+        acc = ar_op_apply(op, acc, (double)ar_input(op, r, i, it));
     return acc;
 }
 

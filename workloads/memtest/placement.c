@@ -3,6 +3,7 @@
  * maps come from sysfs cpulists, threads take CPUs round-robin across nodes, pin themselves, and
  * first-touch (or lock) their own chunk so that every node's memory controllers are loaded. */
 #include "placement.h"
+#include "common/cpulist.h"
 #include "common/util.h"
 
 #include <ctype.h>
@@ -15,32 +16,24 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+typedef struct {
+    int node;
+    int *node_of;
+} s_node_cpus_t;
+
+static int s_mark_node(unsigned long lo, unsigned long hi, void *arg)
+{
+    s_node_cpus_t *n = arg;
+    for (unsigned long c = lo; c <= hi && c < MT_MAX_CPUS; c++)
+        n->node_of[c] = n->node;
+    return 0;
+}
+
 /* Parses a kernel CPU list ("0-3,8-11") and marks its CPUs as belonging to node. */
 static int s_parse_cpulist(const char *text, int node, int *node_of)
 {
-    const char *p = text;
-    while (*p) {
-        char *end = NULL;
-        unsigned long lo = strtoul(p, &end, 10), hi = lo;
-        if (end == p)
-            return -EINVAL;
-        if (*end == '-') {
-            p = end + 1;
-            hi = strtoul(p, &end, 10);
-            if (end == p || hi < lo)
-                return -EINVAL;
-        }
-        for (unsigned long c = lo; c <= hi && c < MT_MAX_CPUS; c++)
-            node_of[c] = node;
-        p = end;
-        if (*p == ',')
-            p++;
-        else if (*p && !isspace((unsigned char)*p))
-            return -EINVAL;
-        while (isspace((unsigned char)*p))
-            p++;
-    }
-    return 0;
+    s_node_cpus_t n = {node, node_of};
+    return fb_cpulist_foreach(text, s_mark_node, &n);
 }
 
 /* Marks every CPU with its NUMA node from ROOT/sys/devices/system/node/nodeN/cpulist. */

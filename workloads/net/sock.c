@@ -30,6 +30,22 @@ static int s_left(uint64_t deadline_ms)
     return left > 1000000 ? 1000000 : (int)left;
 }
 
+/* Waits until fd has one of events, resuming an interrupted poll: 0 when it has, -ETIMEDOUT when
+ * the deadline passed first, or -errno. */
+static int s_poll_until(int fd, short events, uint64_t deadline_ms)
+{
+    for (;;) {
+        struct pollfd pfd = {fd, events, 0};
+        int pr = poll(&pfd, 1, s_left(deadline_ms));
+        if (pr > 0)
+            return 0;
+        if (pr == 0)
+            return -ETIMEDOUT;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
 static const char *s_gai_error(int rc)
 {
     return rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc);
@@ -199,14 +215,9 @@ int nsock_connect(const char *host, uint16_t port, const char *local, uint64_t t
 int nsock_accept(int lfd, uint64_t deadline_ms, char *peer, size_t peerlen)
 {
     for (;;) {
-        struct pollfd pfd = {lfd, POLLIN, 0};
-        int pr = poll(&pfd, 1, s_left(deadline_ms));
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr < 0)
-            return -errno;
-        if (pr == 0)
-            return -ETIMEDOUT;
+        int rc = s_poll_until(lfd, POLLIN, deadline_ms);
+        if (rc < 0)
+            return rc;
         struct sockaddr_storage ss;
         socklen_t len = sizeof ss;
         int fd = accept4(lfd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC);
@@ -235,14 +246,9 @@ static int s_transfer(int fd, void *buf, size_t len, uint64_t deadline_ms, bool 
 {
     size_t done = 0;
     while (done < len) {
-        struct pollfd pfd = {fd, is_send ? POLLOUT : POLLIN, 0};
-        int pr = poll(&pfd, 1, s_left(deadline_ms));
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr < 0)
-            return -errno;
-        if (pr == 0)
-            return -ETIMEDOUT;
+        int rc = s_poll_until(fd, is_send ? POLLOUT : POLLIN, deadline_ms);
+        if (rc < 0)
+            return rc;
         ssize_t n = is_send ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT)
                             : recv(fd, (char *)buf + done, len - done, MSG_DONTWAIT);
         if (n == 0 && !is_send)

@@ -5,7 +5,9 @@
  * metrics and findings: bandwidth below the floor, data that arrived wrong, work completions in
  * error, counters that moved, ports slower than their siblings. Every way out of a pair task
  * posts this member's part of the "qp" exchange, so a partner never waits for a member that has
- * already given up. */
+ * already given up. It stays one file of about 900 lines because every part works on one run_t
+ * (the ports, the connections, the partners, what was measured) along that single path out; the
+ * verbs data path and the pure parts are already rdma_engine.c, rdma_sweep.c and rdma_wire.c. */
 #include "rdmabw.h"
 
 #include "ibcounters.h"

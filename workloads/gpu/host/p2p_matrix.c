@@ -6,6 +6,7 @@
  * matrix into metrics and into the text tables the worker logs. */
 #include "p2p_matrix.h"
 
+#include "common/cpulist.h"
 #include "common/util.h"
 
 #include <ctype.h>
@@ -15,44 +16,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Each link's name in findings and log lines, and its short form in the matrix tables. */
+static const struct {
+    const char *name, *short_name;
+} s_links[P2P_LINK_N] = {
+    [P2P_LINK_NVLINK] = {"NVLink", "NVLink"},
+    [P2P_LINK_XGMI] = {"xGMI", "xGMI"},
+    [P2P_LINK_PCIE_SWITCH] = {"PCIe switch", "PCIe-SW"},
+    [P2P_LINK_PCIE_HOSTBRIDGE] = {"PCIe host bridge", "PCIe-HB"},
+    [P2P_LINK_PCIE_SYSTEM] = {"PCIe across root complexes", "PCIe-SYS"},
+    [P2P_LINK_HOST] = {"no P2P, via host", "host"},
+};
+
 const char *p2p_link_name(p2p_link_t link)
 {
-    switch (link) {
-    case P2P_LINK_NVLINK:
-        return "NVLink";
-    case P2P_LINK_XGMI:
-        return "xGMI";
-    case P2P_LINK_PCIE_SWITCH:
-        return "PCIe switch";
-    case P2P_LINK_PCIE_HOSTBRIDGE:
-        return "PCIe host bridge";
-    case P2P_LINK_PCIE_SYSTEM:
-        return "PCIe across root complexes";
-    case P2P_LINK_HOST:
-        return "no P2P, via host";
-    default:
-        return "unknown link";
-    }
+    return (unsigned)link < P2P_LINK_N && s_links[link].name ? s_links[link].name : "unknown link";
 }
 
 const char *p2p_link_short(p2p_link_t link)
 {
-    switch (link) {
-    case P2P_LINK_NVLINK:
-        return "NVLink";
-    case P2P_LINK_XGMI:
-        return "xGMI";
-    case P2P_LINK_PCIE_SWITCH:
-        return "PCIe-SW";
-    case P2P_LINK_PCIE_HOSTBRIDGE:
-        return "PCIe-HB";
-    case P2P_LINK_PCIE_SYSTEM:
-        return "PCIe-SYS";
-    case P2P_LINK_HOST:
-        return "host";
-    default:
-        return "?";
-    }
+    return (unsigned)link < P2P_LINK_N && s_links[link].short_name ? s_links[link].short_name : "?";
 }
 
 /* ---- topology -------------------------------------------------------------------------------- */
@@ -99,40 +82,27 @@ p2p_link_t p2p_pcie_relation(const char *path_a, const char *path_b)
     return link;
 }
 
+typedef struct {
+    unsigned char *mask;
+    size_t n_cpus;
+    int count; /* CPUs newly marked */
+} s_cpu_mask_t;
+
+static int s_mark_cpus(unsigned long lo, unsigned long hi, void *arg)
+{
+    s_cpu_mask_t *m = arg;
+    for (unsigned long c = lo; c <= hi && c < m->n_cpus; c++) {
+        m->count += !m->mask[c];
+        m->mask[c] = 1;
+    }
+    return 0;
+}
+
 int p2p_parse_cpulist(const char *text, unsigned char *mask, size_t n_cpus)
 {
-    if (!text)
-        return -EINVAL;
-    int count = 0;
-    const char *p = text;
-    while (isspace((unsigned char)*p))
-        p++;
-    while (*p && !isspace((unsigned char)*p)) {
-        if (!isdigit((unsigned char)*p))
-            return -EINVAL;
-        char *end = NULL;
-        unsigned long lo = strtoul(p, &end, 10), hi = lo;
-        if (*end == '-') {
-            p = end + 1;
-            if (!isdigit((unsigned char)*p))
-                return -EINVAL;
-            hi = strtoul(p, &end, 10);
-            if (hi < lo)
-                return -EINVAL;
-        }
-        for (unsigned long c = lo; c <= hi && c < n_cpus; c++) {
-            count += !mask[c];
-            mask[c] = 1;
-        }
-        p = end;
-        if (*p == ',')
-            p++;
-        else if (*p && !isspace((unsigned char)*p))
-            return -EINVAL;
-    }
-    while (isspace((unsigned char)*p))
-        p++;
-    return *p ? -EINVAL : count;
+    s_cpu_mask_t m = {mask, n_cpus, 0};
+    int rc = fb_cpulist_foreach(text, s_mark_cpus, &m);
+    return rc < 0 ? rc : m.count;
 }
 
 /* ---- statistics ------------------------------------------------------------------------------ */
@@ -273,17 +243,33 @@ static char *s_header(const p2p_topo_t *t)
     return line;
 }
 
-char **p2p_format_table(const p2p_topo_t *t, const double *m, const char *title, int decimals,
-                        size_t *n_lines)
+/* A table's first two lines (title, column heads) and room for one row per GPU. */
+static char **s_table(const p2p_topo_t *t, const char *title)
 {
     char **lines = xcalloc(t->n + 2, sizeof *lines);
     lines[0] = xstrdup(title);
     lines[1] = s_header(t);
+    return lines;
+}
+
+/* The start of GPU i's row, its name in the first column: *cap is the line's size, *used what
+ * is written so far. */
+static char *s_row(const p2p_topo_t *t, size_t i, size_t *cap, size_t *used)
+{
+    *cap = (t->n + 1) * (P2P_CELL + 1) + 1;
+    char *line = xmalloc(*cap), row[16];
+    snprintf(row, sizeof row, "gpu%d", t->dev[i]);
+    *used = (size_t)snprintf(line, *cap, "%-8s", row);
+    return line;
+}
+
+char **p2p_format_table(const p2p_topo_t *t, const double *m, const char *title, int decimals,
+                        size_t *n_lines)
+{
+    char **lines = s_table(t, title);
     for (size_t i = 0; i < t->n; i++) {
-        size_t cap = (t->n + 1) * (P2P_CELL + 1) + 1, o = 0;
-        char *line = xmalloc(cap), row[16];
-        snprintf(row, sizeof row, "gpu%d", t->dev[i]);
-        o += (size_t)snprintf(line, cap, "%-8s", row);
+        size_t cap, o;
+        char *line = s_row(t, i, &cap, &o);
         for (size_t j = 0; j < t->n && o < cap; j++) {
             double v = m[i * t->n + j];
             if (i == j || !isfinite(v))
@@ -299,14 +285,10 @@ char **p2p_format_table(const p2p_topo_t *t, const double *m, const char *title,
 
 char **p2p_format_links(const p2p_topo_t *t, size_t *n_lines)
 {
-    char **lines = xcalloc(t->n + 2, sizeof *lines);
-    lines[0] = xstrdup("p2p links (row: source, column: destination)");
-    lines[1] = s_header(t);
+    char **lines = s_table(t, "p2p links (row: source, column: destination)");
     for (size_t i = 0; i < t->n; i++) {
-        size_t cap = (t->n + 1) * (P2P_CELL + 1) + 1, o = 0;
-        char *line = xmalloc(cap), row[16];
-        snprintf(row, sizeof row, "gpu%d", t->dev[i]);
-        o += (size_t)snprintf(line, cap, "%-8s", row);
+        size_t cap, o;
+        char *line = s_row(t, i, &cap, &o);
         for (size_t j = 0; j < t->n && o < cap; j++)
             o += (size_t)snprintf(line + o, cap - o, " %*s", P2P_CELL - 1,
                                   i == j ? "-" : p2p_link_short(t->link[i * t->n + j]));
