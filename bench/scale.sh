@@ -151,6 +151,7 @@ run_multi() {
 
 LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 for i in $(seq 1 "$REPEAT"); do
+    LOAD_BEFORE=$(cut -d' ' -f1 /proc/loadavg)
     if [ "$PROCS" -gt 1 ]; then
         run_multi "$i"
     else
@@ -168,7 +169,7 @@ for i in $(seq 1 "$REPEAT"); do
          "coordinator peak $(stat coordinator_peak_rss_mb "$TMP/stats.$i") MiB," \
          "CPU $(stat coordinator_cpu_register_s "$TMP/stats.$i") s registering," \
          "$(stat coordinator_accepted "$TMP/stats.$i" || true) connections accepted" \
-         "(load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$TMP/runs" >&2
+         "(load $LOAD_BEFORE before, $(cut -d' ' -f1 /proc/loadavg) after)" | tee -a "$TMP/runs" >&2
 done
 
 pick() { for i in $(seq 1 "$REPEAT"); do stat "$1" "$TMP/stats.$i"; done | median; }
@@ -198,7 +199,8 @@ mkdir -p "$(dirname "$RESULTS")"
     else
         echo "#   coordinator (fleetburn serve) and fleetburn-simfleet (all agents, one loop thread) share it;"
     fi
-    echo "#   load average before the runs: $LOAD (other work on the machine moves elapsed times)"
+    echo "#   load average before the runs: $LOAD (other work on the machine moves elapsed times); open-file limit $(ulimit -n) per process"
+    echo "# commit: $(git -C "$HERE/.." rev-parse --short HEAD)$(git -C "$HERE/.." diff --quiet HEAD -- . ':!bench/results' || echo ' with uncommitted changes'); libzmq $(pkg-config --modversion libzmq)"
     echo "# command: $([ "$PROCS" -gt 1 ] && echo "PROCS=$PROCS ")CURVE=$CURVE REPEAT=$REPEAT$([ -n "${SIM_ARGS:-}" ] && echo " SIM_ARGS=\"$SIM_ARGS\"") bench/scale.sh BUILD $N; connections: $([ "$CURVE" = 1 ] && echo "CURVE (keyed coordinator, ZAP handler; secrets in ${FLEETBURN_SECUREMEM:-the locked pool})" || echo "plain, loopback")"
     echo "# campaign: node-local memtest on every agent, then one round of netbw pairs; results at once (--delay-ms 0)"
     [ "$PROCS" -gt 1 ] && echo "# registration: from the first process starting its agents to the last agent welcomed, over all $PROCS processes"
