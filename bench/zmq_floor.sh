@@ -10,7 +10,8 @@
 #
 #   bench/zmq_floor.sh BUILD_DIR [N] [SECONDS]        # defaults: 16384 connections, 0 s
 #
-# Environment: CURVE=0 for plaintext; REPEAT (1) runs. Writes
+# Environment: CURVE=0 for plaintext; REPEAT (1) runs; SERVER_ARGS: the server's socket settings
+# ("--hwm N": ZMQ_SNDHWM and ZMQ_RCVHWM, "--sockbuf BYTES": ZMQ_SNDBUF and ZMQ_RCVBUF). Writes
 # bench/results/zmq-floor[-curve]-N-<date>.txt (RESULTS overrides).
 set -euo pipefail
 BUILD=${1:?usage: zmq_floor.sh BUILD_DIR [N] [SECONDS]}
@@ -22,12 +23,14 @@ BIN="$BUILD/bin/fleetburn-bench-zmqfloor"
 [ -x "$BIN" ] || { echo "$BIN not found" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
 RESULTS=${RESULTS:-"$HERE/results/zmq-floor$([ "$CURVE" = 1 ] && echo -curve)-$N-$(date -u +%Y-%m-%d).txt"}
+[ "${APPEND:-0}" = 1 ] && [ -f "$RESULTS" ] || APPEND=0 # APPEND=1 adds to an existing file
 d=$(mktemp -d "${TMPDIR:-/tmp}/fbfloor-XXXXXX")
 SP="" CPIDS=()
 trap 'kill ${CPIDS[@]:-} $SP 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$d"' EXIT
 PER=8192
 PROCS=$(((N + PER - 1) / PER))
 
+calc() { awk "BEGIN {print $1}"; }
 # user+system seconds of one thread (/proc/PID/task/TID/stat fields 14, 15) or a process
 cpu_s() { awk '{printf "%.2f", ($14 + $15) / 100}' "$1"; }
 io_thread_cpu() { for t in /proc/"$1"/task/*; do [ "$(cat "$t/comm")" = ZMQbg/IO/0 ] && cpu_s "$t/stat"; done; }
@@ -36,7 +39,7 @@ one_run() {
     local port ep key
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     ep="tcp://127.0.0.1:$port"
-    "$BIN" server "$ep" $([ "$CURVE" = 1 ] && echo --curve) >"$d/server.out" 2>&1 &
+    "$BIN" server "$ep" $([ "$CURVE" = 1 ] && echo --curve) ${SERVER_ARGS:-} >"$d/server.out" 2>&1 &
     SP=$!
     for _ in $(seq 1 50); do [ -s "$d/server.out" ] && break; sleep 0.1; done
     key=$(head -1 "$d/server.out")
@@ -63,16 +66,16 @@ one_run() {
     srv_io=$(io_thread_cpu "$SP")
     srv_all=$(cpu_s "/proc/$SP/stat")
     rss_reg=$(awk '/VmRSS/{print $2}' "/proc/$SP/status")
-    cli=$(cat "$d"/clients.* | grep '^cpu_s=' | cut -d= -f2 | paste -sd+ | bc)
+    cli=$(cat "$d"/clients.* | grep '^cpu_s=' | cut -d= -f2 | awk '{s += $1} END {print s}')
     local rss_end=$rss_reg
     if [ "$SECS" -gt 0 ]; then
         sleep "$SECS"
         rss_end=$(awk '/VmRSS/{print $2}' "/proc/$SP/status")
     fi
     printf "run: all %d answered %.3f s; server CPU %.2f s (I/O thread %.2f s, %.3f ms per connection); clients CPU %.2f s until answered (%d processes); server RSS idle %d KiB, after the handshakes %d KiB (%.1f KiB per connection), after %d s of 1 Hz messages %d KiB (%.1f KiB per connection); load %s before, %s after\n" \
-        "$N" "$reg_s" "$srv_all" "$srv_io" "$(echo "$srv_io * 1000 / $N" | bc -l)" "$cli" "$PROCS" \
-        "$idle" "$rss_reg" "$(echo "($rss_reg - $idle) / $N" | bc -l)" "$SECS" "$rss_end" \
-        "$(echo "($rss_end - $idle) / $N" | bc -l)" "$load0" "$(cut -d' ' -f1 /proc/loadavg)"
+        "$N" "$reg_s" "$srv_all" "$srv_io" "$(calc "$srv_io * 1000 / $N")" "$cli" "$PROCS" \
+        "$idle" "$rss_reg" "$(calc "($rss_reg - $idle) / $N")" "$SECS" "$rss_end" \
+        "$(calc "($rss_end - $idle) / $N")" "$load0" "$(cut -d' ' -f1 /proc/loadavg)"
     kill "${CPIDS[@]}" 2>/dev/null || true
     wait "${CPIDS[@]}" 2>/dev/null || true
     kill "$SP"; wait "$SP" 2>/dev/null || true
@@ -82,11 +85,11 @@ one_run() {
 
 {
     echo "# bare libzmq: $N DEALER connections to one ROUTER, $(date -u +%Y-%m-%dT%H:%MZ), bench/zmq_floor.sh"
-    echo "# command: CURVE=$CURVE REPEAT=$REPEAT bench/zmq_floor.sh BUILD $N $SECS; commit $(git -C "$HERE/.." rev-parse --short HEAD)"
+    echo "# command: CURVE=$CURVE REPEAT=$REPEAT${SERVER_ARGS:+ SERVER_ARGS=\"$SERVER_ARGS\"} bench/zmq_floor.sh BUILD $N $SECS; commit $(git -C "$HERE/.." rev-parse --short HEAD)"
     echo "# machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/Mem:/ {print $2}') GiB; libzmq $(pkg-config --modversion libzmq), libsodium $(pkg-config --modversion libsodium 2>/dev/null || echo '?')"
     echo "# CURVE=$CURVE$([ "$CURVE" = 1 ] && echo ' (a ZAP handler on the server thread accepts every key)'); $PROCS client process(es), one I/O thread per 4096 connections; the server: one I/O thread (libzmq's default, as the coordinator's)"
 } >"$d/out"
 for i in $(seq 1 "$REPEAT"); do one_run | tee -a "$d/out"; done
 mkdir -p "$(dirname "$RESULTS")"
-cp "$d/out" "$RESULTS"
+if [ "$APPEND" = 1 ]; then cat "$d/out" >>"$RESULTS"; else cp "$d/out" "$RESULTS"; fi
 echo "written $RESULTS"

@@ -2,7 +2,7 @@
 /* What N ZeroMQ connections cost with nothing of fleetburn in the way: the floor under the
  * coordinator's registration time and memory (docs/simfleet.md, "16384 agents").
  *
- *   fleetburn-bench-zmqfloor server ENDPOINT [--curve]
+ *   fleetburn-bench-zmqfloor server ENDPOINT [--curve] [--hwm N] [--sockbuf BYTES]
  *   fleetburn-bench-zmqfloor clients ENDPOINT N [--curve SERVER_PUBLIC_Z85] [--seconds S]
  *
  * The server is a ROUTER (with --curve: a CURVE server whose ZAP handler, on the same thread,
@@ -92,13 +92,24 @@ static void s_echo(void *router)
     }
 }
 
-static int s_server(const char *endpoint, int curve)
+/* Per-socket settings of libzmq 4.3.4 that might bound a connection's memory (0: libzmq's
+ * default): the high-water marks bound how many messages a pipe holds, the kernel buffers what
+ * TCP keeps (not in the process's resident memory). */
+typedef struct {
+    int hwm, sockbuf;
+} server_opts_t;
+
+static int s_server(const char *endpoint, int curve, server_opts_t o)
 {
     void *ctx = zmq_ctx_new();
     zmq_ctx_set(ctx, ZMQ_MAX_SOCKETS, 70000);
     void *zap = NULL;
     void *router = zmq_socket(ctx, ZMQ_ROUTER);
-    int zero = 0, hwm = 10000, backlog = 8192; /* the coordinator's backlog (coord.c) */
+    int zero = 0, hwm = o.hwm ? o.hwm : 10000, backlog = 8192; /* the coordinator's (coord.c) */
+    if (o.sockbuf) {
+        zmq_setsockopt(router, ZMQ_SNDBUF, &o.sockbuf, sizeof o.sockbuf);
+        zmq_setsockopt(router, ZMQ_RCVBUF, &o.sockbuf, sizeof o.sockbuf);
+    }
     zmq_setsockopt(router, ZMQ_BACKLOG, &backlog, sizeof backlog);
     zmq_setsockopt(router, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(router, ZMQ_SNDHWM, &hwm, sizeof hwm);
@@ -246,8 +257,19 @@ int main(int argc, char **argv)
     signal(SIGTERM, s_on_signal);
     signal(SIGINT, s_on_signal);
     fb_securemem_use();
-    if (argc >= 3 && !strcmp(argv[1], "server"))
-        return s_server(argv[2], argc >= 4 && !strcmp(argv[3], "--curve"));
+    if (argc >= 3 && !strcmp(argv[1], "server")) {
+        server_opts_t o = {0, 0};
+        int curve = 0;
+        for (int i = 3; i < argc; i++) {
+            if (!strcmp(argv[i], "--curve"))
+                curve = 1;
+            else if (!strcmp(argv[i], "--hwm") && i + 1 < argc)
+                o.hwm = atoi(argv[++i]);
+            else if (!strcmp(argv[i], "--sockbuf") && i + 1 < argc)
+                o.sockbuf = atoi(argv[++i]);
+        }
+        return s_server(argv[2], curve, o);
+    }
     if (argc >= 4 && !strcmp(argv[1], "clients")) {
         const char *key = NULL;
         double seconds = 0;
@@ -264,7 +286,8 @@ int main(int argc, char **argv)
         }
         return s_clients(argv[2], n, key, seconds);
     }
-    fprintf(stderr, "usage: fleetburn-bench-zmqfloor server ENDPOINT [--curve]\n"
+    fprintf(stderr, "usage: fleetburn-bench-zmqfloor server ENDPOINT [--curve] [--hwm N] "
+                    "[--sockbuf BYTES]\n"
                     "       fleetburn-bench-zmqfloor clients ENDPOINT N [--curve SERVER_PUBLIC] "
                     "[--seconds S]\n");
     return 2;
