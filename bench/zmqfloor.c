@@ -4,6 +4,7 @@
  *
  *   fleetburn-bench-zmqfloor server ENDPOINT [--curve] [--hwm N] [--sockbuf BYTES]
  *   fleetburn-bench-zmqfloor clients ENDPOINT N [--curve SERVER_PUBLIC_Z85] [--seconds S]
+ *   fleetburn-bench-zmqfloor options     (which buffer settings this libzmq accepts)
  *
  * The server is a ROUTER (with --curve: a CURVE server whose ZAP handler, on the same thread,
  * accepts every key, as the coordinator's does after its lookup) that answers every message with
@@ -252,11 +253,38 @@ static int s_clients(const char *endpoint, int n, const char *server_key, double
     return 0;
 }
 
+/* Which per-socket settings this libzmq accepts among those that could bound a connection's
+ * buffers: the batch sizes (decoder and encoder buffers) are draft options, present only in a
+ * libzmq built with the draft API. */
+static int s_options(void)
+{
+    static const struct {
+        int id;
+        const char *name;
+    } opts[] = {{101, "ZMQ_IN_BATCH_SIZE"},  {102, "ZMQ_OUT_BATCH_SIZE"}, {ZMQ_SNDHWM, "ZMQ_SNDHWM"},
+                {ZMQ_RCVHWM, "ZMQ_RCVHWM"}, {ZMQ_SNDBUF, "ZMQ_SNDBUF"},       {ZMQ_RCVBUF, "ZMQ_RCVBUF"}};
+    void *ctx = zmq_ctx_new();
+    void *router = zmq_socket(ctx, ZMQ_ROUTER);
+    int major, minor, patch, value = 1024;
+    zmq_version(&major, &minor, &patch);
+    printf("libzmq %d.%d.%d, draft API %s\n", major, minor, patch,
+           zmq_has("draft") ? "present" : "absent");
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        int rc = zmq_setsockopt(router, opts[i].id, &value, sizeof value);
+        printf("%s (%d) = 1024: %s\n", opts[i].name, opts[i].id, rc ? zmq_strerror(errno) : "accepted");
+    }
+    zmq_close(router);
+    zmq_ctx_term(ctx);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGTERM, s_on_signal);
     signal(SIGINT, s_on_signal);
     fb_securemem_use();
+    if (argc == 2 && !strcmp(argv[1], "options"))
+        return s_options();
     if (argc >= 3 && !strcmp(argv[1], "server")) {
         server_opts_t o = {0, 0};
         int curve = 0;
