@@ -206,7 +206,10 @@ int simfleet_raise_fd_limit(unsigned agents)
                 agents, (unsigned long long)need, (unsigned long long)rl.rlim_max);
         return -EMFILE;
     }
-    rl.rlim_cur = need;
+    /* Everything the hard limit allows, not just the need: agents that reconnect hold a new
+     * socket before libzmq has reaped the old one, so a fleet reconnecting at once needs more
+     * than two descriptors per agent for a while. */
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY ? rl.rlim_max : need;
     return setrlimit(RLIMIT_NOFILE, &rl) == 0 ? 0 : -errno;
 }
 
@@ -258,8 +261,9 @@ int simfleet_start_agents(fleet_t *f)
         /* every agent's handshake is public-key crypto on the I/O threads */
         zmq_ctx_set(f->zctx, ZMQ_IO_THREADS, 2);
     }
-    if (zmq_ctx_set(f->zctx, ZMQ_MAX_SOCKETS, (int)n + 64) != 0) {
-        fprintf(stderr, "fleetburn-simfleet: ZeroMQ cannot hold %u sockets: %s\n", n + 64,
+    /* twice the agents: a reconnecting agent's old socket counts until libzmq has reaped it */
+    if (zmq_ctx_set(f->zctx, ZMQ_MAX_SOCKETS, (int)(2 * n + 64)) != 0) {
+        fprintf(stderr, "fleetburn-simfleet: ZeroMQ cannot hold %u sockets: %s\n", 2 * n + 64,
                 zmq_strerror(errno));
         return -EMFILE;
     }
