@@ -14,7 +14,8 @@
 # process's descriptor limit holds (about 9000 agents under 20000); HEAPTRACK=1 runs the coordinator
 # under heaptrack and appends who holds its heap at the peak (the last sample), by allocation
 # site and by allocation size (libzmq's own structures have sizes of their own: 16400-byte message
-# queue chunks, 18160-byte decoder buffers, 8192-byte encoder buffers).
+# queue chunks, 18160-byte decoder buffers, 8192-byte encoder buffers); SERVE_ARGS: more `fleetburn
+# serve` options (a fleet of 16384 connecting at once needs "--handshake-timeout 30s").
 # Writes bench/results/coord-memory[-curve]-N-<date>.txt (RESULTS overrides).
 set -euo pipefail
 BUILD=${1:?usage: coord_memory.sh BUILD_DIR [N] [SECONDS]}
@@ -44,7 +45,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 HT=()
 [ "${HEAPTRACK:-0}" = 1 ] && HT=(heaptrack -o "$d/heap")
 "${HT[@]}" "$B/fleetburn" serve --bind "tcp://127.0.0.1:$port" --db "$d/fb.db" --max-connections-per-address 0 \
-    "${keys[@]}" >"$d/serve.log" 2>&1 &
+    "${keys[@]}" ${SERVE_ARGS:-} >"$d/serve.log" 2>&1 &
 SP=$!
 HTP=""
 if [ "${HEAPTRACK:-0}" = 1 ]; then # the coordinator is heaptrack's child
@@ -65,7 +66,7 @@ for p in $(seq 0 $((PROCS - 1))); do
 done
 {
     echo "# fleetburn coordinator resident memory over time, $(date -u +%Y-%m-%dT%H:%MZ), bench/coord_memory.sh"
-    echo "# command: $([ "$PROCS" -gt 1 ] && echo "PROCS=$PROCS ")CURVE=$CURVE bench/coord_memory.sh BUILD $N $SECS; commit $(git -C "$HERE/.." rev-parse --short HEAD)"
+    echo "# command: $([ "$PROCS" -gt 1 ] && echo "PROCS=$PROCS ")$([ -n "${SERVE_ARGS:-}" ] && echo "SERVE_ARGS=\"$SERVE_ARGS\" ")CURVE=$CURVE bench/coord_memory.sh BUILD $N $SECS; commit $(git -C "$HERE/.." rev-parse --short HEAD)"
     echo "# machine: $(nproc) CPUs, $(free -g | awk '/Mem:/ {print $2}') GiB, load at start $LOAD_BEFORE; libzmq $(pkg-config --modversion libzmq); open-file limit $(ulimit -n) per process"
     echo "# $N simulated agents ($PROCS fleetburn-simfleet process(es), --no-submit), CURVE=$CURVE, heartbeat 1 s; idle coordinator before they joined: $idle KiB"
     echo "seconds  rss_kib  kib_per_agent  load"
