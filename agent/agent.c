@@ -67,6 +67,14 @@ static void s_on_handshake(unsigned event, uint32_t value, const char *endpoint,
 /* Bad key files are a start-up error with the file named, not a failed connect later. */
 static int s_check_keys(const agent_options_t *opts, char *err, size_t errlen)
 {
+    if (opts->key || opts->server_key) {
+        if (!opts->key || !opts->server_key || !opts->key->secret_key[0]) {
+            snprintf(err, errlen, "a loaded key needs its secret key and the coordinator's "
+                                  "public key");
+            return -EINVAL;
+        }
+        return 0;
+    }
     if (!opts->key_file && !opts->server_key_file)
         return 0;
     if (!opts->key_file || !opts->server_key_file) {
@@ -85,6 +93,8 @@ static int s_check_keys(const agent_options_t *opts, char *err, size_t errlen)
 static int s_connect(agent_t *self)
 {
     void *sock = fb_zsock_new_socket(self->zctx, ZMQ_DEALER);
+    if (!sock) /* out of sockets or descriptors (closed ones are reaped later): the tick retries */
+        return -errno;
     int linger = 0, hwm = 10000, ivl = 100, ivl_max = 2000;
     zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
@@ -92,7 +102,10 @@ static int s_connect(agent_t *self)
     zmq_setsockopt(sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
     zmq_setsockopt(sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
     char err[512];
-    int krc = fb_key_apply_client(sock, self->key_file, self->server_key_file, err, sizeof err);
+    int krc = self->key ? fb_key_apply_client_keys(sock, self->key, self->server_key, err,
+                                                   sizeof err)
+                        : fb_key_apply_client(sock, self->key_file, self->server_key_file, err,
+                                              sizeof err);
     if (krc) {
         log_error("%s", err);
         zmq_close(sock);
@@ -110,8 +123,9 @@ static int s_connect(agent_t *self)
                                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH,
                                           s_on_handshake, self);
-    if (self->tick_ms != AGENT_TICK_MS)
-        fb_zsock_set_safety_ms(self->zs, self->tick_ms);
+    /* The tick drains the socket itself (s_on_tick), as often as the safety timer would: a
+     * second timer per agent only costs thousands of simulated agents CPU. */
+    fb_zsock_set_safety_ms(self->zs, 0);
     self->welcomed = false;
     self->last_hello = 0;
     return 0;
@@ -433,6 +447,8 @@ agent_t *agent_new(uv_loop_t *loop, const agent_options_t *opts, char *err, size
     self->zctx = opts->zmq_context ? opts->zmq_context : zmq_ctx_new();
     self->key_file = opts->key_file;
     self->server_key_file = opts->server_key_file;
+    self->key = opts->key;
+    self->server_key = opts->server_key;
     if (!opts->executor)
         self->handshake_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(60000);
     if ((rc = s_check_keys(opts, err, errlen)) != 0) {

@@ -5,6 +5,7 @@
 #define FB_AGENT_H
 
 #include "task.h"
+#include "common/keys.h"
 #include "fleetburn.pb-c.h"
 
 #include <stdbool.h>
@@ -56,6 +57,11 @@ typedef struct {
     const agent_executor_t *executor; /* borrowed; NULL: fleetburn-worker processes */
     void *zmq_context;                /* borrowed, shared; NULL: the agent makes its own */
     const Fleetburn__Inventory *inventory; /* borrowed; NULL: read under sysfs_root */
+    /* Borrowed, already loaded: this agent's keys and the coordinator's public key, in place of
+     * key_file and server_key_file (one key for every simulated node, read once rather than at
+     * every connect of thousands of agents). */
+    const fb_key_t *key;
+    const fb_key_t *server_key;
     /* How often the agent checks its timers and its socket (0: 100 ms). Thousands of agents in
      * one process spend less with a longer one; heartbeats keep their interval within it. */
     uint32_t tick_ms;

@@ -34,6 +34,7 @@ struct agent {
     const agent_executor_t *exec;
     bool own_zctx, own_inventory;
     const char *key_file, *server_key_file; /* borrowed from the options: read at each connect */
+    const fb_key_t *key, *server_key;       /* borrowed, loaded (simulated agents); else NULL */
     fb_zsock_t *monitor;                       /* handshake failures, for the log (real agents) */
     fb_ratelimit_t handshake_log;
     char *coordinator, *name, *worker_path, *sysfs_root;

@@ -24,7 +24,9 @@
 # timed from the first process starting its agents to the last agent welcomed (each process's
 # stats file, epoch ms); the coordinator's memory and CPU are read from /proc by the submitting
 # process (--coordinator-pid).
-# SIM_ARGS: more fleetburn-simfleet options for every process (e.g. "--connect-window 1024").
+# SIM_ARGS: more fleetburn-simfleet options for every process (e.g. "--connect-window 1024");
+# SERVE_ARGS: more `fleetburn serve` options with PROCS > 1 (e.g. "--handshake-timeout 30s").
+# A run that does not finish (a simfleet process gives up) is listed and left out of the medians.
 # Results are printed and written to bench/results/scale[-curve]-<date>.txt, or with PROCS > 1
 # scale<N/1024>k[-curve]-<date>.txt (RESULTS overrides).
 set -euo pipefail
@@ -97,7 +99,7 @@ run_multi() {
     local port
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     local ep="tcp://127.0.0.1:$port"
-    "$FLEETBURN" serve --bind "$ep" --db "$d/fb.db" --max-connections-per-address 0 "${keys[@]}" \
+    "$FLEETBURN" serve --bind "$ep" --db "$d/fb.db" --max-connections-per-address 0 "${keys[@]}" ${SERVE_ARGS:-} \
         >"$d/coordinator.log" 2>&1 &
     SERVE_PID=$!
     for _ in $(seq 1 100); do grep -q "coordinator on" "$d/coordinator.log" && break; sleep 0.1; done
@@ -120,12 +122,12 @@ run_multi() {
     # The submitting process's stats, with the fleet's registration over every process's.
     grep -v '^register_s=' "$d/stats.$PROCS" >"$TMP/stats.$i" || true
     local first last nreg
-    first=$(cat "$d"/stats.* | grep '^start_unix_ms=' | cut -d= -f2 | sort -n | head -1)
-    last=$(cat "$d"/stats.* | grep '^registered_unix_ms=' | cut -d= -f2 | sort -n | tail -1)
+    first=$(cat "$d"/stats.* | grep '^start_unix_ms=' | cut -d= -f2 | sort -n | head -1) || true
+    last=$(cat "$d"/stats.* | grep '^registered_unix_ms=' | cut -d= -f2 | sort -n | tail -1) || true
     nreg=$(cat "$d"/stats.* | grep -c '^registered_unix_ms=' || true)
     if [ "$nreg" = "$PROCS" ]; then
         echo "register_s=$(awk -v a="$first" -v b="$last" 'BEGIN {printf "%.3f", (b - a) / 1000}')" >>"$TMP/stats.$i"
-        local seen; seen=$(grep '^fleet_registered_unix_ms=' "$d/stats.$PROCS" | cut -d= -f2)
+        local seen; seen=$(grep '^fleet_registered_unix_ms=' "$d/stats.$PROCS" | cut -d= -f2) || true
         echo "coordinator_counted_s=$(awk -v a="$first" -v b="$seen" 'BEGIN {printf "%.3f", (b - a) / 1000}')" >>"$TMP/stats.$i"
     fi
     # Connections the coordinator accepted: more than N+1 (the agents and the submission) are
@@ -138,7 +140,9 @@ run_multi() {
 }
 
 LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
+OK_RUNS=()
 for i in $(seq 1 "$REPEAT"); do
+    LOAD_BEFORE=$(cut -d' ' -f1 /proc/loadavg)
     if [ "$PROCS" -gt 1 ]; then
         run_multi "$i"
     else
@@ -147,21 +151,27 @@ for i in $(seq 1 "$REPEAT"); do
             --report-json "$TMP/report.$i.json" --stats "$TMP/stats.$i" --delay-ms 0 "${CURVE_ARGS[@]}" ${SIM_ARGS:-} \
             2>"$TMP/run.$i.log" >/dev/null || true
     fi
-    [ -s "$TMP/stats.$i" ] && grep -q "^coordinator_peak_rss_mb=" "$TMP/stats.$i" \
-        && grep -q "^stage.node-local.stored_s=" "$TMP/stats.$i" || {
-        echo "run $i failed:" >&2; tail -20 "$TMP/run.$i.log" >&2; exit 1; }
+    if ! { [ -s "$TMP/stats.$i" ] && grep -q "^coordinator_peak_rss_mb=" "$TMP/stats.$i" \
+        && grep -q "^stage.node-local.stored_s=" "$TMP/stats.$i"; }; then
+        # kept in the results: a run that did not finish is a result too
+        echo "run $i: did not finish (load $LOAD_BEFORE before, $(cut -d' ' -f1 /proc/loadavg) after): $(grep -v '^\s*$' "$TMP/run.$i.log" 2>/dev/null | grep -iv 'warn\|registered [0-9]' | tail -2 | tr '\n' ' ')" | tee -a "$TMP/runs" >&2
+        rm -f "$TMP/stats.$i"
+        continue
+    fi
+    OK_RUNS+=("$i")
     echo "run $i: registered $(stat register_s "$TMP/stats.$i") s," \
          "node-local stored $(stat stage.node-local.stored_s "$TMP/stats.$i") s," \
          "pairs stored $(stat stage.pairs.stored_s "$TMP/stats.$i") s," \
          "coordinator peak $(stat coordinator_peak_rss_mb "$TMP/stats.$i") MiB," \
          "CPU $(stat coordinator_cpu_register_s "$TMP/stats.$i") s registering," \
          "$(stat coordinator_accepted "$TMP/stats.$i" || true) connections accepted" \
-         "(load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$TMP/runs" >&2
+         "(load $LOAD_BEFORE before, $(cut -d' ' -f1 /proc/loadavg) after)" | tee -a "$TMP/runs" >&2
 done
 
-pick() { for i in $(seq 1 "$REPEAT"); do stat "$1" "$TMP/stats.$i"; done | median; }
+[ ${#OK_RUNS[@]} -gt 0 ] || { echo "no run finished" >&2; mkdir -p "$(dirname "$RESULTS")"; { echo "# fleetburn coordinator scale, $(date -u +%Y-%m-%dT%H:%MZ), bench/scale.sh: no run of $REPEAT finished"; echo "# command: $([ "$PROCS" -gt 1 ] && echo "PROCS=$PROCS ")CURVE=$CURVE REPEAT=$REPEAT bench/scale.sh BUILD $N; load before $LOAD"; sed 's/^/# /' "$TMP/runs"; } >"$RESULTS"; exit 1; }
+pick() { for i in "${OK_RUNS[@]}"; do stat "$1" "$TMP/stats.$i"; done | median; }
 # "min-max" of a number over the runs.
-range() { for i in $(seq 1 "$REPEAT"); do stat "$1" "$TMP/stats.$i"; done | sort -g | sed -n '1p;$p' | paste -sd- | sed 's/^\([^-]*\)$/\1-\1/'; }
+range() { for i in "${OK_RUNS[@]}"; do stat "$1" "$TMP/stats.$i"; done | sort -g | sed -n '1p;$p' | paste -sd- | sed 's/^\([^-]*\)$/\1-\1/'; }
 REG=$(pick register_s)
 NODE=$(pick stage.node-local.stored_s)
 NODE_STAGE=$(pick stage.node-local.stage_s)
@@ -171,7 +181,7 @@ RSS_REG=$(pick coordinator_registered_rss_mb)
 CPU_REG=$(pick coordinator_cpu_register_s)
 CPU_ALL=$(pick coordinator_cpu_total_s)
 PEAK=$(pick coordinator_peak_rss_mb)
-SIMRSS=$(for i in $(seq 1 "$REPEAT"); do echo $(( $(tail -n 1 "$TMP/sim-rss.$i") / 1024 )); done | median)
+SIMRSS=$(for i in "${OK_RUNS[@]}"; do echo $(( $(tail -n 1 "$TMP/sim-rss.$i") / 1024 )); done | median)
 verdict() { awk -v v="$1" -v goal="$2" 'BEGIN {print (v + 0 <= goal + 0) ? "met" : "NOT met"}'; }
 # Coordinator memory goal: 256 MB for 4096 agents (issue 5), 512 MB for larger fleets (issue 11).
 MEM_GOAL=$([ "$N" -gt 4096 ] && echo 512 || echo 256)
@@ -179,15 +189,16 @@ MEM_GOAL_MIB=$((MEM_GOAL * 1000000 / 1048576))
 
 mkdir -p "$(dirname "$RESULTS")"
 {
-    echo "# fleetburn coordinator scale, $(date -u +%Y-%m-%dT%H:%MZ), bench/scale.sh, median of $REPEAT runs"
+    echo "# fleetburn coordinator scale, $(date -u +%Y-%m-%dT%H:%MZ), bench/scale.sh, median of the ${#OK_RUNS[@]} of $REPEAT runs that finished"
     echo "# machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/ {print $2}') GiB;"
     if [ "$PROCS" -gt 1 ]; then
         echo "#   coordinator (fleetburn serve) and $PROCS fleetburn-simfleet processes ($((N / PROCS)) agents each, one loop thread each) share it;"
     else
         echo "#   coordinator (fleetburn serve) and fleetburn-simfleet (all agents, one loop thread) share it;"
     fi
-    echo "#   load average before the runs: $LOAD (other work on the machine moves elapsed times)"
-    echo "# command: $([ "$PROCS" -gt 1 ] && echo "PROCS=$PROCS ")CURVE=$CURVE REPEAT=$REPEAT$([ -n "${SIM_ARGS:-}" ] && echo " SIM_ARGS=\"$SIM_ARGS\"") bench/scale.sh BUILD $N; connections: $([ "$CURVE" = 1 ] && echo "CURVE (keyed coordinator, ZAP handler; secrets in ${FLEETBURN_SECUREMEM:-the locked pool})" || echo "plain, loopback")"
+    echo "#   load average before the runs: $LOAD (other work on the machine moves elapsed times); open-file limit $(ulimit -n) per process"
+    echo "# commit: $(git -C "$HERE/.." rev-parse --short HEAD)$(git -C "$HERE/.." diff --quiet HEAD -- . ':!bench/results' || echo ' with uncommitted changes'); libzmq $(pkg-config --modversion libzmq)"
+    echo "# command: $([ "$PROCS" -gt 1 ] && echo "PROCS=$PROCS ")CURVE=$CURVE REPEAT=$REPEAT$([ -n "${SIM_ARGS:-}" ] && echo " SIM_ARGS=\"$SIM_ARGS\"")$([ -n "${SERVE_ARGS:-}" ] && echo " SERVE_ARGS=\"$SERVE_ARGS\"") bench/scale.sh BUILD $N; connections: $([ "$CURVE" = 1 ] && echo "CURVE (keyed coordinator, ZAP handler; secrets in ${FLEETBURN_SECUREMEM:-the locked pool})" || echo "plain, loopback")"
     echo "# campaign: node-local memtest on every agent, then one round of netbw pairs; results at once (--delay-ms 0)"
     [ "$PROCS" -gt 1 ] && echo "# registration: from the first process starting its agents to the last agent welcomed, over all $PROCS processes"
     sed 's/^/# /' "$TMP/runs"

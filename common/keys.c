@@ -273,13 +273,20 @@ int fb_key_apply_client(void *socket, const char *key_file, const char *server_k
     int rc = fb_key_load_secret(key_file, &own, err, errlen);
     if (rc == 0)
         rc = fb_key_load_public(server_key_file, &server, NULL, err, errlen);
-    if (rc == 0 &&
-        (zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, server.public_key, FB_KEY_Z85_LEN + 1) ||
-         zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, own.public_key, FB_KEY_Z85_LEN + 1) ||
-         zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, own.secret_key, FB_KEY_Z85_LEN + 1)))
-        rc = fb_errf(err, errlen, -errno, "cannot set CURVE keys: %s", zmq_strerror(errno));
+    if (rc == 0)
+        rc = fb_key_apply_client_keys(socket, &own, &server, err, errlen);
     memset(&own, 0, sizeof own);
     return rc;
+}
+
+int fb_key_apply_client_keys(void *socket, const fb_key_t *own, const fb_key_t *server, char *err,
+                             size_t errlen)
+{
+    if (zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, server->public_key, FB_KEY_Z85_LEN + 1) ||
+        zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, own->public_key, FB_KEY_Z85_LEN + 1) ||
+        zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, own->secret_key, FB_KEY_Z85_LEN + 1))
+        return fb_errf(err, errlen, -errno, "cannot set CURVE keys: %s", zmq_strerror(errno));
+    return 0;
 }
 
 const char *fb_key_handshake_failure(unsigned event, uint32_t value, bool have_keys)

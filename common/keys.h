@@ -50,6 +50,11 @@ int fb_key_load_public(const char *path, fb_key_t *key, char **nodes_out, char *
  * Both NULL: a plain socket (loopback). 0 or -errno with err. */
 int fb_key_apply_client(void *socket, const char *key_file, const char *server_key_file, char *err,
                         size_t errlen);
+/* The same with keys already loaded (own: both keys; server: its public key): for a process
+ * that connects many sockets with one key (fleetburn-simfleet), which would otherwise read and
+ * check both files at every connect. 0 or -errno with err. */
+int fb_key_apply_client_keys(void *socket, const fb_key_t *own, const fb_key_t *server, char *err,
+                             size_t errlen);
 /* What a ZMQ_EVENT_HANDSHAKE_FAILED_* event from a client socket's monitor means for an
  * operator, for a client with or without keys; NULL for other events. */
 const char *fb_key_handshake_failure(unsigned event, uint32_t value, bool have_keys);

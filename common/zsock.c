@@ -209,8 +209,12 @@ void *fb_zsock_socket(fb_zsock_t *zs)
 
 void fb_zsock_set_safety_ms(fb_zsock_t *zs, uint64_t ms)
 {
-    if (!zs->closing && ms > 0)
+    if (zs->closing)
+        return;
+    if (ms > 0)
         uv_timer_start(&zs->safety, s_on_safety, ms, ms);
+    else
+        uv_timer_stop(&zs->safety);
 }
 
 const char *fb_zsock_peer_user_id(fb_zsock_t *zs)

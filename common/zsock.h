@@ -43,7 +43,7 @@ void *fb_zsock_socket(fb_zsock_t *zs);
 void fb_zsock_drain(fb_zsock_t *zs);
 /* How often the safety timer drains (default 100 ms): the longest a lost edge can delay a
  * message. A process with thousands of sockets (a simulated fleet) spends less on it with a
- * longer interval. */
+ * longer interval. 0 stops it: for an owner that calls fb_zsock_drain on a timer of its own. */
 void fb_zsock_set_safety_ms(fb_zsock_t *zs, uint64_t ms);
 
 /* During a receive callback, about the message being handled: the ZAP User-Id its connection was

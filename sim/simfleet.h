@@ -99,6 +99,7 @@ typedef struct {
     double coord_cpu_registered_s, coord_cpu_end_s; /* user + system */
     bool tty;
     char *agent_key, *operator_key, *server_key; /* --curve: paths in the work directory */
+    fb_key_t agent_keys, server_public; /* loaded once from agent_key and server_key */
     campaign_file_t *campaign_file; /* the campaign and the files it names, as submitted */
 } fleet_t;
 

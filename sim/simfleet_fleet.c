@@ -206,7 +206,10 @@ int simfleet_raise_fd_limit(unsigned agents)
                 agents, (unsigned long long)need, (unsigned long long)rl.rlim_max);
         return -EMFILE;
     }
-    rl.rlim_cur = need;
+    /* Everything the hard limit allows, not just the need: agents that reconnect hold a new
+     * socket before libzmq has reaped the old one, so a fleet reconnecting at once needs more
+     * than two descriptors per agent for a while. */
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY ? rl.rlim_max : need;
     return setrlimit(RLIMIT_NOFILE, &rl) == 0 ? 0 : -errno;
 }
 
@@ -221,8 +224,10 @@ static int s_start_agent(fleet_t *f, unsigned i)
     o.zmq_context = f->zctx;
     o.inventory = f->inventories[i];
     o.tick_ms = f->cli->tick_ms;
-    o.key_file = f->agent_key;
-    o.server_key_file = f->server_key;
+    if (f->agent_key) {
+        o.key = &f->agent_keys;
+        o.server_key = &f->server_public;
+    }
     char err[512];
     f->agents[i] = agent_new(f->loop, &o, err, sizeof err);
     if (!f->agents[i]) {
@@ -233,17 +238,32 @@ static int s_start_agent(fleet_t *f, unsigned i)
     return 0;
 }
 
+/* Every simulated node has the same key: read and checked once, not at each agent's connect. */
+static int s_load_agent_keys(fleet_t *f)
+{
+    char err[512];
+    if (fb_key_load_secret(f->agent_key, &f->agent_keys, err, sizeof err) ||
+        fb_key_load_public(f->server_key, &f->server_public, NULL, err, sizeof err)) {
+        fprintf(stderr, "fleetburn-simfleet: %s\n", err);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int simfleet_start_agents(fleet_t *f)
 {
     unsigned n = f->cli->agents;
+    if (f->agent_key && s_load_agent_keys(f))
+        return -EINVAL;
     f->zctx = zmq_ctx_new();
     if (f->agent_key) {
         fb_securemem_use(); /* thousands of handshakes in one process (common/securemem.h) */
         /* every agent's handshake is public-key crypto on the I/O threads */
         zmq_ctx_set(f->zctx, ZMQ_IO_THREADS, 2);
     }
-    if (zmq_ctx_set(f->zctx, ZMQ_MAX_SOCKETS, (int)n + 64) != 0) {
-        fprintf(stderr, "fleetburn-simfleet: ZeroMQ cannot hold %u sockets: %s\n", n + 64,
+    /* twice the agents: a reconnecting agent's old socket counts until libzmq has reaped it */
+    if (zmq_ctx_set(f->zctx, ZMQ_MAX_SOCKETS, (int)(2 * n + 64)) != 0) {
+        fprintf(stderr, "fleetburn-simfleet: ZeroMQ cannot hold %u sockets: %s\n", 2 * n + 64,
                 zmq_strerror(errno));
         return -EMFILE;
     }
@@ -315,4 +335,5 @@ void simfleet_free_fleet(fleet_t *f)
     f->names = NULL;
     fb_faultmodel_destroy(&f->model);
     fb_topology_destroy(&f->topo);
+    memset(&f->agent_keys, 0, sizeof f->agent_keys);
 }

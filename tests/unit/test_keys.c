@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Key files: generation, never overwriting, the checks on load (a secret key readable by others,
  * a public file holding a secret, a secret that does not match its public key), the parser on
- * hostile text, and which endpoints count as reachable only from this host. */
+ * hostile text, which endpoints count as reachable only from this host, and keys loaded once
+ * and applied to many sockets (fleetburn-simfleet) making a real CURVE handshake. */
 #include "common/keys.h"
 #include "common/util.h"
 
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <zmq.h>
 
 static char s_dir[64];
 
@@ -174,6 +176,49 @@ static void test_endpoint_is_local(void **state)
     assert_false(fb_endpoint_is_local("udp://127.0.0.1:7755"));
 }
 
+/* A CURVE server on loopback with server_key; a DEALER given own and pinned via
+ * fb_key_apply_client_keys sends one message. Returns whether it arrived within 2 s. */
+static bool s_handshake_with_loaded_keys(const fb_key_t *server_key, const fb_key_t *own,
+                                         const fb_key_t *pinned)
+{
+    void *ctx = zmq_ctx_new();
+    void *router = zmq_socket(ctx, ZMQ_ROUTER);
+    int one = 1, zero = 0, timeout = 2000;
+    zmq_setsockopt(router, ZMQ_CURVE_SERVER, &one, sizeof one);
+    zmq_setsockopt(router, ZMQ_CURVE_SECRETKEY, server_key->secret_key, FB_KEY_Z85_LEN + 1);
+    zmq_setsockopt(router, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+    zmq_setsockopt(router, ZMQ_LINGER, &zero, sizeof zero);
+    assert_int_equal(zmq_bind(router, "tcp://127.0.0.1:*"), 0);
+    char endpoint[256];
+    size_t len = sizeof endpoint;
+    zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, endpoint, &len);
+    void *dealer = zmq_socket(ctx, ZMQ_DEALER);
+    zmq_setsockopt(dealer, ZMQ_LINGER, &zero, sizeof zero);
+    char err[256];
+    assert_int_equal(fb_key_apply_client_keys(dealer, own, pinned, err, sizeof err), 0);
+    assert_int_equal(zmq_connect(dealer, endpoint), 0);
+    zmq_send(dealer, "hello", 5, 0);
+    char buf[64];
+    bool got = zmq_recv(router, buf, sizeof buf, 0) >= 0; /* the routing id, then "hello" */
+    got = got && zmq_recv(router, buf, sizeof buf, 0) == 5 && !memcmp(buf, "hello", 5);
+    zmq_close(dealer);
+    zmq_close(router);
+    zmq_ctx_term(ctx);
+    return got;
+}
+
+static void test_apply_loaded_keys(void **state)
+{
+    (void)state;
+    fb_key_t server, agent, imposter;
+    assert_int_equal(fb_key_generate(&server), 0);
+    assert_int_equal(fb_key_generate(&agent), 0);
+    assert_int_equal(fb_key_generate(&imposter), 0);
+    assert_true(s_handshake_with_loaded_keys(&server, &agent, &server));
+    /* pinned to another coordinator's key: the handshake fails, nothing arrives */
+    assert_false(s_handshake_with_loaded_keys(&server, &agent, &imposter));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -181,6 +226,7 @@ int main(void)
         cmocka_unit_test(test_load_refusals),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_endpoint_is_local),
+        cmocka_unit_test(test_apply_loaded_keys),
     };
     return cmocka_run_group_tests(tests, s_setup, s_teardown);
 }
