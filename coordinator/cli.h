@@ -107,6 +107,12 @@ int cli_expect(cli_t *cli);
 int cli_compare(cli_t *cli);
 int cli_baseline(cli_t *cli);
 int cli_baseline_check(cli_t *cli, const struct fb_campaign *campaign);
+/* What a baseline argument (ID, NAME or latest) stands for, for campaign_id: 0 with *id_out
+ * (heap), -ENOENT with a message in *why (heap) when it names nothing, or the store's error. */
+int cli_baseline_resolve(store_t *store, const char *db, const char *spec,
+                         const char *campaign_id, char **id_out, char **why);
+/* report --format html [--baseline ID|NAME|latest] (cli_report_html.c): the exit status. */
+int cli_report_html(cli_t *cli, store_t *store, const char *campaign_id);
 int cli_compare_after_run(cli_t *cli, store_t *store, const char *campaign_id, int run_code);
 /* run --local --inject NODE:[WORKLOAD.]KEY=VALUE (cli_inject.c): every NODE one of the local
  * agents, every WORKLOAD one that a stage of the campaign runs, every KEY a parameter of it and

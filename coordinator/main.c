@@ -5,7 +5,7 @@
  *   fleetburn follow [ID] | cancel [ID] [--reason TEXT] | campaigns [--format text|json]
  *   fleetburn serve [--bind EP] [--db PATH] [--keys DIR | --insecure]
  *   fleetburn keygen PATH
- *   fleetburn report [CAMPAIGN_ID] [--format text|json] [--db PATH]
+ *   fleetburn report [CAMPAIGN_ID] [--format text|json|html] [--baseline ID] [--db PATH]
  *   fleetburn nodes [--db PATH]
  *   fleetburn compare BASE [CAMPAIGN] [--format text|json] [--db PATH]
  *   fleetburn baseline set NAME CAMPAIGN_ID | list | delete NAME [--db PATH]
@@ -116,8 +116,10 @@ static void s_usage(FILE *out)
             "  keygen PATH\n"
             "      Write a CURVE key pair: PATH (secret, mode 0600) and PATH.pub; never\n"
             "      overwrites.\n"
-            "  report [CAMPAIGN_ID] [--format text|json] [--db PATH]\n"
-            "      Report a campaign (default: the latest).\n"
+            "  report [CAMPAIGN_ID] [--format text|json|html] [--baseline ID|NAME|latest] [--db PATH]\n"
+            "      Report a campaign (default: the latest). html: one self-contained file\n"
+            "      (diagnosis, timeline, fleet heatmap, charts); --baseline draws its allreduce\n"
+            "      bandwidth against that campaign's.\n"
             "  nodes [--db PATH]\n"
             "      List agents, their state and inventory.\n"
             "  expect --from NODE [--db PATH]\n"
@@ -281,8 +283,8 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             cli->local_given = true;
             break;
         case 'f':
-            if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
-                fprintf(stderr, "fleetburn: --format: '%s' is not text or json\n", optarg);
+            if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "html")) {
+                fprintf(stderr, "fleetburn: --format: '%s' is not text, json or html\n", optarg);
                 return -EINVAL;
             }
             cli->format = optarg;
@@ -658,6 +660,12 @@ static int s_cmd_report(cli_t *cli)
         fprintf(stderr, "fleetburn: %s holds no campaign yet\n", cli->db);
         store_destroy(&store);
         return EXIT_USAGE;
+    }
+    if (!strcmp(cli->format, "html")) {
+        int status = cli_report_html(cli, store, id); /* cli_report_html.c */
+        free(id);
+        store_destroy(&store);
+        return status;
     }
     if (!strcmp(cli->format, "json"))
         rc = report_write_json(store, id, stdout);
