@@ -3,7 +3,7 @@
  *
  *   fleetburn run CAMPAIGN.yaml [--local N | --coordinator EP [--queue] [--wait D]] [--db PATH]
  *   fleetburn follow [ID] | cancel [ID] [--reason TEXT] | campaigns [--format text|json]
- *   fleetburn serve [--bind EP] [--db PATH] [--keys DIR | --insecure]
+ *   fleetburn serve [--bind EP] [--db PATH] [--keys DIR | --insecure] [--http ADDR]
  *   fleetburn keygen PATH
  *   fleetburn report [CAMPAIGN_ID] [--format text|json|html] [--baseline ID] [--db PATH]
  *   fleetburn nodes [--db PATH]
@@ -102,6 +102,12 @@ static void s_usage(FILE *out)
             "                                10.1.2.3:8080, or * for any (default: none)\n"
             "      --webhook-ca FILE         CA bundle (PEM) for https webhooks (default: the\n"
             "                                system's; also run --local)\n"
+            "      Metrics and the live view (docs/operations.md, \"Metrics and the live view\"):\n"
+            "      --http ADDR               serve /metrics (Prometheus) and the campaigns' live\n"
+            "                                HTML reports on ADDR (127.0.0.1:9108; another\n"
+            "                                address needs --http-token-file)\n"
+            "      --http-token-file FILE    require \"Authorization: Bearer TOKEN\" (the file's\n"
+            "                                first line, mode 0600, 16+ characters)\n"
             "      --slurm-bin DIR           where sinfo and scontrol are, for campaigns with\n"
             "                                nodes: slurm:... or actions.slurm (default: PATH;\n"
             "                                docs/operations.md \"Slurm\")\n"
@@ -229,7 +235,9 @@ enum {
     S_OPT_WEBHOOK_CA,
     S_OPT_FROM,
     S_OPT_SLURM_BIN,
-    S_OPT_BASELINE
+    S_OPT_BASELINE,
+    S_OPT_HTTP,
+    S_OPT_HTTP_TOKEN_FILE
 };
 
 static int s_parse_cli(int argc, char **argv, cli_t *cli)
@@ -256,6 +264,8 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"from", required_argument, 0, S_OPT_FROM},
         {"slurm-bin", required_argument, 0, S_OPT_SLURM_BIN},
         {"baseline", required_argument, 0, S_OPT_BASELINE},
+        {"http", required_argument, 0, S_OPT_HTTP},
+        {"http-token-file", required_argument, 0, S_OPT_HTTP_TOKEN_FILE},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->db = s_default_db();
@@ -377,6 +387,8 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             break;
         }
         case S_OPT_BASELINE: cli->baseline = optarg; break;
+        case S_OPT_HTTP: cli->http = optarg; break;
+        case S_OPT_HTTP_TOKEN_FILE: cli->http_token_file = optarg; break;
         case 'h':
             if (!s_command_usage(argv[1], stdout)) {
                 fprintf(stderr, "fleetburn: unknown command '%s'\n", argv[1]);
@@ -599,12 +611,20 @@ static int s_cmd_serve(cli_t *cli)
     if (cli->keys_dir && !fb_securemem_use())
         log_warn("CURVE secrets cannot be locked in RAM (RLIMIT_MEMLOCK); they stay out of core "
                  "dumps and are zeroed when freed");
+    cli_http_t *http = NULL; /* cli_http.c: /metrics and the live view */
+    if ((cli->http || cli->http_token_file) && !(http = cli_http_start(cli, err, sizeof err))) {
+        fprintf(stderr, "fleetburn serve: %s\n", err);
+        return EXIT_USAGE;
+    }
     uv_loop_t *loop = uv_default_loop();
     coord_t *coord = coord_new(loop, &opts, err, sizeof err);
     if (!coord) {
         log_error("%s", err);
+        cli_http_stop(&http);
         return EXIT_INFRA;
     }
+    if (http)
+        cli_http_attach(http, loop, coord);
     log_info("fleetburn %s coordinator on %s, database %s, %s%s", FB_VERSION,
              coord_endpoint(coord), cli->db, cli->keys_dir ? "CURVE keys from " : "no keys",
              cli->keys_dir ? cli->keys_dir : "");
@@ -619,6 +639,7 @@ static int s_cmd_serve(cli_t *cli)
     fb_service_t *service = fb_service_start(loop, s_serve_state, coord);
     uv_run(loop, UV_RUN_DEFAULT);
     fb_service_stop(&service);
+    cli_http_stop(&http);
     uv_close((uv_handle_t *)&sigint, NULL);
     uv_close((uv_handle_t *)&sigterm, NULL);
     uv_close((uv_handle_t *)&sighup, NULL);

@@ -31,6 +31,9 @@ typedef struct {
 } report_html_options_t;
 int report_write_html(store_t *store, const char *campaign_id,
                       const report_html_options_t *opts, FILE *out);
+/* The live view's index: the campaigns, newest first (at most max), each linking to
+ * campaigns/ID. */
+int report_write_html_campaigns(store_t *store, size_t max, FILE *out);
 /* The `fleetburn nodes` table: name, state, last seen, summary. */
 int report_write_nodes(store_t *store, FILE *out);
 

@@ -349,3 +349,54 @@ int report_write_html(store_t *store, const char *campaign_id,
     store_campaign_destroy(&c);
     return report__finish_output(out);
 }
+
+/* ---- The live view's index ------------------------------------------------------------------- */
+
+typedef struct {
+    FILE *out;
+    size_t left;
+} s_index_t;
+
+static int s_index_row(const store_campaign_t *c, void *arg)
+{
+    s_index_t *ix = arg;
+    if (!ix->left)
+        return 1;
+    ix->left--;
+    char start[40], dur[32];
+    const char *verdict = report_campaign_verdict(c);
+    uint64_t end = c->finished_ms ? c->finished_ms : fb_now_ms();
+    fputs("<tr><td><a href=\"campaigns/", ix->out);
+    report__html_text(ix->out, c->id);
+    fputs("\">", ix->out);
+    report__html_text(ix->out, c->id);
+    fputs("</a></td><td>", ix->out);
+    report__html_text(ix->out, c->name);
+    fprintf(ix->out, "</td><td>%s</td><td><span class=\"badge %s\">%s</span></td><td>%s</td>"
+                     "<td class=\"num\">%s</td></tr>",
+            c->state ? c->state : "?",
+            !strcmp(verdict, "pass") ? "v-pass" : !strcmp(verdict, "fail") ? "v-fail" : "v-none",
+            verdict, fb_iso8601(c->started_ms, start, sizeof start),
+            report__html_duration(end > c->started_ms ? end - c->started_ms : 0, dur, sizeof dur));
+    return 0;
+}
+
+int report_write_html_campaigns(store_t *store, size_t max, FILE *out)
+{
+    fprintf(out,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            "style-src 'unsafe-inline'; img-src data:\"><meta http-equiv=\"refresh\" "
+            "content=\"10\"><title>fleetburn campaigns</title><style>%s</style></head>\n<body>"
+            "<header><h1>fleetburn campaigns</h1><div class=\"meta\">newest first; this page "
+            "reloads every 10 s; metrics at <a style=\"color:#fff\" href=\"metrics\">/metrics"
+            "</a></div></header><main><section id=\"campaigns\"><table><tr><th>campaign</th>"
+            "<th>name</th><th>state</th><th>verdict</th><th>started</th><th>duration</th></tr>",
+            s_style);
+    s_index_t ix = {out, max};
+    int rc = store_campaign_foreach(store, s_index_row, &ix);
+    if (rc < 0)
+        return rc;
+    fputs("</table></section></main></body></html>\n", out);
+    return report__finish_output(out);
+}
