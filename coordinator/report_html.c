@@ -106,6 +106,8 @@ static void s_header(report_html_t *h)
         fputs(" &middot; compared with ", out);
         report__html_text(out, h->base->id);
     }
+    if (h->live)
+        fputs(" &middot; <a style=\"color:#fff\" href=\"../\">all campaigns</a>", out);
     fputs("</div></header>\n<main>\n", out);
 }
 

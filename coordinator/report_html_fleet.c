@@ -401,8 +401,8 @@ static bool s_task_has(const store_task_t *t, const char *node)
 
 static void s_tl_axis(report_html_t *h, uint64_t span, double scale, int height)
 {
-    double step_s = 1;
-    static const double steps[] = {1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600,
+    double step_s = 86400;
+    static const double steps[] = {0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600,
                                    7200, 10800, 21600, 43200, 86400};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
         if ((double)span / 1000.0 / steps[i] <= 10) {
@@ -410,7 +410,8 @@ static void s_tl_axis(report_html_t *h, uint64_t span, double scale, int height)
             break;
         }
     char label[32];
-    for (double t = 0; t * 1000 <= (double)span; t += step_s) {
+    for (int k = 0; k * step_s * 1000 <= (double)span && k <= 20; k++) {
+        double t = k * step_s;
         double x = S_TL_LABEL + t * 1000 * scale;
         fprintf(h->out,
                 "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"18\" y2=\"%d\"/>"
