@@ -5,7 +5,9 @@
 
 int http_metrics_telemetry(FILE *out, store_t *store)
 {
-    (void)out;
     (void)store;
+    fputs("# HELP fleetburn_telemetry The latest telemetry sample of each device and quantity.\n"
+          "# TYPE fleetburn_telemetry gauge\n",
+          out);
     return 0;
 }
