@@ -11,16 +11,16 @@
  *   campaigns (those running and the latest): fleetburn_campaign_info{campaign,name,state,
  *     verdict}, fleetburn_campaign_start_timestamp_seconds{campaign}, fleetburn_tasks{campaign,
  *     stage,workload,verdict}
- *   nodes (in those campaigns): fleetburn_node_last_verdict{node,campaign,stage,workload,verdict}
- *     (1), fleetburn_node_tasks_failed{node}, fleetburn_node_metric{node,workload,metric,unit}
- *     (the key metrics of the node's last result of each workload: per-size, per-pair and per-device entries are left
+ *   nodes (from any campaign, store_node_results): fleetburn_node_last_verdict{node,campaign,
+ *     stage,workload,verdict} (1) and fleetburn_node_last_failed{node} (0/1) of the node's last
+ *     result, fleetburn_node_metric{node,workload,metric,unit} (the key metrics of its last
+ *     result of each workload: per-size, per-pair and per-device entries are left
  *     to the report, so that series stay bounded)
  *
  * Label values that came from the network are escaped (backslash, quote, newline) and made valid
  * UTF-8. */
 #include "http_serve.h"
 #include "report.h"
-#include "strmap.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -197,12 +197,6 @@ static bool s_key_metric(const char *name)
     return *name != '\0';
 }
 
-typedef struct {
-    const char *node, *campaign;
-    const store_stage_t *stage;
-    const store_task_t *task;
-} s_last_t;
-
 static void s_campaign_series(FILE *tasks, FILE *info, const store_campaign_t *c)
 {
     const char *verdict = report_campaign_verdict(c);
@@ -224,109 +218,29 @@ static void s_campaign_series(FILE *tasks, FILE *info, const store_campaign_t *c
     }
 }
 
-/* Keeps in map, under key, the task (of node) that finished last. */
-static void s_keep_last(fb_strmap_t *map, const char *key, const s_last_t *cand)
+/* Results a node's view looks back over for the last result of each workload. */
+#define S_NODE_WINDOW 64
+
+static void s_node_result(FILE *verdicts, FILE *failed, FILE *metrics,
+                          const store_node_result_t *r)
 {
-    s_last_t *l = fb_strmap_get(map, key);
-    if (l && l->task->finished_ms > cand->task->finished_ms)
-        return;
-    if (!l) {
-        l = xmalloc(sizeof *l);
-        fb_strmap_put(map, key, l);
+    if (r->last) {
+        const char *v = fb_verdict_name(r->verdict);
+        s_sample(verdicts, "fleetburn_node_last_verdict", 1,
+                 (const char *const[]){"node", r->node, "campaign", r->campaign_id, "stage",
+                                       r->stage, "workload", r->workload, "verdict", v, NULL});
+        s_sample(failed, "fleetburn_node_last_failed", fb_verdict_ok(r->verdict) ? 0 : 1,
+                 (const char *const[]){"node", r->node, NULL});
     }
-    *l = *cand;
-}
-
-/* The last finished task of every node (last), and of every node and workload (by_workload,
- * key "node\tworkload"), across the campaigns, by finish time. */
-static void s_last_tasks(store_campaign_t **cs, size_t n, fb_strmap_t *last,
-                         fb_strmap_t *by_workload)
-{
-    for (size_t k = 0; k < n; k++)
-        for (size_t s = 0; s < cs[k]->n_stages; s++)
-            for (size_t t = 0; t < cs[k]->stages[s].n_tasks; t++) {
-                const store_task_t *task = &cs[k]->stages[s].tasks[t];
-                if (task->verdict == FB_VERDICT_NONE)
-                    continue;
-                for (size_t i = 0; i < task->n_nodes; i++) {
-                    s_last_t cand = {task->nodes[i], cs[k]->id, &cs[k]->stages[s], task};
-                    s_keep_last(last, task->nodes[i], &cand);
-                    char *key = xasprintf("%s\t%s", task->nodes[i],
-                                          cs[k]->stages[s].workload ? cs[k]->stages[s].workload
-                                                                    : "");
-                    s_keep_last(by_workload, key, &cand);
-                    free(key);
-                }
-            }
-}
-
-static void s_free_map(fb_strmap_t **map)
-{
-    size_t pos = 0;
-    const char *key;
-    void *val;
-    while (fb_strmap_next(*map, &pos, &key, &val))
-        free(val);
-    fb_strmap_destroy(map);
-}
-
-/* fleetburn_node_tasks_failed: per node, the tasks that did not pass in the campaigns exported
- * (every node of last gets a sample, 0 included). */
-static void s_failed_counts(FILE *out, store_campaign_t **cs, size_t n, fb_strmap_t *last)
-{
-    fb_strmap_t *counts = fb_strmap_new();
-    for (size_t k = 0; k < n; k++)
-        for (size_t s = 0; s < cs[k]->n_stages; s++)
-            for (size_t t = 0; t < cs[k]->stages[s].n_tasks; t++) {
-                const store_task_t *task = &cs[k]->stages[s].tasks[t];
-                if (task->verdict == FB_VERDICT_NONE || fb_verdict_ok(task->verdict))
-                    continue;
-                for (size_t i = 0; i < task->n_nodes; i++) {
-                    size_t *c = fb_strmap_get(counts, task->nodes[i]);
-                    if (!c)
-                        fb_strmap_put(counts, task->nodes[i], c = xcalloc(1, sizeof *c));
-                    (*c)++;
-                }
-            }
-    size_t pos = 0;
-    const char *node;
-    void *val;
-    while (fb_strmap_next(last, &pos, &node, &val)) {
-        const size_t *c = fb_strmap_get(counts, node);
-        s_sample(out, "fleetburn_node_tasks_failed", c ? (double)*c : 0,
-                 (const char *const[]){"node", node, NULL});
-    }
-    s_free_map(&counts);
-}
-
-static void s_node_verdict(FILE *verdicts, FILE *failed, const s_last_t *l)
-{
-    const char *v = fb_verdict_name(l->task->verdict);
-    s_sample(verdicts, "fleetburn_node_last_verdict", 1,
-             (const char *const[]){"node", l->node, "campaign", l->campaign, "stage",
-                                   l->stage->name, "workload", l->stage->workload, "verdict", v,
-                                   NULL});
-    (void)failed;
-}
-
-static void s_node_metrics(FILE *metrics, const s_last_t *l)
-{
-    for (size_t r = 0; r < l->task->n_results; r++) {
-        const fb_result_t *res = l->task->results[r].result;
-        if (!res->node || strcmp(res->node, l->node))
+    size_t shown = 0;
+    for (size_t m = 0; m < r->metrics->n_metrics && shown < S_NODE_METRICS_MAX; m++) {
+        const fb_metric_t *mt = &r->metrics->metrics[m];
+        if (!mt->name || !s_key_metric(mt->name))
             continue;
-        size_t shown = 0;
-        for (size_t m = 0; m < res->n_metrics && shown < S_NODE_METRICS_MAX; m++) {
-            const char *name = res->metrics[m].name ? res->metrics[m].name : "";
-            if (!s_key_metric(name))
-                continue;
-            shown++;
-            s_sample(metrics, "fleetburn_node_metric", res->metrics[m].value,
-                     (const char *const[]){"node", l->node, "workload", l->stage->workload,
-                                           "metric", name, "unit",
-                                           res->metrics[m].unit ? res->metrics[m].unit : "",
-                                           NULL});
-        }
+        shown++;
+        s_sample(metrics, "fleetburn_node_metric", mt->value,
+                 (const char *const[]){"node", r->node, "workload", r->workload, "metric",
+                                       mt->name, "unit", mt->unit ? mt->unit : "", NULL});
     }
 }
 
@@ -366,37 +280,31 @@ static int s_campaigns(FILE *out, store_t *store)
     s_part_t p[N_PARTS];
     for (int i = 0; i < N_PARTS; i++)
         p[i].f = open_memstream(&p[i].buf, &p[i].len);
-    fb_strmap_t *last = fb_strmap_new(), *by_workload = fb_strmap_new();
     for (size_t k = 0; k < n; k++) {
         s_campaign_series(p[TASKS].f, p[INFO].f, cs[k]);
         s_sample(p[START].f, "fleetburn_campaign_start_timestamp_seconds",
                  cs[k]->started_ms / 1000.0, (const char *const[]){"campaign", cs[k]->id, NULL});
     }
-    s_last_tasks(cs, n, last, by_workload);
-    size_t pos = 0;
-    const char *key;
-    void *val;
-    while (fb_strmap_next(last, &pos, &key, &val))
-        s_node_verdict(p[VERDICT].f, p[FAILED].f, val);
-    for (pos = 0; fb_strmap_next(by_workload, &pos, &key, &val);)
-        s_node_metrics(p[METRIC].f, val);
-    s_failed_counts(p[FAILED].f, cs, n, last);
-    s_free_map(&last);
-    s_free_map(&by_workload);
+    store_node_result_t *results = NULL;
+    size_t n_results = 0;
+    rc = store_node_results(store, S_NODE_WINDOW, &results, &n_results);
+    for (size_t i = 0; i < n_results; i++)
+        s_node_result(p[VERDICT].f, p[FAILED].f, p[METRIC].f, &results[i]);
+    store_node_results_free(results, n_results);
     s_part_flush(out, &p[INFO], "fleetburn_campaign_info",
                  "The campaigns running and the latest one (1), with their state and verdict.");
     s_part_flush(out, &p[START], "fleetburn_campaign_start_timestamp_seconds",
                  "When each campaign started (Unix time).");
     s_part_flush(out, &p[TASKS], "fleetburn_tasks", "Tasks of each stage by verdict.");
     s_part_flush(out, &p[VERDICT], "fleetburn_node_last_verdict",
-                 "Each node's last finished task (1), with its verdict.");
-    s_part_flush(out, &p[FAILED], "fleetburn_node_tasks_failed",
-                 "Tasks of each node that did not pass, in the campaigns running and the latest.");
+                 "Each node's last result (1), with its verdict, from any campaign.");
+    s_part_flush(out, &p[FAILED], "fleetburn_node_last_failed",
+                 "1 when the node's last result did not pass.");
     s_part_flush(out, &p[METRIC], "fleetburn_node_metric",
-                 "Key metrics of each node's last finished task, by workload.");
+                 "Key metrics of each node's last result of each workload.");
     while (n)
         store_campaign_destroy(&cs[--n]);
-    return 0;
+    return rc;
 }
 
 char *http_metrics_render(store_t *store, const coord_health_t *health, uint64_t health_age_ms,

@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # `fleetburn serve --http` scraped by a real Prometheus (Debian's prometheus; deploy/install-deps.sh
 # installs it): a campaign in which local-1 fails memtest is in the database, two agents are
-# connected; /metrics passes `promtool check metrics`; Prometheus, given the bearer token through
-# credentials_file, has the target up, and queries return the connected agents, the failed task
-# of local-1 and its key metric; every query of deploy/grafana/fleetburn.json names exported
-# metrics and evaluates in Prometheus. The live view answers / and /campaigns/ID with the HTML
-# report under a Content-Security-Policy. Exposure: a request without the token, with a wrong
-# one, or with another method is refused; a path that is not a campaign id is 404; a non-loopback
+# connected and run a short campaign; /metrics passes `promtool check metrics`; Prometheus, given
+# the bearer token through credentials_file, has the target up, and queries return the connected
+# agents, local-1's failed last result (from the earlier campaign) and a1's passing one; every
+# query of deploy/grafana/fleetburn.json names exported metrics and evaluates in Prometheus. The
+# live view answers / and /campaigns/ID with the HTML report under a Content-Security-Policy,
+# and reloads while the campaign runs. Exposure: a request without the token, with a wrong one,
+# or with another method is refused; a path that is not a campaign id is 404; a non-loopback
 # --http without a token, a token file others may read and a short token are usage errors.
 . "$(dirname "$0")/lib.sh"
 
@@ -74,8 +75,10 @@ for i in $(seq 1 100); do
 done
 get "http://127.0.0.1:$HTTP_PORT/metrics" >"$WORK/metrics.txt"
 promtool check metrics <"$WORK/metrics.txt" >"$WORK/promtool.out" 2>&1 || fail "promtool check metrics: $(cat "$WORK/promtool.out")"
-grep -q "^fleetburn_node_tasks_failed{node=\"local-1\"} 1$" "$WORK/metrics.txt" || fail "local-1's failed task"
-grep -q "^fleetburn_node_tasks_failed{node=\"local-0\"} 0$" "$WORK/metrics.txt" || fail "local-0 has no failed task"
+grep -q "^fleetburn_node_last_failed{node=\"local-1\"} 1$" "$WORK/metrics.txt" || fail "local-1's last result failed"
+grep -q "^fleetburn_node_last_failed{node=\"local-0\"} 0$" "$WORK/metrics.txt" || fail "local-0's last result passed"
+grep -q "^fleetburn_node_last_verdict{node=\"local-1\",campaign=\"$campaign\",stage=\"dram\",workload=\"memtest\",verdict=\"fail\"} 1$" \
+    "$WORK/metrics.txt" || fail "local-1's last verdict"
 grep -q "^fleetburn_tasks{campaign=\"$campaign\",stage=\"dram\",workload=\"memtest\",verdict=\"fail\"} 1$" \
     "$WORK/metrics.txt" || fail "tasks by verdict"
 grep -q '^fleetburn_node_metric{node="local-1",workload="memtest",metric="miscompares",unit=""} 2$' \
@@ -100,6 +103,34 @@ grep -q '<td class="part">local-1</td>' "$WORK/live.html" || fail "the live view
 get "http://127.0.0.1:$HTTP_PORT/" | grep -q "href=\"campaigns/$campaign\"" || fail "the index does not link the campaign"
 pass "401 without or with a wrong token, 405 for POST, 404 off the routes; the live view names local-1"
 
+# --- the live view of a running campaign ------------------------------------------------------------
+cat >"$WORK/nap.yaml" <<'YAML'
+name: live-nap
+stages:
+  - name: nap
+    workload: sleep
+    timeout: 1m
+    params: {duration: 4s}
+YAML
+"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/nap.yaml" >"$WORK/nap.out" 2>"$WORK/nap.log" &
+NAP_PID=$!
+PIDS+=($NAP_PID)
+for i in $(seq 1 100); do
+    get "http://127.0.0.1:$HTTP_PORT/metrics" | grep -q '^fleetburn_campaigns_running 1$' && break
+    [ $i -eq 100 ] && fail "fleetburn_campaigns_running never reached 1"
+    sleep 0.1
+done
+running=$(get "http://127.0.0.1:$HTTP_PORT/metrics" | sed -n 's/^fleetburn_campaign_info{campaign="\([^"]*\)",name="live-nap",state="running".*/\1/p')
+[ -n "$running" ] || fail "the running campaign is not in fleetburn_campaign_info"
+get "http://127.0.0.1:$HTTP_PORT/" | grep -q "href=\"campaigns/$running\"" || fail "the index does not list the running campaign"
+get "http://127.0.0.1:$HTTP_PORT/campaigns/$running" >"$WORK/running.html"
+grep -q 'id="campaign-verdict">running<' "$WORK/running.html" || fail "the live view does not say running"
+grep -q 'http-equiv="refresh"' "$WORK/running.html" || fail "the live view of a running campaign does not reload"
+wait $NAP_PID || fail "the nap campaign exited $?"
+get "http://127.0.0.1:$HTTP_PORT/campaigns/$running" >"$WORK/ran.html"
+! grep -q 'http-equiv="refresh"' "$WORK/ran.html" || fail "the view of a finished campaign still reloads"
+pass "live view: a running campaign is listed, shown running and reloads; once finished it stops"
+
 # --- a real Prometheus scraping it -----------------------------------------------------------------
 PROM_PORT=$(free_port)
 cat >"$WORK/prometheus.yml" <<YAML
@@ -116,7 +147,7 @@ PIDS+=($!)
 PROM="http://127.0.0.1:$PROM_PORT"
 query() { curl -s "$PROM/api/v1/query" --data-urlencode "query=$1"; }
 for i in $(seq 1 300); do
-    query 'fleetburn_node_tasks_failed{node="local-1"}' 2>/dev/null | grep -q '"value":\[[0-9.]*,"1"\]' && break
+    query 'fleetburn_node_last_failed{node="local-1"}' 2>/dev/null | grep -q '"value":\[[0-9.]*,"1"\]' && break
     [ $i -eq 300 ] && fail "Prometheus never had local-1's failed task: $(curl -s "$PROM/api/v1/targets")"
     sleep 0.1
 done
@@ -126,9 +157,12 @@ t = json.load(sys.stdin)["data"]["activeTargets"]
 assert len(t) == 1 and t[0]["health"] == "up", t
 ' || fail "the target is not up"
 query 'fleetburn_agents_connected' | grep -q '"value":\[[0-9.]*,"2"\]' || fail "agents connected in Prometheus"
-query 'sum(fleetburn_tasks{verdict="fail"})' | grep -q '"value":\[[0-9.]*,"1"\]' || fail "failed tasks in Prometheus"
+query 'fleetburn_node_last_verdict{node="a1",workload="sleep",verdict="pass"}' | grep -q '"value":\[[0-9.]*,"1"\]' \
+    || fail "a1's last verdict (the nap) in Prometheus"
+query "sum(fleetburn_tasks{campaign=\"$running\",verdict=\"pass\"})" | grep -q '"value":\[[0-9.]*,"2"\]' \
+    || fail "the latest campaign's passed tasks in Prometheus"
 query 'fleetburn_store_up' | grep -q '"value":\[[0-9.]*,"1"\]' || fail "store up in Prometheus"
-pass "Prometheus scrapes with the token: target up, agents, failed tasks, store health"
+pass "Prometheus scrapes with the token: target up, agents, last verdicts, tasks by verdict, store health"
 
 python3 "$FB_SRC/tests/integration/grafana_check.py" "$FB_SRC/deploy/grafana/fleetburn.json" \
     "$WORK/metrics.txt" "$PROM" || fail "deploy/grafana/fleetburn.json"
