@@ -28,6 +28,10 @@ cli_http_t *cli_http_start(const cli_t *cli, char *err, size_t errlen)
         snprintf(err, errlen, "--http-token-file needs --http ADDR");
         return NULL;
     }
+    if (!http_serve_supported()) {
+        snprintf(err, errlen, "%s", HTTP_UNSUPPORTED);
+        return NULL;
+    }
     if (cli->http_token_file && http_token_load(cli->http_token_file, &token, err, errlen))
         return NULL;
     http_serve_options_t opts = {.addr = cli->http, .db_path = cli->db, .token = token};

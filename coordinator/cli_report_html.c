@@ -17,8 +17,7 @@ int cli_report_html(cli_t *cli, store_t *store, const char *campaign_id)
     if (cli->baseline) {
         int rc = cli_baseline_resolve(store, cli->db, cli->baseline, campaign_id, &base, &why);
         if (rc) {
-            fprintf(stderr, "fleetburn report: --baseline: %s\n",
-                    why ? why : store_errmsg(store));
+            fprintf(stderr, "fleetburn report: --baseline: %s\n", why ? why : store_errmsg(store));
             free(why);
             return rc == -ENOENT ? EXIT_USAGE : EXIT_INFRA;
         }

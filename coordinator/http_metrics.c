@@ -87,8 +87,7 @@ static void s_coordinator(FILE *out, const coord_health_t *h, uint64_t age_ms)
 {
     s_family(out, "fleetburn_build_info", "gauge", "The fleetburn version serving these metrics.");
     s_sample(out, "fleetburn_build_info", 1, (const char *const[]){"version", FB_VERSION, NULL});
-    s_gauge(out, "fleetburn_up", "1 when the coordinator's loop published its health.",
-            h ? 1 : 0);
+    s_gauge(out, "fleetburn_up", "1 when the coordinator's loop published its health.", h ? 1 : 0);
     if (!h)
         return;
     s_gauge(out, "fleetburn_health_age_seconds",
@@ -138,8 +137,8 @@ static int s_agent(const store_agent_t *a, void *arg)
     while (k < S_N_STATES && strcmp(s_agent_states[k], a->state ? a->state : ""))
         k++;
     ag->by_state[k]++;
-    s_sample(ag->seen_out, "fleetburn_agent_last_seen_timestamp_seconds",
-             a->last_seen_ms / 1000.0, (const char *const[]){"node", a->name, NULL});
+    s_sample(ag->seen_out, "fleetburn_agent_last_seen_timestamp_seconds", a->last_seen_ms / 1000.0,
+             (const char *const[]){"node", a->name, NULL});
     return 0;
 }
 
@@ -201,8 +200,8 @@ static void s_campaign_series(FILE *tasks, FILE *info, const store_campaign_t *c
 {
     const char *verdict = report_campaign_verdict(c);
     s_sample(info, "fleetburn_campaign_info", 1,
-             (const char *const[]){"campaign", c->id, "name", c->name, "state", c->state,
-                                   "verdict", verdict, NULL});
+             (const char *const[]){"campaign", c->id, "name", c->name, "state", c->state, "verdict",
+                                   verdict, NULL});
     for (size_t s = 0; s < c->n_stages; s++) {
         const store_stage_t *st = &c->stages[s];
         size_t by[FB_VERDICT_MAX + 1] = {0};
@@ -210,19 +209,17 @@ static void s_campaign_series(FILE *tasks, FILE *info, const store_campaign_t *c
             by[st->tasks[t].verdict <= FB_VERDICT_MAX ? st->tasks[t].verdict : FB_VERDICT_ERROR]++;
         for (int v = 0; v <= FB_VERDICT_MAX; v++)
             s_sample(tasks, "fleetburn_tasks", (double)by[v],
-                     (const char *const[]){"campaign", c->id, "stage", st->name, "workload",
-                                           st->workload,  "verdict",
-                                           v == FB_VERDICT_NONE ? "pending"
-                                                                : fb_verdict_name((fb_verdict_t)v),
-                                           NULL});
+                     (const char *const[]){
+                         "campaign", c->id, "stage", st->name, "workload", st->workload, "verdict",
+                         v == FB_VERDICT_NONE ? "pending" : fb_verdict_name((fb_verdict_t)v),
+                         NULL});
     }
 }
 
 /* Results a node's view looks back over for the last result of each workload. */
 #define S_NODE_WINDOW 64
 
-static void s_node_result(FILE *verdicts, FILE *failed, FILE *metrics,
-                          const store_node_result_t *r)
+static void s_node_result(FILE *verdicts, FILE *failed, FILE *metrics, const store_node_result_t *r)
 {
     if (r->last) {
         const char *v = fb_verdict_name(r->verdict);
@@ -239,8 +236,8 @@ static void s_node_result(FILE *verdicts, FILE *failed, FILE *metrics,
             continue;
         shown++;
         s_sample(metrics, "fleetburn_node_metric", mt->value,
-                 (const char *const[]){"node", r->node, "workload", r->workload, "metric",
-                                       mt->name, "unit", mt->unit ? mt->unit : "", NULL});
+                 (const char *const[]){"node", r->node, "workload", r->workload, "metric", mt->name,
+                                       "unit", mt->unit ? mt->unit : "", NULL});
     }
 }
 

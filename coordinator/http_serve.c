@@ -37,8 +37,9 @@ static int s_parse_addr(const char *addr, struct sockaddr_storage *sa, socklen_t
     char *end;
     if (!colon || colon == addr || !colon[1] || (port = strtoul(colon + 1, &end, 10)) > 65535 ||
         *end || (size_t)(colon - addr) >= sizeof host) {
-        snprintf(err, errlen, "--http: '%s' is not HOST:PORT (127.0.0.1:9108, [::1]:9108, "
-                              "*:9108)",
+        snprintf(err, errlen,
+                 "--http: '%s' is not HOST:PORT (127.0.0.1:9108, [::1]:9108, "
+                 "*:9108)",
                  addr);
         return -EINVAL;
     }
@@ -102,8 +103,9 @@ int http_token_load(const char *path, char **token_out, char *err, size_t errlen
         return rc;
     }
     if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-        snprintf(err, errlen, "--http-token-file: %s: group or others may read it (mode %03o); "
-                              "chmod 600 it",
+        snprintf(err, errlen,
+                 "--http-token-file: %s: group or others may read it (mode %03o); "
+                 "chmod 600 it",
                  path, (unsigned)(st.st_mode & 0777));
         free(text);
         return -EPERM;
@@ -116,15 +118,17 @@ int http_token_load(const char *path, char **token_out, char *err, size_t errlen
         n--;
     for (size_t i = 0; i < n; i++)
         if (!isgraph((unsigned char)p[i])) {
-            snprintf(err, errlen, "--http-token-file: %s: the token holds a character that is not "
-                                  "printable ASCII",
+            snprintf(err, errlen,
+                     "--http-token-file: %s: the token holds a character that is not "
+                     "printable ASCII",
                      path);
             free(text);
             return -EINVAL;
         }
     if (n < HTTP_TOKEN_MIN) {
-        snprintf(err, errlen, "--http-token-file: %s: the token has %zu characters, at least %d "
-                              "expected (e.g. openssl rand -hex 32)",
+        snprintf(err, errlen,
+                 "--http-token-file: %s: the token has %zu characters, at least %d "
+                 "expected (e.g. openssl rand -hex 32)",
                  path, n, HTTP_TOKEN_MIN);
         free(text);
         return -EINVAL;
@@ -137,11 +141,15 @@ int http_token_load(const char *path, char **token_out, char *err, size_t errlen
 
 #ifndef FB_HAVE_MHD
 
+bool http_serve_supported(void)
+{
+    return false;
+}
+
 http_serve_t *http_serve_start(const http_serve_options_t *opts, char *err, size_t errlen)
 {
     (void)opts;
-    snprintf(err, errlen, "--http: this fleetburn was built without libmicrohttpd "
-                          "(libmicrohttpd-dev, WITH_MICROHTTPD)");
+    snprintf(err, errlen, "%s", HTTP_UNSUPPORTED);
     return NULL;
 }
 
@@ -185,6 +193,11 @@ struct http_serve {
     coord_health_t health;
     uint64_t health_ms; /* monotonic ms of the last publish */
 };
+
+bool http_serve_supported(void)
+{
+    return true;
+}
 
 /* Equal in time that depends only on the expected token's length. */
 static bool s_token_equal(const char *given, const char *want, size_t want_len)
@@ -266,9 +279,9 @@ static enum MHD_Result s_metrics(http_serve_t *self, struct MHD_Connection *conn
     age = fb_mono_ms() - self->health_ms;
     pthread_mutex_unlock(&self->lock);
     size_t len = 0;
-    char *body = store ? http_metrics_render(store, have ? &health : NULL, age, &len, err,
-                                             sizeof err)
-                       : NULL;
+    char *body = store
+                     ? http_metrics_render(store, have ? &health : NULL, age, &len, err, sizeof err)
+                     : NULL;
     if (!body) {
         log_warn("http: /metrics: %s", err);
         return s_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, err);
@@ -384,9 +397,10 @@ http_serve_t *http_serve_start(const http_serve_options_t *opts, char *err, size
     if (s_parse_addr(opts->addr, &sa, &len, err, errlen))
         return NULL;
     if (!s_sa_loopback(&sa) && !opts->token) {
-        snprintf(err, errlen, "--http %s is reachable from other hosts: give a bearer token with "
-                              "--http-token-file FILE (docs/security.md \"HTTP listener\"), or "
-                              "bind 127.0.0.1",
+        snprintf(err, errlen,
+                 "--http %s is reachable from other hosts: give a bearer token with "
+                 "--http-token-file FILE (docs/security.md \"HTTP listener\"), or "
+                 "bind 127.0.0.1",
                  opts->addr);
         return NULL;
     }
@@ -401,11 +415,11 @@ http_serve_t *http_serve_start(const http_serve_options_t *opts, char *err, size
                      (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
     self->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, s_on_request, self, MHD_OPTION_EXTERNAL_LOGGER, s_mhd_log, NULL,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_MAX_PER_ADDRESS,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_CONNECTION_TIMEOUT_S,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)S_CONNECTION_MEMORY, MHD_OPTION_END);
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)HTTP_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)HTTP_MAX_PER_ADDRESS, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)HTTP_CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)S_CONNECTION_MEMORY, MHD_OPTION_END);
     if (!self->daemon) {
         snprintf(err, errlen, "--http: cannot listen on %s (address in use, or not this host's)",
                  opts->addr);

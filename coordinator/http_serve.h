@@ -48,6 +48,13 @@ int http_token_load(const char *path, char **token_out, char *err, size_t errlen
 /* Whether addr (as accepted by http_serve_start) binds a loopback address only. */
 bool http_addr_is_loopback(const char *addr);
 
+/* Whether this build has the listener (libmicrohttpd). */
+bool http_serve_supported(void);
+/* The message http_serve_start gives in a build without it. */
+#define HTTP_UNSUPPORTED                                                                           \
+    "--http: this fleetburn was built without libmicrohttpd (libmicrohttpd-dev, "                  \
+    "WITH_MICROHTTPD)"
+
 /* Starts the listener. NULL with a message in err: a malformed address, a non-loopback address
  * without a token, the port taken, a build without libmicrohttpd. */
 http_serve_t *http_serve_start(const http_serve_options_t *opts, char *err, size_t errlen);

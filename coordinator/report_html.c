@@ -86,7 +86,9 @@ static void s_header(report_html_t *h)
     fputs("<header id=\"summary\"><h1>", out);
     report__html_text(out, c->name);
     fprintf(out, " <span class=\"badge %s\" id=\"campaign-verdict\">%s</span></h1>",
-            !strcmp(verdict, "pass") ? "v-pass" : !strcmp(verdict, "fail") ? "v-fail" : "v-none",
+            !strcmp(verdict, "pass")   ? "v-pass"
+            : !strcmp(verdict, "fail") ? "v-fail"
+                                       : "v-none",
             verdict);
     char start[40], dur[32];
     uint64_t end = c->finished_ms ? c->finished_ms : fb_now_ms();
@@ -192,8 +194,9 @@ static size_t s_parts_in(const report_html_t *h, report_state_t state)
 static void s_parts_table(report_html_t *h, report_state_t state, const char *id)
 {
     FILE *out = h->out;
-    fprintf(out, "<table id=\"%s\"><tr><th>part</th><th>kind</th><th>confidence</th>"
-                 "<th>stage</th><th>why</th></tr>",
+    fprintf(out,
+            "<table id=\"%s\"><tr><th>part</th><th>kind</th><th>confidence</th>"
+            "<th>stage</th><th>why</th></tr>",
             id);
     for (size_t k = 0; k < h->diag.n; k++) {
         const report_suspect_t *sus = &h->diag.v[k];
@@ -222,8 +225,9 @@ static void s_unexplained(report_html_t *h)
             n += report__unattributed(&h->c->stages[s], &h->c->stages[s].tasks[t]);
     if (!n)
         return;
-    fprintf(out, "<h3>Failures no part explains (%zu)</h3><table id=\"unexplained\"><tr>"
-                 "<th>stage</th><th>task</th><th>nodes</th><th>verdict</th><th>error</th></tr>",
+    fprintf(out,
+            "<h3>Failures no part explains (%zu)</h3><table id=\"unexplained\"><tr>"
+            "<th>stage</th><th>task</th><th>nodes</th><th>verdict</th><th>error</th></tr>",
             n);
     size_t shown = 0;
     for (size_t s = 0; s < h->c->n_stages; s++)
@@ -249,8 +253,9 @@ static void s_unexplained(report_html_t *h)
         }
     fputs("</table>", out);
     if (n > shown)
-        fprintf(out, "<p class=\"muted\">and %zu more (fleetburn report --format json lists "
-                     "them all)</p>",
+        fprintf(out,
+                "<p class=\"muted\">and %zu more (fleetburn report --format json lists "
+                "them all)</p>",
                 n - shown);
 }
 
@@ -260,8 +265,9 @@ static void s_cleared(report_html_t *h)
     size_t n = s_parts_in(h, REPORT_CLEARED);
     if (!n)
         return;
-    fprintf(out, "<details id=\"cleared\"><summary>%zu part%s cleared by their own passes"
-                 "</summary><p>",
+    fprintf(out,
+            "<details id=\"cleared\"><summary>%zu part%s cleared by their own passes"
+            "</summary><p>",
             n, n == 1 ? "" : "s");
     bool first = true;
     for (size_t k = 0; k < h->diag.n; k++) {
@@ -285,14 +291,14 @@ static void s_diagnosis(report_html_t *h)
                 bad, bad == 1 ? "" : "s");
         s_parts_table(h, REPORT_BAD, "replace");
     } else if (!strcmp(report_campaign_verdict(h->c), "running")) {
-        fputs("<p id=\"replace-none\">No part named yet: the campaign is still running.</p>",
-              out);
+        fputs("<p id=\"replace-none\">No part named yet: the campaign is still running.</p>", out);
     } else {
         fputs("<p id=\"replace-none\">Nothing to replace: no test named a bad part.</p>", out);
     }
     if (undecided) {
-        fprintf(out, "<h3>Undecided (%zu): the evidence does not separate these from chance"
-                     "</h3>",
+        fprintf(out,
+                "<h3>Undecided (%zu): the evidence does not separate these from chance"
+                "</h3>",
                 undecided);
         s_parts_table(h, REPORT_UNDECIDED, "undecided");
     }
@@ -329,8 +335,8 @@ static void s_document(report_html_t *h)
     s_footer(h);
 }
 
-int report_write_html(store_t *store, const char *campaign_id,
-                      const report_html_options_t *opts, FILE *out)
+int report_write_html(store_t *store, const char *campaign_id, const report_html_options_t *opts,
+                      FILE *out)
 {
     store_campaign_t *c = NULL, *base = NULL;
     int err = store_campaign_load(store, campaign_id, &c);
@@ -340,8 +346,8 @@ int report_write_html(store_t *store, const char *campaign_id,
         store_campaign_destroy(&c);
         return err;
     }
-    report_html_t h = {.out = out, .store = store, .c = c, .base = base,
-                       .live = opts && opts->live};
+    report_html_t h = {
+        .out = out, .store = store, .c = c, .base = base, .live = opts && opts->live};
     report__diag_build(&h.diag, c);
     report__html_nodes_build(&h);
     s_document(&h);
@@ -374,10 +380,13 @@ static int s_index_row(const store_campaign_t *c, void *arg)
     report__html_text(ix->out, c->id);
     fputs("</a></td><td>", ix->out);
     report__html_text(ix->out, c->name);
-    fprintf(ix->out, "</td><td>%s</td><td><span class=\"badge %s\">%s</span></td><td>%s</td>"
-                     "<td class=\"num\">%s</td></tr>",
+    fprintf(ix->out,
+            "</td><td>%s</td><td><span class=\"badge %s\">%s</span></td><td>%s</td>"
+            "<td class=\"num\">%s</td></tr>",
             c->state ? c->state : "?",
-            !strcmp(verdict, "pass") ? "v-pass" : !strcmp(verdict, "fail") ? "v-fail" : "v-none",
+            !strcmp(verdict, "pass")   ? "v-pass"
+            : !strcmp(verdict, "fail") ? "v-fail"
+                                       : "v-none",
             verdict, fb_iso8601(c->started_ms, start, sizeof start),
             report__html_duration(end > c->started_ms ? end - c->started_ms : 0, dur, sizeof dur));
     return 0;

@@ -127,8 +127,9 @@ void report__html_p2p(report_html_t *h)
         for (size_t i = 0; i < S_GPUS_MAX * S_GPUS_MAX; i++)
             hi = isfinite(mats[k].m[i]) && mats[k].m[i] > hi ? mats[k].m[i] : hi;
     if (n > S_P2P_NODES)
-        fprintf(h->out, "<p class=\"muted\">%zu nodes measured; shown are the %d with the slowest "
-                        "link.</p>",
+        fprintf(h->out,
+                "<p class=\"muted\">%zu nodes measured; shown are the %d with the slowest "
+                "link.</p>",
                 n, S_P2P_NODES);
     for (size_t k = 0; k < n && k < S_P2P_NODES; k++)
         s_p2p_draw(h, &mats[k], hi);
@@ -159,8 +160,8 @@ static bool s_ar_curve(const fb_result_t *r, s_curve_t *c)
         const char *name = r->metrics[k].name;
         unsigned long long bytes;
         int used = 0;
-        if (!name || sscanf(name, "allreduce.%llu.busbw_gbs%n", &bytes, &used) != 1 ||
-            name[used] || !isfinite(r->metrics[k].value))
+        if (!name || sscanf(name, "allreduce.%llu.busbw_gbs%n", &bytes, &used) != 1 || name[used] ||
+            !isfinite(r->metrics[k].value))
             continue;
         pairs[n][0] = (double)bytes;
         pairs[n][1] = r->metrics[k].value;
@@ -184,12 +185,11 @@ static size_t s_ar_curves(const store_stage_t *st, s_curve_t **out)
         for (size_t r = 0; r < st->tasks[t].n_results; r++)
             if (s_ar_curve(st->tasks[t].results[r].result, &v[n])) {
                 const store_task_t *task = &st->tasks[t];
-                v[n++].label = task->n_nodes > 2
-                                   ? xasprintf("%s +%zu", task->nodes[0], task->n_nodes - 1)
-                               : task->n_nodes == 2
-                                   ? xasprintf("%s,%s", task->nodes[0], task->nodes[1])
-                               : task->n_nodes == 1 ? xstrdup(task->nodes[0])
-                                                    : xstrdup(task->id);
+                v[n++].label =
+                    task->n_nodes > 2    ? xasprintf("%s +%zu", task->nodes[0], task->n_nodes - 1)
+                    : task->n_nodes == 2 ? xasprintf("%s,%s", task->nodes[0], task->nodes[1])
+                    : task->n_nodes == 1 ? xstrdup(task->nodes[0])
+                                         : xstrdup(task->id);
                 break;
             }
     *out = v;
@@ -230,7 +230,8 @@ static int s_cmp_curve_last(const void *a, const void *b)
 static const store_stage_t *s_base_stage(const report_html_t *h, const store_stage_t *st)
 {
     for (size_t s = 0; h->base && s < h->base->n_stages; s++)
-        if (!strcmp(h->base->stages[s].name, st->name) && s_stage_is(&h->base->stages[s], st->workload))
+        if (!strcmp(h->base->stages[s].name, st->name) &&
+            s_stage_is(&h->base->stages[s], st->workload))
             return &h->base->stages[s];
     return NULL;
 }
@@ -256,14 +257,17 @@ static void s_ar_stage(report_html_t *h, const store_stage_t *st)
     if (bst && (nb = s_ar_curves(bst, &bv)) > 0) {
         s_ar_median(bv, nb, &base_med);
         base_label = xasprintf("baseline %s", h->base->id);
-        series[ns++] = (report_html_series_t){base_label, base_med.x, base_med.y, base_med.n,
-                                              true, "base"};
+        series[ns++] =
+            (report_html_series_t){base_label, base_med.x, base_med.y, base_med.n, true, "base"};
     }
     char *title = xasprintf("%s: bus bandwidth against message size (%zu group%s)", st->name, n,
                             n == 1 ? "" : "s");
-    report_html_chart_t chart = {.id = "allreduce-chart", .title = title,
-                                 .x_label = "message size", .y_label = "busbw GB/s",
-                                 .log2_x = true, .x_bytes = true};
+    report_html_chart_t chart = {.id = "allreduce-chart",
+                                 .title = title,
+                                 .x_label = "message size",
+                                 .y_label = "busbw GB/s",
+                                 .log2_x = true,
+                                 .x_bytes = true};
     if (n)
         report__html_line_chart(h->out, &chart, series, ns);
     else
@@ -295,9 +299,9 @@ void report__html_allreduce(report_html_t *h)
 
 typedef struct {
     const char *node;
-    uint64_t range;    /* address >> 30: the GiB the errors are in */
-    bool phys;         /* a physical address (else virtual: the kernel did not tell) */
-    char dimm[96];     /* the DIMM the finding named, "" when none */
+    uint64_t range; /* address >> 30: the GiB the errors are in */
+    bool phys;      /* a physical address (else virtual: the kernel did not tell) */
+    char dimm[96];  /* the DIMM the finding named, "" when none */
     size_t count;
 } s_memrange_t;
 
@@ -330,8 +334,8 @@ static void s_mem_add(s_memrange_t **v, size_t *n, const char *node, const fb_fi
 {
     uint64_t addr;
     bool phys;
-    if (!f->what || !f->kind || strcmp(f->kind, "memory") || !s_finding_address(f->what, &addr, &phys) ||
-        strncmp(f->what, "miscompare", 10))
+    if (!f->what || !f->kind || strcmp(f->kind, "memory") ||
+        !s_finding_address(f->what, &addr, &phys) || strncmp(f->what, "miscompare", 10))
         return;
     char dimm[96];
     s_finding_dimm(f->what, dimm, sizeof dimm);
@@ -342,7 +346,7 @@ static void s_mem_add(s_memrange_t **v, size_t *n, const char *node, const fb_fi
         }
     *v = xrealloc(*v, (*n + 1) * sizeof **v);
     (*v)[*n] = (s_memrange_t){.node = node, .range = addr >> 30, .phys = phys, .count = 1};
-    fb_strlcpy((*v)[*n].dimm, dimm, sizeof (*v)[*n].dimm);
+    fb_strlcpy((*v)[*n].dimm, dimm, sizeof(*v)[*n].dimm);
     (*n)++;
 }
 
@@ -362,8 +366,9 @@ static void s_mem_row(FILE *out, const s_memrange_t *m, size_t max)
     fprintf(out, "</td><td>%s 0x%" PRIx64 "&ndash;0x%" PRIx64 "</td><td>",
             m->phys ? "phys" : "virt", m->range << 30, ((m->range + 1) << 30) - 1);
     report__html_text(out, m->dimm[0] ? m->dimm : "-");
-    fprintf(out, "</td><td class=\"num\">%zu</td><td><svg width=\"204\" height=\"12\">"
-                 "<rect class=\"v-fail\" width=\"%.0f\" height=\"12\"/></svg></td></tr>",
+    fprintf(out,
+            "</td><td class=\"num\">%zu</td><td><svg width=\"204\" height=\"12\">"
+            "<rect class=\"v-fail\" width=\"%.0f\" height=\"12\"/></svg></td></tr>",
             m->count, 4 + 200.0 * (double)m->count / (double)(max ? max : 1));
 }
 

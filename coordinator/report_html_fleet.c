@@ -85,8 +85,8 @@ static bool s_is_diagnosis(const store_task_t *t)
 static int s_severity(fb_verdict_t v)
 {
     static const int sev[FB_VERDICT_MAX + 1] = {
-        [FB_VERDICT_NONE] = 3,    [FB_VERDICT_PASS] = 1, [FB_VERDICT_SKIPPED] = 2,
-        [FB_VERDICT_FAIL] = 7,    [FB_VERDICT_ERROR] = 6, [FB_VERDICT_TIMEOUT] = 5,
+        [FB_VERDICT_NONE] = 3, [FB_VERDICT_PASS] = 1,  [FB_VERDICT_SKIPPED] = 2,
+        [FB_VERDICT_FAIL] = 7, [FB_VERDICT_ERROR] = 6, [FB_VERDICT_TIMEOUT] = 5,
         [FB_VERDICT_LOST] = 4,
     };
     return (int)v >= 0 && v <= FB_VERDICT_MAX ? sev[v] : 6;
@@ -242,11 +242,12 @@ static void s_heat_cell(report_html_t *h, size_t i, size_t s, bool present)
 {
     const report_html_node_t *nd = &h->nodes[i];
     int x = (int)(i % S_HM_COLS) * (S_HM_CELL + 1), y = (int)(i / S_HM_COLS) * (S_HM_CELL + 1);
-    const char *cls = !present                ? "v-absent"
-                      : s_outlier(nd, s) && !s_failed(nd->verdicts[s]) ? "v-out"
-                                              : report__html_verdict_class(nd->verdicts[s]);
-    fprintf(h->out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" class=\"%s\"><title>", x,
-            y, S_HM_CELL, S_HM_CELL, cls);
+    const char *cls = !present ? "v-absent"
+                      : s_outlier(nd, s) && !s_failed(nd->verdicts[s])
+                          ? "v-out"
+                          : report__html_verdict_class(nd->verdicts[s]);
+    fprintf(h->out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" class=\"%s\"><title>", x, y,
+            S_HM_CELL, S_HM_CELL, cls);
     report__html_text(h->out, nd->name);
     if (present) {
         fprintf(h->out, " %s", report__html_verdict_name(nd->verdicts[s]));
@@ -269,8 +270,9 @@ static void s_heat_panel(report_html_t *h, size_t s)
     report__html_text(h->out, st->name);
     fputs(" <span class=\"muted\">", h->out);
     report__html_text(h->out, st->workload);
-    fprintf(h->out, "</span></figcaption><svg class=\"plot hm\" viewBox=\"0 0 %d %d\" width=\"%d\" "
-                    "height=\"%d\" role=\"img\">",
+    fprintf(h->out,
+            "</span></figcaption><svg class=\"plot hm\" viewBox=\"0 0 %d %d\" width=\"%d\" "
+            "height=\"%d\" role=\"img\">",
             w, hgt, w, hgt);
     for (size_t i = 0; i < h->n_nodes; i++)
         s_heat_cell(h, i, s, h->nodes[i].in_stage[s]);
@@ -281,13 +283,15 @@ static void s_heat_legend(FILE *out)
 {
     static const struct {
         const char *cls, *what;
-    } items[] = {{"v-pass", "pass"},       {"v-out", "passed, outlier"}, {"v-fail", "fail"},
-                 {"v-error", "error"},     {"v-timeout", "timeout"},     {"v-lost", "lost"},
-                 {"v-skipped", "skipped"}, {"v-none", "pending"},        {"v-absent", "not in stage"}};
+    } items[] = {
+        {"v-pass", "pass"},       {"v-out", "passed, outlier"}, {"v-fail", "fail"},
+        {"v-error", "error"},     {"v-timeout", "timeout"},     {"v-lost", "lost"},
+        {"v-skipped", "skipped"}, {"v-none", "pending"},        {"v-absent", "not in stage"}};
     fputs("<p class=\"muted\">", out);
     for (size_t i = 0; i < sizeof items / sizeof items[0]; i++)
-        fprintf(out, "<svg class=\"legendbox\" viewBox=\"0 0 10 10\"><rect width=\"10\" "
-                     "height=\"10\" class=\"%s\"/></svg>%s",
+        fprintf(out,
+                "<svg class=\"legendbox\" viewBox=\"0 0 10 10\"><rect width=\"10\" "
+                "height=\"10\" class=\"%s\"/></svg>%s",
                 items[i].cls, items[i].what);
     fprintf(out, " &middot; nodes in name order, %d per row; hover a cell for its node</p>",
             S_HM_COLS);
@@ -349,8 +353,8 @@ static void s_outliers(report_html_t *h)
 void report__html_fleet(report_html_t *h)
 {
     FILE *out = h->out;
-    fprintf(out, "<section id=\"fleet\"><h2>Fleet: %zu nodes &times; %zu stages</h2>",
-            h->n_nodes, h->c->n_stages);
+    fprintf(out, "<section id=\"fleet\"><h2>Fleet: %zu nodes &times; %zu stages</h2>", h->n_nodes,
+            h->c->n_stages);
     if (!h->n_nodes || !h->c->n_stages) {
         fputs("<p class=\"muted\">No tasks yet.</p></section>\n", out);
         return;
@@ -375,8 +379,9 @@ static void s_tl_bar(report_html_t *h, const store_stage_t *st, const store_task
     double x = S_TL_LABEL + (double)(t->started_ms - t0) * scale;
     double w = (double)(end - t->started_ms) * scale;
     char dur[32];
-    fprintf(h->out, "<rect class=\"bar %s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\">"
-                    "<title>",
+    fprintf(h->out,
+            "<rect class=\"bar %s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\">"
+            "<title>",
             report__html_verdict_class(t->verdict), x, row * S_TL_ROW + 22, w < 1 ? 1 : w,
             S_TL_ROW - 4);
     report__html_text(h->out, st->name);
@@ -402,8 +407,9 @@ static bool s_task_has(const store_task_t *t, const char *node)
 static void s_tl_axis(report_html_t *h, uint64_t span, double scale, int height)
 {
     double step_s = 86400;
-    static const double steps[] = {0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600,
-                                   7200, 10800, 21600, 43200, 86400};
+    static const double steps[] = {0.01, 0.02, 0.05, 0.1,  0.2,   0.5,   1,     2,
+                                   5,    10,   15,   30,   60,    120,   300,   600,
+                                   900,  1800, 3600, 7200, 10800, 21600, 43200, 86400};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
         if ((double)span / 1000.0 / steps[i] <= 10) {
             step_s = steps[i];
@@ -428,11 +434,14 @@ void report__html_timeline(report_html_t *h)
     size_t rows = 0, interesting = 0;
     for (size_t i = 0; i < h->n_nodes; i++)
         interesting += h->nodes[i].of_interest;
-    rows = all ? h->n_nodes : interesting < REPORT_HTML_ROWS_MAX ? interesting : REPORT_HTML_ROWS_MAX;
+    rows = all                                  ? h->n_nodes
+           : interesting < REPORT_HTML_ROWS_MAX ? interesting
+                                                : REPORT_HTML_ROWS_MAX;
     fputs("<section id=\"timeline\"><h2>Timeline of tasks per node</h2>", out);
     if (!all)
-        fprintf(out, "<p class=\"muted\">%zu nodes: shown are the %zu that failed or stood out"
-                     "%s; <code>fleetburn report --format json</code> has every task.</p>",
+        fprintf(out,
+                "<p class=\"muted\">%zu nodes: shown are the %zu that failed or stood out"
+                "%s; <code>fleetburn report --format json</code> has every task.</p>",
                 h->n_nodes, rows, interesting > rows ? " (the first of them by name)" : "");
     if (!rows || t1 <= t0) {
         fputs("<p class=\"muted\">Nothing to draw.</p></section>\n", out);
@@ -440,16 +449,18 @@ void report__html_timeline(report_html_t *h)
     }
     int height = 22 + (int)rows * S_TL_ROW + 4;
     double scale = (double)(S_TL_WIDTH - S_TL_LABEL - 10) / (double)(t1 - t0);
-    fprintf(out, "<svg class=\"plot\" id=\"timeline-svg\" viewBox=\"0 0 %d %d\" width=\"%d\" "
-                 "height=\"%d\" role=\"img\">",
+    fprintf(out,
+            "<svg class=\"plot\" id=\"timeline-svg\" viewBox=\"0 0 %d %d\" width=\"%d\" "
+            "height=\"%d\" role=\"img\">",
             S_TL_WIDTH, height, S_TL_WIDTH, height);
     s_tl_axis(h, t1 - t0, scale, height);
     int row = 0;
     for (size_t i = 0; i < h->n_nodes && (size_t)row < rows; i++) {
         if (!all && !h->nodes[i].of_interest)
             continue;
-        fprintf(out, "<rect class=\"lane\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>"
-                     "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">",
+        fprintf(out,
+                "<rect class=\"lane\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>"
+                "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">",
                 S_TL_LABEL, row * S_TL_ROW + 21, S_TL_WIDTH - S_TL_LABEL - 10, S_TL_ROW - 2,
                 S_TL_LABEL - 6, row * S_TL_ROW + 32);
         report__html_text(out, h->nodes[i].name);

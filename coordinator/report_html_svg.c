@@ -18,9 +18,11 @@
 /* Length of a valid UTF-8 sequence starting at s (1-4), or 0 when it is not one. */
 static size_t s_utf8_len(const unsigned char *s)
 {
-    size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3
-                           : (s[0] & 0xf8) == 0xf0     ? 4
-                                                       : 0;
+    size_t n = s[0] < 0x80             ? 1
+               : (s[0] & 0xe0) == 0xc0 ? 2
+               : (s[0] & 0xf0) == 0xe0 ? 3
+               : (s[0] & 0xf8) == 0xf0 ? 4
+                                       : 0;
     if (n == 2 && s[0] < 0xc2)
         return 0; /* overlong */
     for (size_t i = 1; i < n; i++)
@@ -36,12 +38,28 @@ void report__html_text(FILE *out, const char *s)
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
         switch (*p) {
-        case '&': fputs("&amp;", out); p++; continue;
-        case '<': fputs("&lt;", out); p++; continue;
-        case '>': fputs("&gt;", out); p++; continue;
-        case '"': fputs("&quot;", out); p++; continue;
-        case '\'': fputs("&#39;", out); p++; continue;
-        default: break;
+        case '&':
+            fputs("&amp;", out);
+            p++;
+            continue;
+        case '<':
+            fputs("&lt;", out);
+            p++;
+            continue;
+        case '>':
+            fputs("&gt;", out);
+            p++;
+            continue;
+        case '"':
+            fputs("&quot;", out);
+            p++;
+            continue;
+        case '\'':
+            fputs("&#39;", out);
+            p++;
+            continue;
+        default:
+            break;
         }
         if (*p < 0x20 || *p == 0x7f) {
             fputs(*p == '\n' || *p == '\t' ? " " : "\xef\xbf\xbd", out);
@@ -74,13 +92,20 @@ void report__html_textf(FILE *out, const char *fmt, ...)
 const char *report__html_verdict_class(fb_verdict_t v)
 {
     switch (v) {
-    case FB_VERDICT_PASS: return "v-pass";
-    case FB_VERDICT_FAIL: return "v-fail";
-    case FB_VERDICT_SKIPPED: return "v-skipped";
-    case FB_VERDICT_TIMEOUT: return "v-timeout";
-    case FB_VERDICT_LOST: return "v-lost";
-    case FB_VERDICT_ERROR: return "v-error";
-    default: return "v-none";
+    case FB_VERDICT_PASS:
+        return "v-pass";
+    case FB_VERDICT_FAIL:
+        return "v-fail";
+    case FB_VERDICT_SKIPPED:
+        return "v-skipped";
+    case FB_VERDICT_TIMEOUT:
+        return "v-timeout";
+    case FB_VERDICT_LOST:
+        return "v-lost";
+    case FB_VERDICT_ERROR:
+        return "v-error";
+    default:
+        return "v-none";
     }
 }
 
@@ -184,7 +209,8 @@ static void s_x_ticks(FILE *out, const report_html_chart_t *c, const s_frame_t *
             if (x < f->x0 || x > f->x1)
                 continue;
             s_tick_label(c, x, label, sizeof label);
-            fprintf(out, "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>",
+            fprintf(out,
+                    "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>",
                     s_fx(f, x), f->top + f->h + 14, label);
         }
         return;
@@ -278,8 +304,8 @@ void report__html_line_chart(FILE *out, const report_html_chart_t *c,
                              const report_html_series_t *series, size_t n_series)
 {
     int width = c->width ? c->width : 760, height = c->height ? c->height : 260;
-    s_frame_t f = {.left = 56, .top = 24, .w = width - 56 - 190, .h = height - 24 - 40,
-                   .log2_x = c->log2_x};
+    s_frame_t f = {
+        .left = 56, .top = 24, .w = width - 56 - 190, .h = height - 24 - 40, .log2_x = c->log2_x};
     fputs("<figure class=\"chart\"", out);
     if (c->id) {
         fputs(" id=\"", out);
@@ -302,11 +328,12 @@ void report__html_line_chart(FILE *out, const report_html_chart_t *c,
     for (size_t s = 0; s < n_series; s++)
         s_series(out, c, &f, &series[s]);
     s_legend(out, &f, series, n_series);
-    fprintf(out, "<text class=\"axis\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">",
-            f.left + f.w / 2, height - 6);
+    fprintf(out, "<text class=\"axis\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">", f.left + f.w / 2,
+            height - 6);
     report__html_text(out, c->x_label);
-    fprintf(out, "</text><text class=\"axis\" x=\"12\" y=\"%d\" transform=\"rotate(-90 12 %d)\" "
-                 "text-anchor=\"middle\">",
+    fprintf(out,
+            "</text><text class=\"axis\" x=\"12\" y=\"%d\" transform=\"rotate(-90 12 %d)\" "
+            "text-anchor=\"middle\">",
             f.top + f.h / 2, f.top + f.h / 2);
     report__html_text(out, c->y_label);
     fputs("</text></svg></figure>\n", out);
@@ -327,8 +354,9 @@ void report__html_matrix(FILE *out, const char *id, const char *title, const cha
     }
     fputs("><figcaption>", out);
     report__html_text(out, title);
-    fprintf(out, "</figcaption><svg class=\"plot\" viewBox=\"0 0 %d %d\" width=\"%d\" "
-                 "height=\"%d\" role=\"img\">",
+    fprintf(out,
+            "</figcaption><svg class=\"plot\" viewBox=\"0 0 %d %d\" width=\"%d\" "
+            "height=\"%d\" role=\"img\">",
             size_w, size_h, size_w, size_h);
     for (size_t j = 0; j < n; j++) {
         fprintf(out, "<text class=\"tick\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">",
@@ -346,22 +374,25 @@ void report__html_matrix(FILE *out, const char *id, const char *title, const cha
             double v = values[i * n + j];
             int x = left + (int)j * cell, y = top + (int)i * cell;
             if (i == j || !isfinite(v)) {
-                fprintf(out, "<rect class=\"cell empty\" x=\"%d\" y=\"%d\" width=\"%d\" "
-                             "height=\"%d\"/>",
+                fprintf(out,
+                        "<rect class=\"cell empty\" x=\"%d\" y=\"%d\" width=\"%d\" "
+                        "height=\"%d\"/>",
                         x, y, cell - 2, cell - 2);
                 continue;
             }
             fprintf(out,
                     "<rect class=\"cell\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
                     "fill=\"%s\"><title>",
-                    x, y, cell - 2, cell - 2, report__html_scale_color(v, lo, hi, color, sizeof color));
+                    x, y, cell - 2, cell - 2,
+                    report__html_scale_color(v, lo, hi, color, sizeof color));
             report__html_text(out, labels[i]);
             fputs(" \xe2\x86\x92 ", out);
             report__html_text(out, labels[j]);
             fprintf(out, ": %.1f ", v);
             report__html_text(out, unit);
-            fprintf(out, "</title></rect><text class=\"cellv\" x=\"%d\" y=\"%d\" "
-                         "text-anchor=\"middle\">%.0f</text>",
+            fprintf(out,
+                    "</title></rect><text class=\"cellv\" x=\"%d\" y=\"%d\" "
+                    "text-anchor=\"middle\">%.0f</text>",
                     x + cell / 2 - 1, y + cell / 2 + 3, v);
         }
     }

@@ -96,15 +96,17 @@ static int s_metrics(store_t *self, sqlite3_stmt *st, store_node_result_t *r)
 
 static int s_read(store_t *self, size_t window, s_list_t *l)
 {
-    sqlite3_stmt *agents = s_prepare(self, "SELECT name FROM agents ORDER BY name", "listing agents");
+    sqlite3_stmt *agents =
+        s_prepare(self, "SELECT name FROM agents ORDER BY name", "listing agents");
     sqlite3_stmt *latest = s_prepare(
         self,
         "SELECT r.result_id, r.verdict, t.campaign_id, s.name, s.workload, r.received_ms"
         " FROM results r JOIN tasks t ON t.id = r.task_id JOIN stages s ON s.id = t.stage_id"
         " WHERE r.node = ?1 ORDER BY r.received_ms DESC, r.rowid DESC LIMIT ?2",
         "reading a node's latest results");
-    sqlite3_stmt *metrics = s_prepare(self, "SELECT name, value, unit FROM metrics WHERE "
-                                            "result_id = ?1 ORDER BY rowid",
+    sqlite3_stmt *metrics = s_prepare(self,
+                                      "SELECT name, value, unit FROM metrics WHERE "
+                                      "result_id = ?1 ORDER BY rowid",
                                       "reading a result's metrics");
     int err = agents && latest && metrics ? 0 : -EIO;
     int more = 0;

@@ -21,6 +21,13 @@ done
 if ! "$FLEETBURN" serve --help 2>&1 | grep -q -- "--http ADDR"; then
     fail "serve --help does not document --http"
 fi
+# A build without libmicrohttpd must say so, not fail obscurely (CI checks that it has it).
+"$FLEETBURN" serve --db "$WORK/probe.db" --http "127.0.0.1:0" --http-token-file /nonexistent \
+    >"$WORK/probe.out" 2>&1 && fail "serve with a missing token file started"
+if grep -q "built without libmicrohttpd" "$WORK/probe.out"; then
+    echo "SKIP: this fleetburn was built without libmicrohttpd, and says so"
+    exit 77
+fi
 
 # --- usage errors ---------------------------------------------------------------------------------
 expect_usage() { # what-must-appear args...

@@ -77,9 +77,11 @@ static bool s_valid_utf8(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
-        size_t n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3
-                               : (*p & 0xf8) == 0xf0     ? 4
-                                                         : 0;
+        size_t n = *p < 0x80             ? 1
+                   : (*p & 0xe0) == 0xc0 ? 2
+                   : (*p & 0xf0) == 0xe0 ? 3
+                   : (*p & 0xf8) == 0xf0 ? 4
+                                         : 0;
         if (!n)
             return false;
         for (size_t i = 1; i < n; i++)
@@ -116,7 +118,8 @@ static void test_escape(void **state)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    report__html_text(f, "<script>\"a\" & 'b'</script>\x01\x1b[31m \xff\xc3\x28 caf\xc3\xa9 \xf0\x9f\x94\xa5");
+    report__html_text(
+        f, "<script>\"a\" & 'b'</script>\x01\x1b[31m \xff\xc3\x28 caf\xc3\xa9 \xf0\x9f\x94\xa5");
     fclose(f);
     assert_string_equal(buf, "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/script&gt;"
                              "\xef\xbf\xbd\xef\xbf\xbd[31m \xef\xbf\xbd\xef\xbf\xbd( caf\xc3\xa9 "
@@ -130,9 +133,8 @@ static void test_hostile_campaign(void **state)
     const char *hostile = "<img src=x onerror=alert(1)>\"' & \x1b[31m \xff\xfe end";
     assert_int_equal(store_campaign_create(fx->store, "c1", hostile, hostile, "yaml", 5), 0);
     int64_t stage = 0;
-    assert_int_equal(store_stage_create(fx->store, "c1", 0, hostile, "memtest", NULL, NULL, 0,
-                                        &stage),
-                     0);
+    assert_int_equal(
+        store_stage_create(fx->store, "c1", 0, hostile, "memtest", NULL, NULL, 0, &stage), 0);
     const char *nodes[] = {hostile};
     assert_int_equal(store_task_create(fx->store, "c1/0/x", "c1", stage, nodes, 1, 6), 0);
     fb_result_t *r = s_result("c1/0/x", hostile, FB_VERDICT_FAIL);
@@ -175,7 +177,8 @@ static void test_hostile_campaign(void **state)
     free(metrics);
 }
 
-/* ---- Workload charts --------------------------------------------------------------------------- */
+/* ---- Workload charts ---------------------------------------------------------------------------
+ */
 
 static void test_charts(void **state)
 {
@@ -208,12 +211,15 @@ static void test_charts(void **state)
     s_store(fx, r);
     assert_int_equal(store_task_create(fx->store, "c2/2/n2", "c2", mem, &both[1], 1, 3000), 0);
     r = s_result("c2/2/n2", "n2", FB_VERDICT_FAIL);
-    fb_result_add_finding(r, "n2", "memory", "miscompare in walk (pass 1) at virt 0x7f00, phys "
-                                             "0x1870a2938, NUMA node 0: ...; DIMM A1");
-    fb_result_add_finding(r, "n2", "memory", "miscompare in walk (pass 1) at virt 0x7f08, phys "
-                                             "0x1870a2940, NUMA node 0: ...; DIMM A1");
-    fb_result_add_finding(r, "n2", "memory", "miscompare in walk (pass 1) at virt 0x7f10, phys "
-                                             "0x2a2126b08, NUMA node 0: ...; DIMM B2");
+    fb_result_add_finding(r, "n2", "memory",
+                          "miscompare in walk (pass 1) at virt 0x7f00, phys "
+                          "0x1870a2938, NUMA node 0: ...; DIMM A1");
+    fb_result_add_finding(r, "n2", "memory",
+                          "miscompare in walk (pass 1) at virt 0x7f08, phys "
+                          "0x1870a2940, NUMA node 0: ...; DIMM A1");
+    fb_result_add_finding(r, "n2", "memory",
+                          "miscompare in walk (pass 1) at virt 0x7f10, phys "
+                          "0x2a2126b08, NUMA node 0: ...; DIMM B2");
     fb_result_add_finding(r, "n2", "memory", "page phys 0x1870a2000: 2 miscompares itemised");
     s_store(fx, r);
     char *html = s_html(fx, "c2");
@@ -276,7 +282,8 @@ static void test_outlier(void **state)
     free(html);
 }
 
-/* ---- The listener's rules ---------------------------------------------------------------------- */
+/* ---- The listener's rules ----------------------------------------------------------------------
+ */
 
 static void test_http_rules(void **state)
 {
