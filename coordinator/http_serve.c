@@ -87,7 +87,7 @@ bool http_addr_is_loopback(const char *addr)
 {
     struct sockaddr_storage sa;
     socklen_t len;
-    char err[8];
+    char err[256];
     return s_parse_addr(addr, &sa, &len, err, sizeof err) == 0 && s_sa_loopback(&sa);
 }
 
