@@ -297,6 +297,10 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
                 fprintf(stderr, "fleetburn: --format: '%s' is not text, json or html\n", optarg);
                 return -EINVAL;
             }
+            if (!strcmp(optarg, "html") && strcmp(argv[1], "report")) {
+                fprintf(stderr, "fleetburn %s: --format html is for report\n", argv[1]);
+                return -EINVAL;
+            }
             cli->format = optarg;
             break;
         case 'H':
@@ -668,6 +672,11 @@ static store_t *s_open_existing(const char *db)
 
 static int s_cmd_report(cli_t *cli)
 {
+    if (cli->baseline && strcmp(cli->format, "html")) {
+        fprintf(stderr, "fleetburn report: --baseline needs --format html (`fleetburn compare` "
+                        "compares metrics as text or JSON)\n");
+        return EXIT_USAGE;
+    }
     if (cli->n_positional > 1) {
         fprintf(stderr, "fleetburn report: expected at most one campaign id\n");
         return EXIT_USAGE;
