@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 /* The schema version this build writes (PRAGMA user_version and meta.schema_version). */
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 /* PRAGMA application_id of a fleetburn timeline ("FLBN"). */
 #define STORE_APPLICATION_ID 0x464c424e
 /* How long a statement waits for a lock held by another process. */
