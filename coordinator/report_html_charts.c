@@ -80,7 +80,7 @@ static int s_cmp_p2p(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void s_p2p_draw(report_html_t *h, const s_p2p_t *p, double hi)
+static void s_p2p_draw(report_html_t *h, const s_p2p_t *p, double hi, const char *id)
 {
     char labels_buf[S_GPUS_MAX][8];
     const char *labels[S_GPUS_MAX];
@@ -94,7 +94,7 @@ static void s_p2p_draw(report_html_t *h, const s_p2p_t *p, double hi)
     char *title = xasprintf("%s: copy engine GB/s, row: source, column: destination (slowest "
                             "%.1f)",
                             p->result->node ? p->result->node : "?", p->min);
-    report__html_matrix(h->out, "p2p-matrix", title, labels, p->n, m, 0, hi, "GB/s");
+    report__html_matrix(h->out, id, title, labels, p->n, m, 0, hi, "GB/s");
     free(title);
 }
 
@@ -132,7 +132,7 @@ void report__html_p2p(report_html_t *h)
                 "link.</p>",
                 n, S_P2P_NODES);
     for (size_t k = 0; k < n && k < S_P2P_NODES; k++)
-        s_p2p_draw(h, &mats[k], hi);
+        s_p2p_draw(h, &mats[k], hi, k == 0 ? "p2p-matrix" : NULL);
     fputs("</section>\n", h->out);
     free(mats);
 }
@@ -236,7 +236,7 @@ static const store_stage_t *s_base_stage(const report_html_t *h, const store_sta
     return NULL;
 }
 
-static void s_ar_stage(report_html_t *h, const store_stage_t *st)
+static void s_ar_stage(report_html_t *h, const store_stage_t *st, const char *id)
 {
     s_curve_t *v, *bv = NULL, med, base_med;
     size_t n = s_ar_curves(st, &v), nb = 0;
@@ -262,7 +262,7 @@ static void s_ar_stage(report_html_t *h, const store_stage_t *st)
     }
     char *title = xasprintf("%s: bus bandwidth against message size (%zu group%s)", st->name, n,
                             n == 1 ? "" : "s");
-    report_html_chart_t chart = {.id = "allreduce-chart",
+    report_html_chart_t chart = {.id = id,
                                  .title = title,
                                  .x_label = "message size",
                                  .y_label = "busbw GB/s",
@@ -289,9 +289,12 @@ void report__html_allreduce(report_html_t *h)
         fputs("<p class=\"muted\">Dashed: the median of the baseline's groups in the stage of the "
               "same name.</p>",
               h->out);
+    bool first = true;
     for (size_t s = 0; s < h->c->n_stages; s++)
-        if (s_stage_is(&h->c->stages[s], "allreduce"))
-            s_ar_stage(h, &h->c->stages[s]);
+        if (s_stage_is(&h->c->stages[s], "allreduce")) {
+            s_ar_stage(h, &h->c->stages[s], first ? "allreduce-chart" : NULL);
+            first = false;
+        }
     fputs("</section>\n", h->out);
 }
 

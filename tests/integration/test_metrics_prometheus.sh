@@ -117,7 +117,7 @@ stages:
   - name: nap
     workload: sleep
     timeout: 1m
-    params: {duration: 4s}
+    params: {duration: 12s}
 YAML
 "$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/nap.yaml" >"$WORK/nap.out" 2>"$WORK/nap.log" &
 NAP_PID=$!
@@ -130,13 +130,20 @@ done
 running=$(get "http://127.0.0.1:$HTTP_PORT/metrics" | sed -n 's/^fleetburn_campaign_info{campaign="\([^"]*\)",name="live-nap",state="running".*/\1/p')
 [ -n "$running" ] || fail "the running campaign is not in fleetburn_campaign_info"
 get "http://127.0.0.1:$HTTP_PORT/" | grep -q "href=\"campaigns/$running\"" || fail "the index does not list the running campaign"
+# Telemetry of the running campaign (the sleep workload's progress; 10 s buckets, so the first one
+# is stored within the 12 s the nap lasts).
+for i in $(seq 1 150); do
+    get "http://127.0.0.1:$HTTP_PORT/metrics" | grep -qE '^fleetburn_telemetry\{node="a1",device="",quantity="sleep.elapsed_ms",unit="ms"\} [0-9.e+]+$' && break
+    [ $i -eq 150 ] && fail "no telemetry gauge of a1 while the campaign runs"
+    sleep 0.1
+done
 get "http://127.0.0.1:$HTTP_PORT/campaigns/$running" >"$WORK/running.html"
 grep -q 'id="campaign-verdict">running<' "$WORK/running.html" || fail "the live view does not say running"
 grep -q 'http-equiv="refresh"' "$WORK/running.html" || fail "the live view of a running campaign does not reload"
 wait $NAP_PID || fail "the nap campaign exited $?"
 get "http://127.0.0.1:$HTTP_PORT/campaigns/$running" >"$WORK/ran.html"
 ! grep -q 'http-equiv="refresh"' "$WORK/ran.html" || fail "the view of a finished campaign still reloads"
-pass "live view: a running campaign is listed, shown running and reloads; once finished it stops"
+pass "live view: a running campaign is listed, shown running and reloads, its telemetry is a gauge; once finished it stops"
 
 # --- a real Prometheus scraping it -----------------------------------------------------------------
 PROM_PORT=$(free_port)

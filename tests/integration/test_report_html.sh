@@ -3,10 +3,11 @@
 # `fleetburn report --format html` in headless Chromium (Debian's chromium; deploy/install-deps.sh
 # installs it), for reports of real campaigns:
 #   - run --local 3: memtest with bit flips injected on local-1 (a failing node with itemised
-#     miscompares) and allreduce through mpirun: the page loads with no console message (no
-#     script error, nothing blocked by its Content-Security-Policy), has the diagnosis naming
-#     local-1 first, the stage table, the fleet heatmap, the timeline, the allreduce chart and the
-#     memory errors by address range, and its screenshot is not blank; with --baseline, the
+#     miscompares), a sleep stage (its progress is stored as telemetry) and allreduce through
+#     mpirun: the page loads with no console message (no script error, nothing blocked by its
+#     Content-Security-Policy), has the diagnosis naming local-1 first, the stage table, the fleet
+#     heatmap, the timeline, the telemetry charts, the allreduce chart and the memory errors by
+#     address range, and its screenshot is not blank; with --baseline, the
 #     allreduce chart draws the baseline dashed;
 #   - the checker itself fails a page that tries to fetch or run something, and a blank page;
 #   - a campaign whose name is markup shows it as text (stage names cannot hold markup);
@@ -36,6 +37,10 @@ stages:
     workload: memtest
     timeout: 2m
     params: {size: 16MiB, passes: 1}
+  - name: nap
+    workload: sleep
+    timeout: 1m
+    params: {duration: 1500ms}
 YAML
 if [ $have_ar = yes ]; then
     cat >>"$WORK/campaign.yaml" <<'YAML'
@@ -53,7 +58,8 @@ rc=$?
 set -e
 [ $rc -eq 1 ] || fail "run exited $rc, expected 1 (local-1 fails memtest)"
 "$FLEETBURN" report --db "$WORK/local.db" --format html >"$WORK/local.html" || fail "report --format html exited $?"
-expect=summary,campaign-verdict,diagnosis,replace,stages,fleet,fleet-heatmap,outliers,timeline,timeline-svg,memory-errors,memory-ranges
+expect=summary,campaign-verdict,diagnosis,replace,stages,fleet,fleet-heatmap,outliers,timeline,timeline-svg
+expect=$expect,memory-errors,memory-ranges,telemetry,telemetry-node
 [ $have_ar = yes ] && expect=$expect,allreduce,allreduce-chart
 $CHECK --expect "$expect" --screenshot "$WORK/local.png" "$WORK/local.html" || fail "local report"
 python3 - "$WORK/local.png.dom" <<'PY' || fail "the local report's content"
@@ -75,6 +81,10 @@ assert sum(int(n) for n in re.findall(r'<td class="num">(\d+)</td>', mem)) >= 4,
 # Fleet heatmap: one cell per node and stage, local-1 red in dram.
 cells = re.findall(r'<rect x="\d+" y="\d+" width="8" height="8" class="([a-z-]+)"><title>([^<]*)</title>', body)
 assert ("v-fail", "local-1 fail, " ) in [(c, t[:len("local-1 fail, ")]) for c, t in cells], cells[:6]
+# Telemetry: the sleep stage's progress of each node shown, as a line.
+tel = body[body.index('<section id="telemetry">'):]
+tel = tel[:tel.index("</section>")]
+assert tel.count("<polyline") >= 3 and "sleep.elapsed_ms" in tel, tel[:600]
 print("ok: diagnosis first naming local-1, %d heatmap cells, memory ranges" % len(cells))
 PY
 pass "local campaign: the report loads clean in Chromium and names local-1 first"

@@ -8,6 +8,7 @@
 #include "http_serve.h"
 #include "report.h"
 #include "report_html_internal.h"
+#include "store_telemetry.h"
 #include "util.h"
 
 #include <errno.h>
@@ -282,6 +283,82 @@ static void test_outlier(void **state)
     free(html);
 }
 
+/* ---- Telemetry --------------------------------------------------------------------------------
+ */
+
+static void s_bucket(fixture_t *fx, const char *node, const char *dev, const char *q,
+                     const char *unit, uint64_t t, double mean)
+{
+    store_telemetry_t row = {.campaign_id = "c4",
+                             .node = node,
+                             .device = dev,
+                             .quantity = q,
+                             .unit = unit,
+                             .time_ms = t,
+                             .span_ms = 10000,
+                             .count = 10,
+                             .min = mean - 1,
+                             .max = mean + 1,
+                             .mean = mean};
+    assert_int_equal(store_telemetry_insert(fx->store, &row, 1), 0);
+}
+
+static void test_telemetry(void **state)
+{
+    fixture_t *fx = *state;
+    uint64_t now = fb_now_ms(), t0 = now - 1200000; /* 10 minutes of buckets, ended 10 min ago */
+    assert_int_equal(store_campaign_create(fx->store, "c4", "gpus", NULL, "yaml", t0), 0);
+    int64_t burn = 0;
+    assert_int_equal(
+        store_stage_create(fx->store, "c4", 0, "burn", "gpuburn", NULL, NULL, 0, &burn), 0);
+    const char *n1[] = {"n1"};
+    assert_int_equal(store_task_create(fx->store, "c4/0/n1", "c4", burn, n1, 1, t0), 0);
+    static const char *const q[][2] = {{"power_w", "W"}, {"power_limit_w", "W"},
+                                       {"temp_c", "C"},  {"sm_clock_mhz", "MHz"},
+                                       {"throttle", ""}, {"pcie_gen", ""}};
+    for (int g = 0; g < 2; g++)
+        for (size_t k = 0; k < FB_ARRAY_LEN(q); k++)
+            for (int b = 0; b < 60; b++) {
+                char dev[8];
+                snprintf(dev, sizeof dev, "gpu%d", g);
+                s_bucket(fx, "n1", dev, q[k][0], q[k][1], t0 + (uint64_t)b * 10000,
+                         100 * (double)(k + 1) + g + b);
+            }
+    s_bucket(fx, "n1", "", "netbw.rx_gbps_1s", "Gb/s", t0, 95);
+    char *html = s_html(fx, "c4");
+    const char *sec = strstr(html, "<section id=\"telemetry\">");
+    assert_non_null(sec);
+    assert_non_null(strstr(sec, "id=\"telemetry-power\""));
+    /* Power, temperature, clocks, throttling, and the node's own series: five charts, with a
+     * line per GPU and quantity (pcie_gen is not plotted). */
+    const char *end = strstr(sec, "</section>");
+    size_t charts = 0, lines = 0;
+    for (const char *p = sec; (p = strstr(p, "<figure class=\"chart\"")) && p < end; p++)
+        charts++;
+    for (const char *p = sec; (p = strstr(p, "<polyline")) && p < end; p++)
+        lines++;
+    assert_int_equal(charts, 5);
+    assert_int_equal(lines, 2 * 5 + 1);
+    assert_non_null(strstr(sec, "n1: GPU power"));
+    assert_non_null(strstr(sec, ">gpu1 power_limit_w</text>"));
+    assert_null(strstr(sec, "pcie_gen"));
+    free(html);
+
+    /* /metrics: the latest bucket of each series of the running campaign, when recent. */
+    s_bucket(fx, "n1", "gpu0", "temp_c", "C", now - 30000, 71.5);
+    s_bucket(fx, "n1", "gpu0", "mem_temp_c", "C", now - 300000, 80); /* 5 min old: not exported */
+    size_t len = 0;
+    char err[256];
+    char *metrics = http_metrics_render(fx->store, NULL, 0, &len, err, sizeof err);
+    assert_non_null(metrics);
+    assert_non_null(strstr(metrics,
+                           "\nfleetburn_telemetry{node=\"n1\",device=\"gpu0\",quantity=\"temp_c\","
+                           "unit=\"C\"} 71.5\n"));
+    assert_null(strstr(metrics, "mem_temp_c"));
+    assert_null(strstr(metrics, "quantity=\"power_w\"")); /* its latest bucket is 10 min old */
+    free(metrics);
+}
+
 /* ---- The listener's rules ----------------------------------------------------------------------
  */
 
@@ -331,6 +408,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hostile_campaign, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_charts, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_outlier, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_telemetry, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_http_rules, s_setup, s_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
