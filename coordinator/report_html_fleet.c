@@ -406,7 +406,8 @@ static bool s_task_has(const store_task_t *t, const char *node)
 
 static void s_tl_axis(report_html_t *h, uint64_t span, double scale, int height)
 {
-    double step_s = 86400;
+    /* Past the table (campaigns of more than 10 days), whole days. */
+    double step_s = 86400 * ceil((double)span / 1000.0 / 86400 / 10);
     static const double steps[] = {0.01, 0.02, 0.05, 0.1,  0.2,   0.5,   1,     2,
                                    5,    10,   15,   30,   60,    120,   300,   600,
                                    900,  1800, 3600, 7200, 10800, 21600, 43200, 86400};

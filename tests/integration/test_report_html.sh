@@ -89,6 +89,17 @@ print("ok: diagnosis first naming local-1, %d heatmap cells, memory ranges" % le
 PY
 pass "local campaign: the report loads clean in Chromium and names local-1 first"
 
+# --- charts only a GPU campaign fills, from stored results ----------------------------------------
+# No GPU here: the unit test stores a p2p matrix, allreduce sizes, miscompares and GPU telemetry
+# buckets through the store's API and writes their reports for the browser.
+mkdir -p "$WORK/unit"
+FB_HTML_OUT_DIR="$WORK/unit" "$FB_BIN/bin/test_report_html" >"$WORK/unit.log" 2>&1 || fail "unit test_report_html"
+$CHECK --expect p2p,p2p-matrix,allreduce-chart,memory-ranges --screenshot "$WORK/unit/charts.png" \
+    "$WORK/unit/charts.html" || fail "the p2p, allreduce and memory charts"
+$CHECK --expect telemetry,telemetry-power,telemetry-node --screenshot "$WORK/unit/telemetry.png" \
+    "$WORK/unit/telemetry.html" || fail "the GPU telemetry charts"
+pass "p2p matrix, allreduce curve, memory ranges and GPU telemetry charts render clean in Chromium"
+
 # --- the checker fails what it must fail ---------------------------------------------------------
 sed 's|<body>|<body><img src="http://127.0.0.1:9/x.png">|' "$WORK/local.html" >"$WORK/fetch.html"
 if $CHECK "$WORK/fetch.html" >"$WORK/check-fetch.out" 2>&1; then fail "a page that fetches passed"; fi

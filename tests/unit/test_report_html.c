@@ -66,6 +66,22 @@ static char *s_html(fixture_t *fx, const char *campaign_id)
     return buf;
 }
 
+/* With FB_HTML_OUT_DIR set (tests/integration/test_report_html.sh), the page is also written
+ * there as NAME.html, for headless Chromium to load: the charts only stored results can show
+ * on a machine without GPUs (p2p matrices, GPU telemetry) are then checked in a browser too. */
+static void s_dump(const char *name, const char *html)
+{
+    const char *dir = getenv("FB_HTML_OUT_DIR");
+    if (!dir || !*dir)
+        return;
+    char *path = xasprintf("%s/%s.html", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(html, f);
+    assert_int_equal(fclose(f), 0);
+    free(path);
+}
+
 static size_t s_count(const char *hay, const char *needle)
 {
     size_t n = 0;
@@ -184,7 +200,8 @@ static void test_hostile_campaign(void **state)
 static void test_charts(void **state)
 {
     fixture_t *fx = *state;
-    assert_int_equal(store_campaign_create(fx->store, "c2", "charts", NULL, "yaml", 1000), 0);
+    const uint64_t t0 = 1700000000000ull;
+    assert_int_equal(store_campaign_create(fx->store, "c2", "charts", NULL, "yaml", t0), 0);
     int64_t p2p = 0, ar = 0, mem = 0;
     assert_int_equal(store_stage_create(fx->store, "c2", 0, "p2p", "p2p", NULL, NULL, 0, &p2p), 0);
     assert_int_equal(store_stage_create(fx->store, "c2", 1, "ar", "allreduce", NULL, NULL, 0, &ar),
@@ -192,7 +209,7 @@ static void test_charts(void **state)
     assert_int_equal(store_stage_create(fx->store, "c2", 2, "mem", "memtest", NULL, NULL, 0, &mem),
                      0);
     const char *n1[] = {"n1"}, *both[] = {"n1", "n2"};
-    assert_int_equal(store_task_create(fx->store, "c2/0/n1", "c2", p2p, n1, 1, 1000), 0);
+    assert_int_equal(store_task_create(fx->store, "c2/0/n1", "c2", p2p, n1, 1, t0 + 1000), 0);
     fb_result_t *r = s_result("c2/0/n1", "n1", FB_VERDICT_PASS);
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++)
@@ -202,7 +219,7 @@ static void test_charts(void **state)
                 fb_result_add_metric(r, name, i == 2 && j == 3 ? 21.5 : 380.0 + i + j, "GB/s");
             }
     s_store(fx, r);
-    assert_int_equal(store_task_create(fx->store, "c2/1/g0", "c2", ar, both, 2, 2000), 0);
+    assert_int_equal(store_task_create(fx->store, "c2/1/g0", "c2", ar, both, 2, t0 + 2000), 0);
     r = s_result("c2/1/g0", "n1", FB_VERDICT_PASS);
     for (unsigned long long b = 16; b <= 1048576; b *= 4) {
         char name[64];
@@ -210,7 +227,7 @@ static void test_charts(void **state)
         fb_result_add_metric(r, name, log2((double)b), "GB/s");
     }
     s_store(fx, r);
-    assert_int_equal(store_task_create(fx->store, "c2/2/n2", "c2", mem, &both[1], 1, 3000), 0);
+    assert_int_equal(store_task_create(fx->store, "c2/2/n2", "c2", mem, &both[1], 1, t0 + 3000), 0);
     r = s_result("c2/2/n2", "n2", FB_VERDICT_FAIL);
     fb_result_add_finding(r, "n2", "memory",
                           "miscompare in walk (pass 1) at virt 0x7f00, phys "
@@ -224,6 +241,7 @@ static void test_charts(void **state)
     fb_result_add_finding(r, "n2", "memory", "page phys 0x1870a2000: 2 miscompares itemised");
     s_store(fx, r);
     char *html = s_html(fx, "c2");
+    s_dump("charts", html);
     /* p2p: one 4x4 matrix, 12 measured cells, the slow link's value written in its cell. */
     assert_non_null(strstr(html, "id=\"p2p-matrix\""));
     assert_non_null(strstr(html, "n1: copy engine GB/s, row: source, column: destination "
@@ -326,6 +344,7 @@ static void test_telemetry(void **state)
             }
     s_bucket(fx, "n1", "", "netbw.rx_gbps_1s", "Gb/s", t0, 95);
     char *html = s_html(fx, "c4");
+    s_dump("telemetry", html);
     const char *sec = strstr(html, "<section id=\"telemetry\">");
     assert_non_null(sec);
     assert_non_null(strstr(sec, "id=\"telemetry-power\""));
