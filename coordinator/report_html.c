@@ -39,7 +39,7 @@ static const char s_style[] =
     ".v-skipped{background:#8c959f;fill:#8c959f}.v-timeout{background:#e65100;fill:#e65100}"
     ".v-lost{background:#6a1b9a;fill:#6a1b9a}.v-error{background:#b71c1c;fill:#b71c1c}"
     ".v-none{background:#0969da;fill:#0969da}.v-out{background:#f9a825;fill:#f9a825}"
-    ".v-absent{fill:#eaeef2}"
+    ".v-absent{fill:#eaeef2}.v-cleared{background:#a5d6a7;fill:#a5d6a7}"
     ".muted{color:#57606a}.part{font-family:ui-monospace,monospace;font-weight:600}"
     ".evidence{margin:2px 0 2px 0;padding-left:18px}.evidence li{margin:1px 0}"
     "figure.chart{display:inline-block;margin:6px 12px 6px 0;vertical-align:top}"

@@ -117,6 +117,7 @@ static void s_collect_names(report_html_t *h)
         h->nodes[i].name = names[i];
         h->nodes[i].verdicts = xcalloc(ns, sizeof *h->nodes[i].verdicts);
         h->nodes[i].in_stage = xcalloc(ns, sizeof *h->nodes[i].in_stage);
+        h->nodes[i].cleared = xcalloc(ns, sizeof *h->nodes[i].cleared);
         h->nodes[i].values = xmalloc(ns * sizeof(double));
         h->nodes[i].scores = xmalloc(ns * sizeof(double));
         for (size_t s = 0; s < ns; s++)
@@ -208,6 +209,35 @@ static bool s_failed(fb_verdict_t v)
     return v != FB_VERDICT_NONE && !fb_verdict_ok(v);
 }
 
+/* Whether the diagnosis cleared node (by its own passes) and names it bad nowhere. */
+static bool s_diag_cleared(const report_html_t *h, const char *node)
+{
+    if (report__diag_bad(&h->diag, node))
+        return false;
+    for (size_t k = 0; k < h->diag.n; k++)
+        if (h->diag.v[k].state == REPORT_CLEARED && !strcmp(h->diag.v[k].part, node))
+            return true;
+    return false;
+}
+
+/* In a stage with on_fail: bisect, a node that failed only with partners and was then cleared
+ * is not a failure to look at: its cell says so, and it is not listed as an outlier. */
+static void s_stage_cleared(report_html_t *h, size_t s)
+{
+    const store_stage_t *st = &h->c->stages[s];
+    if (!st->on_fail || strcmp(st->on_fail, "bisect"))
+        return;
+    for (size_t i = 0; i < h->n_nodes; i++)
+        h->nodes[i].cleared[s] =
+            s_failed(h->nodes[i].verdicts[s]) && s_diag_cleared(h, h->nodes[i].name);
+}
+
+/* A failure to look at: failed in the stage and not cleared afterwards. */
+static bool s_flagged(const report_html_node_t *nd, size_t s)
+{
+    return s_failed(nd->verdicts[s]) && !nd->cleared[s];
+}
+
 void report__html_nodes_build(report_html_t *h)
 {
     s_collect_names(h);
@@ -215,9 +245,9 @@ void report__html_nodes_build(report_html_t *h)
     for (size_t s = 0; s < h->c->n_stages; s++) {
         s_stage_nodes(h, s);
         s_stage_scores(h, s);
+        s_stage_cleared(h, s);
         for (size_t i = 0; i < h->n_nodes; i++)
-            h->nodes[i].of_interest |=
-                s_failed(h->nodes[i].verdicts[s]) || s_outlier(&h->nodes[i], s);
+            h->nodes[i].of_interest |= s_flagged(&h->nodes[i], s) || s_outlier(&h->nodes[i], s);
     }
 }
 
@@ -226,6 +256,7 @@ void report__html_nodes_free(report_html_t *h)
     for (size_t i = 0; i < h->n_nodes; i++) {
         free(h->nodes[i].verdicts);
         free(h->nodes[i].in_stage);
+        free(h->nodes[i].cleared);
         free(h->nodes[i].values);
         free(h->nodes[i].scores);
     }
@@ -242,7 +273,8 @@ static void s_heat_cell(report_html_t *h, size_t i, size_t s, bool present)
 {
     const report_html_node_t *nd = &h->nodes[i];
     int x = (int)(i % S_HM_COLS) * (S_HM_CELL + 1), y = (int)(i / S_HM_COLS) * (S_HM_CELL + 1);
-    const char *cls = !present ? "v-absent"
+    const char *cls = !present         ? "v-absent"
+                      : nd->cleared[s] ? "v-cleared"
                       : s_outlier(nd, s) && !s_failed(nd->verdicts[s])
                           ? "v-out"
                           : report__html_verdict_class(nd->verdicts[s]);
@@ -250,7 +282,8 @@ static void s_heat_cell(report_html_t *h, size_t i, size_t s, bool present)
             S_HM_CELL, S_HM_CELL, cls);
     report__html_text(h->out, nd->name);
     if (present) {
-        fprintf(h->out, " %s", report__html_verdict_name(nd->verdicts[s]));
+        fprintf(h->out, " %s%s", report__html_verdict_name(nd->verdicts[s]),
+                nd->cleared[s] ? " with a partner, then cleared by its own passes" : "");
         if (isfinite(nd->values[s]))
             fprintf(h->out, ", %.4g", nd->values[s]);
         if (isfinite(nd->scores[s]) && nd->scores[s] > 0)
@@ -283,10 +316,16 @@ static void s_heat_legend(FILE *out)
 {
     static const struct {
         const char *cls, *what;
-    } items[] = {
-        {"v-pass", "pass"},       {"v-out", "passed, outlier"}, {"v-fail", "fail"},
-        {"v-error", "error"},     {"v-timeout", "timeout"},     {"v-lost", "lost"},
-        {"v-skipped", "skipped"}, {"v-none", "pending"},        {"v-absent", "not in stage"}};
+    } items[] = {{"v-pass", "pass"},
+                 {"v-out", "passed, outlier"},
+                 {"v-cleared", "failed with a partner, cleared"},
+                 {"v-fail", "fail"},
+                 {"v-error", "error"},
+                 {"v-timeout", "timeout"},
+                 {"v-lost", "lost"},
+                 {"v-skipped", "skipped"},
+                 {"v-none", "pending"},
+                 {"v-absent", "not in stage"}};
     fputs("<p class=\"muted\">", out);
     for (size_t i = 0; i < sizeof items / sizeof items[0]; i++)
         fprintf(out,
@@ -307,8 +346,8 @@ static void s_outlier_row(report_html_t *h, size_t s, const report_html_node_t *
     fputs("</td><td class=\"part\">", out);
     report__html_text(out, nd->name);
     fprintf(out, "</td><td><span class=\"badge %s\">%s</span></td>",
-            s_failed(nd->verdicts[s]) ? report__html_verdict_class(nd->verdicts[s]) : "v-out",
-            s_failed(nd->verdicts[s]) ? report__html_verdict_name(nd->verdicts[s]) : "outlier");
+            s_flagged(nd, s) ? report__html_verdict_class(nd->verdicts[s]) : "v-out",
+            s_flagged(nd, s) ? report__html_verdict_name(nd->verdicts[s]) : "outlier");
     if (isfinite(nd->values[s]))
         fprintf(out, "<td class=\"num\">%.*f</td>", fabs(nd->values[s]) >= 100 ? 0 : 3,
                 nd->values[s]);
@@ -331,7 +370,7 @@ static void s_outliers(report_html_t *h)
         size_t n = 0, more = 0;
         for (size_t i = 0; i < h->n_nodes; i++) {
             const report_html_node_t *nd = &h->nodes[i];
-            if (!s_failed(nd->verdicts[s]) && !s_outlier(nd, s))
+            if (!s_flagged(nd, s) && !s_outlier(nd, s))
                 continue;
             if (n++ < REPORT_HTML_OUTLIERS_MAX)
                 s_outlier_row(h, s, nd);
@@ -420,10 +459,14 @@ static void s_tl_axis(report_html_t *h, uint64_t span, double scale, int height)
     for (int k = 0; k * step_s * 1000 <= (double)span && k <= 20; k++) {
         double t = k * step_s;
         double x = S_TL_LABEL + t * 1000 * scale;
+        if (step_s < 0.1) /* campaigns of a second or less (simulated fleets): milliseconds */
+            snprintf(label, sizeof label, "%.0f ms", t * 1000);
+        else
+            report__html_duration((uint64_t)(t * 1000), label, sizeof label);
         fprintf(h->out,
                 "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"18\" y2=\"%d\"/>"
                 "<text class=\"tick\" x=\"%.1f\" y=\"12\" text-anchor=\"middle\">%s</text>",
-                x, x, height, x, report__html_duration((uint64_t)(t * 1000), label, sizeof label));
+                x, x, height, x, label);
     }
 }
 

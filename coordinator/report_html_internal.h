@@ -31,6 +31,7 @@
 typedef struct {
     const char *name;       /* borrowed from the campaign */
     bool *in_stage;         /* per stage: it had a task there */
+    bool *cleared;          /* per stage (on_fail: bisect): failed with partners, then cleared */
     fb_verdict_t *verdicts; /* per stage: the worst verdict of its tasks there */
     double *values;         /* per stage: its headline metric (NaN: none) */
     double *scores;         /* per stage: robust score of the value below the stage (NaN) */

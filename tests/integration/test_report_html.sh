@@ -182,8 +182,16 @@ replace = dom[dom.index('id="replace"'):]
 replace = replace[:replace.index("</table>")]
 assert re.findall(r'<td class="part">([^<]*)</td>', replace) == ["sim-17"], replace[:800]
 assert 'class="evidence"' in replace, "no evidence"
+# Partners that failed with sim-17 and were cleared by their own passes are shown as such, and
+# are not listed among the outliers: only sim-17 is.
+hm = dom[dom.index('id="fleet-heatmap"'):dom.index('id="outliers"')]
+cleared = re.findall(r'class="v-cleared"><title>([^ <]*)', hm)
+assert cleared and "sim-17" not in cleared, cleared
+out = dom[dom.index('id="outliers"'):]
+out = out[:out.index("</table>")]
+assert set(re.findall(r'<td class="part">([^<]*)</td>', out)) == {"sim-17"}, out[:800]
 PY
-pass "simfleet bisect: the report names sim-17 with its evidence"
+pass "simfleet bisect: the report names sim-17 with its evidence; its cleared partners are not outliers"
 
 # --- 1024 nodes: small and readable --------------------------------------------------------------
 cat >"$WORK/big.yaml" <<'YAML'
