@@ -57,6 +57,8 @@ typedef struct {
     const char *agent_config; /* run --local: --config of the local agents */
     const char *slurm_bin;    /* serve, run --local: --slurm-bin DIR (sinfo, scontrol) */
     const char *baseline;     /* run --baseline ID|latest|NAME (cli_compare.c) */
+    const char *http;            /* serve --http ADDR (cli_http.c) */
+    const char *http_token_file; /* serve --http-token-file FILE */
     const char *inject[MAX_INJECT];
     size_t n_inject;
     const char *positional[4];
@@ -110,6 +112,19 @@ int cli_workloads(cli_t *cli);
 int cli_compare(cli_t *cli);
 int cli_baseline(cli_t *cli);
 int cli_baseline_check(cli_t *cli, const struct fb_campaign *campaign);
+/* What a baseline argument (ID, NAME or latest) stands for, for campaign_id: 0 with *id_out
+ * (heap), -ENOENT with a message in *why (heap) when it names nothing, or the store's error. */
+int cli_baseline_resolve(store_t *store, const char *db, const char *spec,
+                         const char *campaign_id, char **id_out, char **why);
+/* serve --http (cli_http.c): cli_http_start validates the address and token and starts the
+ * listener (NULL with a message in err); cli_http_attach publishes coord's health to it from the
+ * loop; cli_http_stop stops both (the loop must run once more to close the timer). */
+typedef struct cli_http cli_http_t;
+cli_http_t *cli_http_start(const cli_t *cli, char *err, size_t errlen);
+void cli_http_attach(cli_http_t *self, uv_loop_t *loop, coord_t *coord);
+void cli_http_stop(cli_http_t **self_p);
+/* report --format html [--baseline ID|NAME|latest] (cli_report_html.c): the exit status. */
+int cli_report_html(cli_t *cli, store_t *store, const char *campaign_id);
 int cli_compare_after_run(cli_t *cli, store_t *store, const char *campaign_id, int run_code);
 /* run --local --inject NODE:[WORKLOAD.]KEY=VALUE (cli_inject.c): every NODE one of the local
  * agents, every WORKLOAD one that a stage of the campaign runs, every KEY a parameter of it and

@@ -60,8 +60,8 @@ static bool s_valid_name(const char *name)
 /* What a baseline argument stands for: `latest` (the previous finished campaign named like
  * campaign_id), a campaign id, or a named baseline. 0 with *id_out, -ENOENT with a message in
  * *why (heap) when it names nothing, or the store's error. */
-static int s_resolve(store_t *store, const char *db, const char *spec, const char *campaign_id,
-                     char **id_out, char **why)
+int cli_baseline_resolve(store_t *store, const char *db, const char *spec,
+                         const char *campaign_id, char **id_out, char **why)
 {
     *id_out = NULL;
     *why = NULL;
@@ -148,7 +148,7 @@ int cli_compare(cli_t *cli)
         fprintf(stderr, "fleetburn compare: %s holds no campaign yet\n", cli->db);
     }
     if (!rc) {
-        rc = s_resolve(store, cli->db, cli->positional[0], now, &base, &why);
+        rc = cli_baseline_resolve(store, cli->db, cli->positional[0], now, &base, &why);
         if (rc == -ENOENT)
             fprintf(stderr, "fleetburn compare: %s\n", why);
     }
@@ -309,7 +309,7 @@ int cli_baseline_check(cli_t *cli, const fb_campaign_t *campaign)
                     "in %s yet; nothing to compare with this time\n",
                     campaign->name, cli->db);
     } else {
-        rc = s_resolve(store, cli->db, spec, NULL, &id, &why);
+        rc = cli_baseline_resolve(store, cli->db, spec, NULL, &id, &why);
         if (rc == -ENOENT) {
             fprintf(stderr, "fleetburn run: --baseline: %s\n", why);
             code = EXIT_USAGE;
@@ -332,7 +332,7 @@ int cli_compare_after_run(cli_t *cli, store_t *store, const char *campaign_id, i
         return EXIT_INFRA;
     char *base = NULL, *why = NULL;
     int code = run_code;
-    int rc = s_resolve(store, cli->db, cli->baseline, campaign_id, &base, &why);
+    int rc = cli_baseline_resolve(store, cli->db, cli->baseline, campaign_id, &base, &why);
     char shown[160];
     s_shown(cli->baseline, shown, sizeof shown);
     if (rc == -ENOENT) {

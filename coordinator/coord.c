@@ -383,17 +383,7 @@ static void s_on_task_event(coord_t *self, node_t *node, const Fleetburn__TaskEv
         return;
     }
     if (ev->kind == FLEETBURN__TASK_EVENT__KIND__KIND_TELEMETRY) {
-        /* Samples are stored as "name=value unit" text on the timeline. */
-        size_t cap = 64 + ev->n_samples * 96, len = 0;
-        char *text = xmalloc(cap);
-        text[0] = '\0';
-        for (size_t i = 0; i < ev->n_samples; i++)
-            len += (size_t)snprintf(text + len, cap - len, "%s%s=%g%s%s", i ? " " : "",
-                                    ev->samples[i]->name, ev->samples[i]->value,
-                                    ev->samples[i]->unit[0] ? " " : "", ev->samples[i]->unit);
-        coord_event(self, s_campaign_of(self, ev->task_id), ev->task_id, node->name, kind, "%s",
-                    text);
-        free(text);
+        coord_telemetry_event(self, s_campaign_of(self, ev->task_id), node->name, ev);
         return;
     }
     coord_event(self, s_campaign_of(self, ev->task_id), ev->task_id, node->name, kind, "%s",
@@ -415,6 +405,7 @@ static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
                  (unsigned long long)self->n_foreign);
         return;
     }
+    coord_telemetry_node_done(self, s_campaign_of(self, m->task_id), node->name);
     fb_result_t *r = fb_wire_result_from_proto(m);
     if (!r->node || !r->node[0] || strcmp(r->node, node->name)) {
         free(r->node);
@@ -630,6 +621,7 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
         coord_destroy(&self);
         return NULL;
     }
+    coord_telemetry_init(self);
     uv_prepare_init(loop, &self->flush);
     self->flush.data = self;
     uv_prepare_start(&self->flush, s_on_flush);
@@ -716,6 +708,7 @@ void coord_destroy(coord_t **self_p)
     if (self->store_retry.data)
         uv_close((uv_handle_t *)&self->store_retry, s_noop_close);
     fb_hostlist_free(self->given_up, self->n_given_up);
+    coord_telemetry_close(self);
     if (self->flush.data) {
         coord_flush(self);
         uv_close((uv_handle_t *)&self->flush, s_noop_close);

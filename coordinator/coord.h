@@ -81,6 +81,20 @@ int coord_start_campaign(coord_t *self, struct fb_campaign **campaign, const cha
 size_t coord_webhooks_in_flight(const coord_t *self);
 /* Campaigns running (not queued) now. */
 size_t coord_running_count(const coord_t *self);
+/* The coordinator's health as `fleetburn serve --http` exports it on /metrics (coord_health.c):
+ * a snapshot taken on the loop thread, plain numbers only, so another thread may read a copy. */
+typedef struct {
+    size_t agents_connected;      /* registered and alive now */
+    size_t agents_known;          /* in the live registry (any state) */
+    size_t campaigns_running, campaigns_queued;
+    bool store_up;                /* the store takes writes */
+    uint64_t store_down_ms;       /* how long it has not (0 when up) */
+    size_t results_unacknowledged; /* stored, waiting for the next commit to be acknowledged */
+    size_t webhooks_in_flight;
+    uint64_t messages_dropped;  /* malformed or unexpected messages */
+    uint64_t messages_foreign;  /* results and events for tasks not given to their sender */
+} coord_health_t;
+void coord_health(const coord_t *self, coord_health_t *out);
 /* The id of the campaign holding node, or NULL. Borrowed. */
 const char *coord_campaign_holding(const coord_t *self, const char *node);
 

@@ -102,6 +102,7 @@ struct coord {
     bool webhooks_queued; /* alerts were queued: posted after the next commit */
     fb_strmap_t *fingerprinted; /* node -> its fingerprint from its Hello and the campaign it was
                                 last recorded for (coord_expect.c) */
+    struct coord_telemetry *telemetry; /* samples on their way to the store (coord_telemetry.c) */
 };
 
 /* Sends env to the peer with the given ROUTER identity (hex). 0 or -errno. */
@@ -146,6 +147,15 @@ void coord_fingerprint_hello(coord_t *self, const char *node, const Fleetburn__I
 /* A task of campaign_id goes to node: its fingerprint is recorded, once per campaign. */
 void coord_fingerprint_dispatch(coord_t *self, const char *campaign_id, const char *node);
 void coord_expect_destroy(coord_t *self);
+/* coord_telemetry.c */
+void coord_telemetry_init(coord_t *self);
+/* Writes the open buckets and stops. */
+void coord_telemetry_close(coord_t *self);
+/* The samples of a TELEMETRY event of node's task in campaign_id (NULL: dropped). */
+void coord_telemetry_event(coord_t *self, const char *campaign_id, const char *node,
+                           const Fleetburn__TaskEvent *ev);
+/* node sent a result in campaign_id: its open buckets are written now, for the reports. */
+void coord_telemetry_node_done(coord_t *self, const char *campaign_id, const char *node);
 /* coord_store_health.c */
 /* A commit failed (rc): results stay unacknowledged, campaigns are held, the store is retried. */
 void coord_store_failed(coord_t *self, int rc);

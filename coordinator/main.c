@@ -3,9 +3,9 @@
  *
  *   fleetburn run CAMPAIGN.yaml [--local N | --coordinator EP [--queue] [--wait D]] [--db PATH]
  *   fleetburn follow [ID] | cancel [ID] [--reason TEXT] | campaigns [--format text|json]
- *   fleetburn serve [--bind EP] [--db PATH] [--keys DIR | --insecure]
+ *   fleetburn serve [--bind EP] [--db PATH] [--keys DIR | --insecure] [--http ADDR]
  *   fleetburn keygen PATH
- *   fleetburn report [CAMPAIGN_ID] [--format text|json] [--db PATH]
+ *   fleetburn report [CAMPAIGN_ID] [--format text|json|html] [--baseline ID] [--db PATH]
  *   fleetburn nodes [--db PATH]
  *   fleetburn compare BASE [CAMPAIGN] [--format text|json] [--db PATH]
  *   fleetburn baseline set NAME CAMPAIGN_ID | list | delete NAME [--db PATH]
@@ -103,6 +103,12 @@ static void s_usage(FILE *out)
             "                                10.1.2.3:8080, or * for any (default: none)\n"
             "      --webhook-ca FILE         CA bundle (PEM) for https webhooks (default: the\n"
             "                                system's; also run --local)\n"
+            "      Metrics and the live view (docs/operations.md, \"Metrics and the live view\"):\n"
+            "      --http ADDR               serve /metrics (Prometheus) and the campaigns' live\n"
+            "                                HTML reports on ADDR (127.0.0.1:9108; another\n"
+            "                                address needs --http-token-file)\n"
+            "      --http-token-file FILE    require \"Authorization: Bearer TOKEN\" (the file's\n"
+            "                                first line, mode 0600, 16+ characters)\n"
             "      --slurm-bin DIR           where sinfo and scontrol are, for campaigns with\n"
             "                                nodes: slurm:... or actions.slurm (default: PATH;\n"
             "                                docs/operations.md \"Slurm\")\n"
@@ -117,8 +123,10 @@ static void s_usage(FILE *out)
             "  keygen PATH\n"
             "      Write a CURVE key pair: PATH (secret, mode 0600) and PATH.pub; never\n"
             "      overwrites.\n"
-            "  report [CAMPAIGN_ID] [--format text|json] [--db PATH]\n"
-            "      Report a campaign (default: the latest).\n"
+            "  report [CAMPAIGN_ID] [--format text|json|html] [--baseline ID|NAME|latest] [--db PATH]\n"
+            "      Report a campaign (default: the latest). html: one self-contained file\n"
+            "      (diagnosis, timeline, fleet heatmap, charts); --baseline draws its allreduce\n"
+            "      bandwidth against that campaign's.\n"
             "  nodes [--db PATH]\n"
             "      List agents, their state and inventory.\n"
             "  expect --from NODE [--db PATH]\n"
@@ -232,7 +240,9 @@ enum {
     S_OPT_FROM,
     S_OPT_SLURM_BIN,
     S_OPT_BASELINE,
-    S_OPT_MARKDOWN
+    S_OPT_MARKDOWN,
+    S_OPT_HTTP,
+    S_OPT_HTTP_TOKEN_FILE
 };
 
 static int s_parse_cli(int argc, char **argv, cli_t *cli)
@@ -260,6 +270,8 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"slurm-bin", required_argument, 0, S_OPT_SLURM_BIN},
         {"baseline", required_argument, 0, S_OPT_BASELINE},
         {"markdown", no_argument, 0, S_OPT_MARKDOWN},
+        {"http", required_argument, 0, S_OPT_HTTP},
+        {"http-token-file", required_argument, 0, S_OPT_HTTP_TOKEN_FILE},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->db = s_default_db();
@@ -287,8 +299,12 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             cli->local_given = true;
             break;
         case 'f':
-            if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
-                fprintf(stderr, "fleetburn: --format: '%s' is not text or json\n", optarg);
+            if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "html")) {
+                fprintf(stderr, "fleetburn: --format: '%s' is not text, json or html\n", optarg);
+                return -EINVAL;
+            }
+            if (!strcmp(optarg, "html") && strcmp(argv[1], "report")) {
+                fprintf(stderr, "fleetburn %s: --format html is for report\n", argv[1]);
                 return -EINVAL;
             }
             cli->format = optarg;
@@ -382,6 +398,8 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         }
         case S_OPT_BASELINE: cli->baseline = optarg; break;
         case S_OPT_MARKDOWN: cli->markdown = true; break;
+        case S_OPT_HTTP: cli->http = optarg; break;
+        case S_OPT_HTTP_TOKEN_FILE: cli->http_token_file = optarg; break;
         case 'h':
             if (!s_command_usage(argv[1], stdout)) {
                 fprintf(stderr, "fleetburn: unknown command '%s'\n", argv[1]);
@@ -604,12 +622,20 @@ static int s_cmd_serve(cli_t *cli)
     if (cli->keys_dir && !fb_securemem_use())
         log_warn("CURVE secrets cannot be locked in RAM (RLIMIT_MEMLOCK); they stay out of core "
                  "dumps and are zeroed when freed");
+    cli_http_t *http = NULL; /* cli_http.c: /metrics and the live view */
+    if ((cli->http || cli->http_token_file) && !(http = cli_http_start(cli, err, sizeof err))) {
+        fprintf(stderr, "fleetburn serve: %s\n", err);
+        return EXIT_USAGE;
+    }
     uv_loop_t *loop = uv_default_loop();
     coord_t *coord = coord_new(loop, &opts, err, sizeof err);
     if (!coord) {
         log_error("%s", err);
+        cli_http_stop(&http);
         return EXIT_INFRA;
     }
+    if (http)
+        cli_http_attach(http, loop, coord);
     log_info("fleetburn %s coordinator on %s, database %s, %s%s", FB_VERSION,
              coord_endpoint(coord), cli->db, cli->keys_dir ? "CURVE keys from " : "no keys",
              cli->keys_dir ? cli->keys_dir : "");
@@ -624,6 +650,7 @@ static int s_cmd_serve(cli_t *cli)
     fb_service_t *service = fb_service_start(loop, s_serve_state, coord);
     uv_run(loop, UV_RUN_DEFAULT);
     fb_service_stop(&service);
+    cli_http_stop(&http);
     uv_close((uv_handle_t *)&sigint, NULL);
     uv_close((uv_handle_t *)&sigterm, NULL);
     uv_close((uv_handle_t *)&sighup, NULL);
@@ -652,6 +679,11 @@ static store_t *s_open_existing(const char *db)
 
 static int s_cmd_report(cli_t *cli)
 {
+    if (cli->baseline && strcmp(cli->format, "html")) {
+        fprintf(stderr, "fleetburn report: --baseline needs --format html (`fleetburn compare` "
+                        "compares metrics as text or JSON)\n");
+        return EXIT_USAGE;
+    }
     if (cli->n_positional > 1) {
         fprintf(stderr, "fleetburn report: expected at most one campaign id\n");
         return EXIT_USAGE;
@@ -665,6 +697,12 @@ static int s_cmd_report(cli_t *cli)
         fprintf(stderr, "fleetburn: %s holds no campaign yet\n", cli->db);
         store_destroy(&store);
         return EXIT_USAGE;
+    }
+    if (!strcmp(cli->format, "html")) {
+        int status = cli_report_html(cli, store, id); /* cli_report_html.c */
+        free(id);
+        store_destroy(&store);
+        return status;
     }
     if (!strcmp(cli->format, "json"))
         rc = report_write_json(store, id, stdout);

@@ -21,6 +21,19 @@
 
 int report_write_json(store_t *store, const char *campaign_id, FILE *out);
 int report_write_text(store_t *store, const char *campaign_id, FILE *out);
+/* The HTML report (report_html*.c; docs/operations.md "HTML report"): one self-contained file,
+ * no script, SVG charts, nothing fetched when viewed. baseline_id: a campaign whose allreduce
+ * bandwidth is drawn next to this one's (NULL: none). live: the view `fleetburn serve --http`
+ * serves, which reloads itself while the campaign runs. */
+typedef struct {
+    const char *baseline_id;
+    bool live;
+} report_html_options_t;
+int report_write_html(store_t *store, const char *campaign_id,
+                      const report_html_options_t *opts, FILE *out);
+/* The live view's index: the campaigns, newest first (at most max), each linking to
+ * campaigns/ID. */
+int report_write_html_campaigns(store_t *store, size_t max, FILE *out);
 /* The `fleetburn nodes` table: name, state, last seen, summary. */
 int report_write_nodes(store_t *store, FILE *out);
 

@@ -233,6 +233,36 @@ static const char s_schema_baselines[] =
     "CREATE INDEX campaigns_by_name ON campaigns(name, started_ms);";
 /* clang-format on */
 
+/* Schema version 7: telemetry as data (docs/timeline-store.md "Telemetry"; store_telemetry.c).
+ * A series per (campaign, node, device, quantity) and its downsampled buckets (count, min, max,
+ * mean), keyed by series and start so that a bucket is stored once and late samples merge into
+ * it. The partial index finds the buckets that retention still has to merge (narrower than the
+ * widest tier, 300 s) without scanning the history it already merged. Only these: other steps
+ * add their own. */
+/* clang-format off */
+static const char s_schema_telemetry[] =
+    "CREATE TABLE telemetry_series ("
+    "  id INTEGER PRIMARY KEY,"
+    "  campaign_id TEXT NOT NULL REFERENCES campaigns(id),"
+    "  node TEXT NOT NULL,"
+    "  device TEXT NOT NULL,"
+    "  quantity TEXT NOT NULL,"
+    "  unit TEXT NOT NULL,"
+    "  UNIQUE (campaign_id, node, device, quantity)"
+    ");"
+    "CREATE TABLE telemetry ("
+    "  series_id INTEGER NOT NULL REFERENCES telemetry_series(id),"
+    "  time_ms INTEGER NOT NULL,"
+    "  span_ms INTEGER NOT NULL CHECK (span_ms > 0),"
+    "  n INTEGER NOT NULL CHECK (n > 0),"
+    "  vmin REAL NOT NULL,"
+    "  vmax REAL NOT NULL,"
+    "  vmean REAL NOT NULL,"
+    "  PRIMARY KEY (series_id, time_ms)"
+    ") WITHOUT ROWID;"
+    "CREATE INDEX telemetry_unmerged ON telemetry(time_ms) WHERE span_ms < 300000;";
+/* clang-format on */
+
 /* s_migrations[v] takes a database from schema version v to v + 1. Append only: a released
  * step is never edited, a change is a new step (ALTER TABLE, new tables, data rewrites). */
 static const char *const s_migrations[] = {
@@ -242,6 +272,7 @@ static const char *const s_migrations[] = {
     s_schema_fingerprints, /* 3 -> 4: fingerprints */
     s_schema_node_selections, /* 4 -> 5: Slurm selections */
     s_schema_baselines,       /* 5 -> 6: named baselines */
+    s_schema_telemetry,       /* 6 -> 7: telemetry samples */
 };
 
 _Static_assert(sizeof s_migrations / sizeof s_migrations[0] == STORE_SCHEMA_VERSION,
@@ -382,6 +413,29 @@ static const char *const s_sql[STMT_COUNT] = {
     [STMT_FINGERPRINT_INSERT] =
         "INSERT OR IGNORE INTO fingerprints(campaign_id, node, component, version, time_ms)"
         " SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM campaigns WHERE id = ?1)",
+    /* telemetry (store_telemetry.c): on the ingest path, so cached */
+    [STMT_TSERIES_ID] = "SELECT id FROM telemetry_series"
+                        " WHERE campaign_id = ?1 AND node = ?2 AND device = ?3 AND quantity = ?4",
+    [STMT_TSERIES_ADD] =
+        "INSERT INTO telemetry_series(campaign_id, node, device, quantity, unit)"
+        " SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM campaigns WHERE id = ?1)",
+    /* A bucket that meets a stored one at the same start merges into it. */
+    [STMT_TELEMETRY_PUT] =
+        "INSERT INTO telemetry(series_id, time_ms, span_ms, n, vmin, vmax, vmean)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+        " ON CONFLICT(series_id, time_ms) DO UPDATE SET"
+        " span_ms = MAX(span_ms, excluded.span_ms),"
+        " vmean = (vmean * n + excluded.vmean * excluded.n) / (n + excluded.n),"
+        " n = n + excluded.n,"
+        " vmin = MIN(vmin, excluded.vmin),"
+        " vmax = MAX(vmax, excluded.vmax)",
+    [STMT_TELEMETRY_READ] =
+        "SELECT s.node, s.device, s.quantity, s.unit, t.time_ms, t.span_ms, t.n, t.vmin, t.vmax,"
+        " t.vmean FROM telemetry_series s JOIN telemetry t ON t.series_id = s.id"
+        " WHERE s.campaign_id = ?1 AND (?2 IS NULL OR s.node = ?2)"
+        " AND (?3 IS NULL OR s.device = ?3) AND (?4 IS NULL OR s.quantity = ?4)"
+        " AND (?5 IS NULL OR t.time_ms + t.span_ms > ?5) AND (?6 IS NULL OR t.time_ms < ?6)"
+        " ORDER BY s.node, s.device, s.quantity, t.time_ms",
 };
 
 /* ---- Errors ------------------------------------------------------------------------------ */

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 /* The schema version this build writes (PRAGMA user_version and meta.schema_version). */
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 /* PRAGMA application_id of a fleetburn timeline ("FLBN"). */
 #define STORE_APPLICATION_ID 0x464c424e
 /* How long a statement waits for a lock held by another process. */
@@ -378,5 +378,22 @@ int store_node_fingerprint_foreach(store_t *self, const char *campaign_id,
                                    int (*cb)(const char *node, const char *component,
                                              const char *version, void *arg),
                                    void *arg);
+
+/* ---- Node views (store_views.c) ------------------------------------------------------------ */
+
+/* A node's recent result, as `fleetburn serve --http` exports it. */
+typedef struct {
+    char *node, *result_id, *campaign_id, *stage, *workload; /* workload "" when unknown */
+    fb_verdict_t verdict;                                    /* the node's own result's */
+    uint64_t received_ms;
+    bool last;            /* the node's last result (else the last of this workload) */
+    fb_result_t *metrics; /* its metrics only (ids, findings not filled) */
+} store_node_result_t;
+
+/* For every agent (by name), its last result and the last result of each other workload among
+ * its `window` latest, from any campaign, read in one snapshot. *out heap array (free with
+ * store_node_results_free), possibly empty. */
+int store_node_results(store_t *self, size_t window, store_node_result_t **out, size_t *n_out);
+void store_node_results_free(store_node_result_t *v, size_t n);
 
 #endif

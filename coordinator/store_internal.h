@@ -79,6 +79,11 @@ enum {
     /* fingerprints (store_fingerprint.c): on the dispatch path, so cached */
     STMT_FINGERPRINT_SEEN,
     STMT_FINGERPRINT_INSERT,
+    /* telemetry (store_telemetry.c) */
+    STMT_TSERIES_ID,
+    STMT_TSERIES_ADD,
+    STMT_TELEMETRY_PUT,
+    STMT_TELEMETRY_READ,
     /* new statements above this line */
     STMT_COUNT
 };

@@ -13,6 +13,11 @@ packages=(
     libcmocka-dev
     # the coordinator's webhook alerts (optional: without it a webhook campaign is refused)
     libcurl4-openssl-dev
+    # serve --http: /metrics and the live HTML view (optional: without it serve --http is refused)
+    libmicrohttpd-dev
+    # test oracles for the views: headless Chromium loads the HTML report, a real Prometheus
+    # scrapes /metrics (tests/integration/test_report_html.sh, test_metrics_prometheus.sh)
+    chromium prometheus curl
     python3 iproute2
     # allreduce, launcher mpirun: OpenMPI's mpirun and the host path's rank program
     libopenmpi-dev openmpi-bin

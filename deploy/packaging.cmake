@@ -68,7 +68,7 @@ install(FILES deploy/campaigns/local-memtest.yaml deploy/campaigns/gpu-node.yaml
 install(FILES deploy/config/client.conf deploy/config/fleetburn-serve.default
         DESTINATION ${FB_EXAMPLEDIR} COMPONENT coordinator)
 install(FILES deploy/config/agent.conf DESTINATION ${FB_EXAMPLEDIR} COMPONENT agent)
-foreach(dir slurm k8s container)
+foreach(dir slurm k8s container grafana)
   if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/deploy/${dir})
     install(DIRECTORY deploy/${dir} DESTINATION ${FB_EXAMPLEDIR} COMPONENT coordinator
             USE_SOURCE_PERMISSIONS)

@@ -166,7 +166,8 @@ static void test_migrates_version_2(void **state)
     assert_int_equal(sqlite3_exec(db,
                                   "DROP TABLE webhook_deliveries; DROP TABLE fingerprints;"
                                   "DROP TABLE campaign_node_selections; DROP TABLE baselines;"
-                                  "DROP INDEX campaigns_by_name; PRAGMA user_version = 2;"
+                                  "DROP INDEX campaigns_by_name; DROP TABLE telemetry;"
+                                  "DROP TABLE telemetry_series; PRAGMA user_version = 2;"
                                   "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
                                   NULL, NULL, NULL),
                      SQLITE_OK);

@@ -214,10 +214,10 @@ static void test_migration(void **state)
     store_destroy(&fx->store);
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
-    char sql[320];
+    char sql[400];
     snprintf(sql, sizeof sql,
              "DROP TABLE fingerprints; DROP TABLE campaign_node_selections; DROP TABLE baselines;"
-             "DROP INDEX campaigns_by_name;"
+             "DROP INDEX campaigns_by_name; DROP TABLE telemetry; DROP TABLE telemetry_series;"
              "PRAGMA user_version = %d; UPDATE meta SET value = '%d' WHERE key = 'schema_version'",
              3, 3); /* the version before fingerprints (4) */
     assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
