@@ -42,6 +42,8 @@ typedef struct {
     bool queue;         /* run --coordinator: --queue */
     const char *reason; /* cancel: --reason */
     const char *from;   /* expect: --from NODE */
+    const char *node;   /* timeline: --node NODE */
+    bool list;          /* report: --list */
     const char *format;
     unsigned local;
     bool local_given;
@@ -112,6 +114,16 @@ int cli_compare_after_run(cli_t *cli, store_t *store, const char *campaign_id, i
  * agents, every WORKLOAD one that a stage of the campaign runs, every KEY a parameter of it and
  * VALUE valid for it. 0, or -EINVAL after printing what is wrong. */
 int cli_check_injections(const cli_t *cli, const struct fb_campaign *campaign);
+/* timeline [ID] [--node N] [--format text|json|trace] (cli_timeline.c): what a campaign did in
+ * time order, its telemetry; trace is Chrome trace-event JSON for Perfetto. Returns the exit
+ * status: 2 for an unknown campaign or format, 3 when the database cannot be read. */
+int cli_timeline(cli_t *cli);
+/* report --list [--format text|json] (cli_report.c): the campaigns of the database, newest first,
+ * in the table of `fleetburn campaigns`. Returns the exit status. */
+int cli_report_list(cli_t *cli);
+/* Opens an existing database for reading (report, nodes, timeline), or says why not on stderr and
+ * returns NULL. */
+store_t *cli_open_store(const char *db);
 /* Reads the client configuration into cli (coordinator, key, server_key where the command line
  * gave none). 0, or -EINVAL after printing why. */
 int cli_load_client_config(cli_t *cli);

@@ -21,6 +21,12 @@
 
 int report_write_json(store_t *store, const char *campaign_id, FILE *out);
 int report_write_text(store_t *store, const char *campaign_id, FILE *out);
+/* For other tools (report_formats.c): JUnit XML, a testsuite per stage and a testcase per task
+ * (failing tasks as <failure> with their error and findings; timeout, lost, error and undecided
+ * as <error>; skipped as <skipped>), and CSV, one row per metric of each result
+ * (campaign,stage,workload,task,node,verdict,metric,value,unit; RFC 4180). */
+int report_write_junit(store_t *store, const char *campaign_id, FILE *out);
+int report_write_csv(store_t *store, const char *campaign_id, FILE *out);
 /* The `fleetburn nodes` table: name, state, last seen, summary. */
 int report_write_nodes(store_t *store, FILE *out);
 
