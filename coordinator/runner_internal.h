@@ -80,6 +80,8 @@ struct runner {
     fb_verdict_t verdict;
     uv_timer_t deadline;
     uv_timer_t next;
+    uv_timer_t tick;  /* progress every second, so that watchers see time pass */
+    char *stage_note; /* why the stage last ended did not run (cannot run, skipped), or NULL */
     int open_handles;
     /* on_fail: bisect */
     fb_bisect_t *bisect;      /* the running stage's diagnosis session */
