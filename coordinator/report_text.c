@@ -445,7 +445,7 @@ static void s_text_report(const store_campaign_t *c, char *const *stage_why, FIL
                 if (!task->error)
                     continue;
                 char *id = s_clean(task->id, 64);
-                fprintf(out, "  %s (%s):\n    ", id, fb_verdict_name(task->verdict));
+                fprintf(out, "  %s (%s): ", id, fb_verdict_name(task->verdict));
                 s_print_wrapped(out, task->error, 4, S_TEXT_WIDTH);
                 free(id);
             }

@@ -328,8 +328,6 @@ static void s_cannot_run(runner_t *self, const char *why)
 static void s_begin_stage(runner_t *self)
 {
     rn_clear_tasks(self);
-    free(self->stage_note);
-    self->stage_note = NULL;
     if (self->stage >= self->campaign->n_stages) {
         s_finish_campaign(self);
         return;

@@ -42,7 +42,7 @@ typedef struct {
     const char *state; /* running | finished | cancelled | error */
     unsigned tasks_running; /* sent and not decided */
     uint64_t eta_ms;        /* until the stage's running tasks end; 0 unknown */
-    const char *stage_note; /* why the stage did not run (cannot run, skipped), or NULL */
+    const char *stage_note; /* why the latest stage that did not run did not, or NULL */
     coord_node_progress_t nodes[COORD_PROGRESS_NODES]; /* the slowest running, slowest first */
     size_t n_nodes;
 } coord_progress_t;
