@@ -5,7 +5,8 @@
  *   fleetburn follow [ID] | cancel [ID] [--reason TEXT] | campaigns [--format text|json]
  *   fleetburn serve [--bind EP] [--db PATH] [--keys DIR | --insecure]
  *   fleetburn keygen PATH
- *   fleetburn report [CAMPAIGN_ID] [--format text|json] [--db PATH]
+ *   fleetburn report [CAMPAIGN_ID] [--format text|json|junit|csv] [--db PATH] | report --list
+ *   fleetburn timeline [CAMPAIGN_ID] [--node NODE] [--format text|json|trace] [--db PATH]
  *   fleetburn nodes [--db PATH]
  *   fleetburn compare BASE [CAMPAIGN] [--format text|json] [--db PATH]
  *   fleetburn baseline set NAME CAMPAIGN_ID | list | delete NAME [--db PATH]
