@@ -75,7 +75,6 @@ typedef struct {
     unsigned last_stage, last_done, last_failed;
     char last_note[512];
     bool printed;
-    bool line_open; /* a terminal line rewritten in place, not ended yet */
 } progress_view_t;
 
 /* A running node as the progress shows it (the worker's latest progress event). */
@@ -102,7 +101,8 @@ typedef struct {
 #define CLI_PROGRESS_SLOWEST 3
 
 /* Sets up view for stderr: a terminal gets one line rewritten in place (cut to its width), any
- * other file plain lines without carriage returns or escape codes. */
+ * other file plain lines without carriage returns or escape codes. Log lines end an open
+ * terminal line first (fb_log_set_before). */
 void cli_progress_init(progress_view_t *view);
 /* Shows a campaign's progress on stderr: per stage the tasks done, failed and running, the time
  * elapsed, the estimated time left, and the slowest nodes with their workers' phase. On a

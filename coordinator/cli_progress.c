@@ -31,9 +31,23 @@
 
 #define S_DEFAULT_WIDTH 120u
 
+/* A terminal line rewritten in place and not ended yet. One per process (there is one progress
+ * on stderr), kept here rather than in a view so that the log hook never points into a frame
+ * that has returned. */
+static bool s_line_open;
+
+static void s_break_before_log(void *arg)
+{
+    (void)arg;
+    if (s_line_open)
+        fputc('\n', stderr);
+    s_line_open = false;
+}
+
 void cli_progress_init(progress_view_t *view)
 {
     memset(view, 0, sizeof *view);
+    fb_log_set_before(s_break_before_log, NULL); /* a warning is never glued onto the line */
     view->tty = isatty(STDERR_FILENO);
     view->width = S_DEFAULT_WIDTH;
     struct winsize ws;
@@ -113,10 +127,10 @@ void cli_show_progress(progress_view_t *view, const cli_progress_t *p)
     if (p->finished) {
         s_show_note(view, p->stage_note);
         fb_format_duration(p->elapsed_ms, elapsed, sizeof elapsed);
-        if (view->line_open)
+        if (s_line_open)
             fprintf(stderr, "\r\033[K");
         fprintf(stderr, "campaign finished after %s\n", elapsed);
-        view->line_open = false;
+        s_line_open = false;
         fflush(stderr);
         return;
     }
@@ -136,7 +150,7 @@ void cli_show_progress(progress_view_t *view, const cli_progress_t *p)
     } else {
         fprintf(stderr, "%s\n", line);
     }
-    view->line_open = view->tty;
+    s_line_open = view->tty;
     fflush(stderr);
     view->last_print = now;
     view->last_stage = p->stage_index;
@@ -147,9 +161,8 @@ void cli_show_progress(progress_view_t *view, const cli_progress_t *p)
 
 void cli_progress_break(progress_view_t *view)
 {
-    if (view->line_open)
-        fputc('\n', stderr);
-    view->line_open = false;
+    (void)view;
+    s_break_before_log(NULL);
 }
 
 /* --- the campaigns table -------------------------------------------------------------------- */
