@@ -15,6 +15,8 @@
 
 static char s_component[64] = "fleetburn";
 static fb_log_level_t s_level = FB_LOG_INFO;
+static void (*s_before)(void *arg);
+static void *s_before_arg;
 
 static fb_log_level_t s_level_from_env(fb_log_level_t fallback)
 {
@@ -69,8 +71,16 @@ void fb_log(fb_log_level_t level, const char *fmt, ...)
         return;
     size_t len = (size_t)n + fb_log_sanitize(msg, line + n, sizeof line - (size_t)n - 1);
     line[len++] = '\n';
+    if (s_before)
+        s_before(s_before_arg);
     ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
+}
+
+void fb_log_set_before(void (*fn)(void *arg), void *arg)
+{
+    s_before = fn;
+    s_before_arg = arg;
 }
 
 size_t fb_log_sanitize(const char *text, char *out, size_t outlen)

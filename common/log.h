@@ -12,6 +12,9 @@ typedef enum { FB_LOG_DEBUG, FB_LOG_INFO, FB_LOG_WARN, FB_LOG_ERROR } fb_log_lev
 void fb_log_init(const char *component, fb_log_level_t level);
 void fb_log_set_level(fb_log_level_t level);
 void fb_log(fb_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* fn(arg) runs before each line is written (NULL: nothing): the command line's progress ends the
+ * terminal line it rewrites in place, so that a warning starts on a line of its own. */
+void fb_log_set_before(void (*fn)(void *arg), void *arg);
 
 /* Copies text into out (outlen bytes, NUL-terminated, cut when full) with every control character
  * (below 0x20, and 0x7f) written as \xNN. Returns the length written. Every log line goes

@@ -243,6 +243,16 @@ static int s_validate_progress(const Fleetburn__Progress *m, char *err, size_t e
           "progress: task counts inconsistent");
     CHECK(m->verdict >= 0 && m->verdict <= FLEETBURN__VERDICT__VERDICT_ERROR,
           "progress: verdict out of range");
+    CHECK(s_text_ok(m->stage_note, FB_WIRE_MAX_TEXT), "progress: stage note too long");
+    CHECK(m->n_nodes <= FB_WIRE_MAX_PROGRESS_NODES, "progress: more than %d nodes",
+          FB_WIRE_MAX_PROGRESS_NODES);
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        const Fleetburn__NodeProgress *n = m->nodes[i];
+        CHECK(s_text_ok(n->node, FB_WIRE_MAX_NAME) && s_text_ok(n->phase, FB_WIRE_MAX_TEXT),
+              "progress: node %zu: field too long", i);
+        CHECK(isfinite(n->fraction) && n->fraction >= 0 && n->fraction <= 1,
+              "progress: node %zu: fraction out of range 0..1", i);
+    }
     return 0;
 }
 

@@ -24,6 +24,7 @@
 #define FB_WIRE_MAX_TEXT 65536          /* messages, errors, findings */
 #define FB_WIRE_MAX_YAML FB_LIMIT_CAMPAIGN_BYTES /* submitted campaign files */
 #define FB_WIRE_MAX_ITEMS FB_LIMIT_GROUP_SIZE    /* any repeated field */
+#define FB_WIRE_MAX_PROGRESS_NODES 8  /* Progress.nodes: the slowest running nodes */
 #define FB_WIRE_MAX_EXCHANGE 65536      /* one rank's value in an Exchange */
 #define FB_WIRE_MAX_FILES FB_LIMIT_CAMPAIGN_FILES /* files attached to a Submit */
 

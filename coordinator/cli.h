@@ -43,6 +43,8 @@ typedef struct {
     const char *reason; /* cancel: --reason */
     const char *from;   /* expect: --from NODE */
     bool markdown;      /* workloads: --markdown */
+    const char *node;   /* timeline: --node NODE */
+    bool list;          /* report: --list */
     const char *format;
     unsigned local;
     bool local_given;
@@ -71,17 +73,46 @@ typedef struct {
 
 typedef struct {
     bool tty;
+    unsigned width; /* the terminal's columns (tty) */
     uint64_t last_print;
-    unsigned last_stage, last_done;
+    unsigned last_stage, last_done, last_failed;
+    char last_note[512];
     bool printed;
-    bool line_open; /* a terminal line rewritten in place, not ended yet */
 } progress_view_t;
 
-/* Shows a campaign's progress on stderr: one line rewritten on a terminal, a line per change
- * (and every 10 s) otherwise. */
-void cli_show_progress(progress_view_t *view, const char *stage, unsigned idx, unsigned count,
-                       unsigned total, unsigned done, unsigned failed, uint64_t elapsed_ms,
-                       bool finished);
+/* A running node as the progress shows it (the worker's latest progress event). */
+typedef struct {
+    const char *node, *phase; /* phase: "" before the worker's first event */
+    double fraction;
+    uint64_t elapsed_ms, eta_ms; /* eta 0: unknown */
+} cli_node_progress_t;
+
+/* A campaign's progress, from the embedded coordinator or a Progress message. Text is shown as
+ * given: callers make peer text safe for a terminal first. */
+typedef struct {
+    const char *stage;
+    unsigned stage_index, stage_count;
+    unsigned total, done, failed, running;
+    uint64_t elapsed_ms, eta_ms; /* eta 0: unknown */
+    const char *stage_note;      /* why the stage did not run, or NULL/"" */
+    const cli_node_progress_t *nodes; /* the slowest running, slowest first */
+    size_t n_nodes;
+    bool finished;
+} cli_progress_t;
+
+/* The slowest nodes a progress line names. */
+#define CLI_PROGRESS_SLOWEST 3
+
+/* Sets up view for stderr: a terminal gets one line rewritten in place (cut to its width), any
+ * other file plain lines without carriage returns or escape codes. Log lines end an open
+ * terminal line first (fb_log_set_before). */
+void cli_progress_init(progress_view_t *view);
+/* Shows a campaign's progress on stderr: per stage the tasks done, failed and running, the time
+ * elapsed, the estimated time left, and the slowest nodes with their workers' phase. On a
+ * terminal the line is rewritten at most once a second; otherwise a line is printed when the
+ * counts change and every 5 to 60 s (a tenth of the time elapsed). A stage that cannot run gets a
+ * line saying why. */
+void cli_show_progress(progress_view_t *view, const cli_progress_t *p);
 /* Ends a progress line left open on a terminal, so that a message starts on its own line. */
 void cli_progress_break(progress_view_t *view);
 /* The campaigns table of `fleetburn campaigns` (ID, NAME, STATE, VERDICT, STARTED, DURATION,
@@ -130,6 +161,16 @@ int cli_compare_after_run(cli_t *cli, store_t *store, const char *campaign_id, i
  * agents, every WORKLOAD one that a stage of the campaign runs, every KEY a parameter of it and
  * VALUE valid for it. 0, or -EINVAL after printing what is wrong. */
 int cli_check_injections(const cli_t *cli, const struct fb_campaign *campaign);
+/* timeline [ID] [--node N] [--format text|json|trace] (cli_timeline.c): what a campaign did in
+ * time order, its telemetry; trace is Chrome trace-event JSON for Perfetto. Returns the exit
+ * status: 2 for an unknown campaign or format, 3 when the database cannot be read. */
+int cli_timeline(cli_t *cli);
+/* report --list [--format text|json] (cli_report.c): the campaigns of the database, newest first,
+ * in the table of `fleetburn campaigns`. Returns the exit status. */
+int cli_report_list(cli_t *cli);
+/* Opens an existing database for reading (report, nodes, timeline), or says why not on stderr and
+ * returns NULL. */
+store_t *cli_open_store(const char *db);
 /* Reads the client configuration into cli (coordinator, key, server_key where the command line
  * gave none). 0, or -EINVAL after printing why. */
 int cli_load_client_config(cli_t *cli);

@@ -140,8 +140,20 @@ static void s_stop_agents(local_run_t *run)
 static void s_local_progress(const coord_progress_t *p, void *arg)
 {
     local_run_t *run = arg;
-    cli_show_progress(&run->view, p->stage, p->stage_index, p->stage_count, p->tasks_total,
-                      p->tasks_done, p->tasks_failed, p->elapsed_ms, p->finished);
+    cli_node_progress_t nodes[COORD_PROGRESS_NODES];
+    char phases[COORD_PROGRESS_NODES][160], stage[256], note[512];
+    for (size_t i = 0; i < p->n_nodes; i++) {
+        fb_log_sanitize(p->nodes[i].phase, phases[i], sizeof phases[i]);
+        nodes[i] = (cli_node_progress_t){p->nodes[i].node, phases[i], p->nodes[i].fraction,
+                                         p->nodes[i].elapsed_ms, p->nodes[i].eta_ms};
+    }
+    fb_log_sanitize(p->stage ? p->stage : "", stage, sizeof stage);
+    fb_log_sanitize(p->stage_note ? p->stage_note : "", note, sizeof note);
+    cli_progress_t shown = {stage,         p->stage_index, p->stage_count, p->tasks_total,
+                            p->tasks_done, p->tasks_failed, p->tasks_running, p->elapsed_ms,
+                            p->eta_ms,     note,           nodes,          p->n_nodes,
+                            p->finished};
+    cli_show_progress(&run->view, &shown);
     if (p->finished) { /* the signals stay handled: a webhook alert may still be on its way */
         run->campaign_done = true;
         run->verdict = p->verdict;
@@ -264,7 +276,7 @@ int cli_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
     run.yaml = yaml;
     run.n_agents = cli->local;
     run.verdict = FB_VERDICT_ERROR;
-    run.view.tty = isatty(STDERR_FILENO);
+    cli_progress_init(&run.view);
     const char *tmp = getenv("TMPDIR");
     snprintf(run.workdir, sizeof run.workdir, "%s/fleetburn-local-XXXXXX",
              tmp && *tmp ? tmp : "/tmp");

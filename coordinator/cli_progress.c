@@ -15,6 +15,8 @@
 #include "scheduler/campaign.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,39 +29,140 @@
 
 /* --- progress display ----------------------------------------------------------------------- */
 
-void cli_show_progress(progress_view_t *view, const char *stage, unsigned idx, unsigned count,
-                       unsigned total, unsigned done, unsigned failed, uint64_t elapsed_ms,
-                       bool finished)
+#define S_DEFAULT_WIDTH 120u
+
+/* A terminal line rewritten in place and not ended yet. One per process (there is one progress
+ * on stderr), kept here rather than in a view so that the log hook never points into a frame
+ * that has returned. */
+static bool s_line_open;
+
+static void s_break_before_log(void *arg)
+{
+    (void)arg;
+    if (s_line_open)
+        fputc('\n', stderr);
+    s_line_open = false;
+}
+
+void cli_progress_init(progress_view_t *view)
+{
+    memset(view, 0, sizeof *view);
+    fb_log_set_before(s_break_before_log, NULL); /* a warning is never glued onto the line */
+    view->tty = isatty(STDERR_FILENO);
+    view->width = S_DEFAULT_WIDTH;
+    struct winsize ws;
+    if (view->tty && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+        view->width = ws.ws_col;
+}
+
+/* How often a plain (not terminal) line repeats unchanged counts: a tenth of the time elapsed,
+ * between 5 s and a minute, so that a short run shows time passing and a night stays readable. */
+static uint64_t s_plain_every(uint64_t elapsed_ms)
+{
+    uint64_t every = elapsed_ms / 10;
+    return every < 5000 ? 5000 : every > 60000 ? 60000 : every;
+}
+
+static void s_append(char *buf, size_t len, size_t *used, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void s_append(char *buf, size_t len, size_t *used, const char *fmt, ...)
+{
+    if (*used >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *used, len - *used, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *used = *used + (size_t)n < len ? *used + (size_t)n : len - 1;
+}
+
+/* "[stage 2/3 gpu] 12/16 done, 1 failed, 3 running, 4m12s elapsed, ETA 1m30s; slowest: node07 41%
+ * burn 2/5 (2m01s), ..." */
+static void s_format_line(const cli_progress_t *p, char *buf, size_t len)
+{
+    size_t used = 0;
+    char elapsed[32], eta[32], took[32];
+    fb_format_duration(p->elapsed_ms, elapsed, sizeof elapsed);
+    s_append(buf, len, &used, "[stage %u/%u %s] %u/%u done, %u failed, %u running, %s elapsed",
+             p->stage_index + 1, p->stage_count, p->stage, p->done, p->total, p->failed,
+             p->running, elapsed);
+    if (p->eta_ms && p->running)
+        s_append(buf, len, &used, ", ETA %s", fb_format_duration(p->eta_ms, eta, sizeof eta));
+    for (size_t i = 0; i < p->n_nodes && i < CLI_PROGRESS_SLOWEST; i++) {
+        const cli_node_progress_t *n = &p->nodes[i];
+        s_append(buf, len, &used, "%s%s %.0f%%%s%s (%s)", i ? ", " : "; slowest: ", n->node,
+                 n->fraction * 100.0, n->phase[0] ? " " : "", n->phase,
+                 fb_format_duration(n->elapsed_ms, took, sizeof took));
+    }
+}
+
+/* Cuts a line to the terminal's width (a wrapped line cannot be rewritten in place). */
+static void s_fit(char *buf, unsigned width)
+{
+    size_t chars = 0;
+    for (char *q = buf; *q; q++) {
+        if (((unsigned char)*q & 0xC0) == 0x80)
+            continue;
+        if (++chars == width) {
+            *q = '\0';
+            return;
+        }
+    }
+}
+
+static void s_show_note(progress_view_t *view, const char *note)
+{
+    if (!note || !*note || !strcmp(note, view->last_note))
+        return;
+    snprintf(view->last_note, sizeof view->last_note, "%s", note);
+    cli_progress_break(view);
+    fprintf(stderr, "%s\n", note);
+}
+
+void cli_show_progress(progress_view_t *view, const cli_progress_t *p)
 {
     uint64_t now = fb_mono_ms();
-    bool changed = !view->printed || idx != view->last_stage || done != view->last_done;
-    if (!finished && !changed && now - view->last_print < (view->tty ? 1000u : 10000u))
-        return;
     char elapsed[32];
-    fb_format_duration(elapsed_ms, elapsed, sizeof elapsed);
-    if (finished) {
-        if (view->tty)
+    if (p->finished) {
+        s_show_note(view, p->stage_note);
+        fb_format_duration(p->elapsed_ms, elapsed, sizeof elapsed);
+        if (s_line_open)
             fprintf(stderr, "\r\033[K");
         fprintf(stderr, "campaign finished after %s\n", elapsed);
-        view->line_open = false;
-    } else {
-        fprintf(stderr, "%s[stage %u/%u %s] %u/%u nodes done, %u failed, %s elapsed%s",
-                view->tty ? "\r\033[K" : "", idx + 1 > count ? count : idx + 1, count, stage, done,
-                total, failed, elapsed, view->tty ? "" : "\n");
-        view->line_open = view->tty;
+        s_line_open = false;
+        fflush(stderr);
+        return;
     }
+    s_show_note(view, p->stage_note);
+    if (p->stage_index >= p->stage_count || p->total == 0)
+        return; /* between stages: the next one's counts come with its tasks */
+    bool changed = !view->printed || p->stage_index != view->last_stage ||
+                   p->done != view->last_done || p->failed != view->last_failed;
+    uint64_t every = view->tty ? 1000 : s_plain_every(p->elapsed_ms);
+    if (!changed && now - view->last_print < every)
+        return;
+    char line[1024];
+    s_format_line(p, line, sizeof line);
+    if (view->tty) {
+        s_fit(line, view->width - 1);
+        fprintf(stderr, "\r\033[K%s", line);
+    } else {
+        fprintf(stderr, "%s\n", line);
+    }
+    s_line_open = view->tty;
     fflush(stderr);
     view->last_print = now;
-    view->last_stage = idx;
-    view->last_done = done;
+    view->last_stage = p->stage_index;
+    view->last_done = p->done;
+    view->last_failed = p->failed;
     view->printed = true;
 }
 
 void cli_progress_break(progress_view_t *view)
 {
-    if (view->line_open)
-        fputc('\n', stderr);
-    view->line_open = false;
+    (void)view;
+    s_break_before_log(NULL);
 }
 
 /* --- the campaigns table -------------------------------------------------------------------- */

@@ -307,10 +307,23 @@ static void s_on_attached(remote_t *r, const char *state)
 /* The progress line, the stage name (campaign text) made safe for a terminal. */
 static void s_show(remote_t *r, const Fleetburn__Progress *p, bool finished)
 {
-    char stage[256];
+    char stage[256], note[512], names[FB_WIRE_MAX_PROGRESS_NODES][128];
+    char phases[FB_WIRE_MAX_PROGRESS_NODES][160];
+    cli_node_progress_t nodes[FB_WIRE_MAX_PROGRESS_NODES];
+    size_t n = p->n_nodes < FB_WIRE_MAX_PROGRESS_NODES ? p->n_nodes : FB_WIRE_MAX_PROGRESS_NODES;
+    for (size_t i = 0; i < n; i++) {
+        fb_log_sanitize(p->nodes[i]->node, names[i], sizeof names[i]);
+        fb_log_sanitize(p->nodes[i]->phase, phases[i], sizeof phases[i]);
+        nodes[i] = (cli_node_progress_t){names[i], phases[i], p->nodes[i]->fraction,
+                                         p->nodes[i]->elapsed_ms, p->nodes[i]->eta_ms};
+    }
     fb_log_sanitize(p->stage, stage, sizeof stage);
-    cli_show_progress(&r->view, stage, p->stage_index, p->stage_count, p->tasks_total,
-                      p->tasks_done, p->tasks_failed, p->elapsed_ms, finished);
+    fb_log_sanitize(p->stage_note, note, sizeof note);
+    cli_progress_t shown = {stage,          p->stage_index, p->stage_count, p->tasks_total,
+                            p->tasks_done,  p->tasks_failed, p->tasks_running, p->elapsed_ms,
+                            p->eta_ms,      note,           nodes,          n,
+                            finished};
+    cli_show_progress(&r->view, &shown);
 }
 
 static void s_on_end(remote_t *r, const Fleetburn__Progress *p, const char *state)
@@ -567,7 +580,7 @@ static int s_open(remote_t *r)
         return EXIT_USAGE;
     }
     r->loop = uv_default_loop();
-    r->view.tty = isatty(STDERR_FILENO);
+    cli_progress_init(&r->view);
     r->last_heard = r->last_probe = fb_mono_ms();
     r->zs = fb_zsock_new(r->loop, sock, s_on_message, r);
     r->monitor = fb_zsock_monitor_new(r->loop, r->zctx, sock, S_MONITOR_EVENTS, s_on_event, r);

@@ -148,6 +148,8 @@ static void s_node_free(node_t *node)
     free(node->identity);
     free(node->address);
     free(node->key);
+    free(node->task_id);
+    free(node->phase);
     free(node);
 }
 
@@ -373,6 +375,9 @@ static void s_on_task_event(coord_t *self, node_t *node, const Fleetburn__TaskEv
     const char *kind = kinds[ev->kind];
     if (!s_task_is_nodes(self, node, ev->task_id, "task event"))
         return;
+    if (ev->kind == FLEETBURN__TASK_EVENT__KIND__KIND_PROGRESS ||
+        ev->kind == FLEETBURN__TASK_EVENT__KIND__KIND_STARTED)
+        coord_progress_event(node, ev);
     if (ev->kind == FLEETBURN__TASK_EVENT__KIND__KIND_PROGRESS) {
         uint64_t now = fb_mono_ms();
         if (now - node->last_progress_ms < COORD_PROGRESS_STORE_MS && ev->progress < 1.0)

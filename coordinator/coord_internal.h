@@ -23,6 +23,11 @@ typedef struct {
     bool alive;
     uint64_t last_seen;        /* monotonic ms */
     uint64_t last_progress_ms; /* last progress event stored */
+    /* its running task as its worker last told (coord_progress.c): shown while a stage runs */
+    char *task_id;         /* the task of the latest started/progress event; NULL before */
+    uint64_t task_started; /* monotonic ms of that task's first event */
+    double fraction;       /* 0..1 */
+    char *phase;           /* the worker's words, made safe for a terminal */
     uint64_t last_seen_stored; /* last time last_seen went to the store */
     char *key;                 /* the CURVE key it registered with (Z85); NULL without keys */
     int fd; /* its connection's descriptor, to end it when its key is revoked; -1 unknown */
@@ -147,6 +152,9 @@ void coord_fingerprint_hello(coord_t *self, const char *node, const Fleetburn__I
 /* A task of campaign_id goes to node: its fingerprint is recorded, once per campaign. */
 void coord_fingerprint_dispatch(coord_t *self, const char *campaign_id, const char *node);
 void coord_expect_destroy(coord_t *self);
+/* coord_progress.c */
+/* A started or progress event of node's task: what the stage's progress shows of the node. */
+void coord_progress_event(node_t *node, const Fleetburn__TaskEvent *ev);
 /* coord_telemetry.c */
 void coord_telemetry_init(coord_t *self);
 /* Writes the open buckets and stops. */

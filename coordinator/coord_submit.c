@@ -24,6 +24,7 @@ int coord_send_progress(coord_t *self, const char *identity, const coord_progres
 {
     Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
     Fleetburn__Progress m = FLEETBURN__PROGRESS__INIT;
+    Fleetburn__NodeProgress nodes[COORD_PROGRESS_NODES], *node_ptrs[COORD_PROGRESS_NODES];
     if (p) {
         m.campaign_id = (char *)p->campaign_id;
         m.stage = (char *)(p->stage ? p->stage : "");
@@ -36,6 +37,20 @@ int coord_send_progress(coord_t *self, const char *identity, const coord_progres
         m.finished = p->finished;
         m.verdict = (Fleetburn__Verdict)p->verdict;
         m.state = (char *)(p->state ? p->state : p->finished ? "finished" : "running");
+        m.tasks_running = p->tasks_running;
+        m.eta_ms = p->eta_ms;
+        m.stage_note = (char *)(p->stage_note ? p->stage_note : "");
+        for (size_t i = 0; i < p->n_nodes; i++) {
+            fleetburn__node_progress__init(&nodes[i]);
+            nodes[i].node = (char *)p->nodes[i].node;
+            nodes[i].fraction = p->nodes[i].fraction;
+            nodes[i].phase = (char *)p->nodes[i].phase;
+            nodes[i].elapsed_ms = p->nodes[i].elapsed_ms;
+            nodes[i].eta_ms = p->nodes[i].eta_ms;
+            node_ptrs[i] = &nodes[i];
+        }
+        m.nodes = node_ptrs;
+        m.n_nodes = p->n_nodes;
     } else {
         m.finished = true;
         m.verdict = FLEETBURN__VERDICT__VERDICT_ERROR;

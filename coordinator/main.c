@@ -5,7 +5,8 @@
  *   fleetburn follow [ID] | cancel [ID] [--reason TEXT] | campaigns [--format text|json]
  *   fleetburn serve [--bind EP] [--db PATH] [--keys DIR | --insecure] [--http ADDR]
  *   fleetburn keygen PATH
- *   fleetburn report [CAMPAIGN_ID] [--format text|json|html] [--baseline ID] [--db PATH]
+ *   fleetburn report [CAMPAIGN_ID] [--format text|json|html|junit|csv] [--baseline ID] [--db PATH] | report --list
+ *   fleetburn timeline [CAMPAIGN_ID] [--node NODE] [--format text|json|trace] [--db PATH]
  *   fleetburn nodes [--db PATH]
  *   fleetburn compare BASE [CAMPAIGN] [--format text|json] [--db PATH]
  *   fleetburn baseline set NAME CAMPAIGN_ID | list | delete NAME [--db PATH]
@@ -123,10 +124,18 @@ static void s_usage(FILE *out)
             "  keygen PATH\n"
             "      Write a CURVE key pair: PATH (secret, mode 0600) and PATH.pub; never\n"
             "      overwrites.\n"
-            "  report [CAMPAIGN_ID] [--format text|json|html] [--baseline ID|NAME|latest] [--db PATH]\n"
+            "  report [CAMPAIGN_ID] [--format text|json|html|junit|csv] [--baseline ID|NAME|latest]\n"
+            "         [--db PATH]\n"
             "      Report a campaign (default: the latest). html: one self-contained file\n"
             "      (diagnosis, timeline, fleet heatmap, charts); --baseline draws its allreduce\n"
-            "      bandwidth against that campaign's.\n"
+            "      bandwidth against that campaign's. junit is a testcase per task for CI\n"
+            "      systems, csv one row per task metric.\n"
+            "  report --list [--format text|json] [--db PATH]\n"
+            "      List the campaigns the database holds, newest first.\n"
+            "  timeline [CAMPAIGN_ID] [--node NODE] [--format text|json|trace] [--db PATH]\n"
+            "      What a campaign did in time order (default: the latest): stages, tasks,\n"
+            "      progress and log events, telemetry. trace is Chrome trace-event JSON\n"
+            "      for ui.perfetto.dev or chrome://tracing.\n"
             "  nodes [--db PATH]\n"
             "      List agents, their state and inventory.\n"
             "  expect --from NODE [--db PATH]\n"
@@ -242,8 +251,38 @@ enum {
     S_OPT_BASELINE,
     S_OPT_MARKDOWN,
     S_OPT_HTTP,
-    S_OPT_HTTP_TOKEN_FILE
+    S_OPT_HTTP_TOKEN_FILE,
+    S_OPT_NODE,
+    S_OPT_LIST
 };
+
+/* The --format values a command takes ("text|json" where it is not listed). */
+static const char *s_formats_of(const char *cmd)
+{
+    static const struct {
+        const char *cmd, *formats;
+    } table[] = {
+        {"report", "text|json|html|junit|csv"},
+        {"timeline", "text|json|trace"},
+    };
+    for (size_t i = 0; i < FB_ARRAY_LEN(table); i++)
+        if (!strcmp(cmd, table[i].cmd))
+            return table[i].formats;
+    return "text|json";
+}
+
+static bool s_format_ok(const char *cmd, const char *format)
+{
+    size_t len = strlen(format);
+    for (const char *p = s_formats_of(cmd); *p;) {
+        const char *bar = strchr(p, '|');
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        if (n == len && !strncmp(p, format, n))
+            return true;
+        p += n + (bar != NULL);
+    }
+    return false;
+}
 
 static int s_parse_cli(int argc, char **argv, cli_t *cli)
 {
@@ -272,6 +311,8 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"markdown", no_argument, 0, S_OPT_MARKDOWN},
         {"http", required_argument, 0, S_OPT_HTTP},
         {"http-token-file", required_argument, 0, S_OPT_HTTP_TOKEN_FILE},
+        {"node", required_argument, 0, S_OPT_NODE},
+        {"list", no_argument, 0, S_OPT_LIST},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->db = s_default_db();
@@ -299,12 +340,9 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             cli->local_given = true;
             break;
         case 'f':
-            if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "html")) {
-                fprintf(stderr, "fleetburn: --format: '%s' is not text, json or html\n", optarg);
-                return -EINVAL;
-            }
-            if (!strcmp(optarg, "html") && strcmp(argv[1], "report")) {
-                fprintf(stderr, "fleetburn %s: --format html is for report\n", argv[1]);
+            if (!s_format_ok(argv[1], optarg)) {
+                fprintf(stderr, "fleetburn %s: --format: '%s' is not one of %s\n", argv[1],
+                        optarg, s_formats_of(argv[1]));
                 return -EINVAL;
             }
             cli->format = optarg;
@@ -400,6 +438,8 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         case S_OPT_MARKDOWN: cli->markdown = true; break;
         case S_OPT_HTTP: cli->http = optarg; break;
         case S_OPT_HTTP_TOKEN_FILE: cli->http_token_file = optarg; break;
+        case S_OPT_NODE: cli->node = optarg; break;
+        case S_OPT_LIST: cli->list = true; break;
         case 'h':
             if (!s_command_usage(argv[1], stdout)) {
                 fprintf(stderr, "fleetburn: unknown command '%s'\n", argv[1]);
@@ -660,7 +700,7 @@ static int s_cmd_serve(cli_t *cli)
     return 0;
 }
 
-static store_t *s_open_existing(const char *db)
+store_t *cli_open_store(const char *db)
 {
     struct stat st;
     if (stat(db, &st) != 0) {
@@ -688,7 +728,9 @@ static int s_cmd_report(cli_t *cli)
         fprintf(stderr, "fleetburn report: expected at most one campaign id\n");
         return EXIT_USAGE;
     }
-    store_t *store = s_open_existing(cli->db);
+    if (cli->list)
+        return cli_report_list(cli); /* cli_report.c */
+    store_t *store = cli_open_store(cli->db);
     if (!store)
         return EXIT_INFRA;
     char *id = cli->n_positional ? xstrdup(cli->positional[0]) : NULL;
@@ -706,6 +748,10 @@ static int s_cmd_report(cli_t *cli)
     }
     if (!strcmp(cli->format, "json"))
         rc = report_write_json(store, id, stdout);
+    else if (!strcmp(cli->format, "junit"))
+        rc = report_write_junit(store, id, stdout);
+    else if (!strcmp(cli->format, "csv"))
+        rc = report_write_csv(store, id, stdout);
     else
         rc = report_write_text(store, id, stdout);
     if (rc == -EPIPE) /* `fleetburn report | head`: the reader had what it wanted */
@@ -721,7 +767,7 @@ static int s_cmd_report(cli_t *cli)
 
 static int s_cmd_nodes(cli_t *cli)
 {
-    store_t *store = s_open_existing(cli->db);
+    store_t *store = cli_open_store(cli->db);
     if (!store)
         return EXIT_INFRA;
     int rc = report_write_nodes(store, stdout);
@@ -777,6 +823,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "report"))
         return s_cmd_report(&cli);
+    if (!strcmp(cmd, "timeline"))
+        return cli_timeline(&cli); /* cli_timeline.c */
     if (!strcmp(cmd, "compare"))
         return cli_compare(&cli);
     if (!strcmp(cmd, "baseline"))

@@ -34,6 +34,12 @@ int report_write_html(store_t *store, const char *campaign_id,
 /* The live view's index: the campaigns, newest first (at most max), each linking to
  * campaigns/ID. */
 int report_write_html_campaigns(store_t *store, size_t max, FILE *out);
+/* For other tools (report_formats.c): JUnit XML, a testsuite per stage and a testcase per task
+ * (failing tasks as <failure> with their error and findings; timeout, lost, error and undecided
+ * as <error>; skipped as <skipped>), and CSV, one row per metric of each result
+ * (campaign,stage,workload,task,node,verdict,metric,value,unit; RFC 4180). */
+int report_write_junit(store_t *store, const char *campaign_id, FILE *out);
+int report_write_csv(store_t *store, const char *campaign_id, FILE *out);
 /* The `fleetburn nodes` table: name, state, last seen, summary. */
 int report_write_nodes(store_t *store, FILE *out);
 

@@ -118,6 +118,14 @@ size_t report__sw_component_end(const report_software_t *sw, size_t i);
 /* Whether the rows [begin, end) of one component hold more than one version. */
 bool report__sw_differs(const report_software_t *sw, size_t begin, size_t end);
 
+/* ---- Headline figures (report_headline.c) ------------------------------------------------ */
+
+/* The headline figures of a task (its workload's fb_headline_t list): "689..696 TFLOPS, 99..100%
+ * of same-run peak, power 612..640 W, errors 0"; for a task of several nodes each node's own,
+ * "node01: tx 93.1 Gb/s, rx 92.8 Gb/s; node02: ...". Heap text, or NULL when the workload has no
+ * headline or none of its metrics is there. */
+char *report__headline(const char *workload, const store_task_t *task);
+
 /* ---- Environment (report_environment.c) -------------------------------------------------- */
 
 /* The nodes' fingerprints in the campaign and what changed since each node's previous one. */

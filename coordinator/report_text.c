@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,18 +64,56 @@ static size_t s_width(const char *text)
 }
 
 #define S_COLS_MAX 8
+/* Free text (evidence, errors) wraps at this many characters. */
+#define S_TEXT_WIDTH 88
+
+/* Splits text into lines of at most width characters, at spaces where it can (a word longer
+ * than width is split inside). *lines: heap array of heap strings. */
+static size_t s_wrap(const char *text, size_t width, char ***lines)
+{
+    size_t n = 0, cap = 4;
+    *lines = xcalloc(cap, sizeof **lines);
+    const char *p = text;
+    if (width < 8)
+        width = 8;
+    do {
+        /* the longest prefix of at most width characters, ended at a space when there is one */
+        const char *q = p, *cut = NULL;
+        size_t chars = 0;
+        while (*q && chars < width) {
+            q++;
+            while (((unsigned char)*q & 0xC0) == 0x80)
+                q++;
+            chars++;
+            if (*q == ' ')
+                cut = q;
+        }
+        const char *end = !*q ? q : cut ? cut : q;
+        if (n == cap) {
+            cap *= 2;
+            *lines = xrealloc(*lines, cap * sizeof **lines);
+        }
+        (*lines)[n++] = xasprintf("%.*s", (int)(end - p), p);
+        p = end;
+        while (*p == ' ')
+            p++;
+    } while (*p);
+    return n;
+}
 
 typedef struct {
     size_t n_cols;
-    char **cells; /* n_rows * n_cols, cleaned */
+    const size_t *max; /* per column: wider text wraps onto more lines */
+    char **cells;      /* n_rows * n_cols, cleaned */
     size_t n_rows;
 } s_table_t;
 
 static void s_table_row(s_table_t *t, const char *const *cols, const size_t *max)
 {
+    t->max = max;
     t->cells = xrealloc(t->cells, (t->n_rows + 1) * t->n_cols * sizeof *t->cells);
     for (size_t i = 0; i < t->n_cols; i++)
-        t->cells[t->n_rows * t->n_cols + i] = s_clean(cols[i], max[i]);
+        t->cells[t->n_rows * t->n_cols + i] = s_clean(cols[i], SIZE_MAX);
     t->n_rows++;
 }
 
@@ -84,22 +123,53 @@ static void s_table_print(s_table_t *t, FILE *out, const char *indent)
     for (size_t r = 0; r < t->n_rows; r++)
         for (size_t i = 0; i < t->n_cols; i++) {
             size_t w = s_width(t->cells[r * t->n_cols + i]);
+            if (w > t->max[i])
+                w = t->max[i];
             if (w > width[i])
                 width[i] = w;
         }
     for (size_t r = 0; r < t->n_rows; r++) {
-        fputs(indent, out);
+        char **lines[S_COLS_MAX];
+        size_t n_lines[S_COLS_MAX], height = 1;
         for (size_t i = 0; i < t->n_cols; i++) {
-            const char *cell = t->cells[r * t->n_cols + i];
-            if (i + 1 == t->n_cols) {
-                fputs(cell, out);
-            } else {
-                fputs(cell, out);
-                fprintf(out, "%*s", (int)(width[i] - s_width(cell) + 2), "");
-            }
+            n_lines[i] = s_wrap(t->cells[r * t->n_cols + i], width[i], &lines[i]);
+            height = n_lines[i] > height ? n_lines[i] : height;
         }
-        fputc('\n', out);
+        for (size_t l = 0; l < height; l++) {
+            fputs(indent, out);
+            size_t last = t->n_cols; /* the last column with text on this line */
+            for (size_t i = 0; i < t->n_cols; i++)
+                if (l < n_lines[i] && *lines[i][l])
+                    last = i;
+            for (size_t i = 0; i < t->n_cols && last < t->n_cols && i <= last; i++) {
+                const char *cell = l < n_lines[i] ? lines[i][l] : "";
+                fputs(cell, out);
+                if (i < last)
+                    fprintf(out, "%*s", (int)(width[i] - s_width(cell) + 2), "");
+            }
+            fputc('\n', out);
+        }
+        for (size_t i = 0; i < t->n_cols; i++) {
+            for (size_t l = 0; l < n_lines[i]; l++)
+                free(lines[i][l]);
+            free(lines[i]);
+        }
     }
+}
+
+/* text wrapped at width, its first line after a prefix already printed, the others indented by
+ * indent spaces. */
+static void s_print_wrapped(FILE *out, const char *text, size_t indent, size_t width)
+{
+    char *clean = s_clean(text, SIZE_MAX);
+    char **lines;
+    size_t n = s_wrap(clean, width, &lines);
+    for (size_t l = 0; l < n; l++) {
+        fprintf(out, "%*s%s\n", l ? (int)indent : 0, "", lines[l]);
+        free(lines[l]);
+    }
+    free(lines);
+    free(clean);
 }
 
 static void s_table_free(s_table_t *t)
@@ -134,8 +204,11 @@ static void s_format_metric(char *buf, size_t len, const report_metric_t *m)
         snprintf(buf, len, "%s=%.4g%s%s", m->key, v, sep, unit);
 }
 
-static char *s_key_metrics(const store_task_t *task)
+static char *s_key_metrics(const store_stage_t *stage, const store_task_t *task)
 {
+    char *headline = report__headline(stage->workload, task);
+    if (headline)
+        return headline;
     report_metrics_t ms = {0};
     report__task_metrics(task, &ms);
     bool used[64] = {false};
@@ -204,15 +277,16 @@ static void s_text_diagnosis(const store_campaign_t *c, FILE *out)
             fprintf(out, "\ndiagnosis\n");
         header = true;
         char *part = s_clean(sus->part, 64);
-        char *why = s_clean(
-            sus->summary ? sus->summary : (sus->n_evidence ? sus->evidence[0].what : ""), 240);
         char *kind = s_clean(sus->kind ? sus->kind : "?", 16);
-        char *stage = s_clean(sus->stage && sus->stage->name ? sus->stage->name : "?", 64);
-        fprintf(out, "  %-9s %-24s %-6s %.4f  %s  [%s]\n",
-                sus->state == REPORT_BAD ? "BAD" : "UNDECIDED", part, kind, sus->confidence, why,
-                stage);
+        char *why = xasprintf(
+            "%s  [%s]", sus->summary ? sus->summary : (sus->n_evidence ? sus->evidence[0].what : ""),
+            sus->stage && sus->stage->name ? sus->stage->name : "?");
+        /* the evidence wraps under itself, never cut */
+        int lead = fprintf(out, "  %-9s %-24s %-6s %.4f  ",
+                           sus->state == REPORT_BAD ? "BAD" : "UNDECIDED", part, kind,
+                           sus->confidence);
+        s_print_wrapped(out, why, lead > 0 ? (size_t)lead : 0, S_TEXT_WIDTH);
         free(kind);
-        free(stage);
         free(part);
         free(why);
     }
@@ -233,7 +307,33 @@ static void s_text_diagnosis(const store_campaign_t *c, FILE *out)
     report__diag_free(&d);
 }
 
-static void s_text_report(const store_campaign_t *c, FILE *out)
+/* Why stages did not run, from the campaign's timeline ("net cannot run: ...", "gpu skipped:
+ * ..."): the text after the stage's name, by stage. */
+typedef struct {
+    const store_campaign_t *c;
+    char **why; /* by stage index; NULL when none */
+} s_stage_notes_t;
+
+static int s_stage_note(const store_event_t *e, void *arg)
+{
+    s_stage_notes_t *n = arg;
+    if (!e->kind || strcmp(e->kind, "stage") || !e->message)
+        return 0;
+    for (size_t i = 0; i < n->c->n_stages; i++) {
+        const char *name = n->c->stages[i].name;
+        size_t len = strlen(name);
+        const char *rest = e->message + len;
+        if (strncmp(e->message, name, len) || rest[0] != ' ')
+            continue;
+        if (!strncmp(rest, " cannot run: ", 13) || !strncmp(rest, " skipped: ", 10)) {
+            free(n->why[i]);
+            n->why[i] = xstrdup(rest + 1);
+        }
+    }
+    return 0;
+}
+
+static void s_text_report(const store_campaign_t *c, char *const *stage_why, FILE *out)
 {
     char a[40], b[40], dur[32];
     const char *verdict = report_campaign_verdict(c);
@@ -282,10 +382,12 @@ static void s_text_report(const store_campaign_t *c, FILE *out)
     for (size_t s = 0; s < c->n_stages; s++) {
         const store_stage_t *stage = &c->stages[s];
         if (stage->n_tasks == 0) {
-            const char *row[] = {
-                stage->name, stage->workload,
-                "-",         stage->verdict ? fb_verdict_name(stage->verdict) : "-",
-                "-",         "-"};
+            const char *row[] = {stage->name,
+                                 stage->workload,
+                                 "-",
+                                 stage->verdict ? fb_verdict_name(stage->verdict) : "-",
+                                 stage_why[s] ? stage_why[s] : "-",
+                                 "-"};
             s_table_row(&table, row, max);
         }
         for (size_t t = 0; t < stage->n_tasks; t++) {
@@ -296,7 +398,7 @@ static void s_text_report(const store_campaign_t *c, FILE *out)
             n_findings_total += nf;
             n_errors += task->error != NULL;
             char *nodes = s_join_nodes(task);
-            char *metrics = s_key_metrics(task);
+            char *metrics = s_key_metrics(stage, task);
             char count[24];
             snprintf(count, sizeof count, "%zu", nf);
             const char *row[] = {stage->name, stage->workload,
@@ -312,7 +414,7 @@ static void s_text_report(const store_campaign_t *c, FILE *out)
 
     if (n_findings_total) {
         fprintf(out, "\nfindings\n");
-        static const size_t fmax[] = {48, 10, 120, 40};
+        static const size_t fmax[] = {48, 10, 72, 64};
         s_table_t ft = {.n_cols = FB_ARRAY_LEN(fmax)};
         for (size_t s = 0; s < c->n_stages; s++)
             for (size_t t = 0; t < c->stages[s].n_tasks; t++) {
@@ -343,10 +445,9 @@ static void s_text_report(const store_campaign_t *c, FILE *out)
                 if (!task->error)
                     continue;
                 char *id = s_clean(task->id, 64);
-                char *err = s_clean(task->error, 400);
-                fprintf(out, "  %s (%s): %s\n", id, fb_verdict_name(task->verdict), err);
+                fprintf(out, "  %s (%s): ", id, fb_verdict_name(task->verdict));
+                s_print_wrapped(out, task->error, 4, S_TEXT_WIDTH);
                 free(id);
-                free(err);
             }
     }
 }
@@ -387,7 +488,12 @@ int report_write_text(store_t *store, const char *campaign_id, FILE *out)
     int err = store_campaign_load(store, campaign_id, &c);
     if (err)
         return err;
-    s_text_report(c, out);
+    s_stage_notes_t notes = {c, xcalloc(c->n_stages + 1, sizeof(char *))};
+    store_event_foreach(store, campaign_id, s_stage_note, &notes);
+    s_text_report(c, notes.why, out);
+    for (size_t i = 0; i < c->n_stages; i++)
+        free(notes.why[i]);
+    free(notes.why);
     report_software_t sw = {0};
     store_software_foreach(store, campaign_id, report__sw_add, &sw);
     s_text_fleet(&sw, out);

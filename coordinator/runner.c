@@ -48,7 +48,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void s_fill_progress(const runner_t *self, coord_progress_t *out);
 static char *s_params_json(const fb_stage_t *stage);
 static void s_finish_campaign(runner_t *self);
 static size_t s_select_nodes(runner_t *self, char ***names_out);
@@ -63,6 +62,35 @@ const fb_stage_t *rn_stage(const runner_t *self)
     return &self->campaign->stages[self->stage];
 }
 
+/* The nodes of the stage's tasks that were sent and are not decided, with their task ids. */
+static size_t s_running(const runner_t *self, const char ***nodes, const char ***tasks,
+                        unsigned *n_tasks)
+{
+    size_t n = 0, cap = 0;
+    *nodes = *tasks = NULL;
+    *n_tasks = 0;
+    for (size_t i = 0; self->stage_running && i < self->n_tasks; i++) {
+        const rtask_t *t = self->tasks[i];
+        if (t->verdict != FB_VERDICT_NONE)
+            continue;
+        bool any = false;
+        for (size_t m = 0; m < t->n_members; m++) {
+            if (!t->members[m].sent || t->members[m].verdict != FB_VERDICT_NONE)
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 64;
+                *nodes = xrealloc(*nodes, cap * sizeof **nodes);
+                *tasks = xrealloc(*tasks, cap * sizeof **tasks);
+            }
+            (*nodes)[n] = t->nodes[m];
+            (*tasks)[n++] = t->id;
+            any = true;
+        }
+        *n_tasks += any;
+    }
+    return n;
+}
+
 static void s_fill_progress(const runner_t *self, coord_progress_t *out)
 {
     coord_progress_t p = {0};
@@ -71,15 +99,24 @@ static void s_fill_progress(const runner_t *self, coord_progress_t *out)
     p.stage_count = (unsigned)self->campaign->n_stages;
     p.stage_index = (unsigned)self->stage;
     p.stage = self->stage < self->campaign->n_stages ? rn_stage(self)->name : "";
-    p.tasks_total =
-        (unsigned)(self->planned_tasks > self->n_tasks ? self->planned_tasks : self->n_tasks);
-    for (size_t i = 0; i < self->n_tasks; i++) {
-        if (self->tasks[i]->verdict == FB_VERDICT_NONE)
-            continue;
-        p.tasks_done++;
-        if (!fb_verdict_ok(self->tasks[i]->verdict))
-            p.tasks_failed++;
+    /* Between stages the tasks are the last stage's: the next stage's counts start at 0. */
+    if (self->stage_running) {
+        p.tasks_total =
+            (unsigned)(self->planned_tasks > self->n_tasks ? self->planned_tasks : self->n_tasks);
+        for (size_t i = 0; i < self->n_tasks; i++) {
+            if (self->tasks[i]->verdict == FB_VERDICT_NONE)
+                continue;
+            p.tasks_done++;
+            if (!fb_verdict_ok(self->tasks[i]->verdict))
+                p.tasks_failed++;
+        }
+        const char **nodes, **tasks;
+        size_t n = s_running(self, &nodes, &tasks, &p.tasks_running);
+        coord_progress_nodes(self->coord, nodes, tasks, n, &p);
+        free(nodes);
+        free(tasks);
     }
+    p.stage_note = self->stage_note;
     p.elapsed_ms = fb_mono_ms() - self->started_mono;
     p.finished = self->finished;
     p.verdict = self->verdict;
@@ -183,6 +220,10 @@ void rn_end_stage(runner_t *self)
                         "%s skipped: stage %s failed with on_fail: stop", rn_stage(self)->name,
                         stage->name);
         }
+        free(self->stage_note);
+        self->stage_note = xasprintf("the stages after %s are skipped: it failed with on_fail: "
+                                     "stop",
+                                     stage->name);
     }
     rn_progress(self);
     rn_schedule_next(self, false);
@@ -273,6 +314,17 @@ int rn_plan_stage(runner_t *self, char **names, size_t n, uint64_t seed, char *e
     return 0;
 }
 
+/* A stage that cannot run says why: on the timeline, in the log, and to its watchers. */
+static void s_cannot_run(runner_t *self, const char *why)
+{
+    const fb_stage_t *stage = rn_stage(self);
+    coord_event(self->coord, self->id, NULL, NULL, "stage", "%s cannot run: %s", stage->name, why);
+    log_info("stage %s cannot run: %s", stage->name, why);
+    free(self->stage_note);
+    self->stage_note =
+        xasprintf("stage %s (%s) cannot run: %s", stage->name, stage->workload, why);
+}
+
 static void s_begin_stage(runner_t *self)
 {
     rn_clear_tasks(self);
@@ -297,9 +349,7 @@ static void s_begin_stage(runner_t *self)
     fb_hostlist_free(names, n);
     self->stage_running = true;
     if (rc) {
-        coord_event(self->coord, self->id, NULL, NULL, "stage", "%s cannot run: %s", stage->name,
-                    err);
-        log_error("stage %s cannot run: %s", stage->name, err);
+        s_cannot_run(self, err);
         rn_end_stage(self); /* no tasks: the stage verdict is error */
         return;
     }
@@ -318,6 +368,12 @@ static void s_begin_stage(runner_t *self)
     }
     if (self->planned_tasks == 0) {
         rn_round_event(self, &self->plans[0]); /* says who was left idle */
+        if (n == 0)
+            snprintf(err, sizeof err, "it selected no connected node");
+        else
+            snprintf(err, sizeof err, "%zu node(s) selected, too few for a %s", n,
+                     stage->scope == FB_SCOPE_PAIRS ? "pair" : "group");
+        s_cannot_run(self, err);
         rn_end_stage(self);
         return;
     }
@@ -333,6 +389,16 @@ static void s_on_next_cb(uv_timer_t *h)
         rn_begin_round(self);
     else
         s_begin_stage(self);
+}
+
+/* Progress every second while the campaign runs: elapsed time and the nodes' phases move even
+ * when no task ends for hours. */
+#define S_TICK_MS 1000
+static void s_on_tick(uv_timer_t *h)
+{
+    runner_t *self = h->data;
+    if (!self->finished && !self->frozen)
+        rn_progress(self);
 }
 
 runner_t *rn_alloc(coord_t *coord, fb_campaign_t **campaign, const char *id, coord_progress_cb cb,
@@ -352,8 +418,10 @@ runner_t *rn_alloc(coord_t *coord, fb_campaign_t **campaign, const char *id, coo
     uv_timer_init(loop, &self->deadline);
     uv_timer_init(loop, &self->next);
     uv_timer_init(loop, &self->resume_timer);
-    self->deadline.data = self->next.data = self->resume_timer.data = self;
-    self->open_handles = 3;
+    uv_timer_init(loop, &self->tick);
+    self->deadline.data = self->next.data = self->resume_timer.data = self->tick.data = self;
+    self->open_handles = 4;
+    uv_timer_start(&self->tick, s_on_tick, S_TICK_MS, S_TICK_MS);
     return self;
 }
 
@@ -415,6 +483,7 @@ static void s_on_closed(uv_handle_t *h)
         rn_locals_free(&self->locals[i]);
     free(self->locals);
     fb_hostlist_free(self->resume_wait, self->n_resume_wait);
+    free(self->stage_note);
     fb_campaign_destroy(&self->campaign);
     free(self->stage_ids);
     free(self->id);
@@ -431,6 +500,7 @@ void runner_destroy(runner_t **self_p)
     uv_close((uv_handle_t *)&self->deadline, s_on_closed);
     uv_close((uv_handle_t *)&self->next, s_on_closed);
     uv_close((uv_handle_t *)&self->resume_timer, s_on_closed);
+    uv_close((uv_handle_t *)&self->tick, s_on_closed);
 }
 
 const char *runner_id(const runner_t *self)

@@ -17,6 +17,18 @@
 
 typedef struct coord coord_t;
 
+/* A running node's part in a stage, from its worker's latest progress event (borrowed strings,
+ * valid for the progress callback). */
+typedef struct {
+    const char *node;
+    double fraction;   /* 0..1 */
+    const char *phase; /* the worker's words; "" before its first event */
+    uint64_t elapsed_ms, eta_ms; /* since its task started; until it ends (0: unknown) */
+} coord_node_progress_t;
+
+/* The slowest nodes a progress carries (FB_WIRE_MAX_PROGRESS_NODES). */
+#define COORD_PROGRESS_NODES 8
+
 /* What a campaign's watchers see. */
 typedef struct {
     const char *campaign_id;
@@ -28,11 +40,21 @@ typedef struct {
     bool finished;
     fb_verdict_t verdict;
     const char *state; /* running | finished | cancelled | error */
+    unsigned tasks_running; /* sent and not decided */
+    uint64_t eta_ms;        /* until the stage's running tasks end; 0 unknown */
+    const char *stage_note; /* why the latest stage that did not run did not, or NULL */
+    coord_node_progress_t nodes[COORD_PROGRESS_NODES]; /* the slowest running, slowest first */
+    size_t n_nodes;
 } coord_progress_t;
 
 typedef void (*coord_progress_cb)(const coord_progress_t *progress, void *arg);
 
 store_t *coord_store(coord_t *self);
+/* Fills out->nodes (the slowest of the n running nodes, running[i] with task tasks[i], slowest
+ * first) and out->eta_ms (when every running node's worker has told how far it is) from the
+ * nodes' latest progress events (coord_progress.c). */
+void coord_progress_nodes(coord_t *self, const char *const *running, const char *const *tasks,
+                          size_t n, coord_progress_t *out);
 bool coord_node_alive(const coord_t *self, const char *name);
 /* Names of alive agents, sorted. Free with fb_hostlist_free. */
 size_t coord_alive_names(const coord_t *self, char ***names_out);

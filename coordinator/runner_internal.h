@@ -80,6 +80,10 @@ struct runner {
     fb_verdict_t verdict;
     uv_timer_t deadline;
     uv_timer_t next;
+    uv_timer_t tick;  /* progress every second, so that watchers see time pass */
+    /* why the latest stage that did not run did not (cannot run, skipped), or NULL; kept until
+     * another replaces it, so that a watcher whose progress was held back still gets it */
+    char *stage_note;
     int open_handles;
     /* on_fail: bisect */
     fb_bisect_t *bisect;      /* the running stage's diagnosis session */

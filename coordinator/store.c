@@ -236,8 +236,8 @@ static const char s_schema_baselines[] =
 /* Schema version 7: telemetry as data (docs/timeline-store.md "Telemetry"; store_telemetry.c).
  * A series per (campaign, node, device, quantity) and its downsampled buckets (count, min, max,
  * mean), keyed by series and start so that a bucket is stored once and late samples merge into
- * it. The partial index finds the buckets that retention still has to merge (narrower than the
- * widest tier, 300 s) without scanning the history it already merged. Only these: other steps
+ * it. The partial index finds the buckets of one width that retention has to merge (narrower
+ * than the widest tier, 300 s) without reading the rest. Only these: other steps
  * add their own. */
 /* clang-format off */
 static const char s_schema_telemetry[] =
@@ -260,7 +260,7 @@ static const char s_schema_telemetry[] =
     "  vmean REAL NOT NULL,"
     "  PRIMARY KEY (series_id, time_ms)"
     ") WITHOUT ROWID;"
-    "CREATE INDEX telemetry_unmerged ON telemetry(time_ms) WHERE span_ms < 300000;";
+    "CREATE INDEX telemetry_unmerged ON telemetry(span_ms, time_ms) WHERE span_ms < 300000;";
 /* clang-format on */
 
 /* s_migrations[v] takes a database from schema version v to v + 1. Append only: a released

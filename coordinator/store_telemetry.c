@@ -134,10 +134,10 @@ int store_telemetry_foreach(store_t *self, const store_telemetry_filter_t *filte
     return store__end(self, err);
 }
 
-/* Runs one statement of the compaction with the cutoff and width bound; *changes gets what it
+/* Runs one statement of the compaction with the cutoff and the widths bound; *out gets what it
  * changed (or, for a query, its one integer). Prepared here: it runs a few times an hour. */
 static int s_compact_step(store_t *self, const char *sql, uint64_t before, uint64_t span,
-                          int64_t *out)
+                          uint64_t from_span, int64_t *out)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(self->db, sql, -1, &st, NULL);
@@ -145,6 +145,7 @@ static int s_compact_step(store_t *self, const char *sql, uint64_t before, uint6
         return store__sqlite_err(self, rc, "preparing telemetry retention");
     sqlite3_bind_int64(st, 1, (int64_t)before);
     sqlite3_bind_int64(st, 2, (int64_t)span);
+    sqlite3_bind_int64(st, 3, (int64_t)from_span);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW && out)
         *out = sqlite3_column_int64(st, 0);
@@ -156,9 +157,10 @@ static int s_compact_step(store_t *self, const char *sql, uint64_t before, uint6
 }
 
 /* clang-format off */
-/* The buckets to merge: narrower than the target, started before the cutoff. The literal bound
- * lets SQLite use the partial index telemetry_unmerged. */
-#define S_UNMERGED "span_ms < 300000 AND span_ms < ?2 AND time_ms < ?1"
+/* The buckets to merge: of one narrower width (?3), started before the cutoff. The literal bound
+ * lets SQLite use the partial index telemetry_unmerged (span_ms, time_ms): each pass reads only
+ * what it merges. */
+#define S_UNMERGED "span_ms < 300000 AND span_ms = ?3 AND time_ms < ?1"
 static const char s_count_sql[] = "SELECT COUNT(*) FROM telemetry WHERE " S_UNMERGED;
 /* One wide bucket per series and period. Where a row already sits at the period's start it is
  * either one of the buckets being merged (narrower: the aggregate replaces it) or a wide bucket
@@ -181,6 +183,19 @@ static const char s_merge_sql[] =
 static const char s_delete_sql[] = "DELETE FROM telemetry WHERE " S_UNMERGED;
 /* clang-format on */
 
+/* Merges the buckets of width from_span that start before `before` into buckets of span. */
+static int s_compact_width(store_t *self, uint64_t before, uint64_t span, uint64_t from_span,
+                           int64_t *merged)
+{
+    *merged = 0;
+    int err = s_compact_step(self, s_count_sql, before, span, from_span, merged);
+    if (!err && *merged)
+        err = s_compact_step(self, s_merge_sql, before, span, from_span, NULL);
+    if (!err && *merged)
+        err = s_compact_step(self, s_delete_sql, before, span, from_span, NULL);
+    return err;
+}
+
 int store_telemetry_compact(store_t *self, uint64_t before_ms, uint64_t span_ms,
                             size_t *merged_out)
 {
@@ -190,17 +205,18 @@ int store_telemetry_compact(store_t *self, uint64_t before_ms, uint64_t span_ms,
         return store__fail(self, -EINVAL, "telemetry retention: width %llu ms not in 1..%u",
                            (unsigned long long)span_ms, S_WIDEST_TIER_MS);
     uint64_t before = tseries_bucket_start(before_ms, span_ms);
-    int64_t merged = 0;
+    /* Stored widths are the tiers' (the aggregator's, and what earlier passes made). */
+    size_t n_tiers, total = 0;
+    const tseries_tier_t *tiers = tseries_tiers(&n_tiers);
     int err = store__begin(self);
-    if (!err)
-        err = s_compact_step(self, s_count_sql, before, span_ms, &merged);
-    if (!err && merged)
-        err = s_compact_step(self, s_merge_sql, before, span_ms, NULL);
-    if (!err && merged)
-        err = s_compact_step(self, s_delete_sql, before, span_ms, NULL);
+    for (size_t i = 0; !err && i < n_tiers && tiers[i].span_ms < span_ms; i++) {
+        int64_t merged = 0;
+        err = s_compact_width(self, before, span_ms, tiers[i].span_ms, &merged);
+        total += (size_t)merged;
+    }
     err = store__end(self, err);
     if (!err && merged_out)
-        *merged_out = (size_t)merged;
+        *merged_out = total;
     return err;
 }
 

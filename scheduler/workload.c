@@ -186,32 +186,79 @@ static const fb_param_spec_t s_health_params[] = {
      "findings (absent: ports slower than most ports of the same node are)"},
 };
 
-#define FB_WORKLOAD(name, summary, params)                                                         \
+#define FB_WORKLOAD(name, summary, params, headline)                                               \
     {                                                                                              \
-        name, summary, params, FB_ARRAY_LEN(params)                                                \
+        name, summary, params, FB_ARRAY_LEN(params), headline, FB_ARRAY_LEN(headline)              \
     }
+
+/* The figures the summary table shows per task (fb_headline_t): what an operator would have read
+ * off gpu-burn, memtester, nccl-tests or ib_write_bw. Bytes are shown in GiB (2^-30). */
+#define S_GIB (1.0 / 1073741824.0)
+static const fb_headline_t s_memtest_headline[] = {
+    {"bytes_tested", "tested", FB_HEADLINE_SUM, S_GIB, "GiB"},
+    {"miscompares", "errors", FB_HEADLINE_SUM, 0, ""},
+    {"bandwidth_mbs", "", FB_HEADLINE_RANGE, 0, NULL},
+};
+static const fb_headline_t s_sleep_headline[] = {
+    {"slept_ms", "slept", FB_HEADLINE_RANGE, 0, NULL},
+};
+static const fb_headline_t s_gpuburn_headline[] = {
+    {"gpu*.tflops_median", "", FB_HEADLINE_RANGE, 0, NULL},
+    {"gpu*.burn_vs_peak", "of same-run peak", FB_HEADLINE_RANGE, 100, "%"},
+    {"gpu*.power_mean_w", "power", FB_HEADLINE_RANGE, 0, NULL},
+    {"gpu*.errors", "errors", FB_HEADLINE_SUM, 0, ""},
+};
+static const fb_headline_t s_gpumemtest_headline[] = {
+    {"gpu*.tested_bytes", "tested", FB_HEADLINE_SUM, S_GIB, "GiB"},
+    {"gpu*.errors", "errors", FB_HEADLINE_SUM, 0, ""},
+};
+static const fb_headline_t s_p2p_headline[] = {
+    {"p2p.ce_uni.*", "CE uni", FB_HEADLINE_RANGE, 0, NULL},
+    {"p2p.ce_bidi.*", "CE bidi", FB_HEADLINE_RANGE, 0, NULL},
+    {"h2d.*", "h2d", FB_HEADLINE_RANGE, 0, NULL},
+    {"p2p.corrupt_transfers", "corrupt", FB_HEADLINE_SUM, 0, ""},
+};
+static const fb_headline_t s_health_headline[] = {
+    {"edac_ce_delta", "EDAC CE", FB_HEADLINE_SUM, 0, ""},
+    {"edac_ue_delta", "EDAC UE", FB_HEADLINE_SUM, 0, ""},
+};
+static const fb_headline_t s_allreduce_headline[] = {
+    {"allreduce.busbw_gbs", "busbw", FB_HEADLINE_RANGE, 0, NULL},
+    {"allreduce.max_bytes", "at", FB_HEADLINE_RANGE, 1.0 / 1048576.0, "MiB"},
+    {"allreduce.errors", "errors", FB_HEADLINE_SUM, 0, ""},
+};
+static const fb_headline_t s_rdmabw_headline[] = {
+    {"rdmabw.*.tx_gbps", "tx", FB_HEADLINE_RANGE, 0, NULL},
+    {"rdmabw.*.rx_gbps", "rx", FB_HEADLINE_RANGE, 0, NULL},
+    {"rdmabw.miscompare_bytes", "miscompared", FB_HEADLINE_SUM, 0, NULL},
+};
+static const fb_headline_t s_netbw_headline[] = {
+    {"netbw.tx_gbps", "tx", FB_HEADLINE_RANGE, 0, NULL},
+    {"netbw.rx_gbps", "rx", FB_HEADLINE_RANGE, 0, NULL},
+    {"netbw.rtt_p99_us", "rtt p99", FB_HEADLINE_RANGE, 0, NULL},
+};
 
 static const fb_workload_spec_t s_workloads[] = {
     FB_WORKLOAD("memtest", "host DRAM pattern test over locked memory, NUMA-aware",
-                s_memtest_params),
+                s_memtest_params, s_memtest_headline),
     FB_WORKLOAD("sleep", "test workload: takes time, then passes, fails, crashes or hangs",
-                s_sleep_params),
+                s_sleep_params, s_sleep_headline),
     FB_WORKLOAD("gpuburn", "sustained GEMM load on every GPU with three-way result verification",
-                s_gpuburn_params),
+                s_gpuburn_params, s_gpuburn_headline),
     FB_WORKLOAD("gpumemtest", "GPU memory (HBM) pattern test over most of free memory",
-                s_gpumemtest_params),
+                s_gpumemtest_params, s_gpumemtest_headline),
     FB_WORKLOAD("p2p", "GPU peer-to-peer and host-device bandwidth and latency, verified",
-                s_p2p_params),
+                s_p2p_params, s_p2p_headline),
     FB_WORKLOAD("health", "passive pre-stress sweep of links, counters, logs and versions",
-                s_health_params),
+                s_health_params, s_health_headline),
     FB_WORKLOAD("allreduce",
                 "all-reduce bandwidth sweep (NCCL/RCCL or host MPI), every result "
                 "checked",
-                s_allreduce_params),
+                s_allreduce_params, s_allreduce_headline),
     FB_WORKLOAD("rdmabw", "RDMA RC bandwidth and latency between HCAs (verbs), port counters",
-                s_rdmabw_params),
+                s_rdmabw_params, s_rdmabw_headline),
     FB_WORKLOAD("netbw", "TCP bandwidth (several streams, both directions) and latency",
-                s_netbw_params),
+                s_netbw_params, s_netbw_headline),
 };
 
 /* Former parameters that became site settings of the agent (docs/security.md, "Site

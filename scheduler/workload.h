@@ -37,11 +37,30 @@ typedef struct {
     const char *help;
 } fb_param_spec_t;
 
+/* How a headline figure combines the metrics its pattern matches (one per GPU, port, pair). */
+typedef enum {
+    FB_HEADLINE_RANGE, /* the lowest and the highest ("689..696"), or the one value */
+    FB_HEADLINE_SUM,   /* the total (errors, bytes tested) */
+} fb_headline_agg_t;
+
+/* A figure the summary table shows for each task of the workload (docs/observability.md): the
+ * metrics whose names match `metric` (an fnmatch(3) pattern: "gpu*.tflops_median"), combined,
+ * labelled and scaled for reading. */
+typedef struct {
+    const char *metric;
+    const char *label; /* "TFLOPS", "of peak", "tested" */
+    fb_headline_agg_t agg;
+    double scale;     /* the value shown is value * scale (0 means 1) */
+    const char *unit; /* the unit shown; NULL: the metric's own */
+} fb_headline_t;
+
 typedef struct {
     const char *name;
     const char *summary;
     const fb_param_spec_t *params;
     size_t n_params;
+    const fb_headline_t *headline; /* the summary's figures, most telling first; NULL: none */
+    size_t n_headline;
 } fb_workload_spec_t;
 
 /* The workload called name, or NULL (borrowed, static). */

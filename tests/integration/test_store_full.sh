@@ -27,16 +27,19 @@ name: full-disk
 stages:
   - name: first
     workload: sleep
-    params: {duration: 2s}
+    params: {duration: 8s}
   - name: second
     workload: sleep
     params: {duration: 300ms}
 YAML
 run_in_background "$WORK/c.yaml"
 wait_for_log "$WORK/n1.log" "started sleep"
-# Fill the disk while the task runs: its result arrives to a store that cannot take it.
+# Fill the disk while the task runs: its result arrives to a store that cannot take it. The
+# coordinator learns that the disk is full at its next write: the task's progress event, stored
+# every 5 s, comes before its result at 8 s (telemetry is written in 10 s buckets).
 dd if=/dev/zero of="$WORK/disk/fill" bs=16k >/dev/null 2>&1 || true
 wait_for_log "$WORK/coordinator.log" "cannot write to the database" 20
+wait_for_log "$WORK/n1.log" "/0/n1: pass" 20 # the result exists, and was sent
 sleep 2
 kill -0 "$RUN_PID" 2>/dev/null || fail "run ended while the store could not be written: $(cat "$WORK/run.log")"
 grep -q "finished: pass" "$WORK/coordinator.log" && fail "the campaign was reported finished unstored"
