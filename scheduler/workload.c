@@ -56,7 +56,7 @@ static const fb_param_spec_t s_sleep_params[] = {
 /* GPU workloads. `devices` selects GPUs by index ("all", or "0,2,3"). Floors that are relative
  * compare a GPU with the median of the GPUs of its class (same model) in the same task. */
 static const char *const s_gpu_dtypes[] = {"bf16", "fp16", "tf32", "fp32", "fp64", "fp8", NULL};
-static const char *const s_gpu_corruptions[] = {"flip", "nan", "systematic", NULL};
+static const char *const s_gpu_corruptions[] = {"flip", "nan", "systematic", "gemm", "sdc", NULL};
 static const fb_param_spec_t s_gpuburn_params[] = {
     {"dtype", FB_PARAM_ENUM, "bf16", s_gpu_dtypes, 0, 0, false,
      "matrix element type; fp8 only where the GPU has it"},
@@ -71,9 +71,22 @@ static const fb_param_spec_t s_gpuburn_params[] = {
      "absolute floor: a GPU whose median TFLOPS is below it fails"},
     {"min_relative", FB_PARAM_DOUBLE, "0.9", NULL, 0, 0, false,
      "relative floor: a GPU below this fraction of its class median fails"},
+    {"abft", FB_PARAM_BOOL, "true", NULL, 0, 0, false,
+     "check every GEMM's result by block checksums against (e^T A)B and A(Be) before its buffer "
+     "is reused"},
+    {"abft_sms", FB_PARAM_UINT_OR_AUTO, "auto", NULL, 0, 64, false,
+     "SMs the checksums run on beside the GEMMs (0: after each GEMM); auto = the cheaper way"},
+    {"sdc_probe", FB_PARAM_BOOL, "true", NULL, 0, 0, false,
+     "once per interval, identical deterministic work on every SM compared bit for bit between "
+     "SMs and GPUs (silent data corruption)"},
     {"inject_corrupt", FB_PARAM_ENUM, NULL, s_gpu_corruptions, 0, 0, true,
-     "test-only: corrupt a GEMM result (one flipped element, a NaN, or a systematic error that "
-     "repeats identically) to prove verification"},
+     "test-only: corrupt a GEMM result (one flipped element, a NaN, a systematic error that "
+     "repeats identically, one bit in random GEMMs before their checksums) or one SM's SDC probe "
+     "result, to prove verification"},
+    {"inject_gemms", FB_PARAM_UINT, NULL, NULL, 1, 32, true,
+     "test-only: how many GEMMs inject_corrupt=gemm corrupts"},
+    {"inject_seed", FB_PARAM_UINT, NULL, NULL, 0, 0, true,
+     "test-only: seed choosing the corrupted GEMMs, elements and SM"},
 };
 static const char *const s_gpumem_patterns[] = {
     "walking_ones",

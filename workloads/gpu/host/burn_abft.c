@@ -57,11 +57,11 @@ burn_tol_t burn_abft_tol(burn_dtype_t dt, uint64_t k, uint64_t block, double rms
     burn_abft_model_t m = burn_abft_model(dt, k);
     double energy = burn_abft_sum_rms(k, block, rms_a, rms_b);
     /* Relative to the block's energy sqrt(sum C^2): the result's rounding, the operand conversion
-     * of both operands, the accumulator, the check's own partial sums (up to 16 roundings of each
-     * element's share), and the fp64 reference (k roundings). */
+     * of both operands, the accumulator, the check's own sums (up to 256 roundings along a row,
+     * fewer down a column), and the fp64 reference (k roundings). */
     const double u64 = ldexp(1.0, -53);
     double var = m.u_out * m.u_out + 2 * m.u_op * m.u_op + m.steps * m.u_acc * m.u_acc +
-                 16 * m.u_check * m.u_check + (double)k * u64 * u64;
+                 256 * m.u_check * m.u_check + (double)k * u64 * u64;
     /* The references are stored as fp32 on the GPU for every dtype but fp64. */
     double u_ref = dt == BURN_FP64 ? u64 : ldexp(1.0, -24);
     burn_tol_t tol = {m.bias + u_ref, BURN_ABFT_SIGMAS * energy * sqrt(var)};

@@ -58,7 +58,7 @@ typedef struct {
     double u_acc;   /* the accumulator: fp32 2^-24, fp64 2^-53; fp8 2^-13 between promotions */
     double steps;   /* accumulator roundings per element, relative to the element's magnitude */
     double bias;    /* bound on the relative shrink toward zero (truncating units), for rtol */
-    double u_check; /* the check's own partial sums (fp32, fp64 for fp64 results) */
+    double u_check; /* the check's own sums (fp32 down columns; fp64 for fp64 results) */
 } burn_abft_model_t;
 
 /* The model for dtype dt and inner dimension k. */
@@ -144,7 +144,7 @@ static inline BURN_HD int burn_abft_flip_bit(const void *p, size_t i, burn_stora
 {
     uint64_t bits = burn_bits_load(p, i, st);
     double v = burn_load(&bits, 0, st);
-    int width = (int)burn_storage_size(st) * 8;
+    int width = st == BURN_ST_FP64 ? 64 : st == BURN_ST_FP32 ? 32 : st == BURN_ST_E4M3 ? 8 : 16;
     for (int b = 0; b < width; b++) {
         uint64_t flipped = bits ^ (1ull << b);
         double f = burn_load(&flipped, 0, st);
