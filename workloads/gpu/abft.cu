@@ -135,6 +135,17 @@ __device__ __forceinline__ void s_unpack(uint4 v, typename s_shape<ST>::part *x)
     }
 }
 
+/* Asks L2 for the line at p ahead of its load (nothing on AMD): a warp has only a chunk of loads
+ * in flight in registers, so the next ones should find their data in L2. */
+__device__ __forceinline__ void s_prefetch(const void *p)
+{
+#if !FB_GPU_HIP
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#else
+    (void)p;
+#endif
+}
+
 /* Sums C partial values over the 32 lanes in log2(C) halving exchanges and 5 - log2(C) plain
  * ones (C + 4 shuffles instead of 5 C); *col gets which of the C sums this lane holds (every
  * lane with the same lane / (32 / C) holds the same one). */
@@ -334,6 +345,12 @@ __global__ void __launch_bounds__(s_shape<ST>::threads, 1)
         /* This lane's bytes in a column: vector lane + 32 r at (lane + 32 r) * 16. */
         const char *base = cb + (c0 * n + r0) * S::es + (uint64_t)lane * 16;
         for (uint64_t q = 0; q < cols; q += S::chunk) {
+            if (q + 2 * S::chunk < cols) /* two chunks ahead */
+#pragma unroll
+                for (int u = 0; u < S::chunk; u++)
+#pragma unroll
+                    for (int r = 0; r < S::vecs; r++)
+                        s_prefetch(base + (q + 2 * S::chunk + u) * n * S::es + r * ABFT_GROUP * 16);
             uint4 vec[S::chunk][S::vecs];
 #pragma unroll
             for (int u = 0; u < S::chunk; u++)

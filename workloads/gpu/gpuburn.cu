@@ -451,8 +451,8 @@ static void s_set_batch(gpu_thread_t *t, double gemm_ms)
     t->batch = per_batch < 1 ? 1 : (size_t)per_batch;
 }
 
-/* How many SMs to try giving the checksums beside the GEMMs (0: after each GEMM on the GEMM
- * stream), from one check's time on one SM. Auto: the fewest SMs that finish a check in half a
+/* The fewest SMs to try giving the checksums beside the GEMMs, from one check's time on one SM
+ * (0: after each GEMM on the GEMM stream). Auto: the fewest that finish a check in 70% of a
  * GEMM's time, so the checks keep up with the GEMMs also when the clocks drop under load; none
  * when that takes more than 1/8 of the SMs. Explicit: abft_sms, up to half the SMs. */
 static unsigned s_checks_sms(const gpu_thread_t *t, double one_sm_ms)
@@ -462,9 +462,55 @@ static unsigned s_checks_sms(const gpu_thread_t *t, double one_sm_ms)
         return (unsigned)(cfg->abft_sms < t->sms / 2 ? cfg->abft_sms : t->sms / 2);
     if (FB_GPU_HIP || t->gemm_ms <= 0 || t->sms < 16)
         return 0;
-    double need = ceil(one_sm_ms / (0.5 * t->gemm_ms));
+    double need = ceil(one_sm_ms / (0.7 * t->gemm_ms));
     unsigned s = need < 1 ? 1u : (unsigned)need;
     return s <= (unsigned)t->sms / 8 ? s : 0;
+}
+
+/* The GEMM plan on all SMs but `reserved`, tuned; NULL (and why) when the library cannot. */
+static blas_gemm_t *s_narrow_plan(gpu_thread_t *t, unsigned reserved, double *ms, char *why,
+                                  size_t len)
+{
+    const burn_config_t *cfg = &t->run->cfg;
+    blas_gemm_t *narrow = NULL;
+    if (blas_gemm_new_on_sms(t->blas, cfg->dtype, cfg->matrix, t->sms - (int)reserved, &narrow,
+                             why, len))
+        return NULL;
+    if (s_tune(t, narrow, ms)) {
+        snprintf(why, len, "%s", blas_gemm_error(narrow));
+        blas_gemm_destroy(&narrow);
+    }
+    return narrow;
+}
+
+/* Auto: among the first few SM counts from `fewest` up, the one whose GEMM plan is fastest (the
+ * GEMM often loses nothing on a few SMs less, when its tiles still take the same number of waves,
+ * and much on one SM more); *ms its GEMM time. Returns that plan, NULL when none could be made. */
+static blas_gemm_t *s_best_narrow_plan(gpu_thread_t *t, unsigned *reserved, double *ms, char *why,
+                                       size_t len)
+{
+    const burn_config_t *cfg = &t->run->cfg;
+    unsigned last = cfg->abft_sms >= 0 ? *reserved : *reserved + 4;
+    if (last > (unsigned)t->sms / 8 && cfg->abft_sms < 0)
+        last = (unsigned)t->sms / 8;
+    blas_gemm_t *best = NULL;
+    for (unsigned s = *reserved; s <= last; s++) {
+        double s_ms = 0;
+        blas_gemm_t *plan = s_narrow_plan(t, s, &s_ms, why, len);
+        if (!plan)
+            continue;
+        worker_log(t->run->ctx, "gpu%d checksums: GEMM on %d SMs %.3f ms (%+.2f%% against all %d)",
+                   t->g->device, t->sms - (int)s, s_ms, 100 * (s_ms / t->gemm_ms - 1), t->sms);
+        if (!best || s_ms < 0.998 * *ms) { /* fewer SMs for the checks unless clearly faster */
+            blas_gemm_destroy(&best);
+            best = plan;
+            *ms = s_ms;
+            *reserved = s;
+        } else {
+            blas_gemm_destroy(&plan);
+        }
+    }
+    return best;
 }
 
 /* The per-GEMM checksums: references of the operands, then where the checks run and the burn's
@@ -489,31 +535,23 @@ static int s_setup_abft(gpu_thread_t *t)
     unsigned reserved = s_checks_sms(t, one);
     t->burn_ms = t->gemm_ms;
     if (reserved) {
-        /* Kept when the GEMM on fewer SMs loses less than a check after each GEMM would cost
-         * (often nothing: the same number of waves of tiles). */
-        blas_gemm_t *narrow = NULL;
+        /* Kept when the GEMM on fewer SMs loses less than a check after each GEMM would cost. */
         double narrow_ms = 0;
-        rc = blas_gemm_new_on_sms(t->blas, cfg->dtype, cfg->matrix, t->sms - (int)reserved,
-                                  &narrow, why, sizeof why);
-        if (rc == 0 && s_tune(t, narrow, &narrow_ms) == 0) {
-            double loss = narrow_ms / t->gemm_ms - 1, inline_cost = all / t->gemm_ms;
-            worker_log(run->ctx, "gpu%d checksums: GEMM on %d SMs %.3f ms, on all %d %.3f ms "
-                       "(%+.2f%%); a check after each GEMM would add %.2f%%", g->device,
-                       t->sms - (int)reserved, narrow_ms, t->sms, t->gemm_ms, 100 * loss,
-                       100 * inline_cost);
-            if (cfg->abft_sms < 0 && loss >= inline_cost) {
-                blas_gemm_destroy(&narrow);
-                reserved = 0;
-            } else {
-                t->gemm_burn = narrow;
-                t->burn_ms = narrow_ms;
-            }
-        } else {
-            worker_log(run->ctx, "gpu%d checksums: the GEMM cannot leave %u SMs free (%s); "
-                       "checks run after each GEMM", g->device, reserved,
-                       rc ? why : blas_gemm_error(narrow));
+        blas_gemm_t *narrow = s_best_narrow_plan(t, &reserved, &narrow_ms, why, sizeof why);
+        double loss = narrow ? narrow_ms / t->gemm_ms - 1 : 0, inline_cost = all / t->gemm_ms;
+        if (!narrow) {
+            worker_log(run->ctx, "gpu%d checksums: the GEMM cannot leave SMs free (%s); checks "
+                       "run after each GEMM", g->device, why);
+            reserved = 0;
+        } else if (cfg->abft_sms < 0 && loss >= inline_cost) {
+            worker_log(run->ctx, "gpu%d checksums: the GEMM on %d SMs loses %.2f%%, a check after "
+                       "each GEMM costs about %.2f%%: checks run after each GEMM", g->device,
+                       t->sms - (int)reserved, 100 * loss, 100 * inline_cost);
             blas_gemm_destroy(&narrow);
             reserved = 0;
+        } else {
+            t->gemm_burn = narrow;
+            t->burn_ms = narrow_ms;
         }
     }
     TRY_SETUP(t, abft_start(t->abft, reserved, t->n_c), "starting the checksums");
