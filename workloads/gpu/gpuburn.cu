@@ -862,9 +862,10 @@ static int s_collect_checksums(gpu_thread_t *t, unsigned interval)
                        inj[i].gemm);
         else
             worker_log(t->run->ctx, "gpu%d: inject_corrupt=gemm: GEMM %" PRIu64 " (C[%u]) row %"
-                       PRIu64 " col %" PRIu64 ": bit %d flipped, %.9g -> %.9g (tolerance there "
-                       "%.4g)", g->device, inj[i].gemm, inj[i].buffer, inj[i].row, inj[i].col,
-                       inj[i].bit, inj[i].before, inj[i].after, inj[i].bound);
+                       PRIu64 " col %" PRIu64 ": bit %d flipped, %.9g -> %.9g (by %.4g; tolerance "
+                       "there %.4g)", g->device, inj[i].gemm, inj[i].buffer, inj[i].row,
+                       inj[i].col, inj[i].bit, inj[i].before, inj[i].after,
+                       fabs(inj[i].after - inj[i].before), inj[i].bound);
     }
     t->last_checked = state->checked;
     t->last_bad = state->gemms_bad;
