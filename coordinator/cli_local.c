@@ -13,6 +13,7 @@
 #include "common/wire.h"
 #include "common/zsock.h"
 #include "scheduler/campaign.h"
+#include "scheduler/slurm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -118,7 +119,10 @@ static int s_spawn_agent(local_run_t *run, unsigned i, const char *agent_path, c
     int rc = uv_spawn(run->loop, &run->agents[i], &opts);
     close(fd);
     if (rc) {
-        log_error("cannot start %s: %s", agent_path, uv_strerror(rc));
+        log_error("cannot start %s: %s%s", agent_path, uv_strerror(rc),
+                  rc == UV_ENOENT ? " (run --local starts fleetburn-agent from the directory of "
+                                    "fleetburn: install the fleetburn-agent package)"
+                                  : "");
         uv_close((uv_handle_t *)&run->agents[i], NULL);
         return rc;
     }
@@ -230,7 +234,16 @@ int cli_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
                              .db_path = cli->db,
                              .heartbeat_ms = cli->heartbeat_ms,
                              .liveness = cli->liveness,
-                             .webhooks = {.allow_any = true, .ca_file = cli->webhook_ca}};
+                             .webhooks = {.allow_any = true, .ca_file = cli->webhook_ca},
+                             .slurm_bin = cli->slurm_bin};
+    if (fb_campaign_slurm_selections(*campaign, NULL, 0)) {
+        /* Slurm lists the fleet's nodes; run --local's agents are local-0 ... local-(N-1) */
+        fprintf(stderr, "fleetburn: nodes: slurm:... selects the nodes of a Slurm cluster, whose "
+                        "agents register with `fleetburn serve`; run it with --coordinator EP "
+                        "(run --local starts its own agents, local-0 ...)\n");
+        fb_campaign_destroy(campaign);
+        return EXIT_USAGE;
+    }
     char err[512];
     if (webhook_options_check(&copts.webhooks, err, sizeof err)) {
         fprintf(stderr, "fleetburn: %s\n", err);
@@ -261,9 +274,10 @@ int cli_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
         fb_campaign_destroy(&run.campaign);
         return EXIT_INFRA;
     }
-    char *dir = fb_exe_dir();
-    char *agent_path = xasprintf("%s/fleetburn-agent", dir ? dir : ".");
-    free(dir);
+    char *agent_path = fb_program_path("fleetburn-agent");
+    /* Local agents are not a unit's daemon: a `run` started by systemd keeps them from sending it
+     * READY and watchdog pings from PIDs it does not know. */
+    unsetenv("NOTIFY_SOCKET");
     run.agents = xcalloc(run.n_agents, sizeof(uv_process_t));
     run.agent_running = xcalloc(run.n_agents, sizeof(bool));
     int rc = 0;
@@ -315,6 +329,8 @@ int cli_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
     if (run.campaign_started && !run.interrupted) {
         s_print_summary(coord_store(coord), run.campaign_id);
         run.exit_code = fb_verdict_ok(run.verdict) ? EXIT_PASS : EXIT_FAILED;
+        run.exit_code =
+            cli_compare_after_run(cli, coord_store(coord), run.campaign_id, run.exit_code);
     }
     if (!uv_is_closing((uv_handle_t *)&run.wait_timer))
         uv_close((uv_handle_t *)&run.wait_timer, NULL);

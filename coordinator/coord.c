@@ -306,6 +306,7 @@ static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hel
     char *json = fb_inventory_to_json(m->inventory);
     if (store_agent_upsert(self->store, node->name, "alive", summary, json, fb_now_ms()))
         log_error("cannot store agent %s: %s", node->name, store_errmsg(self->store));
+    coord_fingerprint_hello(self, node->name, m->inventory); /* coord_expect.c */
     coord_event(self, coord_campaign_holding(self, node->name), NULL, node->name, "agent",
                 "registered: %s (%zu unacknowledged results, %zu running tasks)", summary,
                 m->n_unacked_result_ids, m->n_running_task_ids);
@@ -419,6 +420,7 @@ static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
         free(r->node);
         r->node = xstrdup(node->name);
     }
+    coord_expect_result(self, r); /* the campaign's expected hardware (coord_expect.c) */
     int rc = store_result_insert(self->store, r, fb_now_ms());
     if (rc == 0) {
         log_info("result %s from %s: %s%s%s", r->task_id, node->name, fb_verdict_name(r->verdict),
@@ -595,6 +597,7 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
 {
     coord_t *self = xcalloc(1, sizeof *self);
     self->loop = loop;
+    self->slurm_bin = xstrdup(opts->slurm_bin);
     self->heartbeat_ms = opts->heartbeat_ms ? opts->heartbeat_ms : 1000;
     self->liveness = opts->liveness ? opts->liveness : 5;
     self->forget_after_ms = opts->forget_after_ms ? opts->forget_after_ms : COORD_FORGET_AFTER_MS;
@@ -704,6 +707,7 @@ void coord_destroy(coord_t **self_p)
     coord_t *self = *self_p;
     *self_p = NULL;
     coord_submit_jobs_orphan(self);
+    coord_slurm_jobs_orphan(self);
     coord_campaigns_destroy(self);
     if (self->liveness_timer.data)
         uv_close((uv_handle_t *)&self->liveness_timer, s_noop_close);
@@ -733,8 +737,10 @@ void coord_destroy(coord_t **self_p)
         s_node_free(value);
     fb_strmap_destroy(&self->nodes);
     fb_strmap_destroy(&self->identities);
+    coord_expect_destroy(self);
     store_destroy(&self->store);
     fb_rendezvous_destroy(&self->rendezvous);
+    free(self->slurm_bin);
     free(self);
 }
 
@@ -801,6 +807,7 @@ int coord_send_run_task(coord_t *self, const char *name, Fleetburn__RunTask *tas
     node_t *node = fb_strmap_get(self->nodes, name);
     if (!node || !node->alive)
         return -EHOSTUNREACH;
+    coord_fingerprint_dispatch(self, task->campaign_id, name); /* coord_expect.c */
     /* Tasks are on disk before the first agent hears of them (the runner's promise to the
      * timeline); the rest of the burst shares that commit. */
     if (!self->dispatched) {

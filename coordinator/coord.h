@@ -36,6 +36,9 @@ typedef struct {
      * for their watchers; 0: COORD_STORE_GIVE_UP_MS */
     uint64_t store_give_up_ms;
     webhook_options_t webhooks; /* where webhook alerts may go (webhook_queue.h) */
+    /* where sinfo and scontrol are (serve --slurm-bin); NULL: the PATH (docs/operations.md
+     * "Slurm") */
+    const char *slurm_bin;
 } coord_options_t;
 
 coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size_t errlen);

@@ -12,6 +12,7 @@
 #include "common/util.h"
 #include "common/wire.h"
 #include "scheduler/campaign.h"
+#include "scheduler/slurm.h"
 #include "scheduler/stage.h"
 
 #include <errno.h>
@@ -515,7 +516,14 @@ static int s_collect_running(const store_campaign_t *c, void *arg)
     return 0;
 }
 
-/* The campaign's text parsed again with the files it was submitted with. */
+/* A `nodes: slurm:...` selection as it was resolved when the campaign was submitted. */
+static int s_apply_selection(const char *expr, const char *nodes, void *campaign)
+{
+    return fb_campaign_resolve_selection(campaign, expr, nodes);
+}
+
+/* The campaign's text parsed again with the files it was submitted with, and the nodes its Slurm
+ * selections were then. */
 static int s_reparse(coord_t *self, const store_campaign_t *c, fb_campaign_t **out, char *err,
                      size_t errlen)
 {
@@ -534,6 +542,10 @@ static int s_reparse(coord_t *self, const store_campaign_t *c, fb_campaign_t **o
         free(cf);
     }
     store_files_free(files, n);
+    if (rc == 0 && store_node_selection_foreach(self->store, c->id, s_apply_selection, *out)) {
+        perr = xasprintf("cannot read its Slurm node selections: %s", store_errmsg(self->store));
+        rc = -EIO;
+    }
     if (rc) {
         snprintf(err, errlen, "%s", perr ? perr : "its text does not parse");
         fb_campaign_destroy(out);

@@ -9,6 +9,7 @@
  * interrupted; one held while the database could not be written ends in error), and each calls
  * coord_campaign_alert once its end is recorded. The campaign's actions come from its stored
  * text, which is what it ran with. */
+#include "compare.h"
 #include "coord_internal.h"
 #include "report.h"
 #include "webhook_queue.h"
@@ -24,7 +25,7 @@
 
 int coord_campaign_alert_check(coord_t *self, const fb_campaign_t *campaign, char **error_out)
 {
-    const fb_webhook_t *hook = campaign->actions ? campaign->actions->webhook : NULL;
+    const fb_webhook_t *hook = campaign->actions.webhook;
     if (!hook)
         return 0;
     char why[512];
@@ -45,18 +46,47 @@ int coord_campaign_alert_check(coord_t *self, const fb_campaign_t *campaign, cha
 
 /* ---- regressions -------------------------------------------------------------------------- */
 
-/* The regressions the end-of-run baseline comparison (`fleetburn run --baseline`) found for
- * campaign_id: the alert's `regressions` list, and its `regression` trigger when there is one.
- * This is where the comparison is wired in (`fleetburn compare`'s regressions, each part and
- * metric a heap copy that s_regressions_free frees). Until then no campaign is compared with a
- * baseline, and none has a regression. */
+/* The regressions of campaign_id against the previous finished campaign of the same name
+ * (what `--baseline latest` stands for), judged as `fleetburn compare` judges them, for a webhook
+ * that listens for `regression`: the alert's `regressions` list and its trigger. None when it is
+ * the first campaign of its name, or the two cannot be compared (logged). Each part and metric is
+ * a heap copy that s_regressions_free frees. The coordinator compares with `latest` because the
+ * alert is its own: `run --baseline NAME` compares on the client, with any baseline, and its exit
+ * status says so. */
 static size_t s_campaign_regressions(coord_t *self, const char *campaign_id,
-                                     report_regression_t **out)
+                                     const fb_webhook_t *hook, report_regression_t **out)
 {
-    (void)self;
-    (void)campaign_id;
     *out = NULL;
-    return 0;
+    if (!(hook->on & FB_ALERT_REGRESSION))
+        return 0;
+    char *name = NULL, *base = NULL;
+    uint64_t started = 0;
+    if (store_campaign_head(self->store, campaign_id, &name, NULL, &started) || !name ||
+        store_campaign_previous(self->store, name, started, campaign_id, &base)) {
+        free(name);
+        return 0; /* the first campaign of its name: nothing to compare with */
+    }
+    free(name);
+    compare_t *cmp = NULL;
+    char *err = NULL;
+    if (compare_campaigns(self->store, base, campaign_id, &cmp, &err)) {
+        log_warn("campaign %s: cannot compare it with %s for its alert: %s", campaign_id, base,
+                 err ? err : "unknown error");
+        free(err);
+        free(base);
+        return 0;
+    }
+    free(base);
+    size_t n = cmp->n_regressions;
+    report_regression_t *regs = n ? xcalloc(n, sizeof *regs) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        const compare_item_t *r = &cmp->regressions[i];
+        regs[i] = (report_regression_t){xstrdup(r->part), xstrdup(r->metric), r->base, r->now,
+                                        r->change, r->fleet_change};
+    }
+    compare_destroy(&cmp);
+    *out = regs;
+    return n;
 }
 
 static void s_regressions_free(report_regression_t *regs, size_t n)
@@ -82,7 +112,7 @@ static const fb_webhook_t *s_stored_webhook(const store_campaign_t *c, fb_campai
         free(err);
         return NULL;
     }
-    return (*parsed)->actions ? (*parsed)->actions->webhook : NULL;
+    return (*parsed)->actions.webhook;
 }
 
 /* Queues the alert of c; its first attempt follows the commit that stores it. */
@@ -120,7 +150,7 @@ void coord_campaign_alert(coord_t *self, const char *campaign_id)
     const fb_webhook_t *hook = s_stored_webhook(c, &parsed);
     if (hook) {
         report_regression_t *regs = NULL;
-        size_t n_regs = s_campaign_regressions(self, campaign_id, &regs);
+        size_t n_regs = s_campaign_regressions(self, campaign_id, hook, &regs);
         unsigned met = report_alert_triggers(c, n_regs > 0);
         char on[64], *origin = fb_webhook_url_origin(hook->url);
         if (met & hook->on)

@@ -3,8 +3,9 @@
  * people read in the morning, and the `fleetburn nodes` table. Each report reads one consistent
  * snapshot, so it may run while a campaign is still writing.
  *
- * All functions return 0 or negative errno: -ENOENT for an unknown campaign, -EIO when writing
- * to out fails, or the store's error (message in store_errmsg). The store and out are borrowed;
+ * All functions return 0 or negative errno: -ENOENT for an unknown campaign, -EPIPE when out is
+ * a pipe whose reader has gone (`fleetburn report | head`), -EIO when writing to out fails
+ * otherwise, or the store's error (message in store_errmsg). The store and out are borrowed;
  * nothing is written to out when the campaign cannot be read. Text from nodes (names, errors,
  * findings) is escaped in JSON and has control characters replaced in text output. */
 #ifndef FB_REPORT_H

@@ -75,6 +75,9 @@ enum {
     STMT_WEBHOOK_ATTEMPTED,
     STMT_WEBHOOKS_PENDING,
     STMT_WEBHOOKS_OF,
+    /* fingerprints (store_fingerprint.c): on the dispatch path, so cached */
+    STMT_FINGERPRINT_SEEN,
+    STMT_FINGERPRINT_INSERT,
     /* new statements above this line */
     STMT_COUNT
 };

@@ -208,14 +208,6 @@ fb_webhook_outcome_t fb_webhook_judge(long http_status)
 
 /* ---- the `webhook:` mapping ------------------------------------------------------------- */
 
-/* parent + "." + key, the key made printable. */
-static char *s_path(const char *parent, const char *key)
-{
-    char shown[128];
-    fb_show_value(key, shown, sizeof shown);
-    return xasprintf("%s.%s", parent, shown);
-}
-
 static int s_url(fb_yaml_t *y, const yaml_node_t *v, const char *path, fb_webhook_t *w)
 {
     const char *text;
@@ -361,7 +353,7 @@ int fb_webhook_parse(fb_yaml_t *y, const yaml_node_t *node, const char *path, fb
             rc = -EINVAL;
             break;
         }
-        char *kpath = s_path(path, key);
+        char *kpath = fb_yaml_path(path, key);
         bool twice = false;
         for (size_t i = 0; i < n_seen && !twice; i++)
             twice = !strcmp(seen[i], key);
@@ -374,7 +366,7 @@ int fb_webhook_parse(fb_yaml_t *y, const yaml_node_t *node, const char *path, fb
         free(kpath);
     }
     if (!rc && !w->url) {
-        char *upath = s_path(path, "url");
+        char *upath = fb_yaml_path(path, "url");
         rc = fb_yaml_fail(y, fb_yaml_line(node), upath, "missing; %s", S_URL_EXPECTED);
         free(upath);
     }

@@ -206,7 +206,9 @@ static void test_migrates_version_2(void **state)
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db,
-                                  "DROP TABLE webhook_deliveries; PRAGMA user_version = 2;"
+                                  "DROP TABLE webhook_deliveries; DROP TABLE fingerprints;"
+                                  "DROP TABLE campaign_node_selections; DROP TABLE baselines;"
+                                  "DROP INDEX campaigns_by_name; PRAGMA user_version = 2;"
                                   "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
                                   NULL, NULL, NULL),
                      SQLITE_OK);

@@ -32,8 +32,7 @@ static int s_parse(const char *actions, fb_campaign_t **out, char **err)
 
 static const fb_webhook_t *s_hook(const fb_campaign_t *c)
 {
-    assert_non_null(c->actions);
-    return c->actions->webhook;
+    return c->actions.webhook;
 }
 
 static void test_defaults(void **state)
@@ -58,11 +57,11 @@ static void test_defaults(void **state)
 
     /* No actions at all, and an empty mapping: nothing to do. */
     assert_int_equal(s_parse("", &c, &err), 0);
-    assert_null(c->actions);
+    assert_null(c->actions.webhook);
     fb_campaign_destroy(&c);
     assert_int_equal(s_parse("actions: {}\n", &c, &err), 0);
-    assert_non_null(c->actions);
-    assert_null(c->actions->webhook);
+    assert_null(c->actions.webhook);
+    assert_false(c->actions.has_slurm);
     fb_campaign_destroy(&c);
 }
 
@@ -223,10 +222,10 @@ static void test_bad_actions(void **state)
 {
     (void)state;
     s_expect("actions: webhook\n",
-             "t.yaml:5: actions: is a single value; expected a mapping of webhook");
-    s_expect("actions:\n", "t.yaml:5: actions: is empty; expected a mapping of webhook");
+             "t.yaml:5: actions: is a single value; expected a mapping with keys slurm, webhook");
+    s_expect("actions:\n", "t.yaml:5: actions: is empty; expected a mapping with keys slurm, webhook");
     s_expect("actions:\n  pager: {url: https://h.example/}\n",
-             "t.yaml:6: actions.pager: unknown action; expected one of webhook");
+             "t.yaml:6: actions.pager: unknown action; expected one of slurm, webhook");
     s_expect("actions:\n  webhook:\n",
              "t.yaml:6: actions.webhook: is empty; expected a mapping with url and optionally on, "
              "retry, timeout, e.g. {url: https://hooks.example.com/fleetburn, on: [bad]}");

@@ -107,6 +107,8 @@ typedef struct {
     char uuid[96];
     const char *vendor;                    /* "nvidia" or "amd" (static) */
     unsigned pcie_max_gen, pcie_max_width; /* the link's best (GPU and slot); 0 unknown */
+    uint64_t memory_bytes;                 /* the memory the driver reports in all; 0 unknown */
+    char vbios[64], inforom[64];           /* "" unknown; InfoROM: NVIDIA only */
 } tel_gpu_info_t;
 
 /* A management library behind one interface; GPUs in PCI address order. */

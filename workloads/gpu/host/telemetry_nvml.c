@@ -170,6 +170,9 @@ static bool s_nv_found(tel_backend_t *b, unsigned index, size_t slot)
     info->vendor = "nvidia";
     nvml_device_name(n, *dev, info->name, sizeof info->name);
     nvml_device_uuid(n, *dev, info->uuid, sizeof info->uuid);
+    nvml_device_memory_total(n, *dev, &info->memory_bytes);
+    nvml_device_vbios(n, *dev, info->vbios, sizeof info->vbios);
+    nvml_device_inforom(n, *dev, info->inforom, sizeof info->inforom);
     nvml_pcie_t link;
     if (nvml_pcie_link(n, *dev, &link) == 0) {
         info->pcie_max_gen = link.max_gen;

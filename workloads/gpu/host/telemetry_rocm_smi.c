@@ -102,6 +102,8 @@ static bool s_rs_found(tel_backend_t *b, unsigned index, size_t slot)
     rb->dev[slot] = index;
     info->vendor = "amd";
     rocm_smi_device_name(rb->smi, index, info->name, sizeof info->name);
+    rocm_smi_memory_total(rb->smi, index, &info->memory_bytes);
+    rocm_smi_device_vbios(rb->smi, index, info->vbios, sizeof info->vbios);
     tel_pcie_link_t link;
     if (telemetry_sysfs_link("", info->pci, &link) == 0) {
         info->pcie_max_gen = link.max_gen;
