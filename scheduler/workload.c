@@ -90,7 +90,8 @@ static const fb_param_spec_t s_gpuburn_params[] = {
      "check every GEMM's result by block checksums against (e^T A)B and A(Be) before its buffer "
      "is reused"},
     {"abft_sms", FB_PARAM_UINT_OR_AUTO, "auto", NULL, 0, 64, false,
-     "SMs the checksums run on beside the GEMMs (0: after each GEMM); auto = the cheaper way"},
+     "SMs the checksums run on beside the GEMMs (0: after each GEMM); auto = the way that "
+     "costs the burn least, measured at setup"},
     {"sdc_probe", FB_PARAM_BOOL, "true", NULL, 0, 0, false,
      "once per interval, identical deterministic work on every SM compared bit for bit between "
      "SMs and GPUs (silent data corruption)"},
@@ -209,7 +210,8 @@ static const fb_workload_spec_t s_workloads[] = {
                 s_memtest_params),
     FB_WORKLOAD("sleep", "test workload: takes time, then passes, fails, crashes or hangs",
                 s_sleep_params),
-    FB_WORKLOAD("gpuburn", "sustained GEMM load on every GPU with three-way result verification",
+    FB_WORKLOAD("gpuburn",
+                "sustained GEMM load on every GPU, every GEMM checked by checksums, an SDC probe",
                 s_gpuburn_params),
     FB_WORKLOAD("gpumemtest", "GPU memory (HBM) pattern test over most of free memory",
                 s_gpumemtest_params),

@@ -239,7 +239,21 @@ static void test_judge_abft(void **state)
     assert_true(s_metric(r, "gpu0.abft_checked") == 3600);
     assert_true(s_metric(r, "gpu1.abft_gemms_bad") == 0);
     assert_true(s_metric(r, "gpu1.abft_sms") == 4);
+    /* The node's figures: GEMMs, how many checked, the worst GPU against its own peak. */
+    assert_true(s_metric(r, "gemms") == 7200);
+    assert_true(s_metric(r, "gemms_checked") == 7200);
+    assert_float_equal(s_metric(r, "overhead_vs_peak_pct"), 100 * (1 - 691.0 / 700), 1e-9);
     fb_result_destroy(&r);
+    g[1].peak_tflops = 705; /* gpu1 now the worst */
+    g[0].abft_checked = 3000;
+    g[0].abft = false; /* its count is not the node's */
+    r = fb_result_new();
+    assert_int_equal(burn_judge(r, "node1", &cfg, g, 2, 0), FB_VERDICT_PASS);
+    assert_true(s_metric(r, "gemms_checked") == 3600);
+    assert_float_equal(s_metric(r, "overhead_vs_peak_pct"), 100 * (1 - 691.0 / 705), 1e-9);
+    fb_result_destroy(&r);
+    g[0].abft = true;
+    g[0].abft_checked = 3600;
 
     burn_abft_state_t st;
     burn_abft_injection_t inj[3];
@@ -248,9 +262,11 @@ static void test_judge_abft(void **state)
     burn_gpu_add_abft(&g[1], 0, 8192, &st, inj, 0);
     r = fb_result_new();
     assert_int_equal(burn_judge(r, "node1", &cfg, g, 2, 0), FB_VERDICT_FAIL);
-    assert_int_equal(s_count(r, "node1/gpu1", "gpu"), 1);
-    assert_int_equal(s_count(r, "node1/gpu0", "gpu"), 0);
-    const char *what = s_finding(r, "node1/gpu1", "gpu");
+    /* Its own kind, on the GPU's part; nothing on the other GPU. */
+    assert_int_equal(s_count(r, "node1/gpu1", "checksum"), 1);
+    assert_int_equal(s_count(r, "node1/gpu1", "gpu"), 0);
+    assert_int_equal(s_count(r, "node1/gpu0", "checksum"), 0);
+    const char *what = s_finding(r, "node1/gpu1", "checksum");
     assert_non_null(strstr(what, "gpu1 (NVIDIA H100 80GB HBM3, PCI 0000:1a:00.0): 2 of 3600 "
                                  "bf16 GEMMs gave a result whose block checksums disagree"));
     assert_non_null(strstr(what, "first interval 1, GEMM 1433 (C[315])"));

@@ -66,6 +66,7 @@ template <int ST> struct s_shape {
     static constexpr int vecs = ABFT_B * es / 16 / ABFT_GROUP; /* loads per lane per column */
     static constexpr int rows = vecs * per_vec;                /* rows per lane: 8 */
     static constexpr int chunk = 8 / vecs;                     /* columns per step */
+    static constexpr int G = ABFT_GROUP / chunk; /* lanes that share a column sum: steps a compare */
     static constexpr int threads = 1024;
     /* Row sums run over 256 columns: fp64 for 4- and 8-byte results; column partials over 8. */
     typedef typename std::conditional<ST == BURN_ST_FP64 || ST == BURN_ST_FP32, double, float>::type
@@ -344,7 +345,12 @@ __global__ void __launch_bounds__(s_shape<ST>::threads, 1)
             racc[e] = 0;
         /* This lane's bytes in a column: vector lane + 32 r at (lane + 32 r) * 16. */
         const char *base = cb + (c0 * n + r0) * S::es + (uint64_t)lane * 16;
-        for (uint64_t q = 0; q < cols; q += S::chunk) {
+        /* The column sums of G chunks wait in the lanes (one a lane) for one compare by all 32:
+         * lane slot `mine` keeps step `mine`'s sum, of column `which` (fixed per lane) there. */
+        P pend = 0;
+        const unsigned mine = (unsigned)lane & (S::G - 1);
+        unsigned step = 0;
+        for (uint64_t q = 0; q < cols; q += S::chunk, step = (step + 1) % S::G) {
             if (q + 2 * S::chunk < cols) /* two chunks ahead */
 #pragma unroll
                 for (int u = 0; u < S::chunk; u++)
@@ -377,10 +383,16 @@ __global__ void __launch_bounds__(s_shape<ST>::threads, 1)
             }
             int which;
             P sum = s_butterfly<S::chunk>(part, lane, &which);
-            if ((lane & (ABFT_GROUP / S::chunk - 1)) == 0) {
-                const uint64_t key = burn_abft_key(rb, c0 + q + (uint64_t)which, n);
-                worst = fmaxf(worst, s_compare((double)sum * S::scale, (double)colref[key], tol,
-                                               key, &state->col_off, &state->col_key));
+            /* The G lanes of a group hold the same sum: the step-th of them keeps it. */
+            if (mine == step)
+                pend = sum;
+            if (step == S::G - 1 || q + S::chunk >= cols) { /* warp-uniform */
+                if (mine <= step) {
+                    const uint64_t col = c0 + q - (step - mine) * S::chunk + (uint64_t)which;
+                    const uint64_t key = burn_abft_key(rb, col, n);
+                    worst = fmaxf(worst, s_compare((double)pend * S::scale, (double)colref[key],
+                                                   tol, key, &state->col_off, &state->col_key));
+                }
             }
         }
 #pragma unroll
@@ -711,7 +723,7 @@ gpuError_t abft_time(abft_t *self, const void *c, unsigned blocks, double *ms)
 gpuError_t abft_start(abft_t *self, unsigned reserved, size_t n_buffers)
 {
     self->reserved = reserved;
-    if (!reserved)
+    if (!reserved || self->check_stream) /* called again: the stream and events are kept */
         return gpuSuccess;
     gpuError_t e = gpuStreamCreateWithFlags(&self->check_stream, gpuStreamNonBlocking);
     if (e == gpuSuccess)
@@ -787,7 +799,7 @@ gpuError_t abft_after_gemm(abft_t *self, void *c, uint64_t gemm, uint32_t buffer
 gpuError_t abft_collect(abft_t *self, burn_abft_state_t *state, burn_abft_injection_t *inj,
                         size_t *n_inj)
 {
-    gpuStream_t s = self->check_stream ? self->check_stream : self->gemm_stream;
+    gpuStream_t s = self->reserved ? self->check_stream : self->gemm_stream;
     gpuError_t e = gpuMemcpyAsync(self->h_state, self->d_state, sizeof *self->h_state,
                                   gpuMemcpyDeviceToHost, s);
     if (e == gpuSuccess && self->n_inj)
@@ -805,4 +817,26 @@ gpuError_t abft_collect(abft_t *self, burn_abft_state_t *state, burn_abft_inject
     self->n_inj = 0;
     s_reset<<<1, 1, 0, s>>>(self->d_state);
     return gpuGetLastError();
+}
+
+gpuError_t abft_discard(abft_t *self)
+{
+    gpuError_t e = self->check_stream ? gpuStreamSynchronize(self->check_stream) : gpuSuccess;
+    if (e == gpuSuccess)
+        e = gpuStreamSynchronize(self->gemm_stream);
+    s_reset<<<1, 1, 0, self->gemm_stream>>>(self->d_state);
+    if (e == gpuSuccess)
+        e = gpuGetLastError();
+    self->n_inj = 0;
+    return e;
+}
+
+gpuError_t abft_wait_checks(abft_t *self)
+{
+    if (!self->reserved)
+        return gpuSuccess;
+    gpuError_t e = gpuEventRecord(self->written, self->check_stream);
+    if (e == gpuSuccess)
+        e = gpuStreamWaitEvent(self->gemm_stream, self->written, 0);
+    return e;
 }

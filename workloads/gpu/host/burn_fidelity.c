@@ -86,6 +86,30 @@ static void s_metric(fb_result_t *res, const burn_gpu_t *g, const char *what, do
     fb_result_set_metric(res, name, value, unit);
 }
 
+void burn_node_figures_add(burn_node_figures_t *fig, const burn_gpu_t *g)
+{
+    fig->gemms += g->gemms;
+    if (g->abft) {
+        fig->checked += g->abft_checked;
+        fig->gpus_checked++;
+    }
+    double med = burn_median(g->tflops, g->n_intervals);
+    if (g->n_intervals && g->peak_tflops > 0) {
+        double ratio = med / g->peak_tflops;
+        if (fig->worst_vs_peak <= 0 || ratio < fig->worst_vs_peak)
+            fig->worst_vs_peak = ratio;
+    }
+}
+
+void burn_node_figures_set(fb_result_t *res, const burn_node_figures_t *fig)
+{
+    fb_result_set_metric(res, "gemms", (double)fig->gemms, "");
+    if (fig->gpus_checked)
+        fb_result_set_metric(res, "gemms_checked", (double)fig->checked, "");
+    if (fig->worst_vs_peak > 0)
+        fb_result_set_metric(res, "overhead_vs_peak_pct", 100 * (1 - fig->worst_vs_peak), "%");
+}
+
 char *burn_judge_abft(fb_result_t *res, const char *part, const char *who, const burn_gpu_t *g,
                       const burn_config_t *cfg, bool *fail)
 {
@@ -104,7 +128,7 @@ char *burn_judge_abft(fb_result_t *res, const char *part, const char *who, const
     }
     if (g->abft_gemms_bad) {
         *fail = true;
-        fb_result_add_findingf(res, part, "gpu",
+        fb_result_add_findingf(res, part, "checksum",
                                "%s: %" PRIu64 " of %" PRIu64 " %s GEMMs gave a result whose "
                                "block checksums disagree with the sums (e^T A)B and A(Be) "
                                "computed from the operands (%" PRIu64 " checksum(s) beyond "

@@ -9,12 +9,28 @@
 #include "burn_judge.h"
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* gpuN.abft_* metrics and, when checksums were off, a finding on part (sets *fail). Returns a
+/* The node's headline figures of a burn, over its GPUs: burn GEMMs, how many were checked by
+ * checksums, and the largest cost against a GPU's own unchecked peak in the same run. */
+typedef struct {
+    uint64_t gemms, checked;
+    size_t gpus_checked; /* GPUs that ran the checksums */
+    double worst_vs_peak; /* lowest burn_vs_peak; 0 = none measured */
+} burn_node_figures_t;
+
+void burn_node_figures_add(burn_node_figures_t *fig, const burn_gpu_t *g);
+/* gemms, gemms_checked (with checksums on) and overhead_vs_peak_pct = 100 (1 - lowest
+ * burn_vs_peak) (with a peak measured). */
+void burn_node_figures_set(fb_result_t *res, const burn_node_figures_t *fig);
+
+/* gpuN.abft_* metrics and, when a GEMM's checksums disagreed, a finding of kind "checksum" on
+ * part (sets *fail). Returns a, a finding on part (sets *fail). Returns a
  * heap text for the task's error when the checks did not cover every burn GEMM, else NULL. */
 char *burn_judge_abft(fb_result_t *res, const char *part, const char *who, const burn_gpu_t *g,
                       const burn_config_t *cfg, bool *fail);

@@ -307,6 +307,7 @@ fb_verdict_t burn_judge(fb_result_t *res, const char *node, const burn_config_t 
     char *errors = NULL;
     double *medians = xcalloc(n ? n : 1, sizeof *medians);
     size_t n_medians = 0;
+    burn_node_figures_t fig = {0};
     for (size_t i = 0; i < n; i++) {
         const burn_gpu_t *g = &gpus[i];
         char who[160], part[160];
@@ -339,6 +340,7 @@ fb_verdict_t burn_judge(fb_result_t *res, const char *node, const burn_config_t 
         s_metric(res, g, "nan_inf", (double)(g->repeat.nonfinite + g->kat.nonfinite), "");
         s_metric(res, g, "kat_errors", (double)g->kat.mismatches, "");
         s_metric(res, g, "gemms", (double)g->gemms, "");
+        burn_node_figures_add(&fig, g);
         s_metric(res, g, "c_buffers", (double)g->c_buffers, "");
         s_metric(res, g, "intervals", (double)g->n_intervals, "");
         s_metric(res, g, "mem_bytes", (double)g->mem_bytes, "bytes");
@@ -412,6 +414,7 @@ fb_verdict_t burn_judge(fb_result_t *res, const char *node, const burn_config_t 
         fb_result_set_metric(res, "tflops_median", burn_median(medians, n_medians), "TFLOPS");
     free(medians);
     fb_result_set_metric(res, "gpus", (double)n, "");
+    burn_node_figures_set(res, &fig);
     if (telemetry_faults > 0) {
         fail = true;
         /* telemetry_stop has added the findings that name each GPU. */
