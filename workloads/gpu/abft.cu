@@ -66,7 +66,7 @@ template <int ST> struct s_shape {
     static constexpr int vecs = ABFT_B * es / 16 / ABFT_GROUP; /* loads per lane per column */
     static constexpr int rows = vecs * per_vec;                /* rows per lane: 8 */
     static constexpr int chunk = 8 / vecs;                     /* columns per step */
-    static constexpr int G = ABFT_GROUP / chunk; /* lanes that share a column sum: steps a compare */
+    static constexpr int G = ABFT_GROUP / chunk;               /* steps per compare of sums */
     static constexpr int threads = 1024;
     /* Row sums run over 256 columns: fp64 for 4- and 8-byte results; column partials over 8. */
     typedef typename std::conditional<ST == BURN_ST_FP64 || ST == BURN_ST_FP32, double, float>::type
@@ -723,7 +723,7 @@ gpuError_t abft_time(abft_t *self, const void *c, unsigned blocks, double *ms)
 gpuError_t abft_start(abft_t *self, unsigned reserved, size_t n_buffers)
 {
     self->reserved = reserved;
-    if (!reserved || self->check_stream) /* called again: the stream and events are kept */
+    if (!reserved)
         return gpuSuccess;
     gpuError_t e = gpuStreamCreateWithFlags(&self->check_stream, gpuStreamNonBlocking);
     if (e == gpuSuccess)
@@ -799,7 +799,7 @@ gpuError_t abft_after_gemm(abft_t *self, void *c, uint64_t gemm, uint32_t buffer
 gpuError_t abft_collect(abft_t *self, burn_abft_state_t *state, burn_abft_injection_t *inj,
                         size_t *n_inj)
 {
-    gpuStream_t s = self->reserved ? self->check_stream : self->gemm_stream;
+    gpuStream_t s = self->check_stream ? self->check_stream : self->gemm_stream;
     gpuError_t e = gpuMemcpyAsync(self->h_state, self->d_state, sizeof *self->h_state,
                                   gpuMemcpyDeviceToHost, s);
     if (e == gpuSuccess && self->n_inj)
@@ -817,26 +817,4 @@ gpuError_t abft_collect(abft_t *self, burn_abft_state_t *state, burn_abft_inject
     self->n_inj = 0;
     s_reset<<<1, 1, 0, s>>>(self->d_state);
     return gpuGetLastError();
-}
-
-gpuError_t abft_discard(abft_t *self)
-{
-    gpuError_t e = self->check_stream ? gpuStreamSynchronize(self->check_stream) : gpuSuccess;
-    if (e == gpuSuccess)
-        e = gpuStreamSynchronize(self->gemm_stream);
-    s_reset<<<1, 1, 0, self->gemm_stream>>>(self->d_state);
-    if (e == gpuSuccess)
-        e = gpuGetLastError();
-    self->n_inj = 0;
-    return e;
-}
-
-gpuError_t abft_wait_checks(abft_t *self)
-{
-    if (!self->reserved)
-        return gpuSuccess;
-    gpuError_t e = gpuEventRecord(self->written, self->check_stream);
-    if (e == gpuSuccess)
-        e = gpuStreamWaitEvent(self->gemm_stream, self->written, 0);
-    return e;
 }

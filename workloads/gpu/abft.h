@@ -46,16 +46,8 @@ void abft_operand_rms(const abft_t *self, double *rms_a, double *rms_b);
 gpuError_t abft_time(abft_t *self, const void *c, unsigned blocks, double *ms);
 
 /* Starts checking: reserved 0 inline, else on a stream of its own in `reserved` blocks; n_buffers
- * is the number of result buffers the GEMMs cycle through (the same on every call). May be called
- * again to change `reserved` (the setup tries several), after abft_discard. */
+ * is the number of result buffers the GEMMs cycle through. */
 gpuError_t abft_start(abft_t *self, unsigned reserved, size_t n_buffers);
-
-/* Makes the GEMM stream wait for every check queued so far (an event on it then follows them). */
-gpuError_t abft_wait_checks(abft_t *self);
-
-/* Waits for every check queued and forgets what they found (the setup's trial GEMMs are not part
- * of the burn). */
-gpuError_t abft_discard(abft_t *self);
 
 /* Around each burn GEMM, the gemm-th of the burn, into buffer `buffer` at c. */
 gpuError_t abft_before_gemm(abft_t *self, uint64_t gemm);

@@ -51,7 +51,6 @@ extern "C" {
 #include <atomic>
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -68,9 +67,6 @@ extern "C" {
 #define BURN_PEAK_WARM_S 0.5   /* before the timed peak loop */
 #define BURN_PEAK_S 2.0        /* the timed peak loop */
 #define BURN_TUNE_CANDIDATES 4 /* library algorithms timed before the burn */
-#define BURN_TRIAL_MS 150.0    /* GEMMs timed for each way to run the checks, and plain */
-#define BURN_TRIAL_WARM_MS 40.0 /* GEMMs before those, to fill the ring of checks */
-#define BURN_NO_CHECKS UINT_MAX /* s_time_burn: plain GEMMs, the reference */
 #define BURN_INJECT_SCAN (1u << 20)
 
 enum { PHASE_SETUP = 0, PHASE_PEAK, PHASE_BURN, PHASE_DONE };
@@ -456,10 +452,9 @@ static void s_set_batch(gpu_thread_t *t, double gemm_ms)
 }
 
 /* The fewest SMs to try giving the checksums beside the GEMMs, from one check's time on one SM
- * (0: after each GEMM on the GEMM stream). Auto: the fewest on which a check takes no longer than
- * a GEMM, so the checks can keep up (whether they do beside a running GEMM is measured next); none
- * when that takes more than 1/8 of the SMs, or on AMD, where rocBLAS has no SM target. Explicit:
- * abft_sms, up to half the SMs. */
+ * (0: after each GEMM on the GEMM stream). Auto: the fewest that finish a check in 70% of a
+ * GEMM's time, so the checks keep up with the GEMMs also when the clocks drop under load; none
+ * when that takes more than 1/8 of the SMs. Explicit: abft_sms, up to half the SMs. */
 static unsigned s_checks_sms(const gpu_thread_t *t, double one_sm_ms)
 {
     const burn_config_t *cfg = &t->run->cfg;
@@ -467,7 +462,7 @@ static unsigned s_checks_sms(const gpu_thread_t *t, double one_sm_ms)
         return (unsigned)(cfg->abft_sms < t->sms / 2 ? cfg->abft_sms : t->sms / 2);
     if (FB_GPU_HIP || t->gemm_ms <= 0 || t->sms < 16)
         return 0;
-    double need = ceil(one_sm_ms / t->gemm_ms);
+    double need = ceil(one_sm_ms / (0.7 * t->gemm_ms));
     unsigned s = need < 1 ? 1u : (unsigned)need;
     return s <= (unsigned)t->sms / 8 ? s : 0;
 }
@@ -488,139 +483,34 @@ static blas_gemm_t *s_narrow_plan(gpu_thread_t *t, unsigned reserved, double *ms
     return narrow;
 }
 
-/* Milliseconds per GEMM of the burn itself with plan `plan` and the checks run `reserved` (0:
- * after each GEMM; BURN_NO_CHECKS: none, the reference): trial GEMMs into the burn's buffers with
- * their checks, as the burn queues them, so what a check beside a GEMM costs it (memory and L2
- * shared, a GEMM waiting for a lagging check) is in the figure. Timed after a warm-up that fills
- * the ring of checks, up to the last check done, less the one check that must follow the last GEMM
- * in any case (check_ms). The trial checks are discarded. */
-static int s_time_burn(gpu_thread_t *t, blas_gemm_t *plan, unsigned reserved, double check_ms,
-                       double *ms)
-{
-    abft_t *a = t->abft;
-    const bool checks = reserved != BURN_NO_CHECKS;
-    const double gemm_ms = t->gemm_ms > 0 ? t->gemm_ms : 1;
-    const size_t warm = (size_t)fmin(8, fmax(2, BURN_TRIAL_WARM_MS / gemm_ms));
-    const size_t timed = (size_t)fmin(256, fmax(8, BURN_TRIAL_MS / gemm_ms));
-    if (checks)
-        TRY_SETUP(t, abft_start(a, reserved, t->n_c), "starting the checksums");
-    for (size_t i = 0; i < warm + timed; i++) {
-        const size_t b = i % t->n_c;
-        if (i == warm)
-            TRY_SETUP(t, gpuEventRecord(t->ev_start, t->stream), "recording an event");
-        if (checks)
-            TRY_SETUP(t, abft_before_gemm(a, i), "ordering a GEMM after its buffer's check");
-        if (blas_gemm_run(plan, t->a, t->b, t->c[b])) {
-            t->g->state = BURN_GPU_SETUP_ERROR;
-            snprintf(t->g->error, sizeof t->g->error, "%s", blas_gemm_error(plan));
-            return -EIO;
-        }
-        if (checks)
-            TRY_SETUP(t, abft_after_gemm(a, t->c[b], i, (uint32_t)b), "queuing a GEMM check");
-    }
-    if (!checks) {
-        TRY_SETUP(t, gpuEventRecord(t->ev_stop, t->stream), "recording an event");
-        TRY_SETUP(t, gpuEventSynchronize(t->ev_stop), "timing GEMMs");
-        float plain = 0;
-        TRY_SETUP(t, gpuEventElapsedTime(&plain, t->ev_start, t->ev_stop), "timing GEMMs");
-        *ms = (double)plain / (double)timed;
-        return 0;
-    }
-    TRY_SETUP(t, abft_wait_checks(a), "waiting for the checks");
-    TRY_SETUP(t, gpuEventRecord(t->ev_stop, t->stream), "recording an event");
-    TRY_SETUP(t, gpuEventSynchronize(t->ev_stop), "timing GEMMs with their checks");
-    float total = 0;
-    TRY_SETUP(t, gpuEventElapsedTime(&total, t->ev_start, t->ev_stop), "timing GEMMs");
-    TRY_SETUP(t, abft_discard(a), "discarding the trial checks");
-    double tail = reserved ? check_ms : 0;
-    *ms = ((double)total - (tail < total ? tail : 0)) / (double)timed;
-    return 0;
-}
-
-/* One way to run the checks: the GEMM plan and SMs it leaves them, and what it costs. */
-typedef struct {
-    blas_gemm_t *plan;
-    unsigned reserved;
-    double gemm_ms, burn_ms; /* a GEMM alone; per GEMM with its check (s_time_burn) */
-    double cost; /* burn_ms against unchecked GEMMs on all SMs timed around it, less 1 */
-} burn_split_t;
-
-/* The cost of one way to run the checks, against the plain burn (all SMs, no checks) timed just
- * before and just after it: the clocks change under the power limit while the setup tries one way
- * after another (an H100 at 1980 MHz for the first GEMMs, 1300 MHz a second later), so only
- * neighbours in time compare. *plain_ms carries the last plain timing to the next call. */
-static int s_split_cost(gpu_thread_t *t, burn_split_t *c, double check_ms, double *plain_ms)
-{
-    double after = 0;
-    if (s_time_burn(t, c->plan, c->reserved, check_ms, &c->burn_ms) ||
-        s_time_burn(t, t->gemm, BURN_NO_CHECKS, 0, &after))
-        return -EIO;
-    c->cost = c->burn_ms / (0.5 * (*plain_ms + after)) - 1;
-    *plain_ms = after;
-    return 0;
-}
-
-/* Keeps the cheaper of *best and *cand per GEMM with its check (fewer SMs for the checks unless
- * clearly faster: the tries come in order of SMs); frees the other plan unless it is t->gemm. */
-static void s_keep_cheaper(gpu_thread_t *t, burn_split_t *best, burn_split_t *cand)
-{
-    if (!best->plan || cand->cost < best->cost - 0.002) {
-        burn_split_t old = *best;
-        *best = *cand;
-        *cand = old;
-    }
-    if (cand->plan && cand->plan != t->gemm)
-        blas_gemm_destroy(&cand->plan);
-    cand->plan = NULL;
-}
-
-/* Where the checks run, chosen by measuring the burn itself (s_time_burn): after each GEMM, and
- * beside the GEMMs on each of the first few SM counts from `fewest` up, each with its GEMM plan
- * tuned for the SMs left (a GEMM whose tiles take the same number of waves loses little; one wave
- * more, much). Explicit abft_sms: that count only, measured for the log. 0 or -EIO. */
-static int s_choose_split(gpu_thread_t *t, unsigned fewest, double one_ms, burn_split_t *best)
+/* Auto: among the first few SM counts from `fewest` up, the one whose GEMM plan is fastest (the
+ * GEMM often loses nothing on a few SMs less, when its tiles still take the same number of waves,
+ * and much on one SM more); *ms its GEMM time. Returns that plan, NULL when none could be made. */
+static blas_gemm_t *s_best_narrow_plan(gpu_thread_t *t, unsigned *reserved, double *ms, char *why,
+                                       size_t len)
 {
     const burn_config_t *cfg = &t->run->cfg;
-    const int dev = t->g->device;
-    memset(best, 0, sizeof *best);
-    /* The first plain timing also brings the GPU to the clocks it burns at. */
-    double plain = 0;
-    if (s_time_burn(t, t->gemm, BURN_NO_CHECKS, 0, &plain) ||
-        s_time_burn(t, t->gemm, BURN_NO_CHECKS, 0, &plain))
-        return -EIO;
-    if (cfg->abft_sms <= 0 || !fewest) { /* auto, or explicitly inline */
-        burn_split_t in = {t->gemm, 0, t->gemm_ms, 0, 0};
-        if (s_split_cost(t, &in, 0, &plain))
-            return -EIO;
-        worker_log(t->run->ctx, "gpu%d checksums: after each GEMM, %.3f ms per GEMM with its "
-                   "check, %+.2f%% against plain GEMMs timed around it", dev, in.burn_ms,
-                   100 * in.cost);
-        s_keep_cheaper(t, best, &in);
-    }
-    if (!fewest)
-        return 0;
-    unsigned last = cfg->abft_sms >= 0 ? fewest : fewest + 4;
-    if (cfg->abft_sms < 0 && last > (unsigned)t->sms / 8)
+    unsigned last = cfg->abft_sms >= 0 ? *reserved : *reserved + 4;
+    if (last > (unsigned)t->sms / 8 && cfg->abft_sms < 0)
         last = (unsigned)t->sms / 8;
-    char why[256] = "";
-    for (unsigned s = fewest; s <= last; s++) {
-        burn_split_t c = {NULL, s, 0, 0, 0};
-        c.plan = s_narrow_plan(t, s, &c.gemm_ms, why, sizeof why);
-        if (!c.plan) {
-            worker_log(t->run->ctx, "gpu%d checksums: the GEMM cannot leave %u SMs free (%s)", dev,
-                       s, why);
+    blas_gemm_t *best = NULL;
+    for (unsigned s = *reserved; s <= last; s++) {
+        double s_ms = 0;
+        blas_gemm_t *plan = s_narrow_plan(t, s, &s_ms, why, len);
+        if (!plan)
             continue;
+        worker_log(t->run->ctx, "gpu%d checksums: GEMM on %d SMs %.3f ms (%+.2f%% against all %d)",
+                   t->g->device, t->sms - (int)s, s_ms, 100 * (s_ms / t->gemm_ms - 1), t->sms);
+        if (!best || s_ms < 0.998 * *ms) { /* fewer SMs for the checks unless clearly faster */
+            blas_gemm_destroy(&best);
+            best = plan;
+            *ms = s_ms;
+            *reserved = s;
+        } else {
+            blas_gemm_destroy(&plan);
         }
-        if (s_split_cost(t, &c, one_ms / s, &plain)) {
-            blas_gemm_destroy(&c.plan);
-            return -EIO;
-        }
-        worker_log(t->run->ctx, "gpu%d checksums: GEMM on %d SMs (tuned there); with the checks "
-                   "on %u SMs beside it %.3f ms per GEMM, %+.2f%% against plain GEMMs on all %d "
-                   "timed around it", dev, t->sms - (int)s, s, c.burn_ms, 100 * c.cost, t->sms);
-        s_keep_cheaper(t, best, &c);
     }
-    return 0;
+    return best;
 }
 
 /* The per-GEMM checksums: references of the operands, then where the checks run and the burn's
@@ -642,18 +532,28 @@ static int s_setup_abft(gpu_thread_t *t)
     double one = 0, all = 0;
     TRY_SETUP(t, abft_time(t->abft, t->c[0], 1, &one), "timing a GEMM check");
     TRY_SETUP(t, abft_time(t->abft, t->c[0], (unsigned)t->sms, &all), "timing a GEMM check");
-    burn_split_t split;
-    if (s_choose_split(t, s_checks_sms(t, one), one, &split))
-        return -EIO;
-    if (!split.plan) { /* explicit abft_sms the library cannot leave free */
-        split.plan = t->gemm;
-        split.reserved = 0;
-        split.gemm_ms = t->gemm_ms;
-        worker_log(run->ctx, "gpu%d checksums: checks run after each GEMM", g->device);
+    unsigned reserved = s_checks_sms(t, one);
+    t->burn_ms = t->gemm_ms;
+    if (reserved) {
+        /* Kept when the GEMM on fewer SMs loses less than a check after each GEMM would cost. */
+        double narrow_ms = 0;
+        blas_gemm_t *narrow = s_best_narrow_plan(t, &reserved, &narrow_ms, why, sizeof why);
+        double loss = narrow ? narrow_ms / t->gemm_ms - 1 : 0, inline_cost = all / t->gemm_ms;
+        if (!narrow) {
+            worker_log(run->ctx, "gpu%d checksums: the GEMM cannot leave SMs free (%s); checks "
+                       "run after each GEMM", g->device, why);
+            reserved = 0;
+        } else if (cfg->abft_sms < 0 && loss >= inline_cost) {
+            worker_log(run->ctx, "gpu%d checksums: the GEMM on %d SMs loses %.2f%%, a check after "
+                       "each GEMM costs about %.2f%%: checks run after each GEMM", g->device,
+                       t->sms - (int)reserved, 100 * loss, 100 * inline_cost);
+            blas_gemm_destroy(&narrow);
+            reserved = 0;
+        } else {
+            t->gemm_burn = narrow;
+            t->burn_ms = narrow_ms;
+        }
     }
-    unsigned reserved = split.reserved;
-    t->gemm_burn = split.plan;
-    t->burn_ms = split.gemm_ms;
     TRY_SETUP(t, abft_start(t->abft, reserved, t->n_c), "starting the checksums");
     g->abft = true;
     g->abft_sms = reserved;
@@ -666,11 +566,10 @@ static int s_setup_abft(gpu_thread_t *t)
     char where[160];
     if (reserved)
         snprintf(where, sizeof where, "on %u SMs beside the GEMMs, which get the other %d "
-                 "(%+.2f%% against plain GEMMs at setup)", reserved, t->sms - (int)reserved,
-                 100 * split.cost);
+                 "(GEMM %.3f ms there, %.3f ms on all)", reserved, t->sms - (int)reserved,
+                 t->burn_ms, t->gemm_ms);
     else
-        snprintf(where, sizeof where, "after each GEMM on its stream (%+.2f%% against plain "
-                 "GEMMs at setup)", 100 * split.cost);
+        snprintf(where, sizeof where, "after each GEMM on its stream (GEMM %.3f ms)", t->gemm_ms);
     worker_log(run->ctx,
                "gpu%d checksums of every burn GEMM: sums of %u rows and of %u columns against "
                "(e^T A)B and A(Be), tolerance %.4g + %.3g |ref| (operand RMS %.4f, %.4f): a "

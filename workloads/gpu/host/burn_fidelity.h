@@ -20,7 +20,7 @@ extern "C" {
  * checksums, and the largest cost against a GPU's own unchecked peak in the same run. */
 typedef struct {
     uint64_t gemms, checked;
-    size_t gpus_checked; /* GPUs that ran the checksums */
+    size_t gpus_checked;  /* GPUs that ran the checksums */
     double worst_vs_peak; /* lowest burn_vs_peak; 0 = none measured */
 } burn_node_figures_t;
 
