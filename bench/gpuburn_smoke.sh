@@ -86,6 +86,10 @@ run nan fail 'finding [^ ]*/gpu0: .*NaN/Inf' --allow-fault-injection \
     inject_corrupt=nan duration="${short}s" interval=2s
 run systematic fail 'finding [^ ]*/gpu0: .*known-answer' --allow-fault-injection \
     inject_corrupt=systematic duration="${short}s" interval=2s
+run gemm fail 'finding [^ ]*/gpu0: .*(block checksums disagree|differ between repeats)' \
+    --allow-fault-injection inject_corrupt=gemm inject_gemms=5 duration="${short}s" interval=2s
+run sdc fail 'finding [^ ]*/gpu0: .*computed a different result from the majority' \
+    --allow-fault-injection inject_corrupt=sdc duration="${short}s" interval=2s
 run refused error "" inject_corrupt=flip duration=1s
 echo "worker: $worker; $failures unexpected result(s)"
 [[ $failures -eq 0 ]]

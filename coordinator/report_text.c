@@ -185,6 +185,8 @@ static void s_table_free(s_table_t *t)
 static const char *const s_key_metric_names[] = {
     "bandwidth_mbs", "busbw_gbs",   "algbw_gbs",     "bandwidth_gbs", "tflops",
     "gflops",        "miscompares", "edac_ce_delta", "edac_ue_delta", "errors",
+    /* gpuburn: speed, GEMMs checked by checksums, their cost against the same-run peak */
+    "tflops_median", "gemms_checked", "overhead_vs_peak_pct",
 };
 #define S_KEY_METRICS 3
 

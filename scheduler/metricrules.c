@@ -34,6 +34,8 @@ static const fb_metric_rule_t s_rules[] = {
     POOL("gpu*.triad_gbs", H, 0.05, 0),
     {"gpu*.errors", true, L, 0, 1, true}, {"gpu*.nan_inf", true, L, 0, 1, true},
     {"gpu*.kat_errors", true, L, 0, 1, true}, {"gpu*.dtype_unsupported", true, L, 0, 1, true},
+    {"gpu*.abft_gemms_bad", true, L, 0, 1, true}, {"gpu*.sdc_odd_sms", true, L, 0, 1, true},
+    INFO("gpu*.abft_*"), INFO("gpu*.sdc_*"),
     INFO("gpu*.gemms"), INFO("gpu*.c_buffers"), INFO("gpu*.intervals"), INFO("gpu*.mem_bytes"),
     INFO("gpu*.tested_bytes"), INFO("gpu*.tested_fraction"),
     /* telemetry summaries, per GPU */
@@ -44,6 +46,7 @@ static const fb_metric_rule_t s_rules[] = {
     INFO("gpu*.throttle_reasons"),
     /* gpuburn, per node */
     PERF("tflops_median", H, 0.05, 0), LESS_BAD("gpus"), MORE_BAD("telemetry_faults"),
+    INFO("gemms"), INFO("gemms_checked"), INFO("overhead_vs_peak_pct"),
     /* health */
     LESS_BAD("hcas"), LESS_BAD("ib_ports"),
     MORE_BAD("pcie_degraded"), MORE_BAD("ib_ports_down"), MORE_BAD("ib_ports_slow"),

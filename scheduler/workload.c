@@ -71,7 +71,7 @@ static const fb_param_spec_t s_sleep_params[] = {
 /* GPU workloads. `devices` selects GPUs by index ("all", or "0,2,3"). Floors that are relative
  * compare a GPU with the median of the GPUs of its class (same model) in the same task. */
 static const char *const s_gpu_dtypes[] = {"bf16", "fp16", "tf32", "fp32", "fp64", "fp8", NULL};
-static const char *const s_gpu_corruptions[] = {"flip", "nan", "systematic", NULL};
+static const char *const s_gpu_corruptions[] = {"flip", "nan", "systematic", "gemm", "sdc", NULL};
 static const fb_param_spec_t s_gpuburn_params[] = {
     {"dtype", FB_PARAM_ENUM, "bf16", s_gpu_dtypes, 0, 0, false,
      "matrix element type; fp8 only where the GPU has it"},
@@ -86,9 +86,23 @@ static const fb_param_spec_t s_gpuburn_params[] = {
      "absolute floor: a GPU whose median TFLOPS is below it fails"},
     {"min_relative", FB_PARAM_DOUBLE, "0.9", NULL, 0, 0, false,
      "relative floor: a GPU below this fraction of its class median fails"},
+    {"abft", FB_PARAM_BOOL, "true", NULL, 0, 0, false,
+     "check every GEMM's result by block checksums against (e^T A)B and A(Be) before its buffer "
+     "is reused"},
+    {"abft_sms", FB_PARAM_UINT_OR_AUTO, "auto", NULL, 0, 64, false,
+     "SMs the checksums run on beside the GEMMs (0: after each GEMM); auto = the way that "
+     "costs the burn least, measured at setup"},
+    {"sdc_probe", FB_PARAM_BOOL, "true", NULL, 0, 0, false,
+     "once per interval, identical deterministic work on every SM compared bit for bit between "
+     "SMs and GPUs (silent data corruption)"},
     {"inject_corrupt", FB_PARAM_ENUM, NULL, s_gpu_corruptions, 0, 0, true,
-     "test-only: corrupt a GEMM result (one flipped element, a NaN, or a systematic error that "
-     "repeats identically) to prove verification"},
+     "test-only: corrupt a GEMM result (one flipped element, a NaN, a systematic error that "
+     "repeats identically, one bit in random GEMMs before their checksums) or one SM's SDC probe "
+     "result, to prove verification"},
+    {"inject_gemms", FB_PARAM_UINT, NULL, NULL, 1, 32, true,
+     "test-only: how many GEMMs inject_corrupt=gemm corrupts"},
+    {"inject_seed", FB_PARAM_UINT, NULL, NULL, 0, 0, true,
+     "test-only: seed choosing the corrupted GEMMs, elements and SM"},
 };
 static const char *const s_gpumem_patterns[] = {
     "walking_ones",
@@ -206,6 +220,7 @@ static const fb_headline_t s_gpuburn_headline[] = {
     {"gpu*.tflops_median", "", FB_HEADLINE_RANGE, 0, NULL},
     {"gpu*.burn_vs_peak", "of same-run peak", FB_HEADLINE_RANGE, 100, "%"},
     {"gpu*.power_mean_w", "power", FB_HEADLINE_RANGE, 0, NULL},
+    {"gemms_checked", "GEMMs checked", FB_HEADLINE_SUM, 0, ""},
     {"gpu*.errors", "errors", FB_HEADLINE_SUM, 0, ""},
 };
 static const fb_headline_t s_gpumemtest_headline[] = {
@@ -243,7 +258,8 @@ static const fb_workload_spec_t s_workloads[] = {
                 s_memtest_params, s_memtest_headline),
     FB_WORKLOAD("sleep", "test workload: takes time, then passes, fails, crashes or hangs",
                 s_sleep_params, s_sleep_headline),
-    FB_WORKLOAD("gpuburn", "sustained GEMM load on every GPU with three-way result verification",
+    FB_WORKLOAD("gpuburn",
+                "sustained GEMM load on every GPU, every GEMM checked by checksums, an SDC probe",
                 s_gpuburn_params, s_gpuburn_headline),
     FB_WORKLOAD("gpumemtest", "GPU memory (HBM) pattern test over most of free memory",
                 s_gpumemtest_params, s_gpumemtest_headline),

@@ -77,6 +77,12 @@ const char *blas_unsupported(const blas_t *self, burn_dtype_t dt)
 int blas_gemm_new(blas_t *self, burn_dtype_t dt, uint64_t n, blas_gemm_t **out, char *err,
                   size_t errlen)
 {
+    return blas_gemm_new_on_sms(self, dt, n, 0, out, err, errlen);
+}
+
+int blas_gemm_new_on_sms(blas_t *self, burn_dtype_t dt, uint64_t n, int sms, blas_gemm_t **out,
+                         char *err, size_t errlen)
+{
     *out = NULL;
     const char *why = blas_unsupported(self, dt);
     if (why) {
@@ -91,7 +97,7 @@ int blas_gemm_new(blas_t *self, burn_dtype_t dt, uint64_t n, blas_gemm_t **out, 
     blas_gemm_t *g = (blas_gemm_t *)xcalloc(1, sizeof *g);
     g->blas = self;
     g->dtype = dt;
-    int rc = blas_plan_new(self->lib, dt, n, &g->plan, &g->n_cand, err, errlen);
+    int rc = blas_plan_new(self->lib, dt, n, sms, &g->plan, &g->n_cand, err, errlen);
     if (rc) {
         free(g);
         return rc;

@@ -36,6 +36,11 @@ const char *blas_unsupported(const blas_t *self, burn_dtype_t dt);
  * beyond 32-bit dimensions) is returned with a reason in err. */
 int blas_gemm_new(blas_t *self, burn_dtype_t dt, uint64_t n, blas_gemm_t **out, char *err,
                   size_t errlen);
+/* The same GEMM limited to `sms` multiprocessors (cuBLASLt's SM count target), so that another
+ * stream can run beside it on the others; -ENOTSUP where the library has no such limit (rocBLAS,
+ * the cuBLAS fallback). */
+int blas_gemm_new_on_sms(blas_t *self, burn_dtype_t dt, uint64_t n, int sms, blas_gemm_t **out,
+                         char *err, size_t errlen);
 void blas_gemm_destroy(blas_gemm_t **self_p);
 /* Number of candidate algorithms (at least 1), and choosing one of them (0-based). */
 int blas_gemm_candidates(const blas_gemm_t *g);

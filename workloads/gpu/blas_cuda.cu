@@ -35,6 +35,7 @@ struct blas_plan {
     blas_lib_t *lib;
     burn_dtype_t dtype;
     uint64_t n;
+    int sms; /* SM count target, 0 = all */
     bool lt; /* cuBLASLt; false: cuBLAS GemmEx */
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a_layout, b_layout, c_layout;
@@ -127,6 +128,9 @@ static int s_setup_lt(blas_plan_t *p, char *err, size_t errlen)
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &notrans,
                                             sizeof notrans);
+    if (st == CUBLAS_STATUS_SUCCESS && p->sms > 0) /* the heuristics and the grid honour it */
+        st = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
+                                            &p->sms, sizeof p->sms);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatrixLayoutCreate(&p->a_layout, s_cuda_type(in), n, n, (int64_t)n);
     if (st == CUBLAS_STATUS_SUCCESS)
@@ -198,14 +202,15 @@ static int s_setup_fallback(blas_plan_t *p, char *err, size_t errlen)
     return -EIO;
 }
 
-int blas_plan_new(blas_lib_t *lib, burn_dtype_t dt, uint64_t n, blas_plan_t **out, int *n_cand,
-                  char *err, size_t errlen)
+int blas_plan_new(blas_lib_t *lib, burn_dtype_t dt, uint64_t n, int sms, blas_plan_t **out,
+                  int *n_cand, char *err, size_t errlen)
 {
     *out = NULL;
     blas_plan_t *p = (blas_plan_t *)xcalloc(1, sizeof *p);
     p->lib = lib;
     p->dtype = dt;
     p->n = n;
+    p->sms = sms;
     p->workspace_size = BLAS_WORKSPACE;
     gpuError_t ce = gpuMalloc(&p->workspace, p->workspace_size);
     if (ce != gpuSuccess) {
@@ -218,7 +223,7 @@ int blas_plan_new(blas_lib_t *lib, burn_dtype_t dt, uint64_t n, blas_plan_t **ou
     int rc = s_setup_lt(p, p->fallback_why, sizeof p->fallback_why);
     if (rc) {
         s_free_lt(p);
-        if (dt == BURN_FP8) { /* fp8 exists only in cuBLASLt */
+        if (dt == BURN_FP8 || sms > 0) { /* fp8 and an SM target exist only in cuBLASLt */
             blas_err(err, errlen, "%s", p->fallback_why);
             rc = -ENOTSUP;
         } else {
@@ -261,8 +266,11 @@ void blas_plan_describe(const blas_plan_t *p, int chosen, int n_cand, char *buf,
                                          sizeof stages, &got);
     cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk,
                                          sizeof splitk, &got);
-    snprintf(buf, len, "cuBLASLt algo %d tile %d stages %d split-k %d (candidate %d of %d)", id,
-             tile, stages, splitk, chosen + 1, n_cand);
+    char on[32] = "";
+    if (p->sms > 0)
+        snprintf(on, sizeof on, ", on %d SMs", p->sms);
+    snprintf(buf, len, "cuBLASLt algo %d tile %d stages %d split-k %d (candidate %d of %d%s)", id,
+             tile, stages, splitk, chosen + 1, n_cand, on);
 }
 
 int blas_plan_run(blas_plan_t *p, int chosen, const void *alpha, const void *beta, const void *a,

@@ -153,11 +153,13 @@ static int s_rocblas_type(burn_storage_t st)
 }
 
 /* rocBLAS chooses its kernel itself: one candidate, nothing to prepare. */
-int blas_plan_new(blas_lib_t *lib, burn_dtype_t dt, uint64_t n, blas_plan_t **out, int *n_cand,
-                  char *err, size_t errlen)
+int blas_plan_new(blas_lib_t *lib, burn_dtype_t dt, uint64_t n, int sms, blas_plan_t **out,
+                  int *n_cand, char *err, size_t errlen)
 {
-    (void)err;
-    (void)errlen;
+    if (sms > 0) {
+        blas_err(err, errlen, "rocBLAS cannot leave multiprocessors to another stream");
+        return -ENOTSUP;
+    }
     blas_plan_t *p = (blas_plan_t *)xcalloc(1, sizeof *p);
     p->lib = lib;
     p->dtype = dt;

@@ -29,9 +29,11 @@ void blas_lib_close(blas_lib_t *lib);
 const char *blas_lib_unsupported(const blas_lib_t *lib, burn_dtype_t dt);
 
 /* Prepares the n x n x n GEMM of dtype dt (n fits in 31 bits); *n_cand gets the number of
- * candidate algorithms, best first, at least 1. 0, or -ENOMEM, -ENOTSUP or -EIO. */
-int blas_plan_new(blas_lib_t *lib, burn_dtype_t dt, uint64_t n, blas_plan_t **out, int *n_cand,
-                  char *err, size_t errlen);
+ * candidate algorithms, best first, at least 1. sms > 0: the GEMM may use only that many
+ * multiprocessors, leaving the rest to work on another stream (-ENOTSUP where the library cannot
+ * do that). 0, or -ENOMEM, -ENOTSUP or -EIO. */
+int blas_plan_new(blas_lib_t *lib, burn_dtype_t dt, uint64_t n, int sms, blas_plan_t **out,
+                  int *n_cand, char *err, size_t errlen);
 void blas_plan_destroy(blas_plan_t *p);
 /* What candidate `chosen` of n_cand is, for blas_gemm_describe, into buf. */
 void blas_plan_describe(const blas_plan_t *p, int chosen, int n_cand, char *buf, size_t len);

@@ -65,6 +65,17 @@
 #define gpuDevP2PAttrPerformanceRank hipDevP2PAttrPerformanceRank
 #define gpuDevP2PAttrAccessSupported hipDevP2PAttrAccessSupported
 #define gpuDevP2PAttrNativeAtomicSupported hipDevP2PAttrNativeAtomicSupported
+/* gpuburn's checksums and SDC probe */
+#define gpuErrorMemoryAllocation hipErrorOutOfMemory
+#define gpuFuncSetAttribute hipFuncSetAttribute
+#define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
+#define gpuDevAttrMaxSharedMemoryPerMultiprocessor hipDeviceAttributeMaxSharedMemoryPerMultiprocessor
+/* Shuffles within groups of `width` lanes (a wavefront holds two groups of 32). */
+#define gpu_shfl_xor(v, mask, width) __shfl_xor((v), (mask), (width))
+/* The compute unit the calling wavefront runs on (HW_ID's CU field; unique within an SE). */
+#define gpu_smid() ((unsigned)__smid())
+/* Loads that should not stay in the cache (data read once). */
+#define gpu_load_streaming(p) (*(p))
 /* Link between two GPUs; type gpuLinkTypeXgmi is Infinity Fabric (HSA_AMD_LINK_INFO_TYPE_XGMI). */
 #define gpuExtGetLinkTypeAndHopCount hipExtGetLinkTypeAndHopCount
 #define gpuLinkTypeXgmi 4u
@@ -128,6 +139,23 @@
 #define gpuDevP2PAttrPerformanceRank cudaDevP2PAttrPerformanceRank
 #define gpuDevP2PAttrAccessSupported cudaDevP2PAttrAccessSupported
 #define gpuDevP2PAttrNativeAtomicSupported cudaDevP2PAttrNativeAtomicSupported
+/* gpuburn's checksums and SDC probe */
+#define gpuErrorMemoryAllocation cudaErrorMemoryAllocation
+#define gpuFuncSetAttribute cudaFuncSetAttribute
+#define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
+#define gpuDevAttrMaxSharedMemoryPerMultiprocessor cudaDevAttrMaxSharedMemoryPerMultiprocessor
+#define gpu_shfl_xor(v, mask, width) __shfl_xor_sync(0xffffffffu, (v), (mask), (width))
+#ifdef __CUDACC__
+/* The multiprocessor the calling thread runs on (%smid). */
+static __device__ __forceinline__ unsigned gpu_smid(void)
+{
+    unsigned id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    return id;
+}
+#endif
+/* Loads that should not stay in the cache (data read once): ld.global.cs. */
+#define gpu_load_streaming(p) __ldcs(p)
 /* CUDA has no link-type query (p2p.cu tells NVLink by native peer atomics): never xGMI. */
 static inline cudaError_t gpuExtGetLinkTypeAndHopCount(int a, int b, unsigned *type, unsigned *hops)
 {

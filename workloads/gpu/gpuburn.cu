@@ -14,15 +14,23 @@
  *      in fp32, and is compared with a reference computed once at start by an independent simple
  *      kernel on the ordinary cores: a fault that repeats identically every time (which 2 cannot
  *      see) shows here.
- * TFLOPS per interval come from events around the burn GEMMs only. Before the burn every GPU
- * times a plain loop of the same GEMM into one buffer for about 2 s (gpuN.blas_peak_tflops), so
- * the burn rate can be read against the library's own peak. Setup, peak and burn phases start on
+ * Beyond these, every burn GEMM's result is checked by block checksums against references from
+ * the operands before its buffer is written again (abft.h; abft=false turns it off), and once per
+ * interval the SDC probe (sdc.h) runs identical deterministic work on every SM, whose results must
+ * agree bit for bit between the SMs and between the GPUs of a model (sdc_probe=false turns it
+ * off). TFLOPS per interval come from events around the burn GEMMs (with their checks when these
+ * run on the GEMM stream). Before the burn every GPU times a plain loop of the same GEMM into one
+ * buffer for about 2 s, unchecked, on all SMs (gpuN.blas_peak_tflops), so the burn rate with its
+ * checks can be read against the library's own peak. Setup, peak and burn phases start on
  * all GPUs together. The decisions (tolerances, floors, metrics, findings, verdict) are plain C in
- * host/burn_verify.c and host/burn_judge.c; test-only corruption (inject_corrupt) goes into the
- * first selected GPU so the finding must name that one. */
+ * host/burn_verify.c, host/burn_abft.c, host/sdc_vote.c, host/burn_judge.c and
+ * host/burn_fidelity.c; test-only corruption (inject_corrupt) goes into the first selected GPU so
+ * the finding must name that one. */
 #include "gpu_runtime.h"
 
+#include "abft.h"
 #include "blas.h"
+#include "sdc.h"
 #include "host/burn_judge.h"
 #include "host/gpu_devices.h"
 #include "gpu.h"
@@ -54,6 +62,7 @@ extern "C" {
 #define BURN_SEED_B 0x42ull
 #define BURN_SEED_KA 0x4b41ull
 #define BURN_SEED_KB 0x4b42ull
+#define BURN_SEED_SDC 0x5dc0ull /* + the interval: the same inputs on every GPU */
 #define BURN_BATCH_S 0.05      /* GEMMs queued per batch: about this much GPU time */
 #define BURN_PEAK_WARM_S 0.5   /* before the timed peak loop */
 #define BURN_PEAK_S 2.0        /* the timed peak loop */
@@ -83,14 +92,24 @@ typedef struct {
     gpuStream_t stream;
     gpuEvent_t ev_start, ev_stop, ev_batch[2], ev_done;
     blas_t *blas;
-    blas_gemm_t *gemm;
+    blas_gemm_t *gemm;      /* all SMs: tuning, the peak */
+    blas_gemm_t *gemm_burn; /* the burn's plan: gemm, or one leaving SMs to the checksums */
+    abft_t *abft;           /* per-GEMM checksums (cfg.abft) */
+    sdc_probe_t *sdc;       /* the SDC probe (cfg.sdc) */
+    uint64_t seq;           /* burn GEMMs queued */
+    uint64_t last_checked, last_bad; /* the last interval's checksums, for its log line */
+    float last_ratio;
+    /* inject_corrupt=gemm: the interval and the GEMM within it of each planned flip */
+    unsigned inj_interval[BURN_MAX_INJECT_GEMMS];
+    uint64_t inj_offset[BURN_MAX_INJECT_GEMMS];
     void *a, *b, *ka, *kb, *kout;
     float *kref;
     void **c;
     size_t n_c;
     burn_counters_t *d_cnt; /* [0] repeats + NaN/Inf scan, [1] known answer */
     burn_counters_t *h_cnt; /* pinned copy */
-    double gemm_ms;         /* one GEMM, from tuning */
+    double gemm_ms;         /* one GEMM on all SMs, from tuning */
+    double burn_ms;         /* one GEMM of the burn's plan */
     size_t batch;
     /* read by the main thread for progress */
     std::atomic<int> phase;
@@ -394,21 +413,21 @@ static int s_alloc(gpu_thread_t *t, void **p, size_t bytes, const char *what)
     return 0;
 }
 
-/* Times up to BURN_TUNE_CANDIDATES library algorithms on the burn operands and keeps the
- * fastest; t->gemm_ms gets its time. */
-static int s_tune(gpu_thread_t *t)
+/* Times up to BURN_TUNE_CANDIDATES algorithms of plan gemm on the burn operands and keeps the
+ * fastest; *ms gets one GEMM's time. -EIO when none runs (blas_gemm_error says why). */
+static int s_tune(gpu_thread_t *t, blas_gemm_t *gemm, double *ms_out)
 {
-    int n_cand = blas_gemm_candidates(t->gemm);
+    int n_cand = blas_gemm_candidates(gemm);
     if (n_cand > BURN_TUNE_CANDIDATES)
         n_cand = BURN_TUNE_CANDIDATES;
     int best = -1;
     float best_ms = 0;
     for (int i = 0; i < n_cand; i++) {
-        blas_gemm_choose(t->gemm, i);
-        int rc = blas_gemm_run(t->gemm, t->a, t->b, t->c[0]); /* warm-up */
+        blas_gemm_choose(gemm, i);
+        int rc = blas_gemm_run(gemm, t->a, t->b, t->c[0]); /* warm-up */
         TRY_SETUP(t, gpuEventRecord(t->ev_start, t->stream), "recording an event");
         for (int r = 0; rc == 0 && r < 3; r++)
-            rc = blas_gemm_run(t->gemm, t->a, t->b, t->c[0]);
+            rc = blas_gemm_run(gemm, t->a, t->b, t->c[0]);
         TRY_SETUP(t, gpuEventRecord(t->ev_stop, t->stream), "recording an event");
         TRY_SETUP(t, gpuEventSynchronize(t->ev_stop), "timing GEMM algorithms");
         float ms = 0;
@@ -418,16 +437,167 @@ static int s_tune(gpu_thread_t *t)
             best_ms = ms;
         }
     }
-    if (best < 0) {
-        t->g->state = BURN_GPU_SETUP_ERROR;
-        snprintf(t->g->error, sizeof t->g->error, "no GEMM algorithm runs: %s",
-                 blas_gemm_error(t->gemm));
+    if (best < 0)
         return -EIO;
-    }
-    blas_gemm_choose(t->gemm, best);
-    t->gemm_ms = best_ms / 3;
-    double per_batch = BURN_BATCH_S * 1000.0 / (t->gemm_ms > 0 ? t->gemm_ms : 1);
+    blas_gemm_choose(gemm, best);
+    *ms_out = best_ms / 3;
+    return 0;
+}
+
+/* GEMMs per batch: about BURN_BATCH_S of GPU time. */
+static void s_set_batch(gpu_thread_t *t, double gemm_ms)
+{
+    double per_batch = BURN_BATCH_S * 1000.0 / (gemm_ms > 0 ? gemm_ms : 1);
     t->batch = per_batch < 1 ? 1 : (size_t)per_batch;
+}
+
+/* The fewest SMs to try giving the checksums beside the GEMMs, from one check's time on one SM
+ * (0: after each GEMM on the GEMM stream). Auto: the fewest that finish a check in 70% of a
+ * GEMM's time, so the checks keep up with the GEMMs also when the clocks drop under load; none
+ * when that takes more than 1/8 of the SMs. Explicit: abft_sms, up to half the SMs. */
+static unsigned s_checks_sms(const gpu_thread_t *t, double one_sm_ms)
+{
+    const burn_config_t *cfg = &t->run->cfg;
+    if (cfg->abft_sms >= 0)
+        return (unsigned)(cfg->abft_sms < t->sms / 2 ? cfg->abft_sms : t->sms / 2);
+    if (FB_GPU_HIP || t->gemm_ms <= 0 || t->sms < 16)
+        return 0;
+    double need = ceil(one_sm_ms / (0.7 * t->gemm_ms));
+    unsigned s = need < 1 ? 1u : (unsigned)need;
+    return s <= (unsigned)t->sms / 8 ? s : 0;
+}
+
+/* The GEMM plan on all SMs but `reserved`, tuned; NULL (and why) when the library cannot. */
+static blas_gemm_t *s_narrow_plan(gpu_thread_t *t, unsigned reserved, double *ms, char *why,
+                                  size_t len)
+{
+    const burn_config_t *cfg = &t->run->cfg;
+    blas_gemm_t *narrow = NULL;
+    if (blas_gemm_new_on_sms(t->blas, cfg->dtype, cfg->matrix, t->sms - (int)reserved, &narrow,
+                             why, len))
+        return NULL;
+    if (s_tune(t, narrow, ms)) {
+        snprintf(why, len, "%s", blas_gemm_error(narrow));
+        blas_gemm_destroy(&narrow);
+    }
+    return narrow;
+}
+
+/* Auto: among the first few SM counts from `fewest` up, the one whose GEMM plan is fastest (the
+ * GEMM often loses nothing on a few SMs less, when its tiles still take the same number of waves,
+ * and much on one SM more); *ms its GEMM time. Returns that plan, NULL when none could be made. */
+static blas_gemm_t *s_best_narrow_plan(gpu_thread_t *t, unsigned *reserved, double *ms, char *why,
+                                       size_t len)
+{
+    const burn_config_t *cfg = &t->run->cfg;
+    unsigned last = cfg->abft_sms >= 0 ? *reserved : *reserved + 4;
+    if (last > (unsigned)t->sms / 8 && cfg->abft_sms < 0)
+        last = (unsigned)t->sms / 8;
+    blas_gemm_t *best = NULL;
+    for (unsigned s = *reserved; s <= last; s++) {
+        double s_ms = 0;
+        blas_gemm_t *plan = s_narrow_plan(t, s, &s_ms, why, len);
+        if (!plan)
+            continue;
+        worker_log(t->run->ctx, "gpu%d checksums: GEMM on %d SMs %.3f ms (%+.2f%% against all %d)",
+                   t->g->device, t->sms - (int)s, s_ms, 100 * (s_ms / t->gemm_ms - 1), t->sms);
+        if (!best || s_ms < 0.998 * *ms) { /* fewer SMs for the checks unless clearly faster */
+            blas_gemm_destroy(&best);
+            best = plan;
+            *ms = s_ms;
+            *reserved = s;
+        } else {
+            blas_gemm_destroy(&plan);
+        }
+    }
+    return best;
+}
+
+/* The per-GEMM checksums: references of the operands, then where the checks run and the burn's
+ * plan (one that leaves SMs to them, tuned again). */
+static int s_setup_abft(gpu_thread_t *t)
+{
+    run_t *run = t->run;
+    burn_gpu_t *g = t->g;
+    const burn_config_t *cfg = &run->cfg;
+    char why[256] = "";
+    int rc = abft_new(t->stream, cfg->dtype, cfg->matrix, t->a, t->b, t->sms, &t->abft, why,
+                      sizeof why);
+    if (rc) {
+        g->state = BURN_GPU_SETUP_ERROR;
+        snprintf(g->error, sizeof g->error, "%s", why);
+        return rc;
+    }
+    g->mem_bytes += abft_bytes(t->abft);
+    double one = 0, all = 0;
+    TRY_SETUP(t, abft_time(t->abft, t->c[0], 1, &one), "timing a GEMM check");
+    TRY_SETUP(t, abft_time(t->abft, t->c[0], (unsigned)t->sms, &all), "timing a GEMM check");
+    unsigned reserved = s_checks_sms(t, one);
+    t->burn_ms = t->gemm_ms;
+    if (reserved) {
+        /* Kept when the GEMM on fewer SMs loses less than a check after each GEMM would cost. */
+        double narrow_ms = 0;
+        blas_gemm_t *narrow = s_best_narrow_plan(t, &reserved, &narrow_ms, why, sizeof why);
+        double loss = narrow ? narrow_ms / t->gemm_ms - 1 : 0, inline_cost = all / t->gemm_ms;
+        if (!narrow) {
+            worker_log(run->ctx, "gpu%d checksums: the GEMM cannot leave SMs free (%s); checks "
+                       "run after each GEMM", g->device, why);
+            reserved = 0;
+        } else if (cfg->abft_sms < 0 && loss >= inline_cost) {
+            worker_log(run->ctx, "gpu%d checksums: the GEMM on %d SMs loses %.2f%%, a check after "
+                       "each GEMM costs about %.2f%%: checks run after each GEMM", g->device,
+                       t->sms - (int)reserved, 100 * loss, 100 * inline_cost);
+            blas_gemm_destroy(&narrow);
+            reserved = 0;
+        } else {
+            t->gemm_burn = narrow;
+            t->burn_ms = narrow_ms;
+        }
+    }
+    TRY_SETUP(t, abft_start(t->abft, reserved, t->n_c), "starting the checksums");
+    g->abft = true;
+    g->abft_sms = reserved;
+    double rms_a, rms_b;
+    abft_operand_rms(t->abft, &rms_a, &rms_b);
+    burn_tol_t tol = abft_tol(t->abft);
+    double elem = sqrt((double)cfg->matrix) * rms_a * rms_b;
+    double sum = burn_abft_sum_rms(cfg->matrix, BURN_ABFT_BLOCK, rms_a, rms_b);
+    g->abft_threshold = burn_abft_threshold(tol, sum) / elem;
+    char where[160];
+    if (reserved)
+        snprintf(where, sizeof where, "on %u SMs beside the GEMMs, which get the other %d "
+                 "(GEMM %.3f ms there, %.3f ms on all)", reserved, t->sms - (int)reserved,
+                 t->burn_ms, t->gemm_ms);
+    else
+        snprintf(where, sizeof where, "after each GEMM on its stream (GEMM %.3f ms)", t->gemm_ms);
+    worker_log(run->ctx,
+               "gpu%d checksums of every burn GEMM: sums of %u rows and of %u columns against "
+               "(e^T A)B and A(Be), tolerance %.4g + %.3g |ref| (operand RMS %.4f, %.4f): a "
+               "single-element error above %.4g = %.3f of an element's RMS is always found; one "
+               "check %.3f ms on 1 SM, %.3f ms on %d; checks run %s",
+               g->device, BURN_ABFT_BLOCK, BURN_ABFT_BLOCK, tol.atol, tol.rtol, rms_a, rms_b,
+               g->abft_threshold * elem, g->abft_threshold, one, all, t->sms, where);
+    return 0;
+}
+
+static int s_setup_sdc(gpu_thread_t *t)
+{
+    burn_gpu_t *g = t->g;
+    const burn_config_t *cfg = &t->run->cfg;
+    char why[256] = "";
+    int rc = sdc_probe_new(t->sms, &t->sdc, why, sizeof why);
+    if (rc) {
+        g->state = BURN_GPU_SETUP_ERROR;
+        snprintf(g->error, sizeof g->error, "%s", why);
+        return rc;
+    }
+    g->sdc_gpu_sms = (unsigned)t->sms;
+    if (t->inject && cfg->inject == BURN_INJECT_SDC) {
+        g->sdc_inject_sm = (int)(fb_mix64(cfg->inject_seed) % (uint64_t)(t->sms > 0 ? t->sms : 1));
+        g->injected = BURN_INJECT_SDC;
+        worker_log(t->run->ctx, "gpu%d: inject_corrupt=sdc: the probe's blocks on SM %d report a "
+                   "wrong result", g->device, g->sdc_inject_sm);
+    }
     return 0;
 }
 
@@ -484,8 +654,9 @@ static int s_setup(gpu_thread_t *t)
     size_t free_b = 0, total_b = 0;
     TRY_SETUP(t, gpuMemGetInfo(&free_b, &total_b), "reading free GPU memory");
     const size_t in_bytes = n2 * burn_storage_size(in), out_bytes = n2 * burn_storage_size(out);
-    const size_t fixed =
-        4 * in_bytes + out_bytes + n2 * sizeof(float) + 2 * sizeof(burn_counters_t);
+    const size_t fixed = 4 * in_bytes + out_bytes + n2 * sizeof(float) +
+                         2 * sizeof(burn_counters_t) +
+                         (cfg->abft ? abft_bytes_needed(cfg->dtype, n) : 0);
     const double budget = (double)free_b * cfg->mem_fraction;
     double room = (budget - (double)fixed) / (double)out_bytes;
     if (room < 2) {
@@ -551,9 +722,21 @@ static int s_setup(gpu_thread_t *t)
         worker_log(run->ctx, "gpu%d: inject_corrupt=systematic: one known-answer operand changed",
                    g->device);
     }
-    if (s_tune(t))
+    if (s_tune(t, t->gemm, &t->gemm_ms)) {
+        if (g->state == BURN_GPU_OK) {
+            g->state = BURN_GPU_SETUP_ERROR;
+            snprintf(g->error, sizeof g->error, "no GEMM algorithm runs: %s",
+                     blas_gemm_error(t->gemm));
+        }
         return -EIO;
-    snprintf(g->blas, sizeof g->blas, "%s, %s", blas_name(t->blas), blas_gemm_describe(t->gemm));
+    }
+    t->gemm_burn = t->gemm;
+    t->burn_ms = t->gemm_ms;
+    if ((cfg->abft && s_setup_abft(t)) || (cfg->sdc && s_setup_sdc(t)))
+        return -EIO;
+    s_set_batch(t, t->burn_ms);
+    snprintf(g->blas, sizeof g->blas, "%s, %s", blas_name(t->blas),
+             blas_gemm_describe(t->gemm_burn));
     worker_log(run->ctx,
                "gpu%d %s (PCI %s): %s %" PRIu64 "^3 via %s; %zu result matrices of %.0f MiB "
                "(%.1f of %.1f GiB free), known-answer integers up to %d%s",
@@ -569,15 +752,24 @@ static int s_setup(gpu_thread_t *t)
 /* Queues count GEMMs into buffers next, next+1, ... (round robin); returns 0 or -EIO. */
 static int s_queue(gpu_thread_t *t, size_t count, size_t *next, bool one_buffer)
 {
+    blas_gemm_t *gemm = one_buffer ? t->gemm : t->gemm_burn;
+    const bool check = !one_buffer && t->abft;
     for (size_t i = 0; i < count; i++) {
-        void *c = t->c[one_buffer ? 0 : *next];
-        if (blas_gemm_run(t->gemm, t->a, t->b, c)) {
+        const size_t b = one_buffer ? 0 : *next;
+        void *c = t->c[b];
+        if (check)
+            TRY_RUN(t, abft_before_gemm(t->abft, t->seq), "ordering a GEMM after its buffer's check");
+        if (blas_gemm_run(gemm, t->a, t->b, c)) {
             t->g->state = BURN_GPU_RUN_ERROR;
-            snprintf(t->g->error, sizeof t->g->error, "%s", blas_gemm_error(t->gemm));
+            snprintf(t->g->error, sizeof t->g->error, "%s", blas_gemm_error(gemm));
             return -EIO;
         }
-        if (!one_buffer)
+        if (check)
+            TRY_RUN(t, abft_after_gemm(t->abft, c, t->seq, (uint32_t)b), "queuing a GEMM check");
+        if (!one_buffer) {
+            t->seq++;
             *next = (*next + 1) % t->n_c;
+        }
     }
     return 0;
 }
@@ -650,6 +842,72 @@ static void s_describe(gpu_thread_t *t, uint64_t key, const void *ref_buf, burn_
         snprintf(out, len, "%s%s = %.9g", kat ? "known-answer " : "", where, got);
 }
 
+/* The interval's checksum counters and test-only flips into g, with a log line per flip. */
+static int s_collect_checksums(gpu_thread_t *t, unsigned interval)
+{
+    burn_gpu_t *g = t->g;
+    burn_abft_state_t *state = (burn_abft_state_t *)xmalloc(sizeof *state); /* 4.6 KB */
+    burn_abft_injection_t inj[BURN_ABFT_MAX_INJECTIONS];
+    size_t n_inj = 0;
+    gpuError_t err = abft_collect(t->abft, state, inj, &n_inj);
+    if (err != gpuSuccess) {
+        free(state);
+        return s_gpu_fail(t, BURN_GPU_RUN_ERROR, "reading the checksum counters", err);
+    }
+    burn_gpu_add_abft(g, interval, t->run->cfg.matrix, state, inj, n_inj);
+    for (size_t i = 0; i < n_inj; i++) {
+        if (inj[i].bit < 0)
+            worker_log(t->run->ctx, "gpu%d: inject_corrupt=gemm: GEMM %" PRIu64 " has no element "
+                       "with a suitable bit near the chosen one; not corrupted", g->device,
+                       inj[i].gemm);
+        else
+            worker_log(t->run->ctx, "gpu%d: inject_corrupt=gemm: GEMM %" PRIu64 " (C[%u]) row %"
+                       PRIu64 " col %" PRIu64 ": bit %d flipped, %.9g -> %.9g (by %.4g; tolerance "
+                       "there %.4g)", g->device, inj[i].gemm, inj[i].buffer, inj[i].row,
+                       inj[i].col, inj[i].bit, inj[i].before, inj[i].after,
+                       fabs(inj[i].after - inj[i].before), inj[i].bound);
+    }
+    t->last_checked = state->checked;
+    t->last_bad = state->gemms_bad;
+    memcpy(&t->last_ratio, &state->max_ratio_bits, sizeof t->last_ratio);
+    free(state);
+    return 0;
+}
+
+/* inject_corrupt=gemm: picks cfg.inject_gemms (interval, GEMM) pairs from the seed; a GEMM is
+ * taken among the first quarter of the interval's expected GEMMs, so it is reached even when the
+ * GPU slows down. */
+static void s_plan_injections(gpu_thread_t *t, unsigned n_intervals)
+{
+    const burn_config_t *cfg = &t->run->cfg;
+    burn_gpu_t *g = t->g;
+    for (unsigned k = 0; k < cfg->inject_gemms; k++) {
+        uint64_t h = fb_mix64(cfg->inject_seed + k + 1);
+        unsigned it = (unsigned)(h % n_intervals);
+        double len_ms = (double)cfg->interval_ms;
+        if (len_ms > (double)cfg->duration_ms - (double)it * (double)cfg->interval_ms)
+            len_ms = (double)cfg->duration_ms - (double)it * (double)cfg->interval_ms;
+        double expect = 0.25 * len_ms / (t->burn_ms > 0 ? t->burn_ms : 1);
+        uint64_t span = expect < 1 ? 1 : (uint64_t)expect;
+        t->inj_interval[k] = it;
+        t->inj_offset[k] = fb_mix64(h) % span;
+    }
+    g->abft_planned = cfg->inject_gemms;
+    g->injected = BURN_INJECT_GEMM;
+    worker_log(t->run->ctx, "gpu%d: inject_corrupt=gemm: %u GEMM(s) of random intervals get one "
+               "flipped bit before their check (inject_seed=%" PRIu64 ")", g->device,
+               cfg->inject_gemms, cfg->inject_seed);
+}
+
+/* Arms the planned flips of interval it, relative to the GEMMs queued so far. */
+static void s_arm_injections(gpu_thread_t *t, unsigned it)
+{
+    const burn_config_t *cfg = &t->run->cfg;
+    for (unsigned k = 0; k < cfg->inject_gemms; k++)
+        if (t->inj_interval[k] == it)
+            abft_arm_injection(t->abft, t->seq + t->inj_offset[k], cfg->inject_seed ^ (k + 1));
+}
+
 /* The verification at the end of an interval; written = GEMMs since the burn began. */
 static int s_verify(gpu_thread_t *t, unsigned interval, uint64_t written, size_t last)
 {
@@ -660,6 +918,8 @@ static int s_verify(gpu_thread_t *t, unsigned interval, uint64_t written, size_t
     const burn_storage_t out = burn_out_storage(cfg->dtype);
     const size_t valid = written < t->n_c ? (size_t)written : t->n_c;
 
+    if (t->abft && s_collect_checksums(t, interval))
+        return -EIO;
     s_reset_counters<<<1, 1, 0, t->stream>>>(t->d_cnt, 2);
     if (t->inject && interval == 0 &&
         (cfg->inject == BURN_INJECT_FLIP || cfg->inject == BURN_INJECT_NAN)) {
@@ -674,9 +934,10 @@ static int s_verify(gpu_thread_t *t, unsigned interval, uint64_t written, size_t
     s_launch_check(t, out, false, t->c[0], NULL, n2, tol, 0, &t->d_cnt[0]);
     for (size_t i = 1; i < valid; i++)
         s_launch_check(t, out, false, t->c[i], t->c[0], n2, tol, (uint32_t)i, &t->d_cnt[0]);
-    if (blas_gemm_run(t->gemm, t->ka, t->kb, t->kout)) {
+    if (blas_gemm_run(t->gemm_burn, t->ka, t->kb, t->kout)) {
         g->state = BURN_GPU_RUN_ERROR;
-        snprintf(g->error, sizeof g->error, "known-answer GEMM: %s", blas_gemm_error(t->gemm));
+        snprintf(g->error, sizeof g->error, "known-answer GEMM: %s",
+                 blas_gemm_error(t->gemm_burn));
         return -EIO;
     }
     s_launch_check(t, out, true, t->kout, t->kref, n2, burn_tol_kat(cfg->dtype), 0, &t->d_cnt[1]);
@@ -704,7 +965,25 @@ static int s_verify(gpu_thread_t *t, unsigned interval, uint64_t written, size_t
     burn_counters_add(&g->repeat, rep);
     burn_counters_add(&g->kat, kat);
     g->kat_checked++;
+    if (t->sdc) {
+        const sdc_sample_t *samples = NULL;
+        size_t n_samples = 0;
+        TRY_RUN(t,
+                sdc_probe_run(t->sdc, t->stream, BURN_SEED_SDC + interval, g->sdc_inject_sm,
+                              &samples, &n_samples, &g->sdc_ms),
+                "running the SDC probe");
+        burn_gpu_add_sdc(g, samples, n_samples);
+    }
     return 0;
+}
+
+/* SMs the SDC probe has named so far. */
+static unsigned s_odd_sms(const burn_gpu_t *g)
+{
+    unsigned n = 0;
+    for (unsigned sm = 0; sm < g->sdc_sm_cap; sm++)
+        n += g->sdc_sm_off[sm] > 0;
+    return n;
 }
 
 static void s_burn(gpu_thread_t *t)
@@ -719,7 +998,11 @@ static void s_burn(gpu_thread_t *t)
     size_t next = 0;
     uint64_t written = 0;
     t->phase = PHASE_BURN;
+    if (t->inject && cfg->inject == BURN_INJECT_GEMM && t->abft)
+        s_plan_injections(t, n_intervals);
     for (unsigned it = 0; it < n_intervals; it++) {
+        if (t->inject && cfg->inject == BURN_INJECT_GEMM && t->abft)
+            s_arm_injections(t, it);
         double until = t0 + interval_s * (it + 1);
         if (until > end || it + 1 == n_intervals)
             until = end;
@@ -737,13 +1020,22 @@ static void s_burn(gpu_thread_t *t)
                  before_kat = g->kat.mismatches;
         if (s_verify(t, it, written, (next + t->n_c - 1) % t->n_c))
             return;
+        char checks[160] = "", sdc[96] = "";
+        if (t->abft)
+            snprintf(checks, sizeof checks,
+                     "; checksums of %" PRIu64 " GEMMs: %" PRIu64 " bad (largest %.3f of "
+                     "tolerance)",
+                     t->last_checked, t->last_bad, (double)t->last_ratio);
+        if (t->sdc)
+            snprintf(sdc, sizeof sdc, "; SDC probe %.1f ms over %u SMs, %u odd SM(s) so far",
+                     g->sdc_ms, g->sdc_sms, s_odd_sms(g));
         worker_log(run->ctx,
                    "gpu%d interval %u/%u: %.1f TFLOPS (%" PRIu64 " GEMMs in %.2f s); %" PRIu64
-                   " miscompares over %zu buffers, %" PRIu64 " NaN/Inf, known answer %s",
+                   " miscompares over %zu buffers, %" PRIu64 " NaN/Inf, known answer %s%s%s",
                    g->device, it + 1, n_intervals, tflops, count, ms / 1000.0,
                    g->repeat.mismatches - before_rep, (size_t)(written < t->n_c ? written : t->n_c),
                    g->repeat.nonfinite + g->kat.nonfinite - before_nan,
-                   g->kat.mismatches == before_kat ? "ok" : "WRONG");
+                   g->kat.mismatches == before_kat ? "ok" : "WRONG", checks, sdc);
     }
 }
 
@@ -753,6 +1045,11 @@ static void s_teardown(gpu_thread_t *t)
 {
     if (t->stream)
         (void)gpuStreamSynchronize(t->stream);
+    abft_destroy(&t->abft);
+    sdc_probe_destroy(&t->sdc);
+    if (t->gemm_burn != t->gemm)
+        blas_gemm_destroy(&t->gemm_burn);
+    t->gemm_burn = NULL;
     blas_gemm_destroy(&t->gemm);
     blas_close(&t->blas);
     for (size_t i = 0; t->c && i < t->n_c; i++)
@@ -866,6 +1163,7 @@ static fb_verdict_t s_run(worker_ctx_t *ctx)
     run->gate.expected = (size_t)-1;
     for (size_t i = 0; i < n; i++) {
         run->gpus[i].device = devs[i];
+        run->gpus[i].sdc_inject_sm = -1;
         run->threads[i].run = run;
         run->threads[i].g = &run->gpus[i];
         run->threads[i].inject = i == 0 && run->cfg.inject != BURN_INJECT_NONE;
@@ -873,10 +1171,12 @@ static fb_verdict_t s_run(worker_ctx_t *ctx)
     free(devs);
     worker_log(ctx,
                "gpuburn: %s %" PRIu64 "^3 on %zu GPU(s) for %.0f s, verified every %.1f s; "
-               "mem_fraction %.2f%s%s",
+               "mem_fraction %.2f; checksums of every GEMM %s; SDC probe %s%s%s",
                burn_dtype_name(run->cfg.dtype), run->cfg.matrix, n,
                (double)run->cfg.duration_ms / 1000.0, (double)run->cfg.interval_ms / 1000.0,
-               run->cfg.mem_fraction, run->cfg.inject ? "; inject_corrupt=" : "",
+               run->cfg.mem_fraction, run->cfg.abft ? "on" : "off (abft=false)",
+               run->cfg.sdc ? "on" : "off (sdc_probe=false)",
+               run->cfg.inject ? "; inject_corrupt=" : "",
                run->cfg.inject ? burn_inject_name(run->cfg.inject) : "");
 
 #ifdef BURN_TELEMETRY

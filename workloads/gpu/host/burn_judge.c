@@ -6,6 +6,7 @@
  * a fraction of the median of the GPUs of the same model in the same task, which is how a
  * throttling or degraded part stands out among its identical neighbours. */
 #include "burn_judge.h"
+#include "burn_fidelity.h"
 
 #include "common/units.h"
 #include "common/util.h"
@@ -17,13 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
-static const char *const s_inject_names[] = {"none", "flip", "nan", "systematic"};
+static const char *const s_inject_names[] = {"none", "flip", "nan", "systematic", "gemm", "sdc"};
 
 const char *burn_inject_name(burn_inject_t inject)
 {
-    return (int)inject >= 0 && inject <= BURN_INJECT_SYSTEMATIC ? s_inject_names[inject]
-                                                                : "unknown";
+    return (int)inject >= 0 && inject <= BURN_INJECT_SDC ? s_inject_names[inject] : "unknown";
 }
 
 /* ---- parameters ------------------------------------------------------------------------------ */
@@ -66,26 +68,57 @@ static int s_double(worker_ctx_t *ctx, const char *key, const char *dflt, double
     return 0;
 }
 
+static int s_bool(worker_ctx_t *ctx, const char *key, bool dflt, bool *out)
+{
+    const char *text = worker_param(ctx, key);
+    *out = dflt;
+    if (text && fb_parse_bool(text, out))
+        return s_refuse(ctx, key, text, "must be true or false");
+    return 0;
+}
+
+/* The test-only parameters; a refused injection must never run as a plain burn. */
+static int s_injection(worker_ctx_t *ctx, burn_config_t *cfg)
+{
+    static const char *const keys[] = {"inject_corrupt", "inject_gemms", "inject_seed"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+        if (worker_param(ctx, keys[k]) && !worker_fault_injection_allowed(ctx)) {
+            fb_result_set_error(worker_result(ctx),
+                                "%s refused: the agent was not started with "
+                                "--allow-fault-injection",
+                                keys[k]);
+            return -EPERM;
+        }
+    const char *inject = worker_param(ctx, "inject_corrupt");
+    if (inject) {
+        int i;
+        for (i = BURN_INJECT_FLIP; i <= BURN_INJECT_SDC; i++)
+            if (!strcmp(inject, s_inject_names[i]))
+                break;
+        if (i > BURN_INJECT_SDC)
+            return s_refuse(ctx, "inject_corrupt", inject,
+                            "must be flip, nan, systematic, gemm or sdc");
+        cfg->inject = (burn_inject_t)i;
+    }
+    const char *gemms = worker_param(ctx, "inject_gemms");
+    uint64_t count = 1;
+    if (gemms && (fb_parse_uint(gemms, BURN_MAX_INJECT_GEMMS, &count) || count < 1))
+        return s_refuse(ctx, "inject_gemms", gemms, "must be a whole number from 1 to 32");
+    cfg->inject_gemms = (unsigned)count;
+    const char *seed = worker_param(ctx, "inject_seed");
+    if (seed && fb_parse_uint(seed, UINT64_MAX, &cfg->inject_seed))
+        return s_refuse(ctx, "inject_seed", seed, "must be a whole number");
+    if (!seed)
+        cfg->inject_seed = fb_mix64((uint64_t)time(NULL) ^ (uint64_t)getpid() << 32);
+    return 0;
+}
+
 int burn_config_parse(worker_ctx_t *ctx, burn_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    /* The test-only switch first: a refused injection must never run as a plain burn. */
-    const char *inject = worker_param(ctx, "inject_corrupt");
-    if (inject) {
-        if (!worker_fault_injection_allowed(ctx)) {
-            fb_result_set_error(worker_result(ctx),
-                                "inject_corrupt refused: the agent was not started with "
-                                "--allow-fault-injection");
-            return -EPERM;
-        }
-        int i;
-        for (i = BURN_INJECT_FLIP; i <= BURN_INJECT_SYSTEMATIC; i++)
-            if (!strcmp(inject, s_inject_names[i]))
-                break;
-        if (i > BURN_INJECT_SYSTEMATIC)
-            return s_refuse(ctx, "inject_corrupt", inject, "must be flip, nan or systematic");
-        cfg->inject = (burn_inject_t)i;
-    }
+    int rc = s_injection(ctx, cfg);
+    if (rc)
+        return rc;
     const char *dtype = worker_param(ctx, "dtype");
     int dt = burn_dtype_from_name(dtype ? dtype : "bf16");
     if (dt < 0)
@@ -122,6 +155,20 @@ int burn_config_parse(worker_ctx_t *ctx, burn_config_t *cfg)
     cfg->devices = worker_param(ctx, "devices");
     if (!cfg->devices)
         cfg->devices = "all";
+    if (s_bool(ctx, "abft", true, &cfg->abft) || s_bool(ctx, "sdc_probe", true, &cfg->sdc))
+        return -EINVAL;
+    const char *sms = worker_param(ctx, "abft_sms");
+    uint64_t reserved = 0;
+    cfg->abft_sms = -1;
+    if (sms && strcmp(sms, "auto")) {
+        if (fb_parse_uint(sms, 64, &reserved))
+            return s_refuse(ctx, "abft_sms", sms, "must be auto or a whole number from 0 to 64");
+        cfg->abft_sms = (int)reserved;
+    }
+    if (cfg->inject == BURN_INJECT_GEMM && !cfg->abft)
+        return s_refuse(ctx, "inject_corrupt", "gemm", "needs abft=true");
+    if (cfg->inject == BURN_INJECT_SDC && !cfg->sdc)
+        return s_refuse(ctx, "inject_corrupt", "sdc", "needs sdc_probe=true");
     return 0;
 }
 
@@ -168,6 +215,8 @@ void burn_gpu_add_interval(burn_gpu_t *g, double tflops)
 void burn_gpu_clear(burn_gpu_t *g)
 {
     free(g->tflops);
+    free(g->sdc_sm_off);
+    free(g->sdc_digest);
     memset(g, 0, sizeof *g);
 }
 
@@ -218,9 +267,26 @@ static bool s_injection_seen(const burn_gpu_t *g)
         return g->repeat.nonfinite > 0 || g->kat.nonfinite > 0;
     case BURN_INJECT_SYSTEMATIC:
         return g->kat.mismatches > 0;
+    case BURN_INJECT_GEMM:
+        return burn_abft_injection_seen(g);
+    case BURN_INJECT_SDC:
+        return burn_sdc_injection_seen(g);
     default:
         return true;
     }
+}
+
+/* Why an injection went unseen, where more can be said (static text). */
+static const char *s_injection_shortfall(const burn_gpu_t *g)
+{
+    if (g->injected == BURN_INJECT_GEMM && g->abft_injected < g->abft_planned)
+        return " (not every planned GEMM was corrupted)";
+    if (g->injected == BURN_INJECT_GEMM)
+        return " (a corrupted GEMM was not flagged)";
+    if (g->injected == BURN_INJECT_SDC && g->sdc_inject_sm >= 0 &&
+        ((unsigned)g->sdc_inject_sm >= g->sdc_sm_cap || !g->sdc_sm_off[g->sdc_inject_sm]))
+        return " (its SM was not named)";
+    return "";
 }
 
 /* Appends "; text" (or text) to a heap string. */
@@ -241,6 +307,7 @@ fb_verdict_t burn_judge(fb_result_t *res, const char *node, const burn_config_t 
     char *errors = NULL;
     double *medians = xcalloc(n ? n : 1, sizeof *medians);
     size_t n_medians = 0;
+    burn_node_figures_t fig = {0};
     for (size_t i = 0; i < n; i++) {
         const burn_gpu_t *g = &gpus[i];
         char who[160], part[160];
@@ -273,6 +340,7 @@ fb_verdict_t burn_judge(fb_result_t *res, const char *node, const burn_config_t 
         s_metric(res, g, "nan_inf", (double)(g->repeat.nonfinite + g->kat.nonfinite), "");
         s_metric(res, g, "kat_errors", (double)g->kat.mismatches, "");
         s_metric(res, g, "gemms", (double)g->gemms, "");
+        burn_node_figures_add(&fig, g);
         s_metric(res, g, "c_buffers", (double)g->c_buffers, "");
         s_metric(res, g, "intervals", (double)g->n_intervals, "");
         s_metric(res, g, "mem_bytes", (double)g->mem_bytes, "bytes");
@@ -306,6 +374,12 @@ fb_verdict_t burn_judge(fb_result_t *res, const char *node, const burn_config_t 
                                    who, g->kat.mismatches, dt, g->kat_checked,
                                    g->kat_detail[0] ? g->kat_detail : "?");
         }
+        char *incomplete = burn_judge_abft(res, part, who, g, cfg, &fail);
+        if (incomplete) {
+            s_append(&errors, incomplete);
+            free(incomplete);
+        }
+        burn_judge_sdc(res, part, who, g, &fail);
         if (g->state == BURN_GPU_RUN_ERROR) {
             fail = true;
             fb_result_add_findingf(res, part, "gpu", "%s failed under %s GEMM load: %s", who, dt,
@@ -329,16 +403,18 @@ fb_verdict_t burn_judge(fb_result_t *res, const char *node, const burn_config_t 
                                    cfg->min_relative);
         }
         if (g->injected != BURN_INJECT_NONE && g->state == BURN_GPU_OK && !s_injection_seen(g)) {
-            char *text = xasprintf("%s: inject_corrupt=%s was not detected", who,
-                                   burn_inject_name(g->injected));
+            char *text = xasprintf("%s: inject_corrupt=%s was not detected%s", who,
+                                   burn_inject_name(g->injected), s_injection_shortfall(g));
             s_append(&errors, text);
             free(text);
         }
     }
+    burn_judge_sdc_gpus(res, host, gpus, n, &fail);
     if (n_medians)
         fb_result_set_metric(res, "tflops_median", burn_median(medians, n_medians), "TFLOPS");
     free(medians);
     fb_result_set_metric(res, "gpus", (double)n, "");
+    burn_node_figures_set(res, &fig);
     if (telemetry_faults > 0) {
         fail = true;
         /* telemetry_stop has added the findings that name each GPU. */
@@ -384,12 +460,21 @@ char *burn_summary(const burn_config_t *cfg, const burn_gpu_t *gpus, size_t n, f
             double med = burn_median(g->tflops, g->n_intervals);
             double min = burn_min(g->tflops, g->n_intervals);
             double pct = g->peak_tflops > 0 ? 100.0 * med / g->peak_tflops : NAN;
+            char checks[160] = "", sdc[96] = "";
+            if (g->abft)
+                snprintf(checks, sizeof checks,
+                         ", %" PRIu64 " of %" PRIu64 " GEMMs checksummed (%" PRIu64 " bad)",
+                         g->abft_checked, g->gemms, g->abft_gemms_bad);
+            if (g->sdc_probes)
+                snprintf(sdc, sizeof sdc, ", SDC probe %u SMs x %u: %" PRIu64 " blocks off",
+                         g->sdc_sms, g->sdc_probes, g->sdc_blocks_off);
             part = xasprintf("gpu%d %s %.1f TFLOPS median (min %.1f, peak %.1f = %.1f%%), "
                              "%" PRIu64 " miscompares, %" PRIu64 " NaN/Inf, %" PRIu64
-                             " known-answer errors%s%s",
+                             " known-answer errors%s%s%s%s",
                              g->device, g->name, med, min, g->peak_tflops, pct,
                              g->repeat.mismatches, g->repeat.nonfinite + g->kat.nonfinite,
-                             g->kat.mismatches, g->state == BURN_GPU_RUN_ERROR ? ", failed: " : "",
+                             g->kat.mismatches, checks, sdc,
+                             g->state == BURN_GPU_RUN_ERROR ? ", failed: " : "",
                              g->state == BURN_GPU_RUN_ERROR ? g->error : "");
         }
         char *more = xasprintf("%s%s %s", line, i ? ";" : "", part);

@@ -7,7 +7,9 @@
 #ifndef FB_BURN_JUDGE_H
 #define FB_BURN_JUDGE_H
 
+#include "burn_abft.h"
 #include "burn_verify.h"
+#include "sdc_vote.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,9 +29,14 @@ typedef enum {
     BURN_INJECT_FLIP,       /* one element of one result buffer: its top mantissa bit flipped */
     BURN_INJECT_NAN,        /* one element of one result buffer set to NaN */
     BURN_INJECT_SYSTEMATIC, /* one known-answer operand changed: every repeat identically wrong */
+    BURN_INJECT_GEMM,       /* one bit of one element of random burn GEMMs, before their check */
+    BURN_INJECT_SDC,        /* the SDC probe's blocks on one SM report a wrong result */
 } burn_inject_t;
 
-/* "none", "flip", "nan", "systematic". */
+/* Most GEMMs inject_corrupt=gemm corrupts in one run (inject_gemms). */
+#define BURN_MAX_INJECT_GEMMS 32
+
+/* "none", "flip", "nan", "systematic", "gemm", "sdc". */
 const char *burn_inject_name(burn_inject_t inject);
 
 typedef struct {
@@ -41,12 +48,17 @@ typedef struct {
     bool has_min_tflops;
     double min_tflops;   /* absolute floor on a GPU's median TFLOPS */
     double min_relative; /* floor as a fraction of the median of the GPUs of the same model */
+    bool abft;           /* every burn GEMM checked by block checksums (abft) */
+    int abft_sms;        /* SMs left to the checks beside the GEMMs; 0 inline; -1 auto */
+    bool sdc;            /* the SDC probe once per interval (sdc_probe) */
     burn_inject_t inject;
+    unsigned inject_gemms; /* inject_corrupt=gemm: how many GEMMs */
+    uint64_t inject_seed;  /* which GEMMs, elements and SM; from the clock unless given */
 } burn_config_t;
 
 /* Reads gpuburn's parameters from ctx (defaults as in scheduler/workload.c). On a bad value or a
- * refused inject_corrupt (fault injection not allowed) sets the result's error and returns
- * -EINVAL; -EPERM for the refused injection. A matrix that is not a multiple of 16 is rounded
+ * refused inject_corrupt, inject_gemms or inject_seed (fault injection not allowed) sets the
+ * result's error and returns -EINVAL; -EPERM for the refused injection. A matrix that is not a multiple of 16 is rounded
  * down (logged), as the BLAS libraries need 16-element alignment for fp8 and run fastest so. */
 int burn_config_parse(worker_ctx_t *ctx, burn_config_t *cfg);
 
@@ -87,23 +99,59 @@ typedef struct {
     char nonfinite_detail[200]; /* first NaN/Inf */
     char kat_detail[200];       /* first known-answer error */
     burn_inject_t injected;     /* what was injected into this GPU */
+
+    /* Checksums of every burn GEMM (burn_abft.h). */
+    bool abft;                /* they ran */
+    unsigned abft_sms;        /* SMs they ran on beside the GEMMs; 0: after each GEMM */
+    double abft_threshold;    /* smallest single-element error always found, in element RMS */
+    uint64_t abft_checked;    /* burn GEMMs whose checksums were compared */
+    uint64_t abft_gemms_bad;  /* of them, GEMMs with a checksum off */
+    uint64_t abft_sums_off;   /* block checksums off */
+    double abft_max_ratio;    /* largest |sum - reference| / tolerance seen */
+    char abft_detail[320];    /* the first bad GEMM, with its interval */
+    unsigned abft_planned;    /* inject_corrupt=gemm: GEMMs planned */
+    unsigned abft_injected;   /* flips done */
+    unsigned abft_found;      /* of them, in a GEMM the checksums flagged */
+    unsigned abft_located;    /* of them, flagged at the flipped element's row and column */
+
+    /* The silent-data-corruption probe (sdc_vote.h), once per interval. */
+    unsigned sdc_probes;      /* probes run */
+    unsigned sdc_sms;         /* distinct SMs that ran probe blocks (most in one probe) */
+    unsigned sdc_gpu_sms;     /* the GPU's multiprocessor count */
+    uint64_t sdc_blocks;      /* probe blocks compared */
+    uint64_t sdc_blocks_off;  /* of them, off their probe's majority */
+    unsigned sdc_no_majority; /* probes without a majority */
+    unsigned *sdc_sm_off;     /* per SM id: probes in which it disagreed (heap, sdc_sm_cap) */
+    unsigned sdc_sm_cap;
+    uint64_t *sdc_digest;     /* per probe: its majority digest, 0 without one (heap) */
+    double sdc_ms;            /* GPU time of the last probe */
+    int sdc_inject_sm;        /* test-only: the SM made to report wrong results, -1 none */
 } burn_gpu_t;
 
 /* Records one interval's TFLOPS (grows the array). */
 void burn_gpu_add_interval(burn_gpu_t *g, double tflops);
+/* Records one interval's checksum counters and the flips done in it: a flip is found when the
+ * checksums flagged its GEMM, located when at its row and column. */
+void burn_gpu_add_abft(burn_gpu_t *g, unsigned interval, uint64_t n, const burn_abft_state_t *st,
+                       const burn_abft_injection_t *inj, size_t n_inj);
+/* Records one SDC probe of this GPU (samples: one per block). */
+void burn_gpu_add_sdc(burn_gpu_t *g, const sdc_sample_t *samples, size_t n);
 /* Frees what g owns and zeroes it. */
 void burn_gpu_clear(burn_gpu_t *g);
 
 /* Adds the metrics of every GPU (gpuN.tflops_min, .tflops_median, .blas_peak_tflops,
  * .burn_vs_peak, .errors, .nan_inf, .kat_errors, .gemms, .c_buffers, .intervals,
- * .dtype_unsupported) and overall ones (tflops_median: median of the GPUs' medians, gpus,
- * telemetry_faults) to res, one finding on "<node>/gpuN" (node "" or NULL is "localhost") per
- * problem, and returns the verdict:
- *   fail     a GPU miscompared, produced NaN/Inf, failed the known-answer check, failed under
- *            load, or ran below min_tflops or below min_relative x the median of its model;
- *            or telemetry saw new GPU faults (telemetry_faults > 0; telemetry_stop has
- *            added the findings naming the GPUs, this adds the metric telemetry_faults);
- *   error    otherwise, when a GPU could not be set up, or an injected corruption went unseen;
+ * .dtype_unsupported, .abft_*, .sdc_*) and overall ones (tflops_median: median of the GPUs'
+ * medians, gpus, telemetry_faults) to res, one finding on "<node>/gpuN" (node "" or NULL is
+ * "localhost") per problem (kind "gpu", "sdc" for the SDC probe), and returns the verdict:
+ *   fail     a GPU miscompared, produced NaN/Inf, failed the known-answer check, gave a GEMM
+ *            whose checksums are off, had an SM (or was the GPU) whose SDC probe result differs
+ *            from the majority, failed under load, or ran below min_tflops or below
+ *            min_relative x the median of its model; or telemetry saw new GPU faults
+ *            (telemetry_faults > 0; telemetry_stop has added the findings naming the GPUs, this
+ *            adds the metric telemetry_faults);
+ *   error    otherwise, when a GPU could not be set up, the checksums did not cover every burn
+ *            GEMM, or an injected corruption went unseen;
  *   skipped  when no GPU could run the dtype (every GPU unsupported) or n is 0;
  *   pass     otherwise.
  * The result's error text says why for error and skipped. */
