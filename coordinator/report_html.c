@@ -94,10 +94,10 @@ static void s_header(report_html_t *h)
     uint64_t end = c->finished_ms ? c->finished_ms : fb_now_ms();
     fputs("<div class=\"meta\">campaign ", out);
     report__html_text(out, c->id);
-    fprintf(out, " &middot; %s &middot; started %s &middot; %s &middot; %zu nodes",
+    fprintf(out, " &middot; %s &middot; started %s &middot; %s &middot; %zu node%s",
             c->state ? c->state : "?", fb_iso8601(c->started_ms, start, sizeof start),
             report__html_duration(end > c->started_ms ? end - c->started_ms : 0, dur, sizeof dur),
-            h->n_nodes);
+            h->n_nodes, h->n_nodes == 1 ? "" : "s");
     size_t counts[FB_VERDICT_MAX + 1], total;
     report__count_tasks(c, counts, &total);
     fprintf(out, " &middot; %zu tasks:", total);
@@ -325,6 +325,7 @@ static void s_document(report_html_t *h)
     s_head(h);
     s_header(h);
     s_diagnosis(h);
+    report__html_compare(h);
     s_stages(h);
     report__html_fleet(h);
     report__html_timeline(h);

@@ -236,6 +236,26 @@ static const store_stage_t *s_base_stage(const report_html_t *h, const store_sta
     return NULL;
 }
 
+/* <p class="muted">STAGE WHAT</p>, the stage's name escaped. */
+static void s_muted_note(FILE *out, const char *stage, const char *what)
+{
+    fputs("<p class=\"muted\">", out);
+    report__html_text(out, stage);
+    fputs(what, out);
+    fputs("</p>", out);
+}
+
+/* Whether every point of every curve is 0: groups of one rank, whose bus bandwidth is 0 by
+ * definition (nothing crosses a link), e.g. a node-scope stage on a one-GPU node. */
+static bool s_ar_all_zero(const s_curve_t *v, size_t n)
+{
+    for (size_t c = 0; c < n; c++)
+        for (size_t i = 0; i < v[c].n; i++)
+            if (v[c].y[i] != 0)
+                return false;
+    return n > 0;
+}
+
 static void s_ar_stage(report_html_t *h, const store_stage_t *st, const char *id)
 {
     s_curve_t *v, *bv = NULL, med, base_med;
@@ -268,11 +288,14 @@ static void s_ar_stage(report_html_t *h, const store_stage_t *st, const char *id
                                  .y_label = "busbw GB/s",
                                  .log2_x = true,
                                  .x_bytes = true};
-    if (n)
+    if (s_ar_all_zero(v, n))
+        s_muted_note(h->out, st->name,
+                     ": bus bandwidth 0 at every size: each group had one rank, so nothing crossed "
+                     "a link; its latency and algorithm bandwidth per size are in the JSON report.");
+    else if (n)
         report__html_line_chart(h->out, &chart, series, ns);
     else
-        fprintf(h->out, "<p class=\"muted\">%s: no per-size bandwidth in its results.</p>",
-                st->name);
+        s_muted_note(h->out, st->name, ": no per-size bandwidth in its results.");
     free(title);
     free(base_label);
     s_curves_free(v, n);

@@ -392,8 +392,8 @@ static void s_outliers(report_html_t *h)
 void report__html_fleet(report_html_t *h)
 {
     FILE *out = h->out;
-    fprintf(out, "<section id=\"fleet\"><h2>Fleet: %zu nodes &times; %zu stages</h2>", h->n_nodes,
-            h->c->n_stages);
+    fprintf(out, "<section id=\"fleet\"><h2>Fleet: %zu node%s &times; %zu stage%s</h2>",
+            h->n_nodes, h->n_nodes == 1 ? "" : "s", h->c->n_stages, h->c->n_stages == 1 ? "" : "s");
     if (!h->n_nodes || !h->c->n_stages) {
         fputs("<p class=\"muted\">No tasks yet.</p></section>\n", out);
         return;

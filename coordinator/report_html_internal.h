@@ -114,6 +114,10 @@ void report__html_p2p(report_html_t *h);
 void report__html_allreduce(report_html_t *h);
 void report__html_memory(report_html_t *h);
 
+/* report_html_compare.c: regressions, improvements and environment changes against the baseline
+ * (nothing without one). */
+void report__html_compare(report_html_t *h);
+
 /* report_html_telemetry.c: telemetry plots per GPU. */
 void report__html_telemetry(report_html_t *h);
 

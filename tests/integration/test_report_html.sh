@@ -8,7 +8,8 @@
 #     Content-Security-Policy), has the diagnosis naming local-1 first, the stage table, the fleet
 #     heatmap, the timeline, the telemetry charts, the allreduce chart and the memory errors by
 #     address range, and its screenshot is not blank; with --baseline, the
-#     allreduce chart draws the baseline dashed;
+#     allreduce chart draws the baseline dashed and the comparison lists local-1's miscompares
+#     as improved (its flips were injected in the first run only), no regression;
 #   - the checker itself fails a page that tries to fetch or run something, and a blank page;
 #   - a campaign whose name is markup shows it as text (stage names cannot hold markup);
 #   - a simfleet pairs campaign with on_fail: bisect: the diagnosis names the bad node;
@@ -122,13 +123,23 @@ if [ $have_ar = yes ]; then
     grep -q "compared with $base" "$WORK/base.html" || fail "the header does not name the baseline"
     grep -q 'class="line base dashed"' "$WORK/base.html" || fail "no dashed baseline curve"
     $CHECK --expect allreduce-chart "$WORK/base.html" || fail "the compared report"
+    # The comparison: the second run had no injected flips, so local-1's miscompares went down.
+    python3 - "$WORK/base.html" <<'PY' || fail "the comparison with the baseline"
+import re, sys
+s = open(sys.argv[1]).read()
+sec = s[s.index('id="compare"'):s.index('id="stages"')]
+assert "Regressions: 0" in sec, sec[:800]
+rows = re.findall(r'<tr><td>dram</td><td>([^<]*)</td><td>([^<]*)</td>', sec)
+assert ("local-1", "miscompares") in rows, rows
+PY
+    ! grep -q 'id="compare"' "$WORK/local.html" || fail "a report without --baseline has a comparison"
     set +e
     "$FLEETBURN" report --db "$WORK/local.db" --format html --baseline no-such-name >/dev/null 2>"$WORK/nobase.err"
     rc=$?
     set -e
     [ $rc -eq 2 ] || fail "an unknown baseline exited $rc, expected 2"
     grep -q "no-such-name" "$WORK/nobase.err" || fail "the error does not name the baseline"
-    pass "--baseline draws the baseline's allreduce curve dashed; an unknown one exits 2"
+    pass "--baseline draws the baseline's allreduce curve dashed and lists what changed; an unknown one exits 2"
 fi
 
 # --- markup in a campaign name stays text --------------------------------------------------------

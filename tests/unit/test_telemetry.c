@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@ typedef struct {
     tel_sample_t sample[4];
     bool xid_pending; /* deliver one Xid (gpu 0, 79) on the first wait */
     int *destroyed;
+    pthread_mutex_t lock; /* a test changes a sample while the sampler reads it */
 } fake_t;
 
 static void s_fake_info(tel_backend_t *b, size_t i, tel_gpu_info_t *out)
@@ -43,7 +45,17 @@ static void s_fake_info(tel_backend_t *b, size_t i, tel_gpu_info_t *out)
 
 static void s_fake_sample(tel_backend_t *b, size_t i, tel_sample_t *out)
 {
-    *out = ((fake_t *)b)->sample[i];
+    fake_t *f = (fake_t *)b;
+    pthread_mutex_lock(&f->lock);
+    *out = f->sample[i];
+    pthread_mutex_unlock(&f->lock);
+}
+
+static void s_fake_set_sample(fake_t *f, size_t i, tel_sample_t sample)
+{
+    pthread_mutex_lock(&f->lock);
+    f->sample[i] = sample;
+    pthread_mutex_unlock(&f->lock);
 }
 
 static void s_fake_counters(tel_backend_t *b, size_t i, tel_counters_t *out)
@@ -77,6 +89,7 @@ static void s_fake_destroy(tel_backend_t *b)
     fake_t *f = (fake_t *)b;
     if (f->destroyed)
         (*f->destroyed)++;
+    pthread_mutex_destroy(&f->lock);
     free(f);
 }
 
@@ -90,6 +103,7 @@ static void s_set(tel_counters_t *c, tel_counter_t k, uint64_t v)
 static fake_t *s_fake(size_t n)
 {
     fake_t *f = xcalloc(1, sizeof *f);
+    pthread_mutex_init(&f->lock, NULL);
     f->base = (tel_backend_t){"fake",          n,
                               s_fake_info,     s_fake_sample,
                               s_fake_counters, s_fake_wait_xid,
@@ -441,6 +455,34 @@ static void test_telemetry_fake(void **state)
     free(root);
 }
 
+/* The lowest SM clock is the lowest under load: a GPU idles at 345 MHz until the burn ramps it
+ * up, which is not throttling (and must not read as an improvement when the next campaign starts
+ * on a warm GPU). A GPU never loaded keeps the lowest of every sample. */
+static void test_telemetry_clock_min_under_load(void **state)
+{
+    (void)state;
+    worker_ctx_t *ctx = worker_ctx_new("t", "node17", NULL, 0, false);
+    fake_t *f = s_fake(2);
+    f->sample[0] = (tel_sample_t){33, 35, 70, 700, 345, 2619, 5, 16, 0, 0x1, true, false};
+    f->sample[1] = (tel_sample_t){33, 35, 70, 700, 345, 2619, 5, 16, 0, 0x1, true, false};
+    telemetry_opts_t opts = {0.02, "/nonexistent/kmsg", &f->base, false};
+    telemetry_t *t = telemetry_start_opts(ctx, &opts);
+    assert_non_null(t);
+    s_sleep_ms(150);
+    s_fake_set_sample(f, 0, (tel_sample_t){60, 70, 650, 700, 1755, 2619, 5, 16, 0, 0x4, true, false});
+    s_sleep_ms(150);
+    s_fake_set_sample(f, 0, (tel_sample_t){62, 72, 690, 700, 1410, 2619, 5, 16, 0, 0x4, true, false});
+    s_sleep_ms(150);
+    telemetry_stop(&t, ctx);
+    fb_result_t *r = worker_result(ctx);
+    const fb_metric_t *m = fb_result_metric(r, "gpu0.sm_clock_min_mhz");
+    assert_non_null(m);
+    assert_true(m->value == 1410);
+    assert_non_null(m = fb_result_metric(r, "gpu1.sm_clock_min_mhz"));
+    assert_true(m->value == 345);
+    worker_ctx_destroy(&ctx);
+}
+
 static void test_telemetry_nothing(void **state)
 {
     (void)state;
@@ -551,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_klog),
         cmocka_unit_test(test_klog_hca),
         cmocka_unit_test(test_telemetry_fake),
+        cmocka_unit_test(test_telemetry_clock_min_under_load),
         cmocka_unit_test(test_telemetry_nothing),
         cmocka_unit_test(test_loaders_absent),
         cmocka_unit_test(test_rocm_freqs),

@@ -312,6 +312,8 @@ typedef struct {
     double temp_max, mem_temp_max, power_sum, power_max, power_limit;
     size_t power_n;
     double sm_min;
+    double sm_min_loaded; /* over the samples under load: a GPU idles at 345 MHz before a burn */
+    size_t sm_loaded_n;
     uint32_t *sm_hist;
     size_t sm_n;
     uint64_t throttle_or;
@@ -395,9 +397,13 @@ static void s_sample_gpu(telemetry_t *t, size_t i)
     }
     if (!isnan(s.power_limit_w))
         g->power_limit = s.power_limit_w;
+    bool loaded = !isnan(s.power_w) && !isnan(s.power_limit_w) && s.power_limit_w > 0 &&
+                  s.power_w >= S_LOADED_FRACTION * s.power_limit_w;
     if (!isnan(s.sm_clock_mhz)) {
         if (g->sm_n == 0 || s.sm_clock_mhz < g->sm_min)
             g->sm_min = s.sm_clock_mhz;
+        if (loaded && (g->sm_loaded_n++ == 0 || s.sm_clock_mhz < g->sm_min_loaded))
+            g->sm_min_loaded = s.sm_clock_mhz;
         long bin = lround(s.sm_clock_mhz);
         g->sm_hist[bin < 0 ? 0 : bin >= S_CLOCK_BINS ? S_CLOCK_BINS - 1 : bin]++;
         g->sm_n++;
@@ -408,8 +414,6 @@ static void s_sample_gpu(telemetry_t *t, size_t i)
         if (s.throttle & TEL_THROTTLE_FAULTS)
             g->throttle_fault_samples++;
     }
-    bool loaded = !isnan(s.power_w) && !isnan(s.power_limit_w) && s.power_limit_w > 0 &&
-                  s.power_w >= S_LOADED_FRACTION * s.power_limit_w;
     if (loaded) {
         g->loaded++;
         if (!isnan(s.pcie_gen) && s.pcie_gen > g->loaded_gen_max)
@@ -556,6 +560,15 @@ telemetry_t *telemetry_start(worker_ctx_t *ctx, double interval_s)
     return telemetry_start_opts(ctx, &opts);
 }
 
+/* The lowest SM clock while the GPU was under load (throttling), or over every sample where it
+ * never was (a short task). */
+static double s_sm_clock_min(const gpu_stats_t *g)
+{
+    if (g->sm_loaded_n)
+        return g->sm_min_loaded;
+    return g->sm_n ? g->sm_min : NAN;
+}
+
 static double s_median(const gpu_stats_t *g)
 {
     size_t half = (g->sm_n + 1) / 2, seen = 0;
@@ -589,7 +602,7 @@ static void s_summarise(telemetry_t *t, size_t i, const char *part)
     s_set_metric(r, i, "power_mean_w", g->power_n ? g->power_sum / (double)g->power_n : NAN, "W");
     s_set_metric(r, i, "power_max_w", g->power_n ? g->power_max : NAN, "W");
     s_set_metric(r, i, "power_limit_w", g->power_limit > 0 ? g->power_limit : NAN, "W");
-    s_set_metric(r, i, "sm_clock_min_mhz", g->sm_n ? g->sm_min : NAN, "MHz");
+    s_set_metric(r, i, "sm_clock_min_mhz", s_sm_clock_min(g), "MHz");
     s_set_metric(r, i, "sm_clock_median_mhz", g->sm_n ? s_median(g) : NAN, "MHz");
     if (g->throttle_samples) {
         s_set_metric(r, i, "throttle_reasons", (double)g->throttle_or, "");
@@ -603,7 +616,7 @@ static void s_summarise(telemetry_t *t, size_t i, const char *part)
                                    "thermal or power-brake throttling (%s) in %zu of %zu samples "
                                    "(PCI %s; max %.0f C, SM clock min %.0f MHz)",
                                    bad, g->throttle_fault_samples, g->throttle_samples, g->info.pci,
-                                   g->temp_max, g->sm_n ? g->sm_min : 0.0);
+                                   g->temp_max, g->sm_n ? s_sm_clock_min(g) : 0.0);
         }
     }
     /* The link under load: idle GPUs lower their PCIe speed, loaded ones must not. */
