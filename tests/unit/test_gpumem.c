@@ -13,6 +13,7 @@
 
 #include "common/util.h"
 #include "gpu/host/gpumem_report.h"
+#include "scheduler/workload.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -48,6 +49,9 @@ static void test_parse_patterns(void **state)
     free(bad);
     assert_int_equal(gpumem_parse_patterns(NULL, &list, &n, NULL), -EINVAL);
 
+    /* The campaign schema's list is the enum's, name for name. */
+    assert_string_equal(fb_workload_gpumem_patterns[GPUMEM_BIT_FADE], "bit_fade");
+    assert_null(fb_workload_gpumem_patterns[GPUMEM_N_PATTERNS]);
     /* Every name the campaign schema accepts round-trips. */
     for (int p = 0; p < GPUMEM_N_PATTERNS; p++)
         assert_int_equal(gpumem_pattern_from_name(gpumem_pattern_name((gpumem_pattern_t)p)), p);
