@@ -89,23 +89,10 @@ echo "# campaign: memtest (node-local), then rdmabw pairs on mlx5_[0-7] with on_
 echo "# bisect_prior: the memtest stage; faults: 2 hard nodes, 2 intermittent (q=0.5), 1 hard NIC," | tee -a "$OUT"
 echo "# 1% false fails. 'runner' is what the report's diagnosis names through the bisect stage;" | tee -a "$OUT"
 echo "# 'in-process' is fleetburn-bench-diagnosis --faults-file on the same file." | tee -a "$OUT"
-cat >"$WORK/campaign.yaml" <<'YAML'
-name: diagnosis-bench
-stages:
-  - name: node-local
-    workload: memtest
-    params: {size: 1GiB}
-  - name: pairs
-    workload: rdmabw
-    timeout: 10m
-    scope: pairs
-    pairing: random
-    seed: 11
-    rounds: 2
-    on_fail: bisect
-    rails: mlx5_[0-7]
-    bisect_prior: node-local
-YAML
+{
+    cat "$SRC/tests/fixtures/campaigns/sim-bisect-rails.yaml"
+    echo "    rounds: 2"
+} >"$WORK/campaign.yaml"
 for n in 256 1024 4096; do
     w=$(($(printf '%d' "$((n - 1))" | wc -c)))
     name() { printf "sim-%0${w}d" "$1"; }

@@ -9,6 +9,7 @@
 #   bench/views_size.sh BUILD_DIR [N ...]        (default N: 64 1024 4096)
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
+SRC=$(cd "$(dirname "$0")/.." && pwd)
 shift
 SIZES=("$@")
 [ $# -eq 0 ] && SIZES=(64 1024 4096)
@@ -20,19 +21,7 @@ FB="$BUILD/bin/fleetburn"
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
-cat >"$WORK/c.yaml" <<'YAML'
-name: views-size
-stages:
-  - name: node-local
-    workload: memtest
-    timeout: 1h
-    params: {size: 1GiB}
-  - name: pairs
-    workload: netbw
-    timeout: 10m
-    scope: pairs
-    pairing: round-robin
-YAML
+cp "$SRC/tests/fixtures/campaigns/sim-memtest-netbw.yaml" "$WORK/c.yaml"
 printf '%8s %14s %12s %14s %12s\n' nodes html_bytes html_s metrics_bytes metrics_s
 for n in "${SIZES[@]}"; do
     db="$WORK/n$n.db"

@@ -104,7 +104,9 @@ static const fb_param_spec_t s_gpuburn_params[] = {
     {"inject_seed", FB_PARAM_UINT, NULL, NULL, 0, 0, true,
      "test-only: seed choosing the corrupted GEMMs, elements and SM"},
 };
-static const char *const s_gpumem_patterns[] = {
+/* gpumemtest's patterns in the order of gpumem_pattern_t (workloads/gpu/host/gpumem_report.h),
+ * which names them from this list. */
+const char *const fb_workload_gpumem_patterns[] = {
     "walking_ones",
     "walking_zeros",
     "own_address",
@@ -119,7 +121,7 @@ static const fb_param_spec_t s_gpumemtest_params[] = {
     {"mem_fraction", FB_PARAM_DOUBLE, "0.92", NULL, 0, 0, false,
      "fraction of free GPU memory tested (at least 0.9 recommended)"},
     {"passes", FB_PARAM_UINT, "1", NULL, 1, 1000000, false, "passes over every pattern"},
-    {"patterns", FB_PARAM_ENUM_LIST, "all", s_gpumem_patterns, 0, 0, false,
+    {"patterns", FB_PARAM_ENUM_LIST, "all", fb_workload_gpumem_patterns, 0, 0, false,
      "pattern tests to run; all = every pattern"},
     {"bit_fade_delay", FB_PARAM_DURATION, "30s", NULL, 0, 0, false,
      "how long bit_fade leaves a pattern untouched before reading it back"},

@@ -63,6 +63,10 @@ typedef struct {
     size_t n_headline;
 } fb_workload_spec_t;
 
+/* The patterns gpumemtest's `patterns` accepts, NULL-terminated, in the order of the workload's
+ * gpumem_pattern_t. */
+extern const char *const fb_workload_gpumem_patterns[];
+
 /* The workload called name, or NULL (borrowed, static). */
 const fb_workload_spec_t *fb_workload_find(const char *name);
 /* Number of workloads and the i-th one (i < count; in table order) for listings. */

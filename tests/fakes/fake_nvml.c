@@ -13,15 +13,12 @@
  * driver is not loaded. Only what fleetburn's inventory needs is here; every other NVML function
  * is absent, which fleetburn treats as "not supported by this driver". Test equipment: never
  * installed. */
+#include "gpu/host/nvml_api.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define NVML_SUCCESS 0
-#define NVML_ERROR_INVALID_ARGUMENT 2
-#define NVML_ERROR_NOT_FOUND 6
-#define NVML_ERROR_INSUFFICIENT_SIZE 7
-#define NVML_ERROR_DRIVER_NOT_LOADED 9
 #define MAX_GPUS 64
 
 typedef struct {
@@ -34,16 +31,6 @@ static gpu_t s_gpus[MAX_GPUS];
 static unsigned s_n;
 static char s_driver[64] = "580.65.06";
 static int s_cuda = 13000;
-
-typedef struct {
-    char busIdLegacy[16];
-    unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
-    char busId[32];
-} nvmlPciInfo_t;
-
-typedef struct {
-    unsigned long long total, free, used;
-} nvmlMemory_t;
 
 static int s_copy(char *dst, unsigned len, const char *src)
 {

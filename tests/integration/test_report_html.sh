@@ -205,19 +205,7 @@ PY
 pass "simfleet bisect: the report names sim-17 with its evidence; its cleared partners are not outliers"
 
 # --- 1024 nodes: small and readable --------------------------------------------------------------
-cat >"$WORK/big.yaml" <<'YAML'
-name: fleet-1024
-stages:
-  - name: node-local
-    workload: memtest
-    timeout: 1h
-    params: {size: 1GiB}
-  - name: pairs
-    workload: netbw
-    timeout: 10m
-    scope: pairs
-    pairing: round-robin
-YAML
+cp "$FB_SRC/tests/fixtures/campaigns/sim-memtest-netbw.yaml" "$WORK/big.yaml"
 printf 'seed: 7\nfalse_fail_rate: 0\nfaults:\n  - {node: sim-0777, kind: hard}\n' >"$WORK/big-faults.yaml"
 set +e
 "$SIMFLEET" --agents 1024 --faults "$WORK/big-faults.yaml" --campaign "$WORK/big.yaml" \

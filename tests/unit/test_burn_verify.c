@@ -11,7 +11,6 @@
 
 #include <cmocka.h>
 
-#include "gpu/host/gpu_devices.h"
 
 #include "common/util.h"
 #include "gpu/host/burn_judge.h"
@@ -534,30 +533,6 @@ static void test_config_inject(void **state)
     worker_ctx_destroy(&ctx);
 }
 
-static void test_devices(void **state)
-{
-    (void)state;
-    int *list = NULL;
-    size_t n = 0;
-    assert_int_equal(gpu_parse_devices("all", 4, &list, &n), 0);
-    assert_int_equal(n, 4);
-    assert_int_equal(list[3], 3);
-    free(list);
-    assert_int_equal(gpu_parse_devices(" 3 , 1 ", 4, &list, &n), 0);
-    assert_int_equal(n, 2);
-    assert_int_equal(list[0], 3);
-    assert_int_equal(list[1], 1);
-    free(list);
-    assert_int_equal(gpu_parse_devices("0,0", 4, &list, &n), -EINVAL);
-    assert_int_equal(gpu_parse_devices("4", 4, &list, &n), -ENODEV);
-    assert_int_equal(gpu_parse_devices("1,", 4, &list, &n), -EINVAL);
-    assert_int_equal(gpu_parse_devices("", 4, &list, &n), -EINVAL);
-    assert_int_equal(gpu_parse_devices("gpu0", 4, &list, &n), -EINVAL);
-    assert_int_equal(gpu_parse_devices("1 2", 4, &list, &n), -EINVAL);
-    assert_int_equal(gpu_parse_devices("all", 0, &list, &n), -ENODEV);
-    assert_null(list);
-}
-
 static void test_statistics(void **state)
 {
     (void)state;
@@ -824,7 +799,6 @@ int main(void)
         cmocka_unit_test(test_config_values),
         cmocka_unit_test(test_config_bad),
         cmocka_unit_test(test_config_inject),
-        cmocka_unit_test(test_devices),
         cmocka_unit_test(test_statistics),
         cmocka_unit_test(test_judge_pass),
         cmocka_unit_test(test_judge_miscompare),

@@ -13,6 +13,7 @@
 
 #include "common/util.h"
 #include "gpu/host/gpumem_report.h"
+#include "scheduler/workload.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -48,6 +49,9 @@ static void test_parse_patterns(void **state)
     free(bad);
     assert_int_equal(gpumem_parse_patterns(NULL, &list, &n, NULL), -EINVAL);
 
+    /* The campaign schema's list is the enum's, name for name. */
+    assert_string_equal(fb_workload_gpumem_patterns[GPUMEM_BIT_FADE], "bit_fade");
+    assert_null(fb_workload_gpumem_patterns[GPUMEM_N_PATTERNS]);
     /* Every name the campaign schema accepts round-trips. */
     for (int p = 0; p < GPUMEM_N_PATTERNS; p++)
         assert_int_equal(gpumem_pattern_from_name(gpumem_pattern_name((gpumem_pattern_t)p)), p);
@@ -56,28 +60,44 @@ static void test_parse_patterns(void **state)
     assert_string_equal(gpumem_pattern_name((gpumem_pattern_t)99), "unknown");
 }
 
+/* gpu_parse_devices, shared by every GPU workload (burn, gpumem, allreduce): each spec with the
+ * return code and, when it succeeds, the list in the order written. */
 static void test_parse_devices(void **state)
 {
     (void)state;
-    int *list = NULL;
-    size_t n = 0;
-    assert_int_equal(gpu_parse_devices("all", 4, &list, &n), 0);
-    assert_int_equal(n, 4);
-    assert_int_equal(list[3], 3);
-    free(list);
-    assert_int_equal(gpu_parse_devices("3, 1", 4, &list, &n), 0);
-    assert_int_equal(n, 2);
-    assert_int_equal(list[0], 3);
-    assert_int_equal(list[1], 1);
-    free(list);
-    assert_int_equal(gpu_parse_devices("4", 4, &list, &n), -ENODEV);
-    assert_null(list);
-    assert_int_equal(gpu_parse_devices("all", 0, &list, &n), -ENODEV);
-    assert_int_equal(gpu_parse_devices("1,1", 4, &list, &n), -EINVAL);
-    assert_int_equal(gpu_parse_devices("-1", 4, &list, &n), -EINVAL);
-    assert_int_equal(gpu_parse_devices("0,,1", 4, &list, &n), -EINVAL);
-    assert_int_equal(gpu_parse_devices("gpu0", 4, &list, &n), -EINVAL);
-    assert_int_equal(gpu_parse_devices("", 4, &list, &n), -EINVAL);
+    static const struct {
+        const char *text;
+        int n_visible, rc;
+        size_t n;
+        int list[4];
+    } cases[] = {
+        {"all", 4, 0, 4, {0, 1, 2, 3}},
+        {"3, 1", 4, 0, 2, {3, 1}},
+        {" 3 , 1 ", 4, 0, 2, {3, 1}},
+        {"4", 4, -ENODEV, 0, {0}},
+        {"all", 0, -ENODEV, 0, {0}},
+        {"1,1", 4, -EINVAL, 0, {0}},
+        {"0,0", 4, -EINVAL, 0, {0}},
+        {"-1", 4, -EINVAL, 0, {0}},
+        {"0,,1", 4, -EINVAL, 0, {0}},
+        {"1,", 4, -EINVAL, 0, {0}},
+        {"1 2", 4, -EINVAL, 0, {0}},
+        {"gpu0", 4, -EINVAL, 0, {0}},
+        {"", 4, -EINVAL, 0, {0}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int *list = NULL;
+        size_t n = 0;
+        printf("gpu_parse_devices(\"%s\", %d)\n", cases[c].text, cases[c].n_visible);
+        assert_int_equal(gpu_parse_devices(cases[c].text, cases[c].n_visible, &list, &n),
+                         cases[c].rc);
+        assert_int_equal(n, cases[c].n);
+        if (cases[c].rc)
+            assert_null(list);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(list[i], cases[c].list[i]);
+        free(list);
+    }
 }
 
 static gpumem_miscompare_t s_mc(uint64_t addr, uint64_t xor_bits, gpumem_pattern_t p, unsigned pass)

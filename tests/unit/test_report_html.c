@@ -8,6 +8,7 @@
 #include "http_serve.h"
 #include "report.h"
 #include "report_html_internal.h"
+#include "store_fixture.h"
 #include "store_telemetry.h"
 #include "util.h"
 
@@ -26,36 +27,7 @@
 
 #include <cmocka.h>
 
-typedef struct {
-    char dir[64];
-    char *path;
-    store_t *store;
-} fixture_t;
-
-static int s_setup(void **state)
-{
-    fixture_t *fx = xcalloc(1, sizeof *fx);
-    snprintf(fx->dir, sizeof fx->dir, "/tmp/fb-test-html-XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
-    fx->path = xasprintf("%s/timeline.db", fx->dir);
-    assert_int_equal(store_open(fx->path, &fx->store, NULL), 0);
-    *state = fx;
-    return 0;
-}
-
-static int s_teardown(void **state)
-{
-    fixture_t *fx = *state;
-    store_destroy(&fx->store);
-    char *cmd = xasprintf("rm -rf '%s'", fx->dir);
-    assert_int_equal(system(cmd), 0);
-    free(cmd);
-    free(fx->path);
-    free(fx);
-    return 0;
-}
-
-static char *s_html(fixture_t *fx, const char *campaign_id)
+static char *s_html(store_fixture_t *fx, const char *campaign_id)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -121,7 +93,7 @@ static fb_result_t *s_result(const char *task_id, const char *node, fb_verdict_t
     return r;
 }
 
-static void s_store(fixture_t *fx, fb_result_t *r)
+static void s_store(store_fixture_t *fx, fb_result_t *r)
 {
     assert_int_equal(store_result_insert(fx->store, r, 1700000062000ull), 0);
     fb_result_destroy(&r);
@@ -146,7 +118,7 @@ static void test_escape(void **state)
 
 static void test_hostile_campaign(void **state)
 {
-    fixture_t *fx = *state;
+    store_fixture_t *fx = *state;
     const char *hostile = "<img src=x onerror=alert(1)>\"' & \x1b[31m \xff\xfe end";
     assert_int_equal(store_campaign_create(fx->store, "c1", hostile, hostile, "yaml", 5), 0);
     int64_t stage = 0;
@@ -199,7 +171,7 @@ static void test_hostile_campaign(void **state)
 
 static void test_charts(void **state)
 {
-    fixture_t *fx = *state;
+    store_fixture_t *fx = *state;
     const uint64_t t0 = 1700000000000ull;
     assert_int_equal(store_campaign_create(fx->store, "c2", "charts", NULL, "yaml", t0), 0);
     int64_t p2p = 0, ar = 0, mem = 0;
@@ -271,7 +243,7 @@ static void test_charts(void **state)
 
 static void test_outlier(void **state)
 {
-    fixture_t *fx = *state;
+    store_fixture_t *fx = *state;
     assert_int_equal(store_campaign_create(fx->store, "c3", "fleet", NULL, "yaml", 1000), 0);
     int64_t mem = 0;
     assert_int_equal(store_stage_create(fx->store, "c3", 0, "mem", "memtest", NULL, NULL, 0, &mem),
@@ -304,7 +276,7 @@ static void test_outlier(void **state)
 /* ---- Telemetry --------------------------------------------------------------------------------
  */
 
-static void s_bucket(fixture_t *fx, const char *node, const char *dev, const char *q,
+static void s_bucket(store_fixture_t *fx, const char *node, const char *dev, const char *q,
                      const char *unit, uint64_t t, double mean)
 {
     store_telemetry_t row = {.campaign_id = "c4",
@@ -323,7 +295,7 @@ static void s_bucket(fixture_t *fx, const char *node, const char *dev, const cha
 
 static void test_telemetry(void **state)
 {
-    fixture_t *fx = *state;
+    store_fixture_t *fx = *state;
     uint64_t now = fb_now_ms(), t0 = now - 1200000; /* 10 minutes of buckets, ended 10 min ago */
     assert_int_equal(store_campaign_create(fx->store, "c4", "gpus", NULL, "yaml", t0), 0);
     int64_t burn = 0;
@@ -383,7 +355,7 @@ static void test_telemetry(void **state)
 
 static void test_http_rules(void **state)
 {
-    fixture_t *fx = *state;
+    store_fixture_t *fx = *state;
     assert_true(http_addr_is_loopback("127.0.0.1:9108"));
     assert_true(http_addr_is_loopback("127.1.2.3:0"));
     assert_true(http_addr_is_loopback("localhost:9108"));
@@ -424,11 +396,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape),
-        cmocka_unit_test_setup_teardown(test_hostile_campaign, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_charts, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_outlier, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_telemetry, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_http_rules, s_setup, s_teardown),
+        STORE_FIXTURE_TEST(test_hostile_campaign),
+        STORE_FIXTURE_TEST(test_charts),
+        STORE_FIXTURE_TEST(test_outlier),
+        STORE_FIXTURE_TEST(test_telemetry),
+        STORE_FIXTURE_TEST(test_http_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

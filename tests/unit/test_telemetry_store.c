@@ -4,6 +4,7 @@
  * buckets into wider ones with extremes and means kept, and the migration from the previous
  * schema version. Every store test works on its own database in a fresh temporary directory. */
 #include "store.h"
+#include "store_fixture.h"
 #include "store_telemetry.h"
 #include "tseries.h"
 #include "util.h"
@@ -161,37 +162,12 @@ static void test_agg_bounds_series_per_node(void **state)
 
 /* ---- the store ----------------------------------------------------------------------------- */
 
-typedef struct {
-    char dir[64];
-    char *path;
-    store_t *store;
-} fixture_t;
-
+/* A fresh store (store_fixture.h) holding campaign c1. */
 static int s_setup(void **state)
 {
-    fixture_t *fx = xcalloc(1, sizeof *fx);
-    snprintf(fx->dir, sizeof fx->dir, "/tmp/fb-test-telemetry-XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
-    fx->path = xasprintf("%s/timeline.db", fx->dir);
-    assert_int_equal(store_open(fx->path, &fx->store, NULL), 0);
+    store_fixture_setup(state);
+    store_fixture_t *fx = *state;
     assert_int_equal(store_campaign_create(fx->store, "c1", "burn", "t.yaml", "x", 1000), 0);
-    *state = fx;
-    return 0;
-}
-
-static int s_teardown(void **state)
-{
-    fixture_t *fx = *state;
-    store_destroy(&fx->store);
-    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < FB_ARRAY_LEN(suffixes); i++) {
-        char *p = xasprintf("%s%s", fx->path, suffixes[i]);
-        unlink(p);
-        free(p);
-    }
-    rmdir(fx->dir);
-    free(fx->path);
-    free(fx);
     return 0;
 }
 
@@ -220,7 +196,7 @@ static store_telemetry_t s_row(const char *node, const char *dev, const char *qt
 
 static void test_store_insert_read_merge(void **state)
 {
-    fixture_t *fx = *state;
+    store_fixture_t *fx = *state;
     store_telemetry_t rows[] = {
         s_row("n2", "gpu0", "power_w", 10000, 10000, 10, 300, 320, 310),
         s_row("n1", "gpu1", "power_w", 10000, 10000, 10, 200, 220, 210),
@@ -280,7 +256,7 @@ static void s_sink(const tseries_key_t *key, const tseries_bucket_t *b, void *ar
 
 static void test_retention_tiers(void **state)
 {
-    fixture_t *fx = *state;
+    store_fixture_t *fx = *state;
     sink_t sink = {fx->store};
     tseries_agg_t *agg = tseries_agg_new(TSERIES_BUCKET_MS, s_sink, &sink);
     tseries_key_t k = {"c1", "n1", "gpu0", "temp_c", "C"};
@@ -353,7 +329,7 @@ static void test_retention_tiers(void **state)
 /* A database of the previous schema version gets the telemetry tables. */
 static void test_migrates_previous_version(void **state)
 {
-    fixture_t *fx = *state;
+    store_fixture_t *fx = *state;
     store_destroy(&fx->store);
     sqlite3 *db;
     assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
@@ -377,9 +353,9 @@ int main(void)
         cmocka_unit_test(test_agg_closes_buckets),
         cmocka_unit_test(test_agg_flush_quiet_and_by_node),
         cmocka_unit_test(test_agg_bounds_series_per_node),
-        cmocka_unit_test_setup_teardown(test_store_insert_read_merge, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_retention_tiers, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown(test_migrates_previous_version, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_store_insert_read_merge, s_setup, store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_retention_tiers, s_setup, store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_migrates_previous_version, s_setup, store_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

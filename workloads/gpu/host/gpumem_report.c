@@ -9,6 +9,7 @@
 
 #include "common/units.h"
 #include "common/util.h"
+#include "scheduler/workload.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -17,29 +18,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const s_names[GPUMEM_N_CHECKS] = {
-    "walking_ones",
-    "walking_zeros",
-    "own_address",
-    "moving_inversions_8",
-    "moving_inversions_32",
-    "moving_inversions_random",
-    "modulo20",
-    "bit_fade",
-    "triad",
-};
-
 const char *gpumem_pattern_name(gpumem_pattern_t p)
 {
-    if ((int)p < 0 || p >= GPUMEM_N_CHECKS)
+    if (p == GPUMEM_TRIAD)
+        return "triad"; /* the internal check, not selectable in a campaign */
+    if ((int)p < 0 || p >= GPUMEM_N_PATTERNS)
         return "unknown";
-    return s_names[p];
+    return fb_workload_gpumem_patterns[p];
 }
 
 int gpumem_pattern_from_name(const char *name)
 {
     for (int i = 0; name && i < GPUMEM_N_PATTERNS; i++)
-        if (!strcmp(name, s_names[i]))
+        if (!strcmp(name, fb_workload_gpumem_patterns[i]))
             return i;
     return -1;
 }

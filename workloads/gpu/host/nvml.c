@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* NVML through dlopen: the sensors (temperature, power, clocks, throttle reasons), the error
  * counters (ECC, retired pages, remapped rows, PCIe replays, NVLink errors) and Xid events that
- * telemetry samples during GPU workloads and the health sweep reads before them. NVML's types and
- * prototypes are declared here from its documented C API, so the build needs neither nvml.h nor
- * the library; a node whose driver lacks a function just reports that value unknown. */
+ * telemetry samples during GPU workloads and the health sweep reads before them. NVML's types are
+ * declared in nvml_api.h and its prototypes here, from its documented C API, so the build needs
+ * neither nvml.h nor the library; a node whose driver lacks a function just reports that value
+ * unknown. */
 #include "nvml.h"
+#include "nvml_api.h"
 
 #include "common/kmsg.h"
 #include "common/util.h"
@@ -14,76 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- the NVML C API, as documented ----------------------------------------------------------- */
-
-typedef int nvmlReturn_t; /* an enum in nvml.h */
-#define NVML_SUCCESS 0
-#define NVML_ERROR_INVALID_ARGUMENT 2
-#define NVML_ERROR_NOT_SUPPORTED 3
-#define NVML_ERROR_NO_PERMISSION 4
-#define NVML_ERROR_NOT_FOUND 6
-#define NVML_ERROR_INSUFFICIENT_SIZE 7
-#define NVML_ERROR_DRIVER_NOT_LOADED 9
-#define NVML_ERROR_TIMEOUT 10
-#define NVML_ERROR_FUNCTION_NOT_FOUND 13
-#define NVML_ERROR_GPU_IS_LOST 15
-#define NVML_ERROR_LIB_RM_VERSION_MISMATCH 18
-
-typedef struct nvml_device *nvmlDevice_t;
-typedef struct nvml_event_set *nvmlEventSet_t;
-
-typedef struct {
-    char busIdLegacy[16];
-    unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
-    char busId[32];
-} nvmlPciInfo_t;
-
-typedef struct {
-    unsigned long long total, free, used; /* bytes */
-} nvmlMemory_t;
-
-typedef union {
-    double dVal;
-    int siVal;
-    unsigned int uiVal;
-    unsigned long ulVal;
-    unsigned long long ullVal;
-    signed long long sllVal;
-    unsigned short usVal;
-} nvmlValue_t;
-
-typedef struct {
-    unsigned int fieldId;
-    unsigned int scopeId;
-    long long timestamp;
-    long long latencyUsec;
-    int valueType; /* nvmlValueType_t */
-    nvmlReturn_t nvmlReturn;
-    nvmlValue_t value;
-} nvmlFieldValue_t;
-
-typedef struct {
-    nvmlDevice_t device;
-    unsigned long long eventType;
-    unsigned long long eventData;
-    unsigned int gpuInstanceId;
-    unsigned int computeInstanceId;
-} nvmlEventData_t;
-
-#define NVML_VALUE_TYPE_DOUBLE 0
-#define NVML_VALUE_TYPE_UNSIGNED_INT 1
-#define NVML_VALUE_TYPE_UNSIGNED_LONG 2
-#define NVML_VALUE_TYPE_UNSIGNED_LONG_LONG 3
-#define NVML_VALUE_TYPE_SIGNED_LONG_LONG 4
-#define NVML_VALUE_TYPE_SIGNED_INT 5
-#define NVML_VALUE_TYPE_UNSIGNED_SHORT 6
-#define NVML_FI_DEV_MEMORY_TEMP 82
-#define NVML_TEMPERATURE_GPU 0
-#define NVML_CLOCK_SM 1
-#define NVML_CLOCK_MEM 2
-#define NVML_FEATURE_ENABLED 1
-#define NVML_EVENT_TYPE_XID 0x8ULL
 
 /* The functions fleetburn uses. Names after '|' are older variants tried when the first is
  * missing. */

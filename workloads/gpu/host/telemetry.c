@@ -216,15 +216,16 @@ static void s_sort_by_pci(tel_gpu_info_t *info, void *handles, size_t handle_siz
         }
 }
 
-bool tel_backend_fill(tel_backend_t *b, int count_rc, unsigned count,
-                      bool (*found)(tel_backend_t *b, unsigned index, size_t slot),
-                      tel_gpu_info_t *info, void *handles, size_t handle_size, char *why,
-                      size_t whylen)
+tel_backend_t *tel_backend_fill(tel_lib_backend_t *lb, int count_rc, unsigned count,
+                                bool (*found)(tel_backend_t *b, unsigned index, size_t slot),
+                                void *handles, size_t handle_size, char *why, size_t whylen)
 {
+    tel_backend_t *b = &lb->base;
     if (count_rc < 0 || count == 0) {
         if (why && whylen)
             snprintf(why, whylen, "%s sees no GPU", b->name);
-        return false;
+        b->destroy(b);
+        return NULL;
     }
     if (count > TEL_MAX_GPUS)
         count = TEL_MAX_GPUS;
@@ -232,9 +233,22 @@ bool tel_backend_fill(tel_backend_t *b, int count_rc, unsigned count,
     for (unsigned i = 0; i < count; i++)
         if (found(b, i, got))
             got++;
-    s_sort_by_pci(info, handles, handle_size, got);
+    s_sort_by_pci(lb->info, handles, handle_size, got);
     b->n_gpus = got;
-    return true;
+    return b;
+}
+
+void tel_backend_info(tel_backend_t *b, size_t i, tel_gpu_info_t *out)
+{
+    *out = ((tel_lib_backend_t *)b)->info[i];
+}
+
+void tel_sample_link(tel_sample_t *s, unsigned gen, unsigned width)
+{
+    if (gen)
+        s->pcie_gen = gen;
+    if (width)
+        s->pcie_width = width;
 }
 
 /* Appends " key=value" to buf when value is non-empty; blanks become '_'. */
@@ -269,12 +283,14 @@ static void s_distinct(char (*values)[64], size_t n, char *out, size_t len)
     }
 }
 
-void tel_append_vbios(tel_backend_t *b, char *buf, size_t len,
-                      void (*vbios)(tel_backend_t *b, size_t gpu, char *out, size_t outlen))
+void tel_append_vbios(tel_backend_t *b, char *buf, size_t len)
 {
     char(*vb)[64] = xcalloc(b->n_gpus ? b->n_gpus : 1, sizeof *vb);
-    for (size_t i = 0; i < b->n_gpus; i++)
-        vbios(b, i, vb[i], sizeof vb[i]);
+    for (size_t i = 0; i < b->n_gpus; i++) {
+        tel_gpu_info_t info;
+        b->info(b, i, &info);
+        snprintf(vb[i], sizeof vb[i], "%s", info.vbios);
+    }
     char all[256];
     s_distinct(vb, b->n_gpus, all, sizeof all);
     tel_append_kv(buf, len, "gpu_vbios", all);

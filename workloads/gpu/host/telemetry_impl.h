@@ -25,25 +25,35 @@ static inline const char *tel_host(const char *node)
 
 /* ---- for the backends (telemetry.c) ---------------------------------------------------------- */
 
+/* What both library backends start with: the interface, then the GPUs they found (filled by
+ * tel_backend_fill) that tel_backend_info answers from. */
+typedef struct {
+    tel_backend_t base;
+    tel_gpu_info_t info[TEL_MAX_GPUS];
+} tel_lib_backend_t;
+/* tel_backend_t.info of a tel_lib_backend_t: its GPU i as found. */
+void tel_backend_info(tel_backend_t *b, size_t i, tel_gpu_info_t *out);
+
 /* A sample with every value unknown (NAN), no throttle bits, the GPU not lost. */
 void tel_sample_unknown(tel_sample_t *s);
 /* Counter k read as v. */
 void tel_counter_set(tel_counters_t *c, tel_counter_t k, uint64_t v);
 /* Fills a backend's GPU tables from its library, which counted count GPUs (count_rc: the count's
  * return code): found(b, index, slot) is asked about each of the first TEL_MAX_GPUS and fills slot
- * `slot` of info and of the backend's handles (handle_size bytes each) when it can use that GPU.
- * The GPUs kept are ordered by PCI address, so that gpuN is the same GPU for every backend and for
- * sysfs, and counted in b->n_gpus. false, with "<b->name> sees no GPU" in why, when the library
- * could not count or saw none: the caller then destroys b. */
-bool tel_backend_fill(tel_backend_t *b, int count_rc, unsigned count,
-                      bool (*found)(tel_backend_t *b, unsigned index, size_t slot),
-                      tel_gpu_info_t *info, void *handles, size_t handle_size, char *why,
-                      size_t whylen);
+ * `slot` of lb->info and of the backend's handles (handle_size bytes each) when it can use that
+ * GPU. The GPUs kept are ordered by PCI address, so that gpuN is the same GPU for every backend and
+ * for sysfs, and counted in b->n_gpus. Returns b; NULL, with "<b->name> sees no GPU" in why, when
+ * the library could not count or saw none: b is then destroyed. */
+tel_backend_t *tel_backend_fill(tel_lib_backend_t *lb, int count_rc, unsigned count,
+                                bool (*found)(tel_backend_t *b, unsigned index, size_t slot),
+                                void *handles, size_t handle_size, char *why, size_t whylen);
+/* The PCIe link's current generation and width into s, where the library reported them (not 0). */
+void tel_sample_link(tel_sample_t *s, unsigned gen, unsigned width);
 /* Appends " key=value" to buf when value is non-empty; blanks become '_'. */
 void tel_append_kv(char *buf, size_t len, const char *key, const char *value);
-/* Appends " gpu_vbios=V1,V2": every distinct VBIOS version of b's GPUs, read by vbios(). */
-void tel_append_vbios(tel_backend_t *b, char *buf, size_t len,
-                      void (*vbios)(tel_backend_t *b, size_t gpu, char *out, size_t outlen));
+/* Appends " gpu_vbios=V1,V2": every distinct VBIOS version of b's GPUs, as b->info() has them
+ * (read when the backend found its GPUs). */
+void tel_append_vbios(tel_backend_t *b, char *buf, size_t len);
 
 /* ---- following the kernel log during a run (telemetry_klog.c) -------------------------------- */
 

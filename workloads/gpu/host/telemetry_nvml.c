@@ -14,18 +14,12 @@
 #include <string.h>
 
 typedef struct {
-    tel_backend_t base;
+    tel_lib_backend_t lib; /* first: the interface and the GPUs found */
     nvml_t *nvml;
     nvml_events_t *events;
     bool events_tried;
     nvml_dev_t dev[TEL_MAX_GPUS];
-    tel_gpu_info_t info[TEL_MAX_GPUS];
 } nvml_backend_t;
-
-static void s_nv_info(tel_backend_t *b, size_t i, tel_gpu_info_t *out)
-{
-    *out = ((nvml_backend_t *)b)->info[i];
-}
 
 static void s_nv_sample(tel_backend_t *b, size_t i, tel_sample_t *s)
 {
@@ -44,12 +38,8 @@ static void s_nv_sample(tel_backend_t *b, size_t i, tel_sample_t *s)
     nvml_mem_clock(n, d, &s->mem_clock_mhz);
     s->has_throttle = nvml_throttle_reasons(n, d, &s->throttle) == 0;
     nvml_pcie_t link;
-    if (nvml_pcie_link(n, d, &link) == 0) {
-        if (link.gen)
-            s->pcie_gen = link.gen;
-        if (link.width)
-            s->pcie_width = link.width;
-    }
+    if (nvml_pcie_link(n, d, &link) == 0)
+        tel_sample_link(s, link.gen, link.width);
     uint64_t replay = 0;
     if (nvml_pcie_replay(n, d, &replay) == 0)
         s->pcie_replay = (double)replay;
@@ -130,23 +120,17 @@ static int s_nv_wait_xid(tel_backend_t *b, int timeout_ms, size_t *gpu, int *xid
     return 0;
 }
 
-static void s_nv_vbios(tel_backend_t *b, size_t i, char *out, size_t len)
-{
-    nvml_backend_t *nb = (nvml_backend_t *)b;
-    nvml_device_vbios(nb->nvml, nb->dev[i], out, len);
-}
-
 static void s_nv_versions(tel_backend_t *b, char *buf, size_t len)
 {
-    nvml_backend_t *nb = (nvml_backend_t *)b;
+    nvml_t *n = ((nvml_backend_t *)b)->nvml;
     char v[128];
-    if (nvml_driver_version(nb->nvml, v, sizeof v) == 0)
+    if (nvml_driver_version(n, v, sizeof v) == 0)
         tel_append_kv(buf, len, "nvidia_driver", v);
-    if (nvml_cuda_version(nb->nvml, v, sizeof v) == 0)
+    if (nvml_cuda_version(n, v, sizeof v) == 0)
         tel_append_kv(buf, len, "cuda_driver", v);
-    if (nvml_library_version(nb->nvml, v, sizeof v) == 0)
+    if (nvml_library_version(n, v, sizeof v) == 0)
         tel_append_kv(buf, len, "nvml", v);
-    tel_append_vbios(b, buf, len, s_nv_vbios);
+    tel_append_vbios(b, buf, len);
 }
 
 static void s_nv_destroy(tel_backend_t *b)
@@ -164,7 +148,7 @@ static bool s_nv_found(tel_backend_t *b, unsigned index, size_t slot)
     nvml_backend_t *nb = (nvml_backend_t *)b;
     nvml_t *n = nb->nvml;
     nvml_dev_t *dev = &nb->dev[slot];
-    tel_gpu_info_t *info = &nb->info[slot];
+    tel_gpu_info_t *info = &nb->lib.info[slot];
     if (nvml_device_by_index(n, index, dev) < 0 || nvml_device_pci(n, *dev, info->pci) < 0)
         return false;
     info->vendor = "nvidia";
@@ -188,14 +172,11 @@ tel_backend_t *telemetry_nvml_backend(const char *lib, char *why, size_t whylen)
         return NULL;
     nvml_backend_t *nb = xcalloc(1, sizeof *nb);
     nb->nvml = n;
-    nb->base = (tel_backend_t){
-        "NVML",        0,           s_nv_info, s_nv_sample, s_nv_counters, s_nv_wait_xid,
+    nb->lib.base = (tel_backend_t){
+        "NVML",        0,           tel_backend_info, s_nv_sample, s_nv_counters, s_nv_wait_xid,
         s_nv_versions, s_nv_destroy};
     unsigned count = 0;
     int rc = nvml_device_count(n, &count);
-    if (tel_backend_fill(&nb->base, rc, count, s_nv_found, nb->info, nb->dev, sizeof nb->dev[0],
-                         why, whylen))
-        return &nb->base;
-    s_nv_destroy(&nb->base);
-    return NULL;
+    return tel_backend_fill(&nb->lib, rc, count, s_nv_found, nb->dev, sizeof nb->dev[0], why,
+                            whylen);
 }

@@ -13,16 +13,10 @@
 #include <string.h>
 
 typedef struct {
-    tel_backend_t base;
+    tel_lib_backend_t lib; /* first: the interface and the GPUs found */
     rocm_smi_t *smi;
     unsigned dev[TEL_MAX_GPUS];
-    tel_gpu_info_t info[TEL_MAX_GPUS];
 } rocm_backend_t;
-
-static void s_rs_info(tel_backend_t *b, size_t i, tel_gpu_info_t *out)
-{
-    *out = ((rocm_backend_t *)b)->info[i];
-}
 
 static void s_rs_sample(tel_backend_t *b, size_t i, tel_sample_t *s)
 {
@@ -42,12 +36,8 @@ static void s_rs_sample(tel_backend_t *b, size_t i, tel_sample_t *s)
     if (rocm_smi_pcie_replay(r, d, &replay) == 0)
         s->pcie_replay = (double)replay;
     tel_pcie_link_t link;
-    if (telemetry_sysfs_link("", rb->info[i].pci, &link) == 0) {
-        if (link.gen)
-            s->pcie_gen = link.gen;
-        if (link.width)
-            s->pcie_width = link.width;
-    }
+    if (telemetry_sysfs_link("", rb->lib.info[i].pci, &link) == 0)
+        tel_sample_link(s, link.gen, link.width);
 }
 
 static void s_rs_counters(tel_backend_t *b, size_t i, tel_counters_t *c)
@@ -68,21 +58,15 @@ static void s_rs_counters(tel_backend_t *b, size_t i, tel_counters_t *c)
         tel_counter_set(c, TEL_PCIE_REPLAY, replay);
 }
 
-static void s_rs_vbios(tel_backend_t *b, size_t i, char *out, size_t len)
-{
-    rocm_backend_t *rb = (rocm_backend_t *)b;
-    rocm_smi_device_vbios(rb->smi, rb->dev[i], out, len);
-}
-
 static void s_rs_versions(tel_backend_t *b, char *buf, size_t len)
 {
-    rocm_backend_t *rb = (rocm_backend_t *)b;
+    rocm_smi_t *r = ((rocm_backend_t *)b)->smi;
     char v[128];
-    if (rocm_smi_driver_version(rb->smi, v, sizeof v) == 0)
+    if (rocm_smi_driver_version(r, v, sizeof v) == 0)
         tel_append_kv(buf, len, "amdgpu_driver", v);
-    if (rocm_smi_library_version(rb->smi, v, sizeof v) == 0)
+    if (rocm_smi_library_version(r, v, sizeof v) == 0)
         tel_append_kv(buf, len, "rocm_smi", v);
-    tel_append_vbios(b, buf, len, s_rs_vbios);
+    tel_append_vbios(b, buf, len);
 }
 
 static void s_rs_destroy(tel_backend_t *b)
@@ -96,7 +80,7 @@ static void s_rs_destroy(tel_backend_t *b)
 static bool s_rs_found(tel_backend_t *b, unsigned index, size_t slot)
 {
     rocm_backend_t *rb = (rocm_backend_t *)b;
-    tel_gpu_info_t *info = &rb->info[slot];
+    tel_gpu_info_t *info = &rb->lib.info[slot];
     if (rocm_smi_device_pci(rb->smi, index, info->pci) < 0)
         return false;
     rb->dev[slot] = index;
@@ -119,13 +103,10 @@ tel_backend_t *telemetry_rocm_backend(const char *lib, char *why, size_t whylen)
         return NULL;
     rocm_backend_t *rb = xcalloc(1, sizeof *rb);
     rb->smi = r;
-    rb->base = (tel_backend_t){"ROCm SMI",    0,    s_rs_info,     s_rs_sample,
-                               s_rs_counters, NULL, s_rs_versions, s_rs_destroy};
+    rb->lib.base = (tel_backend_t){"ROCm SMI",    0,    tel_backend_info, s_rs_sample,
+                                   s_rs_counters, NULL, s_rs_versions,    s_rs_destroy};
     unsigned count = 0;
     int rc = rocm_smi_device_count(r, &count);
-    if (tel_backend_fill(&rb->base, rc, count, s_rs_found, rb->info, rb->dev, sizeof rb->dev[0],
-                         why, whylen))
-        return &rb->base;
-    s_rs_destroy(&rb->base);
-    return NULL;
+    return tel_backend_fill(&rb->lib, rc, count, s_rs_found, rb->dev, sizeof rb->dev[0], why,
+                            whylen);
 }
