@@ -9,7 +9,7 @@
 #     heatmap, the timeline, the telemetry charts, the allreduce chart and the memory errors by
 #     address range, and its screenshot is not blank; with --baseline, the
 #     allreduce chart draws the baseline dashed and the comparison lists local-1's miscompares
-#     as improved (its flips were injected in the first run only), no regression;
+#     as improved (its flips were injected in the first run only);
 #   - the checker itself fails a page that tries to fetch or run something, and a blank page;
 #   - a campaign whose name is markup shows it as text (stage names cannot hold markup);
 #   - a simfleet pairs campaign with on_fail: bisect: the diagnosis names the bad node;
@@ -123,13 +123,15 @@ if [ $have_ar = yes ]; then
     grep -q "compared with $base" "$WORK/base.html" || fail "the header does not name the baseline"
     grep -q 'class="line base dashed"' "$WORK/base.html" || fail "no dashed baseline curve"
     $CHECK --expect allreduce-chart "$WORK/base.html" || fail "the compared report"
-    # The comparison: the second run had no injected flips, so local-1's miscompares went down.
+    # The comparison: the second run had no injected flips, so local-1's miscompares went down
+    # (host MPI timings on a busy machine may regress or improve too: not asserted).
     python3 - "$WORK/base.html" <<'PY' || fail "the comparison with the baseline"
 import re, sys
 s = open(sys.argv[1]).read()
 sec = s[s.index('id="compare"'):s.index('id="stages"')]
-assert "Regressions: 0" in sec, sec[:800]
-rows = re.findall(r'<tr><td>dram</td><td>([^<]*)</td><td>([^<]*)</td>', sec)
+assert re.search(r"<h3>Regressions: \d+</h3>", sec), sec[:800]
+improved = sec[sec.index("<h3>Improvements: "):]
+rows = re.findall(r'<tr><td>dram</td><td>([^<]*)</td><td>([^<]*)</td>', improved)
 assert ("local-1", "miscompares") in rows, rows
 PY
     ! grep -q 'id="compare"' "$WORK/local.html" || fail "a report without --baseline has a comparison"
