@@ -175,4 +175,9 @@ store_t *cli_open_store(const char *db);
  * gave none). 0, or -EINVAL after printing why. */
 int cli_load_client_config(cli_t *cli);
 
+/* The usage of every command (cli_usage.c), and `fleetburn CMD --help`: CMD's part of it and the
+ * notes common to all; false when there is no command CMD. */
+void cli_usage(FILE *out);
+bool cli_command_usage(const char *cmd, FILE *out);
+
 #endif
