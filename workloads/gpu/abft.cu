@@ -15,7 +15,11 @@
  * keys; the kernel's last block (a fence and a counter) reads the two mismatching sums again,
  * appends one record per bad GEMM, and resets the per-kernel scratch, so no second launch is
  * needed. Each block of 32 warps asks for more than half of an SM's shared memory, so a check of
- * N blocks holds exactly N SMs and never shares one with a GEMM block. */
+ * N blocks holds exactly N SMs and never shares one with a GEMM block.
+ *
+ * One file of about 800 lines: the reference and check kernels share the tile shape and the
+ * sums' types (s_shape) with the host code that sizes their launches and reads their records,
+ * and the host side is already plain C where it can be (host/burn_abft.c: tolerances, judging). */
 #include "abft.h"
 
 extern "C" {
