@@ -82,7 +82,7 @@ static int s_cmp_p2p(const void *a, const void *b)
 
 static void s_p2p_draw(report_html_t *h, const s_p2p_t *p, double hi, const char *id)
 {
-    char labels_buf[S_GPUS_MAX][8];
+    char labels_buf[S_GPUS_MAX][24]; /* "gpu" and any size_t */
     const char *labels[S_GPUS_MAX];
     double m[S_GPUS_MAX * S_GPUS_MAX];
     for (size_t i = 0; i < p->n; i++) {
