@@ -631,3 +631,11 @@ const fb_diag_t *fb_bisect_diag(const fb_bisect_t *b)
     bisect__read(b);
     return b->diag;
 }
+
+uint64_t fb_bisect_name_seed(const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = name ? name : ""; *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    return h;
+}

@@ -182,6 +182,8 @@ typedef struct {
     size_t n_partners;
     fb_bisect_evidence_t *evidence;
     size_t n_evidence;
+    bool unit; /* a node of a session without rails: the node or one of its NICs (its tests use
+                * every NIC; a stage with rails can tell them apart) */
 } fb_bisect_verdict_t;
 
 /* The verdicts so far: bad, then undecided, then cleared, then passed, each by part name. *out
@@ -193,5 +195,8 @@ void fb_bisect_verdicts_free(fb_bisect_verdict_t **v, size_t n);
 size_t fb_bisect_bad(const fb_bisect_t *b, char ***parts);
 /* "bad", "undecided", "cleared", "passed". */
 const char *fb_bisect_state_name(fb_bisect_state_t s);
+/* A seed from a stage's name (FNV-1a): the session of a stage that has no seed of its own (scope
+ * group has none) is seeded by it, so that its diagnosis replays the same in every run. */
+uint64_t fb_bisect_name_seed(const char *name);
 
 #endif

@@ -171,6 +171,8 @@ static void s_diag_verdicts(const fb_bisect_t *b, s_vlist_t *l)
     fb_diag_verdict_t *v;
     size_t n = fb_diag_verdicts(b->diag, &v);
     double q_clear = fb_diag_q_clear(b->diag);
+    const char *const *rails;
+    bool railless = fb_diag_rails(b->diag, &rails) == 0;
     for (size_t i = 0; i < n; i++) {
         const fb_diag_verdict_t *x = &v[i];
         if (x->n_failed == 0 && x->n_counters == 0)
@@ -182,6 +184,13 @@ static void s_diag_verdicts(const fb_bisect_t *b, s_vlist_t *l)
         double conf = st == FB_BISECT_CLEARED ? 1.0 - p : (st == FB_BISECT_PASSED ? NAN : p);
         fb_bisect_verdict_t *bv = s_verdict_new(l, x->suspect, x->kind, st, conf);
         bv->summary = s_diag_summary(x, &b->o.diag, q_clear);
+        bv->unit = !x->parent && railless;
+        if (bv->unit && st == FB_BISECT_BAD) {
+            char *s = xasprintf("%s (the node or one of its NICs: its tests used them all)",
+                                bv->summary);
+            free(bv->summary);
+            bv->summary = s;
+        }
         for (size_t k = 0; k < x->n_evidence; k++) {
             s_evidence_add(bv, x->evidence[k].test_id, s_diag_what(&x->evidence[k]));
             s_partners_add(bv, x->evidence[k].partners);
@@ -356,6 +365,8 @@ static void s_slow_verdicts(const fb_bisect_t *b, s_vlist_t *l)
         if (s_find_verdict(l, node) || fb_flow_judgment_pending(j, node))
             continue;
         bool fast = fb_flow_judgment_fast(j, node);
+        if (!fast && !fb_flow_judgment_stray(j, node))
+            continue; /* its slow flows are a named part's: it is not implicated any more */
         fb_bisect_verdict_t *v = s_verdict_new(
             l, node, "node", fast ? FB_BISECT_CLEARED : FB_BISECT_UNDECIDED, fast ? 0.99 : NAN);
         v->summary = xstrdup(fast ? "cleared: slow flows once; its flows since rule a slowdown "

@@ -7,6 +7,7 @@
  * sequence gives either a campaign or one error line. */
 #include "campaign.h"
 
+#include "bisect_budget.h"
 #include "topology.h"
 #include "workload.h"
 #include "common/conffile.h"
@@ -30,7 +31,7 @@
 #define S_TOP_KEYS "name, nodes, stages"
 #define S_STAGE_KEYS                                                                               \
     "name, workload, timeout, on_fail, nodes, params, scope, group_size, pairing, seed, "          \
-    "topology, rounds, bisect_rounds, bisect_repeat, rails, bisect_prior"
+    "topology, rounds, bisect_budget, bisect_rounds, bisect_repeat, rails, bisect_prior"
 #define S_BISECT_ROUNDS_MAX 1000
 #define S_BISECT_REPEAT_MAX 100
 #define S_GROUP_SIZE_MAX 4096
@@ -263,7 +264,7 @@ static yaml_node_t *s_lookup(fb_yaml_t *ctx, const yaml_node_t *map, const char 
  * on scope and pairing, which may be written after it, so those checks run on the whole stage. */
 typedef struct {
     int scope, group_size, pairing, seed, topology, rounds;
-    int on_fail, bisect_rounds, bisect_repeat, rails, bisect_prior;
+    int on_fail, bisect_rounds, bisect_repeat, rails, bisect_prior, bisect_budget;
 } s_scope_lines_t;
 
 static int *s_scope_line(s_scope_lines_t *lines, const char *key)
@@ -278,6 +279,7 @@ static int *s_scope_line(s_scope_lines_t *lines, const char *key)
            : !strcmp(key, "bisect_repeat") ? &lines->bisect_repeat
            : !strcmp(key, "rails")         ? &lines->rails
            : !strcmp(key, "bisect_prior")  ? &lines->bisect_prior
+           : !strcmp(key, "bisect_budget") ? &lines->bisect_budget
                                            : NULL;
 }
 
@@ -394,6 +396,8 @@ static int s_scope_value(fb_yaml_t *ctx, const char *key, const yaml_node_t *v, 
                            &text))
             return -EINVAL;
         st->bisect_prior = xstrdup(text);
+    } else if (!strcmp(key, "bisect_budget")) {
+        return fb_bisect_budget_parse(ctx, v, kpath, &st->bisect_rounds, &st->bisect_budget_ms);
     }
     return 0;
 }
@@ -461,13 +465,23 @@ static int s_bisect_check(fb_yaml_t *ctx, const char *path, const s_scope_lines_
         free(kpath);
         return -EINVAL;
     }
-    const char *keys[] = {"bisect_rounds", "bisect_repeat", "rails", "bisect_prior"};
+    const char *keys[] = {"bisect_rounds", "bisect_repeat", "rails", "bisect_prior",
+                          "bisect_budget"};
     const int at[] = {lines->bisect_rounds, lines->bisect_repeat, lines->rails,
-                      lines->bisect_prior};
-    for (size_t i = 0; i < 4; i++)
+                      lines->bisect_prior, lines->bisect_budget};
+    for (size_t i = 0; i < 5; i++)
         if (at[i] && !bisect)
             return s_not_applicable(ctx, at[i], path, keys[i], "on_fail: bisect",
                                     "no on_fail: bisect");
+    if (lines->bisect_rounds && lines->bisect_budget) {
+        char *kpath = s_path(path, "bisect_rounds");
+        fb_yaml_fail(ctx, lines->bisect_rounds, kpath,
+                     "given with bisect_budget (line %d), which holds the rounds too; expected "
+                     "bisect_budget: {rounds: N} alone",
+                     lines->bisect_budget);
+        free(kpath);
+        return -EINVAL;
+    }
     if (lines->bisect_repeat && st->scope != FB_SCOPE_GROUP)
         return s_not_applicable(ctx, lines->bisect_repeat, path, "bisect_repeat", "scope: group",
                                 now);
@@ -516,7 +530,7 @@ static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, fb_str
     st->scope = FB_SCOPE_NODE;
     st->pairing = FB_PAIRING_ROUND_ROBIN;
     st->rounds = 1;
-    st->bisect_rounds = 12;
+    st->bisect_rounds = 24;
     st->bisect_repeat = 2;
     if (node->type != YAML_MAPPING_NODE)
         return fb_yaml_fail(ctx, fb_yaml_line(node), path,

@@ -76,7 +76,10 @@ typedef struct fb_stage {
     int topology_line;            /* where topology_path was written */
     struct fb_topology *topology; /* owned; set by fb_campaign_attach_files, NULL before */
     /* on_fail: bisect (docs/campaign-file.md) */
-    unsigned bisect_rounds; /* follow-up rounds at most (default 12) */
+    unsigned bisect_rounds;     /* follow-up rounds at most: bisect_budget.rounds, or its
+                                 * older spelling bisect_rounds (default 24) */
+    uint64_t bisect_budget_ms;  /* bisect_budget.time: time the follow-up rounds may take (0:
+                                 * none; scheduler/bisect_budget.h) */
     unsigned bisect_repeat; /* scope group: runs of every part of a split (default 2) */
     char **rails;           /* scope pairs: rails every node has (the workload's device), or NULL */
     size_t n_rails;

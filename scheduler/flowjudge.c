@@ -549,7 +549,13 @@ static void s_pending_fast(s_judge_t *j, fb_flow_judgment_t *out)
                 mark[fj->flows[i].src] = mark[fj->flows[i].dst] = true;
         }
     }
+    bool *stray = xcalloc(fj->nodes.n + 1, sizeof *stray);
+    for (size_t i = 0; i < fj->n_flows; i++)
+        if (j->slow[i] && !j->explained[i])
+            stray[fj->flows[i].src] = stray[fj->flows[i].dst] = true;
     for (size_t n = 0; n < fj->nodes.n; n++) {
+        if (stray[n])
+            s_push_name(&out->stray, &out->n_stray, fj->nodes.names[n]);
         if (mark[n])
             s_push_name(&out->pending, &out->n_pending, fj->nodes.names[n]);
         bool fast = true;
@@ -564,6 +570,9 @@ static void s_pending_fast(s_judge_t *j, fb_flow_judgment_t *out)
         qsort(out->pending, out->n_pending, sizeof *out->pending, s_cmp_str);
     if (out->n_fast)
         qsort(out->fast, out->n_fast, sizeof *out->fast, s_cmp_str);
+    if (out->n_stray)
+        qsort(out->stray, out->n_stray, sizeof *out->stray, s_cmp_str);
+    free(stray);
     free(mark);
 }
 
@@ -660,6 +669,9 @@ void fb_flow_judgment_clear(fb_flow_judgment_t *j)
     for (size_t i = 0; i < j->n_fast; i++)
         free(j->fast[i]);
     free(j->fast);
+    for (size_t i = 0; i < j->n_stray; i++)
+        free(j->stray[i]);
+    free(j->stray);
     memset(j, 0, sizeof *j);
 }
 
@@ -676,4 +688,9 @@ bool fb_flow_judgment_pending(const fb_flow_judgment_t *j, const char *node)
 bool fb_flow_judgment_fast(const fb_flow_judgment_t *j, const char *node)
 {
     return j && s_listed(j->fast, j->n_fast, node);
+}
+
+bool fb_flow_judgment_stray(const fb_flow_judgment_t *j, const char *node)
+{
+    return j && s_listed(j->stray, j->n_stray, node);
 }

@@ -22,7 +22,8 @@
  *  - Parts slow enough to matter but not proven yet (too few flows or partners) make their nodes
  *    pending: callers re-pair them with trusted nodes (diagnosis.h fb_diag_round_opts_t.extra).
  *    A node whose flows rule a slowdown that matters out (the lower 99% bound of its median
- *    ratio, each way, above slow_fraction) is fast: a pending node that turns fast is cleared.
+ *    ratio, each way, above slow_fraction) is fast: a pending node that turns fast is cleared;
+ *    one whose slow flows a named part explains is not implicated any more.
  *
  * Pure logic: no I/O. Names are copied; judgments own their strings except the borrowed ones
  * marked below, which live as long as the judge (and until its next record). */
@@ -90,6 +91,8 @@ typedef struct {
     size_t n_pending;
     char **fast; /* nodes whose flows, each way, rule a slowdown that matters out; name order */
     size_t n_fast;
+    char **stray; /* nodes at an end of a slow flow that no finding explains; name order */
+    size_t n_stray;
     size_t n_flows, n_slow; /* flows judged, and slow ones */
 } fb_flow_judgment_t;
 
@@ -98,8 +101,9 @@ typedef struct {
 int fb_flowjudge_judge(const fb_flowjudge_t *fj, fb_flow_judgment_t *out);
 /* NULL-safe; empties j. */
 void fb_flow_judgment_clear(fb_flow_judgment_t *j);
-/* Whether node is among j's pending (or fast) nodes. */
+/* Whether node is among j's pending (fast, stray) nodes. */
 bool fb_flow_judgment_pending(const fb_flow_judgment_t *j, const char *node);
 bool fb_flow_judgment_fast(const fb_flow_judgment_t *j, const char *node);
+bool fb_flow_judgment_stray(const fb_flow_judgment_t *j, const char *node);
 
 #endif

@@ -241,6 +241,15 @@ static void s_on_timer(uv_timer_t *h)
     s_end(t);
 }
 
+/* What the draws of a task are keyed on: its id without the campaign id in front
+ * ("<campaign>/<stage>/<task>" -> "<stage>/<task>"). The coordinator makes campaign ids from the
+ * clock, so draws keyed on them made the same seed a different world in every run. */
+static const char *s_draw_id(const char *task_id)
+{
+    const char *slash = strchr(task_id, '/');
+    return slash && slash[1] ? slash + 1 : task_id;
+}
+
 static void *s_start(void *arg, uv_loop_t *loop, const task_env_t *env, const char *task_id,
                      const char *workload, const char *const *params, size_t n_params,
                      uint64_t timeout_ms, const task_callbacks_t *cb, fb_result_t **result_out)
@@ -251,6 +260,7 @@ static void *s_start(void *arg, uv_loop_t *loop, const task_env_t *env, const ch
     t->owner = self;
     t->id = xstrdup(task_id);
     t->cb = *cb;
+    task_id = s_draw_id(task_id);
     t->result = s_decide(self, env, task_id, workload, params, n_params);
     t->stage = s_stage(self, env->stage);
     simtask_stage_stats_t *st = &self->stages[t->stage];
