@@ -201,15 +201,15 @@ static int s_cmp_confidence(const void *a, const void *b)
 static void s_text_part(const report_suspect_t *sus, FILE *out)
 {
     char *part = s_clean(sus->part, 64);
-    char *why = s_clean(
-        sus->summary ? sus->summary : (sus->n_evidence ? sus->evidence[0].what : ""), 240);
+    char *why =
+        s_clean(sus->summary ? sus->summary : (sus->n_evidence ? sus->evidence[0].what : ""), 240);
     char *kind = s_clean(sus->kind ? sus->kind : "?", 16);
     char *stage = s_clean(sus->stage && sus->stage->name ? sus->stage->name : "?", 64);
     char conf[16] = "     -";
     if (isfinite(sus->confidence))
         snprintf(conf, sizeof conf, "%.4f", sus->confidence);
-    fprintf(out, "  %-9s %-24s %-6s %s  %s  [%s]\n",
-            sus->state == REPORT_BAD ? "BAD" : "UNDECIDED", part, kind, conf, why, stage);
+    fprintf(out, "  %-9s %-24s %-6s %s  %s  [%s]\n", sus->state == REPORT_BAD ? "BAD" : "UNDECIDED",
+            part, kind, conf, why, stage);
     free(kind);
     free(stage);
     free(part);
@@ -217,8 +217,7 @@ static void s_text_part(const report_suspect_t *sus, FILE *out)
 }
 
 /* One line per part of a state, counted and the first ones named. */
-static void s_text_count(const report_diag_t *d, report_state_t state, const char *label,
-                         FILE *out)
+static void s_text_count(const report_diag_t *d, report_state_t state, const char *label, FILE *out)
 {
     size_t count = 0, shown = 0;
     for (size_t k = 0; k < d->n; k++)

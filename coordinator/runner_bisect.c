@@ -276,10 +276,9 @@ bool rn_bisect_continue(runner_t *self)
     /* The time budget counts from the first follow-up round (a decision on time: a rounds
      * budget alone keeps the diagnosis a function of the results). */
     uint64_t now = fb_now_ms();
-    fb_bisect_set_elapsed(self->bisect,
-                          self->bisect_follow_ms && now > self->bisect_follow_ms
-                              ? (double)(now - self->bisect_follow_ms) / 1000.0
-                              : 0.0);
+    fb_bisect_set_elapsed(self->bisect, self->bisect_follow_ms && now > self->bisect_follow_ms
+                                            ? (double)(now - self->bisect_follow_ms) / 1000.0
+                                            : 0.0);
     int rc = fb_bisect_next(self->bisect, &self->bround);
     if (rc < 0) {
         coord_event(self->coord, self->id, NULL, NULL, "bisect",
@@ -345,8 +344,7 @@ static void s_store_session(runner_t *self, const char *task_id, uint64_t now)
     fb_result_add_metric(r, "budget_time_s", (double)st->bisect_budget_ms / 1000.0, "s");
     store_t *store = coord_store(self->coord);
     if (store_result_insert(store, r, now))
-        log_error("cannot store how the diagnosis of %s ended: %s", st->name,
-                  store_errmsg(store));
+        log_error("cannot store how the diagnosis of %s ended: %s", st->name, store_errmsg(store));
     fb_result_destroy(&r);
     free(rid);
 }
@@ -389,8 +387,7 @@ static void s_store_diagnosis(runner_t *self, const fb_bisect_verdict_t *v, size
         if (x->unit) /* the node or one of its NICs: a stage with rails may name the NIC */
             fb_result_add_metric(r, "unit", 1.0, "");
         fb_result_add_finding(r, x->part, x->kind, x->summary);
-        size_t ne = good && x->n_evidence > S_CLEARED_EVIDENCE ? S_CLEARED_EVIDENCE
-                                                                : x->n_evidence;
+        size_t ne = good && x->n_evidence > S_CLEARED_EVIDENCE ? S_CLEARED_EVIDENCE : x->n_evidence;
         for (size_t k = 0; k < ne; k++)
             fb_result_add_finding(r, x->evidence[k].test_id, "evidence", x->evidence[k].what);
         if (store_result_insert(store, r, now))

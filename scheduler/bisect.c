@@ -165,8 +165,8 @@ int fb_bisect_record(fb_bisect_t *b, const fb_bisect_result_t *r)
     h->failed = r->failed;
     h->flows = xcalloc(r->n_flows + 1, sizeof *h->flows);
     for (size_t i = 0; i < r->n_flows; i++)
-        h->flows[i] = (fb_bisect_flow_t){s_dup(r->flows[i].src), s_dup(r->flows[i].dst),
-                                         r->flows[i].value};
+        h->flows[i] =
+            (fb_bisect_flow_t){s_dup(r->flows[i].src), s_dup(r->flows[i].dst), r->flows[i].value};
     h->n_flows = r->n_flows;
     h->counters = xcalloc(r->n_counters + 1, sizeof *h->counters);
     for (size_t i = 0; i < r->n_counters; i++)
@@ -346,15 +346,9 @@ static int s_plan_retests(fb_bisect_t *b, bool sweep, const char *const *busy, s
                           fb_bisect_round_t *out, size_t *cap, fb_diag_round_t *plan)
 {
     const fb_flow_judgment_t *j = bisect__judgment(b);
-    fb_diag_round_opts_t ro = {b->o.seed,
-                               b->rounds,
-                               sweep,
-                               (int)b->o.pairing,
-                               b->o.topology,
-                               (const char *const *)j->pending,
-                               j->n_pending,
-                               busy,
-                               n_busy};
+    fb_diag_round_opts_t ro = {b->o.seed,         b->rounds,     sweep,
+                               (int)b->o.pairing, b->o.topology, (const char *const *)j->pending,
+                               j->n_pending,      busy,          n_busy};
     int rc = fb_diag_plan_round(b->diag, &ro, plan);
     if (rc)
         return rc;
@@ -387,7 +381,8 @@ static int s_next_pairs(fb_bisect_t *b, fb_bisect_round_t *out)
     bool sweep = b->rounds < b->o.sweeps;
     /* Idle nodes are swept in a follow-up round only while what it implicates can still be
      * cleared within the round budget. */
-    bool fresh = sweep || (b->o.sweep_idle && b->follow_ups + 1 + s_clear_rounds(b) <= b->o.max_rounds);
+    bool fresh =
+        sweep || (b->o.sweep_idle && b->follow_ups + 1 + s_clear_rounds(b) <= b->o.max_rounds);
     if (!sweep && fb_diag_done(b->diag) && bisect__judgment(b)->n_pending == 0) {
         b->end = FB_BISECT_END_DECIDED;
         return 0;
@@ -414,12 +409,11 @@ static int s_next_pairs(fb_bisect_t *b, fb_bisect_round_t *out)
                              "%zu suspect(s) re-tested with trusted partners",
                              b->rounds, n_rails ? n_rails : 1, plan.n_tests, plan.n_suspects);
     else
-        out->why =
-            xasprintf("bisect round %u: %zu suspect(s) re-paired with trusted partners%s "
-                      "(%zu tests on %zu rail(s))",
-                      b->follow_ups + 1, plan.n_suspects,
-                      fresh ? ", the others matched freshly" : "", plan.n_tests,
-                      n_rails ? n_rails : 1);
+        out->why = xasprintf("bisect round %u: %zu suspect(s) re-paired with trusted partners%s "
+                             "(%zu tests on %zu rail(s))",
+                             b->follow_ups + 1, plan.n_suspects,
+                             fresh ? ", the others matched freshly" : "", plan.n_tests,
+                             n_rails ? n_rails : 1);
     b->follow_ups += !sweep;
     fb_diag_round_clear(&plan);
     return 1;

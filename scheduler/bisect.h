@@ -57,8 +57,8 @@ typedef struct {
     unsigned split_repeat; /* groups: runs of every part, >= 1 */
     fb_diag_params_t diag;
     fb_flow_params_t flow;
-    double budget_s;   /* time budget of the follow-up rounds, seconds (0: none); the caller says
-                        * how much is spent (fb_bisect_set_elapsed) */
+    double budget_s;    /* time budget of the follow-up rounds, seconds (0: none); the caller says
+                         * how much is spent (fb_bisect_set_elapsed) */
     size_t split_floor; /* groups: a part never has fewer nodes, >= 1 */
     bool sweep_idle;    /* pairs: in follow-up rounds, nodes not re-tested are matched freshly
                          * while the round budget still leaves the rounds it takes to clear a part

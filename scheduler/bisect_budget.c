@@ -77,7 +77,8 @@ int fb_bisect_budget_parse(fb_yaml_t *ctx, const yaml_node_t *v, const char *kpa
         if (!seen)
             rc = fb_yaml_fail(ctx, fb_yaml_line(k), path, "unknown key; expected one of " S_KEYS);
         else if (*seen)
-            rc = fb_yaml_fail(ctx, fb_yaml_line(k), path, "key given twice; expected each key once");
+            rc =
+                fb_yaml_fail(ctx, fb_yaml_line(k), path, "key given twice; expected each key once");
         else if (seen == &seen_rounds)
             rc = s_rounds(ctx, val, path, rounds);
         else

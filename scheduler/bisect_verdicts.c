@@ -6,6 +6,7 @@
 #include "bisect_internal.h"
 
 #include "common/util.h"
+#include "topology.h"
 
 #include <assert.h>
 #include <math.h>
@@ -78,9 +79,8 @@ static char *s_diag_what(const fb_diag_evidence_t *e)
 {
     if (e->counter)
         return xasprintf("port counter: %s; P %.3g -> %.3g", e->counter, e->p_before, e->p_after);
-    const char *result = e->failed ? (e->explained ? "failed (explained by a part named bad)"
-                                                   : "failed")
-                                   : "passed";
+    const char *result =
+        e->failed ? (e->explained ? "failed (explained by a part named bad)" : "failed") : "passed";
     if (!*e->partners)
         return xasprintf("alone: %s; P %.3g -> %.3g (round %u)", result, e->p_before, e->p_after,
                          e->round);
@@ -108,10 +108,11 @@ static char *s_bad_summary(const fb_diag_verdict_t *x, unsigned min_conf)
 static char *s_undecided_summary(const fb_diag_verdict_t *x, const fb_diag_params_t *par,
                                  double q_clear)
 {
-    const char *short_of = x->n_confirmations < par->min_confirmations
-                               ? "too few independent confirmations"
-                               : (x->p_bad < par->bad_threshold ? "P(bad) below the threshold"
-                                                                : "chance can explain its failures");
+    const char *short_of =
+        x->n_confirmations < par->min_confirmations
+            ? "too few independent confirmations"
+            : (x->p_bad < par->bad_threshold ? "P(bad) below the threshold"
+                                             : "chance can explain its failures");
     return xasprintf("undecided: failed %u of %u informative tests since its first failure "
                      "(%u of %u tests in all), %u of %u confirmations, P(bad) %.3g; not bad: %s; "
                      "not cleared: %u more pass(es) in a row would rule out a fault showing in "
@@ -121,8 +122,7 @@ static char *s_undecided_summary(const fb_diag_verdict_t *x, const fb_diag_param
                      100.0 * q_clear);
 }
 
-static char *s_diag_summary(const fb_diag_verdict_t *x, const fb_diag_params_t *par,
-                            double q_clear)
+static char *s_diag_summary(const fb_diag_verdict_t *x, const fb_diag_params_t *par, double q_clear)
 {
     switch (x->state) {
     case FB_DIAG_BAD:
@@ -186,8 +186,8 @@ static void s_diag_verdicts(const fb_bisect_t *b, s_vlist_t *l)
         bv->summary = s_diag_summary(x, &b->o.diag, q_clear);
         bv->unit = !x->parent && railless;
         if (bv->unit && st == FB_BISECT_BAD) {
-            char *s = xasprintf("%s (the node or one of its NICs: its tests used them all)",
-                                bv->summary);
+            char *s =
+                xasprintf("%s (the node or one of its NICs: its tests used them all)", bv->summary);
             free(bv->summary);
             bv->summary = s;
         }
@@ -197,6 +197,109 @@ static void s_diag_verdicts(const fb_bisect_t *b, s_vlist_t *l)
         }
     }
     free(v);
+}
+
+/* ---- leaf switches ---- */
+
+/* P(X >= k) for X ~ Binomial(n, p). */
+static double s_tail(size_t n, size_t k, double p)
+{
+    if (k == 0)
+        return 1.0;
+    if (k > n || p <= 0.0)
+        return 0.0;
+    double sum = 0.0;
+    for (size_t j = k; j <= n; j++)
+        sum += exp(lgamma((double)n + 1) - lgamma((double)j + 1) - lgamma((double)(n - j) + 1) +
+                   (double)j * log(p) + (double)(n - j) * log1p(-p));
+    return sum > 1.0 ? 1.0 : sum;
+}
+
+static bool s_listed(const char *const *v, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(v[i], name))
+            return true;
+    return false;
+}
+
+/* A leaf switch that takes every node behind it shows as many bad nodes on one leaf. Where the
+ * fabric is known, a leaf is named when at least half of its nodes in the stage (and three) are
+ * named bad, by the same standard: chance alone (nodes bad at the fleet's rate elsewhere landing
+ * on one leaf, times the leaves) at most fleet_error. Fills *chance per leaf (1: not named);
+ * returns how many are. */
+static size_t s_bad_leaves(const fb_bisect_t *b, double **chance)
+{
+    const fb_topology_t *t = b->o.topology;
+    size_t leaves = t ? fb_topology_n_leaves(t) : 0, named = 0, total = 0, total_bad = 0;
+    *chance = xcalloc(leaves + 1, sizeof **chance);
+    if (!leaves)
+        return 0;
+    const char *const *badv;
+    size_t nb = fb_diag_bad_parts(b->diag, &badv);
+    size_t *in = xcalloc(leaves, sizeof *in), *bad = xcalloc(leaves, sizeof *bad);
+    for (size_t k = 0; k < leaves; k++) {
+        size_t n;
+        const char *const *nodes = fb_topology_leaf_nodes(t, k, &n);
+        for (size_t i = 0; i < n; i++) {
+            if (isnan(fb_diag_p_bad(b->diag, nodes[i])))
+                continue; /* not in this stage */
+            in[k]++;
+            bad[k] += s_listed(badv, nb, nodes[i]);
+        }
+        total += in[k];
+        total_bad += bad[k];
+    }
+    for (size_t k = 0; k < leaves; k++) {
+        (*chance)[k] = 1.0;
+        if (bad[k] < 3 || 2 * bad[k] < in[k])
+            continue;
+        double rate = (double)(total_bad - bad[k] + 1) / (double)(total - in[k] + 2);
+        double c = s_tail(in[k], bad[k], rate) * (double)leaves;
+        if (c <= b->o.diag.fleet_error) {
+            (*chance)[k] = c;
+            named++;
+        }
+    }
+    free((void *)badv);
+    free(in);
+    free(bad);
+    return named;
+}
+
+/* The leaves named, as verdicts; their nodes' verdicts become passed: the leaf explains them. */
+static void s_leaf_verdicts(const fb_bisect_t *b, s_vlist_t *l)
+{
+    double *chance;
+    size_t named = s_bad_leaves(b, &chance);
+    const fb_topology_t *t = b->o.topology;
+    for (size_t k = 0; named && k < fb_topology_n_leaves(t); k++) {
+        if (chance[k] >= 1.0)
+            continue;
+        const char *leaf = fb_topology_leaf_name(t, k);
+        size_t before = l->n;
+        fb_bisect_verdict_t *lv = s_verdict_new(l, leaf, "leaf", FB_BISECT_BAD, 1.0 - chance[k]);
+        size_t n_bad = 0;
+        for (size_t i = 0; i < before; i++) {
+            fb_bisect_verdict_t *x = &l->v[i];
+            const char *xl = strchr(x->part, '/') ? NULL : fb_topology_leaf_of(t, x->part);
+            if (x->state != FB_BISECT_BAD || !xl || strcmp(xl, leaf))
+                continue;
+            n_bad++;
+            s_partner_add(lv, x->part, strlen(x->part));
+            for (size_t e = 0; e < x->n_evidence && e < 2; e++)
+                s_evidence_add(lv, x->evidence[e].test_id,
+                               xasprintf("%s: %s", x->part, x->evidence[e].what));
+            x->state = FB_BISECT_PASSED;
+            x->confidence = NAN;
+            free(x->summary);
+            x->summary = xasprintf("passed: its failures are its leaf's (%s named bad)", leaf);
+        }
+        lv->summary = xasprintf("bad leaf switch: %zu of its nodes named bad, more than half of "
+                                "those in the stage; chance alone in this fleet %.2g",
+                                n_bad, chance[k]);
+    }
+    free(chance);
 }
 
 /* ---- groups a split could not narrow ---- */
@@ -385,10 +488,22 @@ size_t fb_bisect_bad(const fb_bisect_t *b, char ***parts)
     const char *const *bad;
     size_t nb = fb_diag_bad_parts(b->diag, &bad);
     const fb_flow_judgment_t *j = bisect__judgment(b);
-    char **out = xcalloc(nb + j->n_findings + 1, sizeof *out);
-    size_t n = 0;
-    for (size_t i = 0; i < nb; i++)
-        out[n++] = xstrdup(bad[i]);
+    double *chance;
+    size_t named = s_bad_leaves(b, &chance), n = 0;
+    const fb_topology_t *t = b->o.topology;
+    char **out = xcalloc(nb + j->n_findings + named + 1, sizeof *out);
+    for (size_t k = 0; named && k < fb_topology_n_leaves(t); k++)
+        if (chance[k] < 1.0)
+            out[n++] = xstrdup(fb_topology_leaf_name(t, k));
+    for (size_t i = 0; i < nb; i++) {
+        const char *leaf = named && !strchr(bad[i], '/') ? fb_topology_leaf_of(t, bad[i]) : NULL;
+        bool explained = false;
+        for (size_t k = 0; leaf && k < fb_topology_n_leaves(t) && !explained; k++)
+            explained = chance[k] < 1.0 && !strcmp(fb_topology_leaf_name(t, k), leaf);
+        if (!explained)
+            out[n++] = xstrdup(bad[i]);
+    }
+    free(chance);
     free((void *)bad);
     for (size_t i = 0; i < j->n_findings; i++) {
         bool seen = false;
@@ -415,6 +530,7 @@ size_t fb_bisect_verdicts(const fb_bisect_t *b, fb_bisect_verdict_t **out)
     bisect__read(b);
     s_vlist_t l = {0};
     s_diag_verdicts(b, &l);
+    s_leaf_verdicts(b, &l);
     for (size_t i = 0; i < b->n_splits; i++)
         s_split_verdicts(b, i, &l);
     s_slow_verdicts(b, &l);

@@ -467,8 +467,8 @@ static int s_bisect_check(fb_yaml_t *ctx, const char *path, const s_scope_lines_
     }
     const char *keys[] = {"bisect_rounds", "bisect_repeat", "rails", "bisect_prior",
                           "bisect_budget"};
-    const int at[] = {lines->bisect_rounds, lines->bisect_repeat, lines->rails,
-                      lines->bisect_prior, lines->bisect_budget};
+    const int at[] = {lines->bisect_rounds, lines->bisect_repeat, lines->rails, lines->bisect_prior,
+                      lines->bisect_budget};
     for (size_t i = 0; i < 5; i++)
         if (at[i] && !bisect)
             return s_not_applicable(ctx, at[i], path, keys[i], "on_fail: bisect",

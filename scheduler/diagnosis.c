@@ -71,13 +71,12 @@ static bool s_prob_ok(double x)
 
 static bool s_params_ok(const fb_diag_params_t *p)
 {
-    return p->false_fail_rate >= 0.0 && p->false_fail_rate < 1.0 &&
-           p->false_fail_weight >= 0.0 && p->mixture_weight > 0.0 && s_prob_ok(p->prior_bad) &&
-           s_prob_ok(p->bad_threshold) && s_prob_ok(p->clear_threshold) &&
-           p->clear_threshold < p->prior_bad && p->prior_bad < p->bad_threshold &&
-           p->implicate_ratio >= 1.0 && s_prob_ok(p->clear_q) && s_prob_ok(p->clear_confidence) &&
-           p->min_confirmations >= 1 && p->fleet_error >= 0.0 && p->fleet_error < 1.0 &&
-           p->counter_lr >= 1.0;
+    return p->false_fail_rate >= 0.0 && p->false_fail_rate < 1.0 && p->false_fail_weight >= 0.0 &&
+           p->mixture_weight > 0.0 && s_prob_ok(p->prior_bad) && s_prob_ok(p->bad_threshold) &&
+           s_prob_ok(p->clear_threshold) && p->clear_threshold < p->prior_bad &&
+           p->prior_bad < p->bad_threshold && p->implicate_ratio >= 1.0 && s_prob_ok(p->clear_q) &&
+           s_prob_ok(p->clear_confidence) && p->min_confirmations >= 1 && p->fleet_error >= 0.0 &&
+           p->fleet_error < 1.0 && p->counter_lr >= 1.0;
 }
 
 fb_diag_t *fb_diag_new(const fb_diag_params_t *params)
@@ -740,8 +739,7 @@ static bool s_standard(fb_diag_t *d, int i)
         k += t->failed;
         any_local |= t->n_mem == 1;
     }
-    e->confirmations =
-        (unsigned)partners.n + (local_fail ? 1u : 0u) + (e->counters.n ? 1u : 0u);
+    e->confirmations = (unsigned)partners.n + (local_fail ? 1u : 0u) + (e->counters.n ? 1u : 0u);
     free(partners.v);
     e->n_inf = n;
     e->k_inf = k;
@@ -999,9 +997,14 @@ static void s_build_evidence(const fb_diag_t *d, int i)
             const diag_counter_t *k = &d->counters[e->counters.v[c]];
             if (t && k->round >= t->round)
                 break;
-            fb_diag_evidence_t ev = {.test_id = k->test_id, .partners = xstrdup(""),
-                                     .failed = true, .p_before = e->p, .p_after = e->p,
-                                     .counter = k->what, .round = k->round, .informative = true};
+            fb_diag_evidence_t ev = {.test_id = k->test_id,
+                                     .partners = xstrdup(""),
+                                     .failed = true,
+                                     .p_before = e->p,
+                                     .p_after = e->p,
+                                     .counter = k->what,
+                                     .round = k->round,
+                                     .informative = true};
             s_ev_push(e, &cap, &ev);
             started = true;
         }

@@ -29,20 +29,20 @@ struct fb_topology;
 typedef struct fb_diag fb_diag_t;
 
 typedef struct {
-    double prior_bad;         /* prior P(bad) of a node before any result; its rails share
-                               * as much again (each prior_bad / rails) */
-    double false_fail_rate;   /* f before the fleet's own results: P(a test of good members
-                               * fails anyway); a vague start, not a model of any fleet */
-    double false_fail_weight; /* pseudo-tests behind it (the fleet's tests outweigh it soon) */
-    double mixture_weight;    /* pseudo-parts per q of the mixture before any part is bad */
-    double bad_threshold;     /* P >= this (with the confirmations and fleet significance): bad */
-    double implicate_ratio;   /* a part in an unexplained failed test whose P(bad) reaches this
-                               * many times its prior is implicated (a suspect until cleared) */
-    double clear_threshold;   /* cleared needs P <= this, and the bound below */
-    double clear_q;           /* cleared needs its own tests to rule out a fault that shows in
-                               * this share of tests (or in the smallest share a part named bad
-                               * in this fleet shows in, when smaller) ... */
-    double clear_confidence;  /* ... with this confidence (0.99) */
+    double prior_bad;           /* prior P(bad) of a node before any result; its rails share
+                                 * as much again (each prior_bad / rails) */
+    double false_fail_rate;     /* f before the fleet's own results: P(a test of good members
+                                 * fails anyway); a vague start, not a model of any fleet */
+    double false_fail_weight;   /* pseudo-tests behind it (the fleet's tests outweigh it soon) */
+    double mixture_weight;      /* pseudo-parts per q of the mixture before any part is bad */
+    double bad_threshold;       /* P >= this (with the confirmations and fleet significance): bad */
+    double implicate_ratio;     /* a part in an unexplained failed test whose P(bad) reaches this
+                                 * many times its prior is implicated (a suspect until cleared) */
+    double clear_threshold;     /* cleared needs P <= this, and the bound below */
+    double clear_q;             /* cleared needs its own tests to rule out a fault that shows in
+                                 * this share of tests (or in the smallest share a part named bad
+                                 * in this fleet shows in, when smaller) ... */
+    double clear_confidence;    /* ... with this confidence (0.99) */
     unsigned min_confirmations; /* independent confirmations to name a part: distinct trusted
                                  * partners in its failed tests, a failed node-local test and a
                                  * port counter count one each */

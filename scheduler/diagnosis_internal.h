@@ -37,7 +37,7 @@ typedef struct {
     unsigned round; /* the settle that took it in */
     bool failed;
     bool settled;
-    bool *trusted;   /* per member: its node trusted when the round was planned */
+    bool *trusted;    /* per member: its node trusted when the round was planned */
     double *p_before; /* per involved entity: P(bad) before and after its round */
     double *p_after;
 } diag_test_t;
@@ -52,27 +52,27 @@ typedef struct {
 
 typedef struct {
     char *name;
-    int parent;        /* index of the node of a rail, -1 for a node */
-    int rail;          /* a rail: its index in fb_diag.rails; -1 for a node */
+    int parent;           /* index of the node of a rail, -1 for a node */
+    int rail;             /* a rail: its index in fb_diag.rails; -1 for a node */
     diag_ivec_t children; /* rails of a node */
-    double *post;      /* node only: its unit's hypotheses (diag.c: s_hyp) */
+    double *post;         /* node only: its unit's hypotheses (diag.c: s_hyp) */
     size_t n_post;
-    double prior; /* prior P(this part is the bad one) */
-    double p;     /* posterior P(bad), as of the last settle */
-    unsigned n_pass;   /* settled passing tests that would have shown its fault */
+    double prior;         /* prior P(this part is the bad one) */
+    double p;             /* posterior P(bad), as of the last settle */
+    unsigned n_pass;      /* settled passing tests that would have shown its fault */
     diag_ivec_t tests;    /* tests involving it, settled ones ordered by (round, id) */
     diag_ivec_t ufails;   /* node only: the unit's settled failed tests */
     diag_ivec_t counters; /* counters against it (rails) */
     diag_ivec_t partners; /* nodes it was tested with (any result) */
-    bool bad;          /* named bad (sticky) */
-    bool ambiguous;    /* a node named for itself or its only NIC */
-    bool implicated;   /* sticky until cleared or every failure explained */
+    bool bad;             /* named bad (sticky) */
+    bool ambiguous;       /* a node named for itself or its only NIC */
+    bool implicated;      /* sticky until cleared or every failure explained */
     bool cleared;
     bool trusted; /* node: a trusted partner as of the last settle */
     /* the standard, as of the last settle */
     unsigned confirmations, n_inf, k_inf, clear_more;
     double chance;
-    double chance_named;      /* its fleet significance when it was named */
+    double chance_named;          /* its fleet significance when it was named */
     unsigned confirmations_named; /* and its confirmations */
     /* evidence built by fb_diag_verdicts, kept until the next call (the caller borrows it) */
     fb_diag_evidence_t *ev;
@@ -91,13 +91,13 @@ struct fb_diag {
     size_t settled_tests, settled_counters; /* the first pending ones */
     char **rails; /* rail names over all nodes, in the order first added */
     size_t n_rails;
-    size_t n_nodes; /* node entities (the rest are rails) */
+    size_t n_nodes;  /* node entities (the rest are rails) */
     unsigned rounds; /* settles that took results in */
     bool unsettled;
     /* the fleet's estimates, as of the last settle */
-    double f_multi, f_local;         /* false-fail rates of tests between nodes / node-local */
-    double f_multi_hi, f_local_hi;   /* their upper bounds, for fleet significance */
-    double mix[DIAG_NQ];                /* the mixture over q */
+    double f_multi, f_local;       /* false-fail rates of tests between nodes / node-local */
+    double f_multi_hi, f_local_hi; /* their upper bounds, for fleet significance */
+    double mix[DIAG_NQ];           /* the mixture over q */
     double q_clear;
 };
 

@@ -73,7 +73,7 @@ typedef struct {
     diag_ivec_t *met; /* per retest node: partners of this round (a new one on every rail) */
     bool *is_retest, *got_partner;
     bool *busy; /* tested otherwise this round (opts->busy) */
-    int *pool; /* trusted nodes */
+    int *pool;  /* trusted nodes */
     size_t n_pool;
 } s_round_t;
 
@@ -123,8 +123,7 @@ static int s_fresh_pass(s_round_t *r, size_t k, size_t n_pass, const bool *used)
     size_t n = 0;
     for (size_t i = 0; i < d->n_ents; i++) /* in the order added: planners want a stable list */
         if (d->ents[i].parent < 0 && !used[i] && !r->is_retest[i] && !r->busy[i] &&
-            s_on_pass(d, (int)i, k) &&
-            diag__node_trusted(d, (int)i))
+            s_on_pass(d, (int)i, k) && diag__node_trusted(d, (int)i))
             names[n++] = d->ents[i].name;
     fb_plan_t plan = {0};
     unsigned at = o->round * (unsigned)n_pass + (unsigned)k;
@@ -138,7 +137,8 @@ static int s_fresh_pass(s_round_t *r, size_t k, size_t n_pass, const bool *used)
     for (size_t g = 0; rc == 0 && g < plan.n_groups; g++) {
         if (plan.groups[g].n_members != 2)
             continue;
-        int a = diag__find(d, plan.groups[g].members[0]), b = diag__find(d, plan.groups[g].members[1]);
+        int a = diag__find(d, plan.groups[g].members[0]),
+            b = diag__find(d, plan.groups[g].members[1]);
         s_push_test(r, a, b, k, NULL);
     }
     fb_plan_clear(&plan);

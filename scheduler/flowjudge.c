@@ -446,7 +446,8 @@ static const char *const s_kind_names[] = {"node", "nic", "link"};
 static int s_cmp_sample(const void *a, const void *b)
 {
     const fb_flow_sample_t *x = a, *y = b;
-    double rx = x->median > 0 ? x->value / x->median : 0, ry = y->median > 0 ? y->value / y->median : 0;
+    double rx = x->median > 0 ? x->value / x->median : 0,
+           ry = y->median > 0 ? y->value / y->median : 0;
     if (rx != ry)
         return rx < ry ? -1 : 1;
     int c = strcmp(x->test_id, y->test_id);

@@ -31,8 +31,9 @@
 
 #define S_LEAF_SIZE 32 /* fleetburn-simfleet's fabric when none is given (sim/simfleet.h) */
 #define S_SPINES 4
-#define S_CAMPAIGN "C" /* stands for the campaign id the coordinator would choose: the fault
-                        * model's draws leave it out */
+#define S_CAMPAIGN                                                                                 \
+    "C" /* stands for the campaign id the coordinator would choose: the fault                      \
+         * model's draws leave it out */
 
 typedef struct {
     unsigned agents;
@@ -219,8 +220,8 @@ static fb_bisect_t *s_session(s_world_t *w, size_t k, char **names, size_t n)
 static void s_record(const s_world_t *w, fb_bisect_t *b, const fb_stage_t *st, const char *id,
                      long planned, const char *const *m, size_t n, const char *rail)
 {
-    fb_bisect_result_t r = {id,   planned, m,    n, rail, true, s_judge(w, id, m, n, s_rail(st, rail)),
-                            NULL, 0,       NULL, 0};
+    fb_bisect_result_t r = {
+        id, planned, m, n, rail, true, s_judge(w, id, m, n, s_rail(st, rail)), NULL, 0, NULL, 0};
     fb_bisect_record(b, &r);
 }
 
@@ -252,8 +253,7 @@ static void s_rounds(const s_world_t *w, fb_bisect_t *b, size_t k)
             const fb_bisect_test_t *t = &rd.tests[i];
             char *id = rd.follow_up ? xasprintf(S_CAMPAIGN "/%zu/b%u.g%zu", k, f, i)
                                     : xasprintf(S_CAMPAIGN "/%zu/r%u.g%zu", k, round, i);
-            s_record(w, b, st, id, (long)i, (const char *const *)t->members, t->n_members,
-                     t->rail);
+            s_record(w, b, st, id, (long)i, (const char *const *)t->members, t->n_members, t->rail);
             free(id);
         }
         fb_bisect_round_clear(&rd);
@@ -333,9 +333,12 @@ static void s_usage(FILE *out)
 int main(int argc, char **argv)
 {
     s_cli_t cli = {0};
-    static const struct option opts[] = {{"agents", 1, 0, 'n'},   {"faults", 1, 0, 'f'},
-                                         {"campaign", 1, 0, 'c'}, {"topology", 1, 0, 't'},
-                                         {"seed", 1, 0, 's'},     {"help", 0, 0, 'h'},
+    static const struct option opts[] = {{"agents", 1, 0, 'n'},
+                                         {"faults", 1, 0, 'f'},
+                                         {"campaign", 1, 0, 'c'},
+                                         {"topology", 1, 0, 't'},
+                                         {"seed", 1, 0, 's'},
+                                         {"help", 0, 0, 'h'},
                                          {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {

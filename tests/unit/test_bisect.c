@@ -185,7 +185,8 @@ static void test_pairs(void **state)
         if (v[i].state == FB_BISECT_UNDECIDED)
             assert_true(v[i].confidence < 0.5);
     assert_int_equal(v[0].state, FB_BISECT_BAD); /* bad first */
-    assert_true(fb_bisect_end(b) == FB_BISECT_END_DECIDED || fb_bisect_end(b) == FB_BISECT_END_ROUNDS);
+    assert_true(fb_bisect_end(b) == FB_BISECT_END_DECIDED ||
+                fb_bisect_end(b) == FB_BISECT_END_ROUNDS);
     printf("[bisect] pairs: %u rounds (%u follow-up, ended: %s), %zu verdicts, %zu undecided, "
            "%zu cleared, %zu passed\n",
            rounds, fb_bisect_follow_ups(b), fb_bisect_end_name(fb_bisect_end(b)), n,
@@ -353,7 +354,43 @@ static void test_groups_split(void **state)
     s_fleet_free(&f);
 }
 
-/* Nothing failed, nothing slow: after the sweeps the session ends. The round limit holds. */
+/* A leaf switch that takes every node behind it: the eight nodes of leaf02 fail every test. The
+ * leaf is named, and its nodes pass (the leaf explains them). */
+static void test_leaf(void **state)
+{
+    (void)state;
+    s_fleet_t f;
+    char faults[1024] = "seed: 2\nrails: 4\nfaults:\n";
+    for (int i = 8; i < 16; i++)
+        snprintf(faults + strlen(faults), sizeof faults - strlen(faults),
+                 "  - {node: sim-%02d, kind: hard}\n", i);
+    s_fleet(&f, faults);
+    fb_bisect_t *b = s_session(&f, FB_SCOPE_PAIRS, 1, 12, true);
+    s_run(&f, b);
+    fb_bisect_verdict_t *v;
+    size_t n = fb_bisect_verdicts(b, &v);
+    const fb_bisect_verdict_t *leaf = s_verdict(v, n, "leaf02");
+    assert_non_null(leaf);
+    assert_int_equal(leaf->state, FB_BISECT_BAD);
+    assert_string_equal(leaf->kind, "leaf");
+    assert_int_equal(s_count(v, n, FB_BISECT_BAD), 1);
+    assert_int_equal(s_verdict(v, n, "sim-09")->state, FB_BISECT_PASSED);
+    printf("[bisect] leaf02 down: %s\n", leaf->summary);
+    fb_bisect_verdicts_free(&v, n);
+    char **bad;
+    size_t nb = fb_bisect_bad(b, &bad);
+    assert_int_equal(nb, 1);
+    assert_string_equal(bad[0], "leaf02");
+    free(bad[0]);
+    free(bad);
+    fb_bisect_destroy(&b);
+    s_fleet_free(&f);
+}
+
+/* The adaptive stop: nothing failed, nothing slow: after the sweeps the session ends, decided.
+ * Undecided parts are re-tested until decided or the budget runs out: the rounds (an intermittent
+ * fault with one follow-up round), the time (as the caller measures it), or the trusted partners
+ * (two nodes that failed together have none); the session says which. */
 static void test_limits(void **state)
 {
     (void)state;
@@ -361,22 +398,116 @@ static void test_limits(void **state)
     s_fleet(&f, "faults: []\n");
     fb_bisect_t *b = s_session(&f, FB_SCOPE_PAIRS, 2, 12, false);
     assert_false(fb_bisect_needed(b));
+    assert_int_equal(fb_bisect_end(b), FB_BISECT_RUNNING);
     assert_int_equal(s_run(&f, b), 2);
     assert_int_equal(fb_bisect_follow_ups(b), 0);
+    assert_int_equal(fb_bisect_end(b), FB_BISECT_END_DECIDED);
+    assert_string_equal(fb_bisect_end_name(fb_bisect_end(b)), "decided");
     fb_bisect_verdict_t *v;
     assert_int_equal(fb_bisect_verdicts(b, &v), 0);
     fb_bisect_verdicts_free(&v, 0);
     fb_bisect_destroy(&b);
     s_fleet_free(&f);
-    /* an intermittent fault with a limit of one follow-up round: the session stops there */
+    /* an intermittent fault with a budget of one follow-up round: the session stops there */
     s_fleet(&f, "seed: 3\nfaults:\n  - {node: sim-03, kind: intermittent, q: 0.3}\n");
     b = s_session(&f, FB_SCOPE_PAIRS, 1, 1, false);
-    const char *m[1] = {"sim-03"};
     assert_int_equal(fb_bisect_record_local(b, "l3", "sim-03", true), 0);
-    (void)m;
-    assert_true(s_run(&f, b) <= 2);
-    assert_true(fb_bisect_follow_ups(b) <= 1);
+    assert_int_equal(s_run(&f, b), 2);
+    assert_int_equal(fb_bisect_follow_ups(b), 1);
+    assert_int_equal(fb_bisect_end(b), FB_BISECT_END_ROUNDS);
+    fb_bisect_round_t rd;
+    assert_int_equal(fb_bisect_next(b, &rd), 0); /* and stays ended */
     fb_bisect_destroy(&b);
+    /* a time budget of a minute: 30 s spent, the session goes on; 61 s, it ends */
+    fb_bisect_opts_t o;
+    fb_bisect_opts_default(&o);
+    o.budget_s = 60.0;
+    b = fb_bisect_new(&o);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(fb_bisect_add_node(b, f.names[i], NULL), 0);
+    assert_int_equal(fb_bisect_record_local(b, "l3", "sim-03", true), 0);
+    assert_int_equal(fb_bisect_next(b, &rd), 1); /* the sweep */
+    s_run_round(&f, b, &rd);
+    fb_bisect_round_clear(&rd);
+    fb_bisect_set_elapsed(b, 30.0);
+    assert_int_equal(fb_bisect_next(b, &rd), 1);
+    assert_true(rd.follow_up);
+    s_run_round(&f, b, &rd);
+    fb_bisect_round_clear(&rd);
+    fb_bisect_set_elapsed(b, 61.0);
+    assert_int_equal(fb_bisect_next(b, &rd), 0);
+    assert_int_equal(fb_bisect_end(b), FB_BISECT_END_TIME);
+    assert_string_equal(fb_bisect_end_name(FB_BISECT_END_TIME), "budget: time");
+    fb_bisect_destroy(&b);
+    s_fleet_free(&f);
+    /* two nodes that failed together: no trusted partner for either */
+    b = fb_bisect_new(&o);
+    assert_int_equal(fb_bisect_add_node(b, "a", NULL), 0);
+    assert_int_equal(fb_bisect_add_node(b, "b", NULL), 0);
+    assert_int_equal(fb_bisect_next(b, &rd), 1);
+    const char *m[2] = {"a", "b"};
+    fb_bisect_result_t r = {"t", 0, m, 2, NULL, true, true, NULL, 0, NULL, 0};
+    assert_int_equal(fb_bisect_record(b, &r), 0);
+    fb_bisect_round_clear(&rd);
+    assert_int_equal(fb_bisect_next(b, &rd), 0);
+    assert_int_equal(fb_bisect_end(b), FB_BISECT_END_STUCK);
+    fb_bisect_destroy(&b);
+}
+
+/* A round's results in any order: the same verdicts, word for word. */
+static char *s_all_verdicts(const s_fleet_t *f, bool reverse)
+{
+    fb_bisect_t *b = s_session(f, FB_SCOPE_PAIRS, 1, 12, true);
+    fb_bisect_round_t rd;
+    char id[32];
+    while (fb_bisect_next(b, &rd) == 1) {
+        for (size_t k = 0; k < rd.n_tests; k++) {
+            size_t i = reverse ? rd.n_tests - 1 - k : k;
+            const fb_bisect_test_t *t = &rd.tests[i];
+            snprintf(id, sizeof id, "r%u.%zu", rd.round, i);
+            int rail = t->rail ? atoi(t->rail + 5) : -1;
+            fb_bisect_result_t r = {
+                id,
+                (long)i,
+                (const char *const *)t->members,
+                t->n_members,
+                t->rail,
+                true,
+                s_judge(f, id, (const char *const *)t->members, t->n_members, rail),
+                NULL,
+                0,
+                NULL,
+                0};
+            assert_int_equal(fb_bisect_record(b, &r), 0);
+        }
+        fb_bisect_round_clear(&rd);
+    }
+    fb_bisect_round_clear(&rd);
+    fb_bisect_verdict_t *v;
+    size_t n = fb_bisect_verdicts(b, &v);
+    char *all = xstrdup("");
+    for (size_t i = 0; i < n; i++) {
+        char *x = xasprintf("%s%s %s %s;", all, v[i].part, fb_bisect_state_name(v[i].state),
+                            v[i].summary);
+        free(all);
+        all = x;
+    }
+    fb_bisect_verdicts_free(&v, n);
+    fb_bisect_destroy(&b);
+    return all;
+}
+
+static void test_order(void **state)
+{
+    (void)state;
+    s_fleet_t f;
+    s_fleet(&f,
+            "seed: 8\nfalse_fail_rate: 0.02\nrails: 4\nfaults:\n"
+            "  - {node: sim-07, kind: intermittent, q: 0.5}\n  - {nic: sim-20/1, kind: hard}\n");
+    char *fwd = s_all_verdicts(&f, false), *rev = s_all_verdicts(&f, true);
+    assert_string_equal(fwd, rev);
+    free(fwd);
+    free(rev);
     s_fleet_free(&f);
 }
 
@@ -416,9 +547,10 @@ static void test_options(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pairs),   cmocka_unit_test(test_uplink),
-        cmocka_unit_test(test_groups),  cmocka_unit_test(test_groups_nic),
-        cmocka_unit_test(test_groups_split), cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_pairs),        cmocka_unit_test(test_uplink),
+        cmocka_unit_test(test_groups),       cmocka_unit_test(test_groups_nic),
+        cmocka_unit_test(test_groups_split), cmocka_unit_test(test_leaf),
+        cmocka_unit_test(test_limits),       cmocka_unit_test(test_order),
         cmocka_unit_test(test_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

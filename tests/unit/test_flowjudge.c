@@ -248,9 +248,8 @@ static void s_noisy(fb_flowjudge_t *fj, int slow, int rounds, uint64_t seed)
                 double u1 = fb_rng_unit(fb_splitmix64(&rng)), u2 = fb_rng_unit(fb_splitmix64(&rng));
                 double z = sqrt(-2.0 * log(u1 > 1e-12 ? u1 : 1e-12)) * cos(6.283185307 * u2);
                 double v = 100.0 * exp(0.05 * z) * (a == slow || b == slow ? 0.85 : 1.0);
-                assert_int_equal(fb_flowjudge_record(fj, id, s_names[a], s_names[b], rail, v, NULL,
-                                                     0),
-                                 0);
+                assert_int_equal(
+                    fb_flowjudge_record(fj, id, s_names[a], s_names[b], rail, v, NULL, 0), 0);
             }
         }
 }
