@@ -10,6 +10,7 @@
  * re-sent after every Welcome and periodically. The coordinator stores each result id once.
  * Tasks themselves are handled in agent_tasks.c. */
 #include "agent_internal.h"
+#include "gpuprobe.h"
 #include "inventory.h"
 #include "spool.h"
 #include "task.h"
@@ -419,6 +420,8 @@ agent_t *agent_new(uv_loop_t *loop, const agent_options_t *opts, char *err, size
     } else {
         self->inventory = inventory_read(self->sysfs_root);
         self->own_inventory = true;
+        if (!opts->executor) /* model, memory and versions from the GPU management library */
+            gpuprobe_run(self->inventory, self->worker_path, GPUPROBE_TIMEOUT_MS);
     }
     if (!opts->executor) {
         agent_note_gpu_vendors(self);
@@ -535,4 +538,12 @@ bool agent_registered(const agent_t *self)
 size_t agent_unacked(const agent_t *self)
 {
     return spool_count(self->spool);
+}
+
+size_t agent_running_count(const agent_t *self)
+{
+    size_t n = 0;
+    for (const running_t *r = self->running; r; r = r->next)
+        n++;
+    return n;
 }

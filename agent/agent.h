@@ -79,5 +79,7 @@ int agent_fatal(const agent_t *self);
 bool agent_registered(const agent_t *self);
 /* Results spooled and not yet acknowledged. */
 size_t agent_unacked(const agent_t *self);
+/* Tasks running now. */
+size_t agent_running_count(const agent_t *self);
 
 #endif

@@ -9,6 +9,7 @@
 #include "inventory.h"
 
 #include "edac.h"
+#include "fileload.h"
 #include "json.h"
 #include "log.h"
 #include "units.h"
@@ -28,6 +29,7 @@
 #define S_TEXT_MAX 255  /* hostname, cpu_model, DIMM label */
 #define S_SHORT_MAX 128 /* kernel release, DIMM location */
 #define S_PCI_ADDR_MAX 32
+#define S_SOFTWARE_MAX 255 /* a software version: FB_WIRE_MAX_NAME * 2 on the wire */
 
 /* PCI identities. */
 #define S_PCI_VENDOR_NVIDIA 0x10de
@@ -663,6 +665,104 @@ static char *s_nvidia_version(const char *root)
     return version;
 }
 
+char *inventory_per_device(const char *const *devices, const char *const *values, size_t n)
+{
+    size_t known = 0;
+    bool same = true;
+    const char *first = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!values[i] || !*values[i])
+            continue;
+        known++;
+        if (!first)
+            first = values[i];
+        same &= !strcmp(first, values[i]);
+    }
+    if (!known)
+        return NULL;
+    if (same && known == n)
+        return xstrdup(first);
+    char *out = xcalloc(1, S_SOFTWARE_MAX + 1);
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *v = values[i] && *values[i] ? values[i] : "?";
+        size_t need = strlen(devices[i]) + 1 + strlen(v) + (len ? 1 : 0);
+        if (len + need > S_SOFTWARE_MAX - 4) { /* keep within the wire's limit, say it is cut */
+            memcpy(out + len, ",...", 5);
+            break;
+        }
+        len += (size_t)snprintf(out + len, S_SOFTWARE_MAX + 1 - len, "%s%s:%s", len ? "," : "",
+                                devices[i], v);
+    }
+    return out;
+}
+
+/* PRETTY_NAME of os-release(5): "Ubuntu 24.04.1 LTS". The file is small and read bounded; the
+ * value may be quoted with " or ' (shell syntax, without expansions). */
+static char *s_os_name(const char *root)
+{
+    static const char *const files[] = {"/etc/os-release", "/usr/lib/os-release"};
+    for (size_t f = 0; f < FB_ARRAY_LEN(files); f++) {
+        char *path = s_path(root, "%s", files[f]), *text = NULL;
+        size_t len = 0;
+        int rc = fb_load_file(path, 64 * 1024, &text, &len, NULL);
+        char *name = NULL;
+        for (char *line = text, *next; rc == 0 && line && !name; line = next) {
+            next = strchr(line, '\n');
+            if (next)
+                *next++ = '\0';
+            if (strncmp(line, "PRETTY_NAME=", 12))
+                continue;
+            char *v = line + 12;
+            size_t n = strlen(v);
+            if (n >= 2 && (v[0] == '"' || v[0] == '\'') && v[n - 1] == v[0]) {
+                v[n - 1] = '\0';
+                v++;
+            }
+            if (*v && s_printable(v, S_SHORT_MAX) && !strchr(v, '\\'))
+                name = xstrdup(v);
+            else
+                log_warn("inventory: %s: PRETTY_NAME is not printable text of at most %d bytes, "
+                         "ignored",
+                         path, S_SHORT_MAX);
+        }
+        free(text);
+        free(path);
+        if (rc == 0)
+            return name;
+    }
+    return NULL;
+}
+
+/* fw_ver of every HCA: one version, or "mlx5_0:28.39.1002,mlx5_1:28.41.1000" when they differ. */
+static char *s_hca_firmware(const char *root)
+{
+    char *base = s_path(root, "/sys/class/infiniband");
+    char **hcas;
+    size_t n = fb_list_dir(base, &hcas), k = 0;
+    char **values = xcalloc(n ? n : 1, sizeof *values);
+    for (size_t i = 0; i < n; i++) {
+        if (!s_printable(hcas[i], 64))
+            continue;
+        char *path = xasprintf("%s/%s/fw_ver", base, hcas[i]);
+        values[k] = s_read_text(path, 64);
+        if (k != i) { /* names and values stay side by side */
+            char *t = hcas[k];
+            hcas[k] = hcas[i];
+            hcas[i] = t;
+        }
+        k++;
+        free(path);
+    }
+    char *out = inventory_per_device((const char *const *)hcas, (const char *const *)values, k);
+    for (size_t i = 0; i < k; i++)
+        free(values[i]);
+    free(values);
+    fb_names_free(hcas, n);
+    free(base);
+    return out;
+}
+
 static void s_read_software(const char *root, Fleetburn__Inventory *inv)
 {
     s_add_software(inv, "kernel", xstrdup(inv->kernel));
@@ -670,6 +770,31 @@ static void s_read_software(const char *root, Fleetburn__Inventory *inv)
     char *path = s_path(root, "/sys/module/amdgpu/version");
     s_add_software(inv, "amdgpu", s_read_text(path, 64));
     free(path);
+    /* The rest of the environment fingerprint (docs/inventory.md "Fingerprint") */
+    s_add_software(inv, "os", s_os_name(root));
+    path = s_path(root, "/sys/class/dmi/id/bios_version");
+    s_add_software(inv, "bios", s_read_text(path, 64));
+    free(path);
+    path = s_path(root, "/sys/class/dmi/id/bios_date");
+    s_add_software(inv, "bios_date", s_read_text(path, 32));
+    free(path);
+    path = s_path(root, "/opt/rocm/.info/version");
+    s_add_software(inv, "rocm", s_read_text(path, 64));
+    free(path);
+    s_add_software(inv, "hca_fw", s_hca_firmware(root));
+    path = s_path(root, "/sys/module/mlx5_core/version");
+    s_add_software(inv, "mlx5_core", s_read_text(path, 64));
+    free(path);
+}
+
+void inventory_add_software(Fleetburn__Inventory *inv, const char *key, char *value)
+{
+    for (size_t i = 0; i < inv->n_software; i++)
+        if (!strcmp(inv->software[i]->key, key)) {
+            free(value); /* what the agent read itself stands */
+            return;
+        }
+    s_add_software(inv, key, value);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -28,6 +28,14 @@ Fleetburn__Inventory *inventory_read(const char *root);
  * allocator) and sets *inv_p to NULL. NULL-safe. */
 void inventory_free(Fleetburn__Inventory **inv_p);
 
+/* One version for n devices: the value when every device has it, else "dev:value,dev:value"
+ * ("?" for a device without one), cut with ",..." to stay within the wire's 255 bytes. NULL when
+ * no device has a value. Heap string. */
+char *inventory_per_device(const char *const *devices, const char *const *values, size_t n);
+/* Adds software entry key = value (taken over; NULL or "" adds nothing) unless key is there
+ * already: what the agent read itself stands. */
+void inventory_add_software(Fleetburn__Inventory *inv, const char *key, char *value);
+
 /* Formatting lives in common/inventory_format.h (the coordinator uses it too). */
 
 #endif

@@ -8,7 +8,10 @@
  * agent, 1 when it could not start. */
 #include "agent.h"
 #include "common/conffile.h"
+#include "common/endpoint.h"
 #include "common/log.h"
+#include "common/service.h"
+#include "scheduler/inject.h"
 #include "common/util.h"
 #include "common/wire.h"
 
@@ -23,11 +26,12 @@
 static void s_usage(FILE *out)
 {
     fprintf(out,
-            "usage: fleetburn-agent --coordinator tcp://HOST:PORT [options]\n"
+            "usage: fleetburn-agent --coordinator HOST:PORT [options]\n"
             "  --config FILE            site configuration, key = value lines (default\n"
             "                           " FB_AGENT_CONFIG_DEFAULT ", read when it exists); the\n"
             "                           options below win over its settings\n"
-            "  --coordinator EP         coordinator endpoint (required here or in the file)\n"
+            "  --coordinator EP         the coordinator: tcp://HOST:PORT, HOST:PORT or HOST\n"
+            "                           (port 7755); required here or in the file\n"
             "  --name NAME              node name (default: the host name)\n"
             "  --spool DIR              results awaiting acknowledgement\n"
             "                           (default /var/lib/fleetburn/spool/NAME as root,\n"
@@ -35,13 +39,37 @@ static void s_usage(FILE *out)
             "  --address ADDR           where peers reach this node for multi-node workloads\n"
             "                           (default: the local address of the route to the\n"
             "                            coordinator)\n"
-            "  --worker PATH            fleetburn-worker to run tasks with\n"
-            "                           (default: next to this program)\n"
+            "  --worker PATH            fleetburn-worker to run tasks with (default: next\n"
+            "                           to this program, else in ../libexec/fleetburn)\n"
             "  --key FILE               this agent's CURVE secret key (\"\": none)\n"
             "  --server-key FILE        the coordinator's CURVE public key, pinned (\"\": none)\n"
             "  --allow-fault-injection  honour test-only inject_* parameters\n"
             "  --inject [WORKLOAD.]KEY=VALUE  test-only: add a parameter to tasks\n"
-            "  --verbose                debug logging\n");
+            "  --verbose                debug logging\n"
+            "  --version                print the version and exit\n"
+            "  --help                   print this and exit\n"
+            "Under systemd (deploy/systemd/fleetburn-agent.service) it reports ready once\n"
+            "registered, its state as the unit's status, and pings the watchdog.\n");
+}
+
+/* The unit's status line and readiness (common/service.h): ready once registered. */
+typedef struct {
+    agent_t *agent;
+    const char *name, *coordinator;
+} s_service_arg_t;
+
+static bool s_service_state(void *arg, char *status, size_t len)
+{
+    const s_service_arg_t *a = arg;
+    bool registered = agent_registered(a->agent);
+    if (registered)
+        snprintf(status, len, "registered with %s as %s; %zu task(s) running, %zu result(s) "
+                              "awaiting acknowledgement",
+                 a->coordinator, a->name, agent_running_count(a->agent), agent_unacked(a->agent));
+    else
+        snprintf(status, len, "connecting to %s as %s; %zu result(s) awaiting acknowledgement",
+                 a->coordinator, a->name, agent_unacked(a->agent));
+    return registered;
 }
 
 static void s_on_signal(uv_signal_t *h, int signum)
@@ -131,7 +159,7 @@ int main(int argc, char **argv)
         {"inject", required_argument, 0, 'i'},      {"address", required_argument, 0, 'a'},
         {"config", required_argument, 0, 'C'},      {"key", required_argument, 0, 'k'},
         {"server-key", required_argument, 0, 'K'},  {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"version", no_argument, 0, 'V'},          {0, 0, 0, 0}};
     /* A worker that exits while its exchange reply is being written must not kill the agent. */
     signal(SIGPIPE, SIG_IGN);
     agent_options_t opts = {0};
@@ -147,7 +175,9 @@ int main(int argc, char **argv)
     const char **inject = xcalloc((size_t)argc, sizeof(char *));
     size_t n_inject = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "c:n:s:w:Fvhi:a:", longopts, NULL)) != -1) {
+    char coordinator[FB_ENDPOINT_MAX];
+    opterr = 0; /* unknown options are named below, without the whole usage */
+    while ((c = getopt_long(argc, argv, ":c:n:s:w:Fvhi:a:", longopts, NULL)) != -1) {
         switch (c) {
         case 'c': opt_coordinator = optarg; break;
         case 'n': opt_name = optarg; break;
@@ -158,18 +188,33 @@ int main(int argc, char **argv)
         case 'k': opt_key = optarg; break;
         case 'K': opt_server_key = optarg; break;
         case 'F': opts.allow_fault_injection = true; break;
-        case 'i':
-            if (!strchr(optarg, '=')) {
-                fprintf(stderr, "fleetburn-agent: --inject: expected [WORKLOAD.]KEY=VALUE, got '%s'\n",
-                        optarg);
+        case 'i': {
+            char err[2048];
+            if (fb_inject_check(optarg, NULL, err, sizeof err)) {
+                fprintf(stderr, "fleetburn-agent: --inject: %s\n", err);
                 status = 2;
                 goto out;
             }
             inject[n_inject++] = optarg;
             break;
+        }
         case 'v': verbose = true; break;
         case 'h': s_usage(stdout); status = 0; goto out;
-        default: s_usage(stderr); status = 2; goto out;
+        case 'V':
+            printf("fleetburn-agent %s (protocol %d)\n", FB_VERSION, FB_PROTOCOL_VERSION);
+            status = 0;
+            goto out;
+        case ':':
+            fprintf(stderr, "fleetburn-agent: %s needs a value (fleetburn-agent --help)\n",
+                    argv[optind - 1]);
+            status = 2;
+            goto out;
+        default:
+            fprintf(stderr, "fleetburn-agent: unknown option '%s' (fleetburn-agent --help lists "
+                            "the options)\n",
+                    optopt ? (char[3]){'-', (char)optopt, 0} : argv[optind - 1]);
+            status = 2;
+            goto out;
         }
     }
     if (optind < argc) {
@@ -182,6 +227,16 @@ int main(int argc, char **argv)
     if (status)
         goto out;
     opts.coordinator = s_setting(opt_coordinator, conf, "coordinator");
+    char ep_err[300];
+    if (opts.coordinator && fb_endpoint_normalize(opts.coordinator, coordinator,
+                                                  sizeof coordinator, ep_err, sizeof ep_err)) {
+        fprintf(stderr, "fleetburn-agent: %s: %s\n",
+                opt_coordinator ? "--coordinator" : "coordinator", ep_err);
+        status = 2;
+        goto out;
+    }
+    if (opts.coordinator)
+        opts.coordinator = coordinator;
     opts.address = s_setting(opt_address, conf, "address");
     opts.key_file = s_setting(opt_key, conf, "key");
     opts.server_key_file = s_setting(opt_server_key, conf, "server_key");
@@ -238,9 +293,7 @@ int main(int argc, char **argv)
     worker = xstrdup(s_setting(opt_worker, conf, "worker"));
     if (!worker) {
         const char *env = getenv("FLEETBURN_WORKER");
-        char *dir = fb_exe_dir();
-        worker = env ? xstrdup(env) : xasprintf("%s/fleetburn-worker", dir ? dir : ".");
-        free(dir);
+        worker = env ? xstrdup(env) : fb_program_path("fleetburn-worker");
     }
     char component[160];
     snprintf(component, sizeof component, "agent %s", name);
@@ -277,7 +330,10 @@ int main(int argc, char **argv)
     uv_signal_start(&sigint, s_on_signal, SIGINT);
     uv_signal_start(&sigterm, s_on_signal, SIGTERM);
     log_info("fleetburn-agent %s connecting to %s", FB_VERSION, opts.coordinator);
+    s_service_arg_t service_arg = {agent, name, opts.coordinator};
+    fb_service_t *service = fb_service_start(loop, s_service_state, &service_arg);
     uv_run(loop, UV_RUN_DEFAULT);
+    fb_service_stop(&service);
 
     status = agent_fatal(agent);
     uv_close((uv_handle_t *)&sigint, NULL);

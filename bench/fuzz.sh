@@ -26,6 +26,8 @@ summary=$(mktemp "${TMPDIR:-/tmp}/fbfuzz-XXXXXX")
 trap 'rm -f "$summary"' EXIT
 
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+# The commit the harnesses are built from: taken now, since a run of hours outlives many commits.
+commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo ' (with uncommitted changes)')"
 rc=0
 FB_FUZZ_SUMMARY=$summary tests/fuzz/run.sh "$@" || rc=$?
 finished=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -34,7 +36,7 @@ finished=$(date -u +%Y-%m-%dT%H:%M:%SZ)
     echo "# libFuzzer runs of the decoder harnesses (tests/fuzz, docs/fuzzing.md)"
     echo "# command: ${FB_FUZZ_JOBS:+FB_FUZZ_JOBS=$FB_FUZZ_JOBS }${FB_FUZZ_NICE:+FB_FUZZ_NICE=$FB_FUZZ_NICE }bench/fuzz.sh $*"
     echo "# from $started to $finished; $(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), ${FB_FUZZ_JOBS:-1} harness(es) at a time"
-    echo "# commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo ' (with uncommitted changes)'); $(clang --version | head -1)"
+    echo "# built from commit $commit; $(clang --version | head -1)"
     echo "# seconds: wall time of the run; executions, exec/s, peak rss: libFuzzer's final stats;"
     echo "# cov (edges) and ft (features): its last status line; corpus: units/bytes it ended with"
     echo "# (seed corpus tests/fuzz/corpus/<name> plus the working corpus in $work);"

@@ -125,6 +125,8 @@ char *fb_inventory_to_json(const Fleetburn__Inventory *inv)
         fb_json_string(j, "max_link_speed", s_or_empty(g->max_link_speed));
         fb_json_int(j, "max_link_width", g->max_link_width);
         fb_json_int(j, "numa_node", g->numa_node);
+        fb_json_string(j, "model", s_or_empty(g->model));
+        fb_json_int(j, "memory_bytes", (int64_t)g->memory_bytes);
         fb_json_object_end(j);
     }
     fb_json_array_end(j);

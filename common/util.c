@@ -193,6 +193,28 @@ char *fb_exe_dir(void)
     return xstrdup(buf);
 }
 
+#ifndef FB_LIBEXEC_REL
+#define FB_LIBEXEC_REL "../libexec/fleetburn"
+#endif
+
+char *fb_program_path(const char *name)
+{
+    char *dir = fb_exe_dir();
+    const char *base = dir ? dir : ".";
+    char *beside = xasprintf("%s/%s", base, name);
+    char *libexec_dir = xasprintf("%s/%s", base, FB_LIBEXEC_REL);
+    char *installed = xasprintf("%s/%s", libexec_dir, name);
+    struct stat st;
+    char *path = access(beside, X_OK) == 0      ? beside
+                 : access(installed, X_OK) == 0 ? installed
+                 : stat(libexec_dir, &st) == 0 && S_ISDIR(st.st_mode) ? installed
+                                                                       : beside;
+    free(path == beside ? installed : beside);
+    free(libexec_dir);
+    free(dir);
+    return path;
+}
+
 const char *fb_show_value(const char *text, char *buf, size_t buflen)
 {
     size_t o = 0;

@@ -52,6 +52,12 @@ void fb_names_free(char **names, size_t n);
 int fb_mkdir_p(const char *path, unsigned mode);
 /* Directory holding the running executable (from /proc/self/exe), heap string; NULL on error. */
 char *fb_exe_dir(void);
+/* Where another fleetburn program called name is (heap string): next to the running executable
+ * (a build tree, a bundle: everything in one directory), else in the libexec directory of an
+ * installed tree, found relative to the executable (bin/../libexec/fleetburn: FB_LIBEXEC_REL),
+ * so that any install prefix works. When neither is executable: the installed tree's path when
+ * its directory exists, else the one next to the executable, for the caller's error message. */
+char *fb_program_path(const char *name);
 /* True when a ZeroMQ endpoint can be reached only from this host: ipc:// and inproc://, or tcp://
  * on a loopback address (127.0.0.0/8, ::1, localhost, the interface lo). False for tcp://\*,
  * 0.0.0.0 and every other address. */

@@ -84,7 +84,8 @@ static int s_validate_inventory(const Fleetburn__Inventory *inv, char *err, size
         CHECK(s_text_ok(g->vendor, 32) && s_text_ok(g->vendor_id, 16) &&
                   s_text_ok(g->device_id, 16) && s_text_ok(g->pci_address, 32) &&
                   s_text_ok(g->link_speed, 64) && s_text_ok(g->max_link_speed, 64) &&
-                  g->link_width <= 64 && g->max_link_width <= 64,
+                  s_text_ok(g->model, FB_WIRE_MAX_NAME) && g->link_width <= 64 &&
+                  g->max_link_width <= 64,
               "inventory: gpu %zu: field out of range", i);
     }
     for (size_t i = 0; i < inv->n_nics; i++) {

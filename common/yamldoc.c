@@ -261,3 +261,24 @@ int fb_yaml_load(fb_yaml_t *y, yaml_document_t *doc, size_t max_bytes, const cha
         y->doc = doc;
     return rc;
 }
+
+int fb_yaml_key(fb_yaml_t *y, const yaml_node_t *key, const char *path, const char *expected,
+                const char **out)
+{
+    if (!key || key->type != YAML_SCALAR_NODE || fb_yaml_is_null(key) ||
+        memchr(key->data.scalar.value, 0, key->data.scalar.length))
+        return fb_yaml_fail(y, fb_yaml_line(key), path[0] ? path : "(top level)",
+                            "a key is %s; expected one of %s",
+                            key && key->type == YAML_SCALAR_NODE ? "not a name"
+                                                                 : fb_yaml_kind(key),
+                            expected);
+    *out = (const char *)key->data.scalar.value;
+    return 0;
+}
+
+char *fb_yaml_path(const char *parent, const char *key)
+{
+    char shown[256];
+    fb_show_value(key, shown, sizeof shown);
+    return parent[0] ? xasprintf("%s.%s", parent, shown) : xstrdup(shown);
+}

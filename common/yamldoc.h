@@ -59,5 +59,13 @@ bool fb_yaml_is_null(const yaml_node_t *node);
  * scalar without NUL bytes. expected: the "expected ..." part of the message. */
 int fb_yaml_scalar(fb_yaml_t *y, const yaml_node_t *node, const char *path, const char *expected,
                    const char **out);
+/* The text of a mapping key (borrowed), or an error at path ("(top level)" when path is "")
+ * when key is missing, not a scalar, null or holds a NUL byte: "a key is ...; expected one of
+ * EXPECTED" (expected: the keys the mapping takes). */
+int fb_yaml_key(fb_yaml_t *y, const yaml_node_t *key, const char *path, const char *expected,
+                const char **out);
+/* The key path of key under parent, for messages: "parent.key", or "key" when parent is "";
+ * the key made printable and shortened (fb_show_value). Heap. */
+char *fb_yaml_path(const char *parent, const char *key);
 
 #endif

@@ -10,6 +10,7 @@
 #include "campaign_file.h"
 #include "coord.h"
 #include "common/conffile.h"
+#include "common/endpoint.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -40,6 +41,8 @@ typedef struct {
     bool wait_given;
     bool queue;         /* run --coordinator: --queue */
     const char *reason; /* cancel: --reason */
+    const char *from;   /* expect: --from NODE */
+    bool markdown;      /* workloads: --markdown */
     const char *format;
     unsigned local;
     bool local_given;
@@ -48,12 +51,20 @@ typedef struct {
     uint64_t forget_after_ms;                  /* serve */
     uint64_t store_timeout_ms;                 /* serve: --store-timeout */
     uint64_t handshake_ms;                     /* serve */
+    const char *webhook_allow;                 /* serve: --webhook-allow */
+    const char *webhook_ca;                    /* serve, run --local: --webhook-ca */
     bool verbose, keep_logs;
     const char *agent_config; /* run --local: --config of the local agents */
+    const char *slurm_bin;    /* serve, run --local: --slurm-bin DIR (sinfo, scontrol) */
+    const char *baseline;     /* run --baseline ID|latest|NAME (cli_compare.c) */
     const char *inject[MAX_INJECT];
     size_t n_inject;
     const char *positional[4];
     size_t n_positional;
+    /* --coordinator (or the client configuration's) and --bind as ZeroMQ endpoints: HOST:PORT
+     * means tcp://HOST:PORT (common/endpoint.h) */
+    char coordinator_buf[FB_ENDPOINT_MAX];
+    char bind_buf[FB_ENDPOINT_MAX];
 } cli_t;
 
 typedef struct {
@@ -85,6 +96,25 @@ int cli_run_remote(cli_t *cli, const campaign_file_t *cf);
 int cli_follow(cli_t *cli);
 int cli_cancel(cli_t *cli);
 int cli_campaigns(cli_t *cli);
+/* expect --from NODE: the expect section NODE's stored inventory meets, on stdout (cli_expect.c).
+ * Returns the exit status: 2 for a missing or unknown node, 3 when the database cannot be read. */
+int cli_expect(cli_t *cli);
+/* `fleetburn workloads [NAME] [--markdown]` (cli_workloads.c). */
+int cli_workloads(cli_t *cli);
+/* Regressions (cli_compare.c, docs/regressions.md). compare BASE [CAMPAIGN]: 0 no regression,
+ * 1 a regression, 2 an unknown campaign or baseline, 3 the database. baseline set NAME ID | list |
+ * delete NAME. cli_baseline_check: run --baseline, before the campaign runs: 0, or the exit status
+ * after saying why not (an unknown campaign or name, no database to compare in). After it ran:
+ * cli_compare_after_run prints the comparison and returns the exit status, run_code made 1 by a
+ * regression (store NULL: opened from --db). */
+int cli_compare(cli_t *cli);
+int cli_baseline(cli_t *cli);
+int cli_baseline_check(cli_t *cli, const struct fb_campaign *campaign);
+int cli_compare_after_run(cli_t *cli, store_t *store, const char *campaign_id, int run_code);
+/* run --local --inject NODE:[WORKLOAD.]KEY=VALUE (cli_inject.c): every NODE one of the local
+ * agents, every WORKLOAD one that a stage of the campaign runs, every KEY a parameter of it and
+ * VALUE valid for it. 0, or -EINVAL after printing what is wrong. */
+int cli_check_injections(const cli_t *cli, const struct fb_campaign *campaign);
 /* Reads the client configuration into cli (coordinator, key, server_key where the command line
  * gave none). 0, or -EINVAL after printing why. */
 int cli_load_client_config(cli_t *cli);

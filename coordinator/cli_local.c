@@ -13,6 +13,7 @@
 #include "common/wire.h"
 #include "common/zsock.h"
 #include "scheduler/campaign.h"
+#include "scheduler/slurm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +42,7 @@ typedef struct {
     uv_timer_t wait_timer;
     uint64_t wait_started;
     bool campaign_started, campaign_done, interrupted;
+    bool alert_let_go; /* Ctrl-C while the webhook alert's first attempt ran: it stays queued */
     fb_verdict_t verdict;
     char *campaign_id;
     int exit_code;
@@ -117,7 +119,10 @@ static int s_spawn_agent(local_run_t *run, unsigned i, const char *agent_path, c
     int rc = uv_spawn(run->loop, &run->agents[i], &opts);
     close(fd);
     if (rc) {
-        log_error("cannot start %s: %s", agent_path, uv_strerror(rc));
+        log_error("cannot start %s: %s%s", agent_path, uv_strerror(rc),
+                  rc == UV_ENOENT ? " (run --local starts fleetburn-agent from the directory of "
+                                    "fleetburn: install the fleetburn-agent package)"
+                                  : "");
         uv_close((uv_handle_t *)&run->agents[i], NULL);
         return rc;
     }
@@ -137,12 +142,10 @@ static void s_local_progress(const coord_progress_t *p, void *arg)
     local_run_t *run = arg;
     cli_show_progress(&run->view, p->stage, p->stage_index, p->stage_count, p->tasks_total,
                       p->tasks_done, p->tasks_failed, p->elapsed_ms, p->finished);
-    if (p->finished) {
+    if (p->finished) { /* the signals stay handled: a webhook alert may still be on its way */
         run->campaign_done = true;
         run->verdict = p->verdict;
         s_stop_agents(run);
-        uv_close((uv_handle_t *)&run->sigint, NULL);
-        uv_close((uv_handle_t *)&run->sigterm, NULL);
     }
 }
 
@@ -159,7 +162,7 @@ static void s_on_wait(uv_timer_t *h)
         if (rc) {
             log_error("cannot start the campaign: %s", error ? error : strerror(-rc));
             free(error);
-            run->exit_code = EXIT_INFRA;
+            run->exit_code = rc == -EINVAL ? EXIT_USAGE : EXIT_INFRA; /* -EINVAL: the campaign's */
             run->campaign_done = true;
             s_stop_agents(run);
             return;
@@ -188,6 +191,16 @@ static void s_on_wait(uv_timer_t *h)
 static void s_on_interrupt(uv_signal_t *h, int signum)
 {
     local_run_t *run = h->data;
+    if (run->campaign_done && run->campaign_started) {
+        if (coord_webhooks_in_flight(run->coord))
+            fprintf(stderr,
+                    "\nfleetburn: not waiting for the webhook alert; it stays queued in %s\n",
+                    run->cli->db);
+        run->alert_let_go = true;
+        uv_close((uv_handle_t *)&run->sigint, NULL);
+        uv_close((uv_handle_t *)&run->sigterm, NULL);
+        return;
+    }
     fprintf(stderr, "\nfleetburn: interrupted (signal %d); stopping local agents\n", signum);
     run->interrupted = true;
     run->exit_code = EXIT_INFRA;
@@ -216,11 +229,27 @@ static void s_print_summary(store_t *store, const char *campaign_id)
 int cli_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
 {
     uv_loop_t *loop = uv_default_loop();
+    /* The embedded coordinator runs as the operator: its webhooks may go to any host. */
     coord_options_t copts = {.bind = "tcp://127.0.0.1:*",
                              .db_path = cli->db,
                              .heartbeat_ms = cli->heartbeat_ms,
-                             .liveness = cli->liveness};
+                             .liveness = cli->liveness,
+                             .webhooks = {.allow_any = true, .ca_file = cli->webhook_ca},
+                             .slurm_bin = cli->slurm_bin};
+    if (fb_campaign_slurm_selections(*campaign, NULL, 0)) {
+        /* Slurm lists the fleet's nodes; run --local's agents are local-0 ... local-(N-1) */
+        fprintf(stderr, "fleetburn: nodes: slurm:... selects the nodes of a Slurm cluster, whose "
+                        "agents register with `fleetburn serve`; run it with --coordinator EP "
+                        "(run --local starts its own agents, local-0 ...)\n");
+        fb_campaign_destroy(campaign);
+        return EXIT_USAGE;
+    }
     char err[512];
+    if (webhook_options_check(&copts.webhooks, err, sizeof err)) {
+        fprintf(stderr, "fleetburn: %s\n", err);
+        fb_campaign_destroy(campaign);
+        return EXIT_USAGE;
+    }
     coord_t *coord = coord_new(loop, &copts, err, sizeof err);
     if (!coord) {
         fprintf(stderr, "fleetburn: %s\n", err);
@@ -245,9 +274,10 @@ int cli_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
         fb_campaign_destroy(&run.campaign);
         return EXIT_INFRA;
     }
-    char *dir = fb_exe_dir();
-    char *agent_path = xasprintf("%s/fleetburn-agent", dir ? dir : ".");
-    free(dir);
+    char *agent_path = fb_program_path("fleetburn-agent");
+    /* Local agents are not a unit's daemon: a `run` started by systemd keeps them from sending it
+     * READY and watchdog pings from PIDs it does not know. */
+    unsetenv("NOTIFY_SOCKET");
     run.agents = xcalloc(run.n_agents, sizeof(uv_process_t));
     run.agent_running = xcalloc(run.n_agents, sizeof(bool));
     int rc = 0;
@@ -272,9 +302,18 @@ int cli_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
         uv_timer_start(&run.wait_timer, s_on_wait, 50, 50);
         fprintf(stderr, "starting %u local agent(s) (logs in %s)\n", run.n_agents, run.workdir);
     }
-    /* The loop runs until the campaign ended and every agent exited; the coordinator's own
-     * handles keep it alive, so stop it from a check once that is true. */
-    while (!(run.campaign_done && run.n_exited == run.n_agents)) {
+    /* The loop runs until the campaign ended, every agent exited and the first attempt of its
+     * webhook alert ended; the coordinator's own handles keep it alive, so stop it from a check
+     * once that is true. */
+    bool said_alert = false;
+    while (!(run.campaign_done && run.n_exited == run.n_agents &&
+             (run.alert_let_go || !coord_webhooks_in_flight(coord)))) {
+        if (run.campaign_done && run.n_exited == run.n_agents && !said_alert) {
+            fprintf(stderr,
+                    "posting the campaign's webhook alert (Ctrl-C leaves it queued in %s)\n",
+                    cli->db);
+            said_alert = true;
+        }
         if (!run.campaign_done && !run.campaign_started && run.n_exited == run.n_agents &&
             run.n_agents > 0 && rc == 0) {
             fprintf(stderr,
@@ -290,6 +329,8 @@ int cli_run_local(cli_t *cli, fb_campaign_t **campaign, char *yaml)
     if (run.campaign_started && !run.interrupted) {
         s_print_summary(coord_store(coord), run.campaign_id);
         run.exit_code = fb_verdict_ok(run.verdict) ? EXIT_PASS : EXIT_FAILED;
+        run.exit_code =
+            cli_compare_after_run(cli, coord_store(coord), run.campaign_id, run.exit_code);
     }
     if (!uv_is_closing((uv_handle_t *)&run.wait_timer))
         uv_close((uv_handle_t *)&run.wait_timer, NULL);

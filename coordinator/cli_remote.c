@@ -53,6 +53,7 @@ typedef struct {
     int exit_code;
     bool done;
     char *id;          /* the campaign, once the coordinator named it (heap) */
+    char *ran_id;      /* run: the campaign it followed to its end, kept for --baseline */
     bool attached;     /* a Progress of it arrived (run: the acceptance) */
     bool queued;       /* its last known state was queued */
     bool want_holders; /* run --queue: a list asked for, to name who holds the nodes */
@@ -592,6 +593,10 @@ static int s_run_and_close(remote_t *r)
     uv_loop_close(r->loop);
     zmq_ctx_term(r->zctx);
     fflush(stdout);
+    if (r->mode == S_RUN) {
+        r->ran_id = r->id;
+        r->id = NULL;
+    }
     free(r->id);
     free(r->end_error);
     return r->exit_code;
@@ -615,7 +620,10 @@ int cli_run_remote(cli_t *cli, const campaign_file_t *cf)
         return rc;
     if (s_submit(&r))
         s_end(&r, EXIT_INFRA);
-    return s_run_and_close(&r);
+    rc = s_run_and_close(&r);
+    rc = cli_compare_after_run(cli, NULL, r.ran_id, rc);
+    free(r.ran_id);
+    return rc;
 }
 
 /* The campaign id a command names ("" for the one running), or NULL after saying why not. */

@@ -306,6 +306,7 @@ static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hel
     char *json = fb_inventory_to_json(m->inventory);
     if (store_agent_upsert(self->store, node->name, "alive", summary, json, fb_now_ms()))
         log_error("cannot store agent %s: %s", node->name, store_errmsg(self->store));
+    coord_fingerprint_hello(self, node->name, m->inventory); /* coord_expect.c */
     coord_event(self, coord_campaign_holding(self, node->name), NULL, node->name, "agent",
                 "registered: %s (%zu unacknowledged results, %zu running tasks)", summary,
                 m->n_unacked_result_ids, m->n_running_task_ids);
@@ -419,6 +420,7 @@ static void s_on_task_result(coord_t *self, const char *identity, node_t *node,
         free(r->node);
         r->node = xstrdup(node->name);
     }
+    coord_expect_result(self, r); /* the campaign's expected hardware (coord_expect.c) */
     int rc = store_result_insert(self->store, r, fb_now_ms());
     if (rc == 0) {
         log_info("result %s from %s: %s%s%s", r->task_id, node->name, fb_verdict_name(r->verdict),
@@ -456,6 +458,9 @@ void coord_flush(coord_t *self)
         log_error("cannot commit to the store: %s; %zu result(s) will be sent again",
                   store_errmsg(self->store), self->n_acks);
         coord_store_failed(self, rc);
+    } else if (self->webhooks_queued) {
+        self->webhooks_queued = false; /* their rows are on disk: they may be posted now */
+        webhook_queue_kick(self->webhooks);
     }
     for (size_t i = 0; i < self->n_acks; i++) {
         if (!rc) {
@@ -592,6 +597,7 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
 {
     coord_t *self = xcalloc(1, sizeof *self);
     self->loop = loop;
+    self->slurm_bin = xstrdup(opts->slurm_bin);
     self->heartbeat_ms = opts->heartbeat_ms ? opts->heartbeat_ms : 1000;
     self->liveness = opts->liveness ? opts->liveness : 5;
     self->forget_after_ms = opts->forget_after_ms ? opts->forget_after_ms : COORD_FORGET_AFTER_MS;
@@ -619,6 +625,11 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
         log_warn("marked %d campaign(s) left running by an earlier coordinator as interrupted",
                  stale);
     store_defer_commits(self->store, true);
+    self->webhooks = webhook_queue_new(loop, self->store, &opts->webhooks, err, errlen);
+    if (!self->webhooks) {
+        coord_destroy(&self);
+        return NULL;
+    }
     uv_prepare_init(loop, &self->flush);
     self->flush.data = self;
     uv_prepare_start(&self->flush, s_on_flush);
@@ -696,6 +707,7 @@ void coord_destroy(coord_t **self_p)
     coord_t *self = *self_p;
     *self_p = NULL;
     coord_submit_jobs_orphan(self);
+    coord_slurm_jobs_orphan(self);
     coord_campaigns_destroy(self);
     if (self->liveness_timer.data)
         uv_close((uv_handle_t *)&self->liveness_timer, s_noop_close);
@@ -710,6 +722,7 @@ void coord_destroy(coord_t **self_p)
     }
     free(self->ack_identities);
     free(self->ack_ids);
+    webhook_queue_destroy(&self->webhooks);
     conns_destroy(&self->conns); /* its monitor goes before the socket it watches */
     fb_zsock_close(&self->zs);
     auth_destroy(&self->auth);
@@ -724,8 +737,10 @@ void coord_destroy(coord_t **self_p)
         s_node_free(value);
     fb_strmap_destroy(&self->nodes);
     fb_strmap_destroy(&self->identities);
+    coord_expect_destroy(self);
     store_destroy(&self->store);
     fb_rendezvous_destroy(&self->rendezvous);
+    free(self->slurm_bin);
     free(self);
 }
 
@@ -792,6 +807,7 @@ int coord_send_run_task(coord_t *self, const char *name, Fleetburn__RunTask *tas
     node_t *node = fb_strmap_get(self->nodes, name);
     if (!node || !node->alive)
         return -EHOSTUNREACH;
+    coord_fingerprint_dispatch(self, task->campaign_id, name); /* coord_expect.c */
     /* Tasks are on disk before the first agent hears of them (the runner's promise to the
      * timeline); the rest of the burst shares that commit. */
     if (!self->dispatched) {

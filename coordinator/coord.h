@@ -9,6 +9,7 @@
 #include "fleetburn.pb-c.h"
 #include "store.h"
 #include "runner_host.h"
+#include "webhook_queue.h"
 #include "scheduler/campaign.h"
 
 #include <stdbool.h>
@@ -34,6 +35,10 @@ typedef struct {
     /* how long campaigns are held while the database cannot be written before they end `error`
      * for their watchers; 0: COORD_STORE_GIVE_UP_MS */
     uint64_t store_give_up_ms;
+    webhook_options_t webhooks; /* where webhook alerts may go (webhook_queue.h) */
+    /* where sinfo and scontrol are (serve --slurm-bin); NULL: the PATH (docs/operations.md
+     * "Slurm") */
+    const char *slurm_bin;
 } coord_options_t;
 
 coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size_t errlen);
@@ -72,6 +77,8 @@ typedef struct {
  * (may be NULL): heap message on failure. */
 int coord_start_campaign(coord_t *self, struct fb_campaign **campaign, const char *yaml,
                          const coord_start_t *how, char **id_out, char **error_out);
+/* Webhook alerts being posted now (`run --local` waits for them before it exits). */
+size_t coord_webhooks_in_flight(const coord_t *self);
 /* Campaigns running (not queued) now. */
 size_t coord_running_count(const coord_t *self);
 /* The id of the campaign holding node, or NULL. Borrowed. */

@@ -12,6 +12,7 @@
 #include "common/util.h"
 #include "common/wire.h"
 #include "scheduler/campaign.h"
+#include "scheduler/slurm.h"
 #include "scheduler/stage.h"
 
 #include <errno.h>
@@ -210,6 +211,7 @@ static void s_slot_progress(const coord_progress_t *p, void *arg)
     campaign_slot_t *slot = arg;
     coord_t *self = slot->coord;
     if (p->finished && slot->runner) {
+        coord_campaign_alert(self, p->campaign_id);
         /* Never "finished" while what it rests on is not on disk: a failed commit freezes it. */
         coord_flush(self);
         if (coord_store_down(self))
@@ -320,6 +322,8 @@ int coord_start_campaign(coord_t *self, fb_campaign_t **campaign, const char *ya
     if (error_out)
         *error_out = NULL;
     char **names = NULL;
+    if (coord_campaign_alert_check(self, *campaign, error_out))
+        return -EINVAL;
     size_t n = s_campaign_nodes(self, *campaign, &names);
     char *conflict = s_conflicts(self, names, n);
     if (conflict && !how->queue) {
@@ -512,7 +516,14 @@ static int s_collect_running(const store_campaign_t *c, void *arg)
     return 0;
 }
 
-/* The campaign's text parsed again with the files it was submitted with. */
+/* A `nodes: slurm:...` selection as it was resolved when the campaign was submitted. */
+static int s_apply_selection(const char *expr, const char *nodes, void *campaign)
+{
+    return fb_campaign_resolve_selection(campaign, expr, nodes);
+}
+
+/* The campaign's text parsed again with the files it was submitted with, and the nodes its Slurm
+ * selections were then. */
 static int s_reparse(coord_t *self, const store_campaign_t *c, fb_campaign_t **out, char *err,
                      size_t errlen)
 {
@@ -531,6 +542,10 @@ static int s_reparse(coord_t *self, const store_campaign_t *c, fb_campaign_t **o
         free(cf);
     }
     store_files_free(files, n);
+    if (rc == 0 && store_node_selection_foreach(self->store, c->id, s_apply_selection, *out)) {
+        perr = xasprintf("cannot read its Slurm node selections: %s", store_errmsg(self->store));
+        rc = -EIO;
+    }
     if (rc) {
         snprintf(err, errlen, "%s", perr ? perr : "its text does not parse");
         fb_campaign_destroy(out);
@@ -580,6 +595,7 @@ static void s_resume_one(coord_t *self, const char *id, campaign_slot_t *slot)
     log_error("campaign %s left running by an earlier coordinator cannot be resumed: %s", id, err);
     coord_event(self, id, NULL, NULL, "campaign", "interrupted: cannot be resumed: %s", err);
     store_campaign_end(self->store, id, "interrupted", FB_VERDICT_ERROR, fb_now_ms());
+    coord_campaign_alert(self, id);
 }
 
 void coord_campaigns_resume(coord_t *self)

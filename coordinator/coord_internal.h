@@ -91,8 +91,17 @@ struct coord {
     uv_timer_t store_retry;
     char **given_up; /* campaigns ended for their watchers while it was down */
     size_t n_given_up;
+    char *slurm_bin;                        /* coord_options_t.slurm_bin, or NULL */
+    struct coord_slurm_actions *slurm_jobs; /* actions.slurm running on the thread pool */
+
     uint64_t n_bad;         /* messages dropped before they reached a handler */
     fb_ratelimit_t bad_log; /* their log lines */
+
+    /* webhook alerts (webhook_queue.h, coord_webhook.c) */
+    webhook_queue_t *webhooks;
+    bool webhooks_queued; /* alerts were queued: posted after the next commit */
+    fb_strmap_t *fingerprinted; /* node -> its fingerprint from its Hello and the campaign it was
+                                last recorded for (coord_expect.c) */
 };
 
 /* Sends env to the peer with the given ROUTER identity (hex). 0 or -errno. */
@@ -127,10 +136,27 @@ void coord_campaigns_hello(coord_t *self, const char *node, char **running, size
                            char **unacked, size_t n_unacked);
 /* A frozen campaign rebuilt from the store (after the store was unwritable for `down`). */
 void coord_campaign_reload(coord_t *self, campaign_slot_t *slot, const char *down);
+/* coord_expect.c */
+/* A result about to be stored, of a campaign with an expect section: a health result gets the
+ * node's mismatches as findings (and fails), a GPU workload skipped on a node expected to have
+ * GPUs fails. */
+void coord_expect_result(coord_t *self, fb_result_t *r);
+/* A node registered: its fingerprint (from inv) is kept for the campaigns it will run. */
+void coord_fingerprint_hello(coord_t *self, const char *node, const Fleetburn__Inventory *inv);
+/* A task of campaign_id goes to node: its fingerprint is recorded, once per campaign. */
+void coord_fingerprint_dispatch(coord_t *self, const char *campaign_id, const char *node);
+void coord_expect_destroy(coord_t *self);
 /* coord_store_health.c */
 /* A commit failed (rc): results stay unacknowledged, campaigns are held, the store is retried. */
 void coord_store_failed(coord_t *self, int rc);
 bool coord_store_down(const coord_t *self);
+/* coord_webhook.c */
+/* A campaign ended, its end recorded in the store: its webhook alert is queued and sent when its
+ * actions.webhook asks for one and the end meets its triggers (or an event says why not). */
+void coord_campaign_alert(coord_t *self, const char *campaign_id);
+/* Before a campaign is accepted: 0, or -EINVAL with a heap message in *error_out (may be NULL)
+ * when it asks for a webhook this coordinator cannot post. */
+int coord_campaign_alert_check(coord_t *self, const fb_campaign_t *campaign, char **error_out);
 /* coord_submit.c */
 void coord_on_submit(coord_t *self, const char *identity, const Fleetburn__Submit *m);
 /* follow, cancel, list */
@@ -138,6 +164,8 @@ void coord_on_campaign_request(coord_t *self, const char *identity,
                                const Fleetburn__CampaignRequest *m);
 /* The coordinator is going away: submissions still being parsed are dropped when they end. */
 void coord_submit_jobs_orphan(coord_t *self);
+/* slurm_actions.c: the coordinator is going away; Slurm actions still running end unheard. */
+void coord_slurm_jobs_orphan(coord_t *self);
 /* A Progress to a client; p NULL for a refusal (error says why). 0, or -EHOSTUNREACH when the
  * client is gone. */
 int coord_send_progress(coord_t *self, const char *identity, const coord_progress_t *p,

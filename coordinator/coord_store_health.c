@@ -90,6 +90,7 @@ static void s_recovered(coord_t *self)
         coord_event(self, self->given_up[i], NULL, NULL, "campaign",
                     "error: the database could not be written for %s", down);
         store_campaign_end(self->store, self->given_up[i], "error", FB_VERDICT_ERROR, fb_now_ms());
+        coord_campaign_alert(self, self->given_up[i]);
         free(self->given_up[i]);
     }
     free(self->given_up);

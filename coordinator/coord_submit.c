@@ -4,6 +4,7 @@
  * machine), and the progress a client follows until the final summary. */
 #include "coord_internal.h"
 #include "report.h"
+#include "slurm_client.h"
 #include "common/hostlist.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -94,6 +95,7 @@ typedef struct submit_job {
     uv_work_t work;
     coord_t *coord; /* NULL once the coordinator is gone: the result is dropped */
     char *identity, *yaml, *source;
+    char *slurm_bin; /* where sinfo is, for nodes: slurm:... (copied: the job runs off the loop) */
     bool queue;
     Fleetburn__AttachedFile *files;
     Fleetburn__AttachedFile **file_ptrs;
@@ -114,6 +116,7 @@ static void s_job_free(submit_job_t *job)
     free(job->identity);
     free(job->yaml);
     free(job->source);
+    free(job->slurm_bin);
     free(job->error);
     fb_campaign_destroy(&job->campaign);
     free(job);
@@ -128,6 +131,9 @@ static void s_job_parse(uv_work_t *w)
     m.files = job->file_ptrs;
     m.n_files = job->n_files;
     coord_campaign_from_submit(&m, &job->campaign, &job->error);
+    /* nodes: slurm:... is resolved here, off the loop: sinfo may take seconds */
+    if (job->campaign && slurm_resolve_selections(job->slurm_bin, job->campaign, &job->error))
+        fb_campaign_destroy(&job->campaign);
 }
 
 static void s_job_unlink(coord_t *self, submit_job_t *job)
@@ -202,6 +208,7 @@ void coord_on_submit(coord_t *self, const char *identity, const Fleetburn__Submi
     job->identity = xstrdup(identity);
     job->yaml = xstrdup(m->campaign_yaml);
     job->source = xstrdup(m->source);
+    job->slurm_bin = xstrdup(self->slurm_bin);
     job->queue = m->queue;
     job->n_files = m->n_files;
     job->files = xcalloc(m->n_files ? m->n_files : 1, sizeof *job->files);

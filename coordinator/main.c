@@ -7,6 +7,9 @@
  *   fleetburn keygen PATH
  *   fleetburn report [CAMPAIGN_ID] [--format text|json] [--db PATH]
  *   fleetburn nodes [--db PATH]
+ *   fleetburn compare BASE [CAMPAIGN] [--format text|json] [--db PATH]
+ *   fleetburn baseline set NAME CAMPAIGN_ID | list | delete NAME [--db PATH]
+ *   fleetburn workloads [NAME] [--markdown]
  *
  * `run --local N` (the default, with N = 1) embeds a coordinator on an ephemeral loopback port
  * and starts N fleetburn-agent processes named local-0 … local-(N-1). Exit status of `run`:
@@ -20,9 +23,11 @@
 #include "report.h"
 #include "conns.h"
 #include "common/conffile.h"
+#include "common/endpoint.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/securemem.h"
+#include "common/service.h"
 #include "common/units.h"
 #include "common/util.h"
 #include "common/wire.h"
@@ -62,11 +67,17 @@ static void s_usage(FILE *out)
             "      --wait DURATION           give up (exit 3) when the coordinator stays\n"
             "                                silent this long (default 2m; also follow,\n"
             "                                cancel, campaigns)\n"
-            "      --inject NODE:KEY=VALUE   test-only: pass a fault-injection parameter to one\n"
-            "                                local agent (e.g. local-1:inject_bitflips=4)\n"
+            "      --inject NODE:[WORKLOAD.]KEY=VALUE\n"
+            "                                test-only: pass a fault-injection parameter to one\n"
+            "                                local agent (e.g. local-1:memtest.inject_bitflips=4);\n"
+            "                                an unknown node, workload or key is an error\n"
             "      --keep-logs               keep local agents' logs (printed path)\n"
             "      --agent-config FILE       the local agents' site configuration (their\n"
             "                                --config; default /etc/fleetburn/agent.conf)\n"
+            "      --baseline ID|latest|NAME compare with this campaign once it ended (latest:\n"
+            "                                the previous finished one of the same name; with\n"
+            "                                --coordinator, --db is the coordinator's database);\n"
+            "                                a regression makes the exit status 1\n"
             "  serve [--bind EP] [--db PATH] [--keys DIR | --insecure]\n"
             "      Run the coordinator. --keys DIR: CURVE keys (DIR/coordinator, DIR/agents/\n"
             "      NODE.pub, DIR/operators/NAME.pub; re-read on SIGHUP), default bind\n"
@@ -86,6 +97,15 @@ static void s_usage(FILE *out)
             "      --handshake-timeout DURATION\n"
             "                                a connection must finish its ZeroMQ handshake\n"
             "                                within this (default 5s)\n"
+            "      Webhook alerts (docs/operations.md, \"Alerts\"):\n"
+            "      --webhook-allow HOSTS     the hosts campaigns' webhooks may post to, by\n"
+            "                                commas: hooks.example.com, *.example.com,\n"
+            "                                10.1.2.3:8080, or * for any (default: none)\n"
+            "      --webhook-ca FILE         CA bundle (PEM) for https webhooks (default: the\n"
+            "                                system's; also run --local)\n"
+            "      --slurm-bin DIR           where sinfo and scontrol are, for campaigns with\n"
+            "                                nodes: slurm:... or actions.slurm (default: PATH;\n"
+            "                                docs/operations.md \"Slurm\")\n"
             "  follow [ID]\n"
             "      Re-attach to a running campaign's progress (default: the one running) and\n"
             "      wait for its end; exit status as run's.\n"
@@ -101,18 +121,88 @@ static void s_usage(FILE *out)
             "      Report a campaign (default: the latest).\n"
             "  nodes [--db PATH]\n"
             "      List agents, their state and inventory.\n"
+            "  expect --from NODE [--db PATH]\n"
+            "      Print the expect section (docs/campaign-file.md) that NODE's stored\n"
+            "      inventory meets, to paste into a campaign file.\n"
+            "  compare BASE [CAMPAIGN] [--format text|json] [--db PATH]\n"
+            "      Compare every metric of CAMPAIGN (default: the latest) with BASE (a campaign\n"
+            "      id, a baseline name, or latest: the previous finished campaign of the same\n"
+            "      name). Exit 0 no regression, 1 a regression, 2 unknown campaign or name.\n"
+            "  baseline set NAME CAMPAIGN_ID | baseline list | baseline delete NAME [--db PATH]\n"
+            "      Keep a finished campaign as a named baseline for compare and run --baseline.\n"
+            "  workloads [NAME] [--markdown]\n"
+            "      List the workloads a campaign may run, or NAME's parameters (type, default,\n"
+            "      meaning). --markdown prints the tables of docs/campaign-file.md.\n"
             "\n"
-            "Clients (run --coordinator, follow, cancel, campaigns): --coordinator EP (for\n"
-            "        follow, cancel, campaigns default " FB_CLIENT_DEFAULT_COORDINATOR
-            "), --key FILE (own\n"
+            "Clients (run --coordinator, follow, cancel, campaigns): --coordinator EP, where\n"
+            "        EP is tcp://HOST:PORT, HOST:PORT or HOST (port 7755) (for follow, cancel,\n"
+            "        campaigns default " FB_CLIENT_DEFAULT_COORDINATOR "), --key FILE (own\n"
             "        secret key, an operator's) and --server-key FILE (the coordinator's public\n"
             "        key, pinned). --config FILE (default ~/.config/fleetburn/client.conf, else\n"
             "        /etc/fleetburn/client.conf) may set coordinator, key and server_key.\n"
             "Common: --db PATH (default ./fleetburn.db or $FLEETBURN_DB), --heartbeat-ms MS,\n"
             "        --liveness N (heartbeats missed before an agent is lost), --verbose.\n"
+            "        --help after a command shows that command's usage; --version.\n"
             "Exit status of run and follow: 0 all passed, 1 a task did not pass, 2 usage or\n"
             "campaign error, 3 the campaign could not be run, was cancelled or the coordinator\n"
             "stayed silent past --wait, 130 detached with Ctrl-C.\n");
+}
+
+/* The line of text that starts command cmd's part of the usage ("  cmd ..."), or NULL. */
+static const char *s_usage_section(const char *text, const char *cmd)
+{
+    size_t n = strlen(cmd);
+    for (const char *line = text; *line;) {
+        if (!strncmp(line, "  ", 2) && !strncmp(line + 2, cmd, n) &&
+            (line[2 + n] == ' ' || line[2 + n] == '\n'))
+            return line;
+        const char *nl = strchr(line, '\n');
+        if (!nl)
+            break;
+        line = nl + 1;
+    }
+    return NULL;
+}
+
+/* Where a command's part ends: at the next command's line (two blanks, then a letter) or a blank
+ * line. */
+static const char *s_usage_section_end(const char *start)
+{
+    const char *nl = strchr(start, '\n');
+    while (nl && nl[1] && nl[1] != '\n' && !(nl[1] == ' ' && nl[2] == ' ' && nl[3] != ' '))
+        nl = strchr(nl + 1, '\n');
+    return nl ? nl + 1 : start + strlen(start);
+}
+
+/* The last paragraph of a text: after its last blank line. */
+static const char *s_last_paragraph(const char *text)
+{
+    const char *last = NULL;
+    for (const char *p = strstr(text, "\n\n"); p; p = strstr(p + 1, "\n\n"))
+        last = p + 2;
+    return last ? last : "";
+}
+
+/* `fleetburn CMD --help`: CMD's part of the usage above (its line and the lines indented under
+ * it), then the notes common to every command. Taken from the one usage text, so that the two
+ * cannot differ. False when there is no command CMD. */
+static bool s_command_usage(const char *cmd, FILE *out)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem)
+        return false;
+    s_usage(mem);
+    fclose(mem);
+    const char *start = s_usage_section(text, cmd);
+    if (start) {
+        const char *end = s_usage_section_end(start);
+        fprintf(out, "usage: fleetburn %.*s\n%s", (int)(end - start - 2), start + 2,
+                s_last_paragraph(text));
+    }
+    free(text);
+    return start != NULL;
 }
 
 static int s_parse_u32(const char *opt, const char *text, uint64_t max, uint32_t *out)
@@ -136,7 +226,13 @@ enum {
     S_OPT_HANDSHAKE_TIMEOUT,
     S_OPT_WAIT,
     S_OPT_QUEUE,
-    S_OPT_REASON
+    S_OPT_REASON,
+    S_OPT_WEBHOOK_ALLOW,
+    S_OPT_WEBHOOK_CA,
+    S_OPT_FROM,
+    S_OPT_SLURM_BIN,
+    S_OPT_BASELINE,
+    S_OPT_MARKDOWN
 };
 
 static int s_parse_cli(int argc, char **argv, cli_t *cli)
@@ -158,6 +254,12 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"wait", required_argument, 0, S_OPT_WAIT},
         {"queue", no_argument, 0, S_OPT_QUEUE},
         {"reason", required_argument, 0, S_OPT_REASON},
+        {"webhook-allow", required_argument, 0, S_OPT_WEBHOOK_ALLOW},
+        {"webhook-ca", required_argument, 0, S_OPT_WEBHOOK_CA},
+        {"from", required_argument, 0, S_OPT_FROM},
+        {"slurm-bin", required_argument, 0, S_OPT_SLURM_BIN},
+        {"baseline", required_argument, 0, S_OPT_BASELINE},
+        {"markdown", no_argument, 0, S_OPT_MARKDOWN},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->db = s_default_db();
@@ -166,9 +268,10 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
     cli->max_per_address = CONNS_DEFAULT_PER_ADDRESS;
     cli->wait_ms = FB_CLIENT_DEFAULT_WAIT_MS;
     optind = 2;
+    opterr = 0; /* unknown options are named below */
     int c;
     uint32_t v;
-    while ((c = getopt_long(argc, argv, "d:b:c:l:f:H:L:i:kvh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":d:b:c:l:f:H:L:i:kvh", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': cli->db = optarg; break;
         case 'b': cli->bind = optarg; cli->bind_given = true; break;
@@ -262,8 +365,37 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             break;
         case S_OPT_QUEUE: cli->queue = true; break;
         case S_OPT_REASON: cli->reason = optarg; break;
-        case 'h': s_usage(stdout); exit(0);
-        default: return -EINVAL;
+        case S_OPT_WEBHOOK_ALLOW: cli->webhook_allow = optarg; break;
+        case S_OPT_WEBHOOK_CA: cli->webhook_ca = optarg; break;
+        case S_OPT_FROM: cli->from = optarg; break;
+        case S_OPT_SLURM_BIN: {
+            struct stat st;
+            if (optarg[0] != '/' || stat(optarg, &st) || !S_ISDIR(st.st_mode)) {
+                fprintf(stderr, "fleetburn: --slurm-bin: '%s' is not an absolute path to a "
+                                "directory; expected the directory of sinfo and scontrol, e.g. "
+                                "/usr/bin\n",
+                        optarg);
+                return -EINVAL;
+            }
+            cli->slurm_bin = optarg;
+            break;
+        }
+        case S_OPT_BASELINE: cli->baseline = optarg; break;
+        case S_OPT_MARKDOWN: cli->markdown = true; break;
+        case 'h':
+            if (!s_command_usage(argv[1], stdout)) {
+                fprintf(stderr, "fleetburn: unknown command '%s'\n", argv[1]);
+                s_usage(stderr);
+                exit(EXIT_USAGE);
+            }
+            exit(0);
+        case ':':
+            fprintf(stderr, "fleetburn %s: %s needs a value\n", argv[1], argv[optind - 1]);
+            return -EINVAL;
+        default:
+            fprintf(stderr, "fleetburn %s: unknown option '%s'\n", argv[1],
+                    optopt ? (char[3]){'-', (char)optopt, 0} : argv[optind - 1]);
+            return -EINVAL;
         }
     }
     for (; optind < argc; optind++) {
@@ -285,15 +417,38 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
     return 0;
 }
 
+/* The coordinator's endpoint as ZeroMQ wants it: HOST:PORT means tcp://HOST:PORT
+ * (common/endpoint.h). 0, or -EINVAL after saying what is wrong. */
+static int s_resolve_coordinator(cli_t *cli, const char *cmd)
+{
+    char err[300];
+    if (!cli->coordinator)
+        return 0;
+    if (fb_endpoint_normalize(cli->coordinator, cli->coordinator_buf, sizeof cli->coordinator_buf,
+                              err, sizeof err)) {
+        fprintf(stderr, "fleetburn %s: --coordinator: %s\n", cmd, err);
+        return -EINVAL;
+    }
+    cli->coordinator = cli->coordinator_buf;
+    return 0;
+}
+
 static int s_cmd_run(cli_t *cli)
 {
     if (cli->n_positional != 1) {
         fprintf(stderr, "fleetburn run: expected one campaign file\n");
-        s_usage(stderr);
+        s_command_usage("run", stderr);
         return EXIT_USAGE;
     }
-    if (cli_load_client_config(cli))
+    if (cli_load_client_config(cli) || s_resolve_coordinator(cli, "run"))
         return EXIT_USAGE;
+    if (cli->webhook_allow || (cli->coordinator && cli->webhook_ca)) {
+        fprintf(stderr, "fleetburn run: %s applies to serve%s\n",
+                cli->webhook_allow ? "--webhook-allow" : "--webhook-ca",
+                cli->webhook_allow ? " (run --local posts to any host: it runs as you)"
+                                   : " and run --local");
+        return EXIT_USAGE;
+    }
     const char *path = cli->positional[0];
     campaign_file_t *cf = NULL;
     char *error = NULL;
@@ -305,7 +460,11 @@ static int s_cmd_run(cli_t *cli)
         return EXIT_USAGE;
     }
     int rc;
-    if (cli->coordinator)
+    if (cli_check_injections(cli, cf->campaign))
+        rc = EXIT_USAGE;
+    else if (cli->baseline && (rc = cli_baseline_check(cli, cf->campaign)))
+        ; /* cli_compare.c said why */
+    else if (cli->coordinator)
         rc = cli_run_remote(cli, cf);
     else if (cli->queue || cli->wait_given) {
         fprintf(stderr, "fleetburn run: --queue and --wait apply to run --coordinator\n");
@@ -330,7 +489,7 @@ static int s_cmd_client(cli_t *cli, const char *cmd)
                 cli->queue ? "run --coordinator" : "cancel");
         return EXIT_USAGE;
     }
-    if (cli_load_client_config(cli))
+    if (cli_load_client_config(cli) || s_resolve_coordinator(cli, cmd))
         return EXIT_USAGE;
     if (!cli->coordinator)
         cli->coordinator = FB_CLIENT_DEFAULT_COORDINATOR;
@@ -382,13 +541,28 @@ static int s_cmd_keygen(cli_t *cli)
     return 0;
 }
 
+/* The unit's status line (common/service.h): ready from the start, since serve binds first. */
+static bool s_serve_state(void *arg, char *status, size_t len)
+{
+    const coord_t *coord = arg;
+    snprintf(status, len, "listening on %s; %zu agent(s) alive, %zu campaign(s) running",
+             coord_endpoint(coord), coord_alive_count(coord), coord_running_count(coord));
+    return true;
+}
+
 static int s_cmd_serve(cli_t *cli)
 {
     if (cli->n_positional) {
         fprintf(stderr, "fleetburn serve: unexpected argument '%s'\n", cli->positional[0]);
         return EXIT_USAGE;
     }
-    const char *bind = cli->bind ? cli->bind
+    char err[512];
+    if (cli->bind && fb_endpoint_normalize(cli->bind, cli->bind_buf, sizeof cli->bind_buf, err,
+                                           sizeof err)) {
+        fprintf(stderr, "fleetburn serve: --bind: %s\n", err);
+        return EXIT_USAGE;
+    }
+    const char *bind = cli->bind ? cli->bind_buf
                        : cli->keys_dir ? "tcp://*:7755"
                                        : "tcp://127.0.0.1:7755";
     if (!cli->keys_dir && !fb_endpoint_is_local(bind)) {
@@ -410,10 +584,6 @@ static int s_cmd_serve(cli_t *cli)
                  "node, post results and run campaigns (docs/security.md)",
                  bind);
     }
-    if (cli->keys_dir && !fb_securemem_use())
-        log_warn("CURVE secrets cannot be locked in RAM (RLIMIT_MEMLOCK); they stay out of core "
-                 "dumps and are zeroed when freed");
-    uv_loop_t *loop = uv_default_loop();
     coord_options_t opts = {.resume = true,
                             .bind = bind,
                             .db_path = cli->db,
@@ -424,8 +594,17 @@ static int s_cmd_serve(cli_t *cli)
                             .max_connections_per_address = cli->max_per_address,
                             .forget_after_ms = cli->forget_after_ms,
                             .store_give_up_ms = cli->store_timeout_ms,
-                            .handshake_ms = (uint32_t)cli->handshake_ms};
-    char err[512];
+                            .handshake_ms = (uint32_t)cli->handshake_ms,
+                            .webhooks = {.allow = cli->webhook_allow, .ca_file = cli->webhook_ca},
+                            .slurm_bin = cli->slurm_bin};
+    if (webhook_options_check(&opts.webhooks, err, sizeof err)) {
+        fprintf(stderr, "fleetburn serve: %s\n", err);
+        return EXIT_USAGE;
+    }
+    if (cli->keys_dir && !fb_securemem_use())
+        log_warn("CURVE secrets cannot be locked in RAM (RLIMIT_MEMLOCK); they stay out of core "
+                 "dumps and are zeroed when freed");
+    uv_loop_t *loop = uv_default_loop();
     coord_t *coord = coord_new(loop, &opts, err, sizeof err);
     if (!coord) {
         log_error("%s", err);
@@ -442,7 +621,9 @@ static int s_cmd_serve(cli_t *cli)
     uv_signal_start(&sigint, s_on_stop_signal, SIGINT);
     uv_signal_start(&sigterm, s_on_stop_signal, SIGTERM);
     uv_signal_start(&sighup, s_on_reload_signal, SIGHUP);
+    fb_service_t *service = fb_service_start(loop, s_serve_state, coord);
     uv_run(loop, UV_RUN_DEFAULT);
+    fb_service_stop(&service);
     uv_close((uv_handle_t *)&sigint, NULL);
     uv_close((uv_handle_t *)&sigterm, NULL);
     uv_close((uv_handle_t *)&sighup, NULL);
@@ -489,6 +670,8 @@ static int s_cmd_report(cli_t *cli)
         rc = report_write_json(store, id, stdout);
     else
         rc = report_write_text(store, id, stdout);
+    if (rc == -EPIPE) /* `fleetburn report | head`: the reader had what it wanted */
+        rc = 0;
     if (rc == -ENOENT)
         fprintf(stderr, "fleetburn: no campaign '%s' in %s\n", id, cli->db);
     else if (rc)
@@ -505,7 +688,7 @@ static int s_cmd_nodes(cli_t *cli)
         return EXIT_INFRA;
     int rc = report_write_nodes(store, stdout);
     store_destroy(&store);
-    return rc ? EXIT_INFRA : 0;
+    return rc && rc != -EPIPE ? EXIT_INFRA : 0; /* -EPIPE: the reader of a pipe left */
 }
 
 int main(int argc, char **argv)
@@ -516,7 +699,7 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || (!strcmp(cmd, "help") && argc == 2)) {
         s_usage(stdout);
         return 0;
     }
@@ -524,9 +707,19 @@ int main(int argc, char **argv)
         printf("fleetburn %s (protocol %d)\n", FB_VERSION, FB_PROTOCOL_VERSION);
         return 0;
     }
+    if (!strcmp(cmd, "help") && argc == 3) { /* fleetburn help CMD */
+        if (s_command_usage(argv[2], stdout))
+            return 0;
+        fprintf(stderr, "fleetburn: unknown command '%s'\n", argv[2]);
+        s_usage(stderr);
+        return EXIT_USAGE;
+    }
     cli_t cli;
     if (s_parse_cli(argc, argv, &cli)) {
-        s_usage(stderr);
+        if (!s_command_usage(cmd, stderr)) {
+            fprintf(stderr, "fleetburn: unknown command '%s'\n", cmd);
+            s_usage(stderr);
+        }
         return EXIT_USAGE;
     }
     fb_log_init("fleetburn", cli.verbose ? FB_LOG_DEBUG : FB_LOG_WARN);
@@ -546,10 +739,18 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "report"))
         return s_cmd_report(&cli);
+    if (!strcmp(cmd, "compare"))
+        return cli_compare(&cli);
+    if (!strcmp(cmd, "baseline"))
+        return cli_baseline(&cli);
     if (!strcmp(cmd, "nodes"))
         return s_cmd_nodes(&cli);
+    if (!strcmp(cmd, "expect"))
+        return cli_expect(&cli); /* cli_expect.c */
     if (!strcmp(cmd, "keygen"))
         return s_cmd_keygen(&cli);
+    if (!strcmp(cmd, "workloads"))
+        return cli_workloads(&cli); /* cli_workloads.c */
     fprintf(stderr, "fleetburn: unknown command '%s'\n", cmd);
     s_usage(stderr);
     return EXIT_USAGE;

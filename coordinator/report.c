@@ -20,6 +20,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/stat.h>
 
 /* ---- Shared helpers ---------------------------------------------------------------------- */
 
@@ -50,11 +52,23 @@ static bool s_task_failed(const store_task_t *task)
     return task->verdict != FB_VERDICT_NONE && !fb_verdict_ok(task->verdict);
 }
 
+/* Whether out is a pipe or a socket whose reader has gone: `fleetburn report | head` after head
+ * had its lines. poll reports an error on such a descriptor (EPIPE on the next write). */
+static bool s_reader_gone(FILE *out)
+{
+    struct stat st;
+    int fd = fileno(out);
+    if (fd < 0 || fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+        return false;
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
+}
+
 int report__finish_output(FILE *out)
 {
-    if (fflush(out) != 0 || ferror(out))
-        return -EIO;
-    return 0;
+    if (fflush(out) == 0 && !ferror(out))
+        return 0;
+    return s_reader_gone(out) ? -EPIPE : -EIO;
 }
 
 /* Counts of tasks by verdict (index: fb_verdict_t; NONE counts pending ones). */

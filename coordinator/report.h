@@ -3,8 +3,9 @@
  * people read in the morning, and the `fleetburn nodes` table. Each report reads one consistent
  * snapshot, so it may run while a campaign is still writing.
  *
- * All functions return 0 or negative errno: -ENOENT for an unknown campaign, -EIO when writing
- * to out fails, or the store's error (message in store_errmsg). The store and out are borrowed;
+ * All functions return 0 or negative errno: -ENOENT for an unknown campaign, -EPIPE when out is
+ * a pipe whose reader has gone (`fleetburn report | head`), -EIO when writing to out fails
+ * otherwise, or the store's error (message in store_errmsg). The store and out are borrowed;
  * nothing is written to out when the campaign cannot be read. Text from nodes (names, errors,
  * findings) is escaped in JSON and has control characters replaced in text output. */
 #ifndef FB_REPORT_H
@@ -12,6 +13,7 @@
 
 #include "store.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 
 /* The version of the JSON report format ("format_version"); bumped on incompatible changes. */
@@ -26,5 +28,31 @@ int report_write_nodes(store_t *store, FILE *out);
  * the recorded verdict (if any) and every task's verdict are pass or skipped, else "fail" (a
  * task without a verdict in a campaign that ended fails it). Borrowed static string. */
 const char *report_campaign_verdict(const store_campaign_t *campaign);
+
+/* ---- Alerts (report_alert.c; docs/operations.md "Alerts") ------------------------------------ */
+
+/* The version of the alert document's format ("format_version"). */
+#define REPORT_ALERT_FORMAT_VERSION 1
+
+/* A regression the end-of-run baseline comparison found, as `fleetburn compare` reports it: the
+ * part (node, pair, group), the metric, its baseline and current values, and the relative change
+ * of the part and of the fleet's median. Borrowed by the functions below. */
+typedef struct {
+    const char *part, *metric;
+    double base, now, change, fleet_change;
+} report_regression_t;
+
+/* The alert triggers (FB_ALERT_* of scheduler/webhook.h) a campaign that ended meets: bad when it
+ * finished with verdict fail (a bad part, or a stage that failed) or its diagnosis names a bad
+ * part; error when it ended cancelled, interrupted or error; regression when `regressions`. 0 for
+ * a campaign that still runs. */
+unsigned report_alert_triggers(const store_campaign_t *campaign, bool regressions);
+/* The alert document of a campaign (docs/operations.md "Alerts"): one JSON object naming the
+ * campaign, its verdict, the triggers it met, its stages, its bad and undecided parts with a
+ * one-line summary of their evidence, the failures nothing explains, and the regressions; lists
+ * are cut at REPORT_ALERT_LIST_MAX entries (with the totals). Heap text. */
+#define REPORT_ALERT_LIST_MAX 50
+char *report_alert_json(const store_campaign_t *campaign, unsigned triggers,
+                        const report_regression_t *regressions, size_t n_regressions);
 
 #endif

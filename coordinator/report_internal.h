@@ -16,7 +16,8 @@
 
 /* ---- Shared helpers ---------------------------------------------------------------------- */
 
-/* Flushes out: 0, or -EIO when writing to it failed. */
+/* Flushes out: 0; -EPIPE when out is a pipe or socket whose reader has gone (a normal end for
+ * `fleetburn report | head`: callers exit 0 quietly); -EIO when writing to it failed otherwise. */
 int report__finish_output(FILE *out);
 /* Counts of tasks by verdict (index: fb_verdict_t; NONE counts pending ones). */
 void report__count_tasks(const store_campaign_t *c, size_t counts[FB_VERDICT_MAX + 1],
@@ -98,6 +99,12 @@ bool report__diag_bad(const report_diag_t *d, const char *part);
  * those that did not run to a verdict (its failures are what the diagnosis explains). */
 bool report__unattributed(const store_stage_t *stage, const store_task_t *task);
 
+/* ---- Slurm (report_slurm.c) --------------------------------------------------------------- */
+
+/* The "slurm" section of the text report: the campaign's events of kind "slurm", if any. 0 or
+ * the store's error. */
+int report__text_slurm(store_t *store, const char *campaign_id, FILE *out);
+
 /* ---- Fleet software versions ------------------------------------------------------------ */
 
 /* Software versions of the campaign's nodes (from their inventories), to show components whose
@@ -119,5 +126,25 @@ void report__sw_free(report_software_t *sw);
 size_t report__sw_component_end(const report_software_t *sw, size_t i);
 /* Whether the rows [begin, end) of one component hold more than one version. */
 bool report__sw_differs(const report_software_t *sw, size_t begin, size_t end);
+
+/* ---- Environment (report_environment.c) -------------------------------------------------- */
+
+/* The nodes' fingerprints in the campaign and what changed since each node's previous one. */
+typedef struct {
+    store_node_fingerprint_t *nodes;
+    size_t n_nodes;
+    fb_fp_group_t *changes;
+    size_t n_changes;
+    size_t n_compared; /* nodes that ran an earlier campaign */
+} report_env_t;
+
+/* Loads env (empty when the store has nothing, or cannot be read: the report goes without it). */
+void report__env_load(store_t *store, const char *campaign_id, report_env_t *env);
+void report__env_free(report_env_t *env);
+/* "environment": {nodes, compared, changes, previous_campaigns, fingerprints} */
+struct fb_json;
+void report__env_json(struct fb_json *j, const report_env_t *env);
+/* "changes since previous campaign" and one line per change; nothing without fingerprints. */
+void report__env_text(const report_env_t *env, FILE *out);
 
 #endif

@@ -316,7 +316,8 @@ static void s_json_fleet(fb_json_t *j, const report_software_t *sw)
     fb_json_object_end(j);
 }
 
-static char *s_json_report(const store_campaign_t *c, const report_software_t *sw)
+static char *s_json_report(const store_campaign_t *c, const report_software_t *sw,
+                           const report_env_t *env)
 {
     fb_json_t *j = fb_json_new(true);
     char now[40];
@@ -357,6 +358,7 @@ static char *s_json_report(const store_campaign_t *c, const report_software_t *s
 
     s_diagnosis(j, c);
     s_json_fleet(j, sw);
+    report__env_json(j, env); /* report_environment.c */
     fb_json_object_end(j);
     char *text = fb_json_take(j);
     fb_json_destroy(&j);
@@ -371,7 +373,10 @@ int report_write_json(store_t *store, const char *campaign_id, FILE *out)
         return err;
     report_software_t sw = {0};
     store_software_foreach(store, campaign_id, report__sw_add, &sw);
-    char *text = s_json_report(c, &sw);
+    report_env_t env;
+    report__env_load(store, campaign_id, &env);
+    char *text = s_json_report(c, &sw, &env);
+    report__env_free(&env);
     report__sw_free(&sw);
     store_campaign_destroy(&c);
     fputs(text, out);

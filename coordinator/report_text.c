@@ -436,7 +436,12 @@ int report_write_text(store_t *store, const char *campaign_id, FILE *out)
     report_software_t sw = {0};
     store_software_foreach(store, campaign_id, report__sw_add, &sw);
     s_text_fleet(&sw, out);
+    report_env_t env;
+    report__env_load(store, campaign_id, &env); /* report_environment.c */
+    report__env_text(&env, out);
+    report__env_free(&env);
     report__sw_free(&sw);
+    report__text_slurm(store, campaign_id, out);
     store_campaign_destroy(&c);
     return report__finish_output(out);
 }

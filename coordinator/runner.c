@@ -37,6 +37,7 @@
 #include "scheduler/campaign.h"
 #include "scheduler/pairing.h"
 #include "scheduler/pairjudge.h"
+#include "scheduler/slurm.h"
 #include "scheduler/stage.h"
 #include "scheduler/topology.h"
 
@@ -118,8 +119,25 @@ void rn_schedule_next(runner_t *self, bool round)
     uv_timer_start(&self->next, s_on_next_cb, 0, 0);
 }
 
+static void s_actions_done(void *arg)
+{
+    runner_t *self = arg;
+    self->slurm_actions = NULL;
+    if (!self->frozen) /* frozen: the store lost writes; the campaign is rebuilt from it */
+        s_finish_campaign(self);
+}
+
 static void s_finish_campaign(runner_t *self)
 {
+    /* The campaign's Slurm actions come first, so that its report and its watchers see what they
+     * did; a cancelled campaign takes none. */
+    if (!self->actions_started && !self->cancelled) {
+        self->actions_started = true;
+        self->slurm_actions =
+            coord_slurm_actions_start(self->coord, self->id, self->campaign, s_actions_done, self);
+    }
+    if (self->slurm_actions || self->finished)
+        return;
     self->finished = true;
     self->verdict = self->cancelled    ? FB_VERDICT_ERROR
                     : self->any_failed ? FB_VERDICT_FAIL
@@ -350,6 +368,9 @@ static int s_store_campaign(runner_t *self, const char *yaml, const fb_campaign_
     for (size_t i = 0; rc == 0 && i < n_files; i++)
         rc =
             store_campaign_add_file(store, self->id, files[i].name, files[i].content, files[i].len);
+    for (size_t i = 0; rc == 0 && i < self->campaign->n_selections; i++)
+        rc = store_node_selection_add(store, self->id, self->campaign->selections[i].expr,
+                                      self->campaign->selections[i].nodes);
     for (size_t i = 0; rc == 0 && i < self->campaign->n_stages; i++) {
         const fb_stage_t *s = &self->campaign->stages[i];
         char *params = s_params_json(s);
@@ -373,6 +394,9 @@ runner_t *runner_new(coord_t *coord, fb_campaign_t **campaign, const char *id, c
     }
     coord_event(coord, id, NULL, NULL, "campaign", "started: %s (%zu stages) from %s",
                 self->campaign->name, self->campaign->n_stages, self->campaign->source);
+    for (size_t i = 0; i < self->campaign->n_selections; i++)
+        coord_event(coord, id, NULL, NULL, "slurm", "nodes: %s is %s (sinfo, at submission)",
+                    self->campaign->selections[i].expr, self->campaign->selections[i].nodes);
     return self;
 }
 
@@ -403,6 +427,7 @@ void runner_destroy(runner_t **self_p)
         return;
     runner_t *self = *self_p;
     *self_p = NULL;
+    coord_slurm_actions_forget(self->slurm_actions);
     uv_close((uv_handle_t *)&self->deadline, s_on_closed);
     uv_close((uv_handle_t *)&self->next, s_on_closed);
     uv_close((uv_handle_t *)&self->resume_timer, s_on_closed);
@@ -411,6 +436,11 @@ void runner_destroy(runner_t **self_p)
 const char *runner_id(const runner_t *self)
 {
     return self->id;
+}
+
+const fb_campaign_t *runner_campaign(const runner_t *self)
+{
+    return self->campaign;
 }
 
 bool runner_finished(const runner_t *self)

@@ -29,6 +29,8 @@ void runner_destroy(runner_t **self_p);
 /* Begins the first stage on the next loop iteration. */
 void runner_start(runner_t *self);
 const char *runner_id(const runner_t *self);
+/* The campaign it runs (borrowed, valid while the runner lives). */
+const struct fb_campaign *runner_campaign(const runner_t *self);
 bool runner_finished(const runner_t *self);
 /* The campaign's progress now (what its watchers were last told). */
 void runner_progress(const runner_t *self, coord_progress_t *out);

@@ -59,4 +59,16 @@ void coord_exchange_task_ended(coord_t *self, const char *task_id, const char *w
 void coord_exchange_member_ended(coord_t *self, const char *task_id, unsigned rank,
                                  const char *why);
 
+/* actions.slurm of a campaign that ended (coordinator/slurm_actions.c): drains and resumes run off
+ * the loop, and done(arg) is called on the loop once what they did is on the timeline. Returns
+ * NULL when there is nothing to run (no actions.slurm, or it could not start: the timeline says
+ * why), and done is not called. */
+typedef struct coord_slurm_actions coord_slurm_actions_t;
+struct fb_campaign;
+coord_slurm_actions_t *coord_slurm_actions_start(coord_t *self, const char *campaign_id,
+                                                 const struct fb_campaign *campaign,
+                                                 void (*done)(void *arg), void *arg);
+/* done will not be called (the runner is going away); the actions still end on their own. */
+void coord_slurm_actions_forget(coord_slurm_actions_t *actions);
+
 #endif

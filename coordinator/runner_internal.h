@@ -67,6 +67,9 @@ struct runner {
     bool next_is_round;   /* what the next timer begins: a round, else a stage */
     uint64_t started_mono;
     bool finished, any_failed, cancelled;
+    /* actions.slurm ran (or is running: slurm_actions) before the campaign is reported finished */
+    bool actions_started;
+    coord_slurm_actions_t *slurm_actions;
     bool frozen;           /* runner_freeze: the store lost its latest writes */
     unsigned rounds_ended; /* rounds that ended so far (a deadline checks its round still runs) */
     /* The running round ended (recorded, the next one planned); a result or an agent's event

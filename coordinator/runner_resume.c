@@ -103,14 +103,15 @@ static rtask_t *s_task_again(runner_t *self, const store_task_t *st, unsigned ro
         rn_note_metrics(self, m, r);
         rn_note_counters(self, m, r);
     }
-    /* Members of a task the coordinator decided (lost, timed out, cancelled) report nothing
-     * more. A pass or a fail came from a member's own result (the store takes a task's verdict
-     * from its first): the others' results are on their way from the agents' spools, and their
-     * measurements count (a diagnosis judges the flows). */
-    if (t->verdict != FB_VERDICT_NONE)
+    /* A verdict the coordinator gave (lost, timed out, cancelled, an error) decides the members
+     * that did not report. A pass or skip from results is provisional while members are missing:
+     * their results are still to come (an adopted task, a result the agent re-sends) and carry
+     * the flows and counters the diagnosis needs, as in a run that was never interrupted. */
+    bool from_results = t->verdict == FB_VERDICT_PASS || t->verdict == FB_VERDICT_SKIPPED ||
+                        t->verdict == FB_VERDICT_FAIL;
+    if (t->verdict != FB_VERDICT_NONE && !from_results)
         for (size_t k = 0; k < t->n_members; k++)
-            if (t->members[k].verdict == FB_VERDICT_NONE && t->verdict != FB_VERDICT_FAIL &&
-                t->verdict != FB_VERDICT_PASS)
+            if (t->members[k].verdict == FB_VERDICT_NONE)
                 t->members[k].verdict = t->verdict;
     return t;
 }

@@ -165,11 +165,83 @@ static const char s_schema_v2[] =
     ");";
 /* clang-format on */
 
+/* Schema version 3: the delivery queue of webhook alerts (coordinator/webhook_queue.c, store_webhook.c;
+ * docs/operations.md "Alerts"). One row per alert: the document, where it goes, its retry
+ * schedule, how many attempts were made and when the next is due, so that a coordinator started
+ * again on the same database resumes the deliveries still pending at their due time. */
+/* clang-format off */
+static const char s_schema_webhooks[] =
+    "CREATE TABLE webhook_deliveries ("
+    "  id INTEGER PRIMARY KEY,"
+    "  campaign_id TEXT NOT NULL REFERENCES campaigns(id),"
+    "  url TEXT NOT NULL,"
+    "  payload TEXT NOT NULL,"
+    "  retry_ms TEXT NOT NULL,"
+    "  timeout_ms INTEGER NOT NULL,"
+    "  attempts INTEGER NOT NULL DEFAULT 0,"
+    "  next_attempt_ms INTEGER,"
+    "  state TEXT NOT NULL DEFAULT 'pending'"
+    "    CHECK (state IN ('pending','delivered','failed')),"
+    "  last_error TEXT,"
+    "  created_ms INTEGER NOT NULL,"
+    "  finished_ms INTEGER,"
+    "  UNIQUE (campaign_id, url)"
+    ");"
+    "CREATE INDEX webhook_deliveries_by_state ON webhook_deliveries(state, next_attempt_ms);";
+/* clang-format on */
+
+/* Schema version 4: environment fingerprints (coordinator/store_fingerprint.c, docs/timeline-store.md): the versions
+ * of what each node ran each campaign on (driver, CUDA, NCCL, VBIOS, firmware, kernel, BIOS, OS,
+ * fleetburn), taken from the node's inventory when the campaign first gives it a task, so that a
+ * report says what changed on which nodes since their previous campaign. */
+/* clang-format off */
+static const char s_schema_fingerprints[] =
+    "CREATE TABLE fingerprints ("
+    "  campaign_id TEXT NOT NULL REFERENCES campaigns(id),"
+    "  node TEXT NOT NULL,"
+    "  component TEXT NOT NULL,"
+    "  version TEXT NOT NULL,"
+    "  time_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY (campaign_id, node, component)"
+    ");"
+    "CREATE INDEX fingerprints_by_node ON fingerprints(node, campaign_id);";
+/* clang-format on */
+
+/* Schema version 5 (Slurm, docs/operations.md "Slurm"): what each `nodes: slurm:...` selection of
+ * a campaign resolved to when it was submitted, so that a resumed campaign runs on the same
+ * nodes (store_selections.c). */
+/* clang-format off */
+static const char s_schema_node_selections[] =
+    "CREATE TABLE campaign_node_selections ("
+    "  campaign_id TEXT NOT NULL REFERENCES campaigns(id),"
+    "  expr TEXT NOT NULL,"
+    "  nodes TEXT NOT NULL,"
+    "  PRIMARY KEY (campaign_id, expr)"
+    ");";
+/* clang-format on */
+
+/* Schema version 6: named baselines of `fleetburn compare` and `run --baseline` (docs/regressions.md; read and
+ * written by store_compare.c), and an index for finding a campaign's predecessor of the same
+ * name (`--baseline latest`) among months of campaigns. Only these: other steps add their own. */
+/* clang-format off */
+static const char s_schema_baselines[] =
+    "CREATE TABLE baselines ("
+    "  name TEXT PRIMARY KEY,"
+    "  campaign_id TEXT NOT NULL REFERENCES campaigns(id),"
+    "  set_ms INTEGER NOT NULL"
+    ");"
+    "CREATE INDEX campaigns_by_name ON campaigns(name, started_ms);";
+/* clang-format on */
+
 /* s_migrations[v] takes a database from schema version v to v + 1. Append only: a released
  * step is never edited, a change is a new step (ALTER TABLE, new tables, data rewrites). */
 static const char *const s_migrations[] = {
-    s_schema_v1, /* 0 -> 1 */
-    s_schema_v2, /* 1 -> 2 */
+    s_schema_v1,           /* 0 -> 1 */
+    s_schema_v2,           /* 1 -> 2 */
+    s_schema_webhooks,     /* 2 -> 3: webhook deliveries */
+    s_schema_fingerprints, /* 3 -> 4: fingerprints */
+    s_schema_node_selections, /* 4 -> 5: Slurm selections */
+    s_schema_baselines,       /* 5 -> 6: named baselines */
 };
 
 _Static_assert(sizeof s_migrations / sizeof s_migrations[0] == STORE_SCHEMA_VERSION,
@@ -287,6 +359,29 @@ static const char *const s_sql[STMT_COUNT] = {
                         " ORDER BY time_ms, id",
     [STMT_EVENTS_OF] = "SELECT id, time_ms, campaign_id, task_id, node, kind, message FROM events"
                        " WHERE campaign_id = ?1 ORDER BY time_ms, id",
+    /* webhook deliveries (store_webhook.c) */
+    [STMT_WEBHOOK_ENQUEUE] =
+        "INSERT INTO webhook_deliveries(campaign_id, url, payload, retry_ms, timeout_ms,"
+        " next_attempt_ms, created_ms) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?6"
+        " WHERE EXISTS (SELECT 1 FROM campaigns WHERE id = ?1)"
+        " ON CONFLICT(campaign_id, url) DO NOTHING",
+    [STMT_WEBHOOK_ATTEMPTED] =
+        "UPDATE webhook_deliveries SET attempts = ?2, state = ?3, next_attempt_ms = ?4,"
+        " last_error = ?5, finished_ms = ?6 WHERE id = ?1",
+    [STMT_WEBHOOKS_PENDING] =
+        "SELECT id, campaign_id, url, payload, retry_ms, timeout_ms, attempts, next_attempt_ms,"
+        " state, last_error, created_ms, finished_ms FROM webhook_deliveries"
+        " WHERE state = 'pending' ORDER BY next_attempt_ms, id",
+    [STMT_WEBHOOKS_OF] =
+        "SELECT id, campaign_id, url, payload, retry_ms, timeout_ms, attempts, next_attempt_ms,"
+        " state, last_error, created_ms, finished_ms FROM webhook_deliveries"
+        " WHERE campaign_id = ?1 ORDER BY id",
+    /* fingerprints (store_fingerprint.c): on the dispatch path, so cached */
+    [STMT_FINGERPRINT_SEEN] =
+        "SELECT 1 FROM fingerprints WHERE campaign_id = ?1 AND node = ?2 LIMIT 1",
+    [STMT_FINGERPRINT_INSERT] =
+        "INSERT OR IGNORE INTO fingerprints(campaign_id, node, component, version, time_ms)"
+        " SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM campaigns WHERE id = ?1)",
 };
 
 /* ---- Errors ------------------------------------------------------------------------------ */

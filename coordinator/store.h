@@ -16,13 +16,15 @@
 #define FB_STORE_H
 
 #include "result.h"
+#include "scheduler/expect.h"
+#include "scheduler/fingerprint.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* The schema version this build writes (PRAGMA user_version and meta.schema_version). */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 6
 /* PRAGMA application_id of a fleetburn timeline ("FLBN"). */
 #define STORE_APPLICATION_ID 0x464c424e
 /* How long a statement waits for a lock held by another process. */
@@ -112,6 +114,18 @@ typedef struct {
 int store_campaign_files(store_t *self, const char *campaign_id, store_file_t **files_out,
                          size_t *n_out);
 void store_files_free(store_file_t *files, size_t n);
+
+/* What a `nodes: slurm:...` selection of the campaign (expr as written) resolved to when it was
+ * submitted: a hostlist (store_selections.c). A selection stored already is replaced; -ENOENT
+ * for an unknown campaign. */
+int store_node_selection_add(store_t *self, const char *campaign_id, const char *expr,
+                             const char *nodes);
+/* Calls cb(expr, nodes, arg) for every selection of campaign_id stored with
+ * store_node_selection_add; borrowed for the call; cb must not call into the store. A nonzero
+ * return of cb stops and is returned. */
+int store_node_selection_foreach(store_t *self, const char *campaign_id,
+                                 int (*cb)(const char *expr, const char *nodes, void *arg),
+                                 void *arg);
 
 /* A stage of a campaign; *stage_id_out (may be NULL) receives its id. params_json must be a
  * JSON object text or NULL (-EINVAL otherwise); it is stored as given. -ENOENT for an unknown
@@ -243,5 +257,126 @@ int store_software_foreach(store_t *self, const char *campaign_id,
                            int (*cb)(const char *component, const char *version, const char *node,
                                      void *arg),
                            void *arg);
+
+/* ---- Webhook deliveries (store_webhook.c) ------------------------------------------------ */
+
+/* The durable queue of webhook alerts (webhook_queue.h, docs/operations.md "Alerts"). */
+typedef struct {
+    int64_t id;
+    char *campaign_id, *url, *payload;
+    uint64_t *retry_ms; /* the waits between attempts */
+    size_t n_retry;
+    uint64_t timeout_ms;
+    unsigned attempts;        /* made so far */
+    uint64_t next_attempt_ms; /* epoch ms the next attempt is due; 0 when none */
+    char *state;              /* pending | delivered | failed */
+    char *last_error;         /* how the last attempt failed, NULL when none */
+    uint64_t created_ms, finished_ms;
+} store_webhook_t;
+
+/* Queues the alert of campaign_id for url, pending, its first attempt due at now_ms. *id_out
+ * (may be NULL) gets its id. -EEXIST when the campaign already has a delivery to url (an alert is
+ * queued once), -ENOENT for an unknown campaign. */
+int store_webhook_enqueue(store_t *self, const char *campaign_id, const char *url,
+                          const char *payload, const uint64_t *retry_ms, size_t n_retry,
+                          uint64_t timeout_ms, uint64_t now_ms, int64_t *id_out);
+/* Records an attempt's outcome: attempts made, the state (pending, delivered, failed), when the
+ * next attempt is due (pending only; 0 otherwise), the error (NULL when delivered) and, when it is
+ * no longer pending, finished_ms. -ENOENT for an unknown id, -EINVAL for another state. */
+int store_webhook_attempted(store_t *self, int64_t id, unsigned attempts, const char *state,
+                            uint64_t next_attempt_ms, const char *error, uint64_t finished_ms);
+/* Calls cb for every pending delivery, the earliest due first (campaign_id NULL), or for every
+ * delivery of campaign_id in the order queued. The row is borrowed for the call; cb must not call
+ * into the store. A nonzero return of cb stops and is returned. */
+int store_webhook_foreach(store_t *self, const char *campaign_id,
+                          int (*cb)(const store_webhook_t *w, void *arg), void *arg);
+/* ---- Expected hardware and fingerprints (store_fingerprint.c) ---------------------------- */
+
+/* The facts of node's latest inventory, for the check of a campaign's expect section
+ * (scheduler/expect.h): memory, GPUs in PCI order (model, memory, link), HCA ports. earlier (may
+ * be NULL) gets the latest earlier inventory of the node that listed more GPUs than it has now
+ * (zeroed when there is none), from which missing GPUs are named; *time_ms (may be NULL) when
+ * the latest inventory was first recorded. Free both with fb_node_facts_clear. -ENOENT for a
+ * node without a stored inventory. */
+int store_agent_facts(store_t *self, const char *node, fb_node_facts_t *now,
+                      fb_node_facts_t *earlier, uint64_t *time_ms);
+
+/* Records the environment fingerprint (scheduler/fingerprint.h) of node in campaign_id from the
+ * node's latest inventory: one row per component. Once per node and campaign: a later call
+ * changes nothing and returns 0. -ENOENT for an unknown campaign or a node without inventory. */
+int store_fingerprint_record(store_t *self, const char *campaign_id, const char *node,
+                             uint64_t now_ms);
+
+/* Records fp as node's fingerprint in campaign_id (the coordinator keeps each registered node's
+ * fingerprint from its Hello), once per node and campaign as store_fingerprint_record. An empty
+ * fp is recorded as fleetburn = unknown. */
+int store_fingerprint_insert(store_t *self, const char *campaign_id, const char *node,
+                             const fb_fingerprint_t *fp, uint64_t now_ms);
+
+typedef struct {
+    char *node;
+    fb_fingerprint_t fingerprint; /* in this campaign */
+    char *previous_campaign;      /* the node's latest campaign that started before this one and
+                                     recorded its fingerprint; NULL when none */
+    fb_fingerprint_t previous;    /* its fingerprint there; empty when none */
+} store_node_fingerprint_t;
+
+/* The fingerprints recorded in campaign_id, one per node, sorted by node name, each with the
+ * node's fingerprint in its previous campaign. *out is a heap array (NULL when none; free with
+ * store_node_fingerprints_free). -ENOENT for an unknown campaign. */
+int store_campaign_fingerprints(store_t *self, const char *campaign_id,
+                                store_node_fingerprint_t **out, size_t *n_out);
+void store_node_fingerprints_free(store_node_fingerprint_t *v, size_t n);
+
+/* What changed in the nodes' environment up to campaign_id, one group per identical change
+ * (fb_fingerprint_group: "nvidia_driver 570.86 → 580.159 on gpu[001-064]"): since base_id for
+ * the nodes both recorded, or, when base_id is NULL, since each node's previous campaign.
+ * *n_compared (may be NULL): how many nodes had something to compare with. Free the groups with
+ * fb_fp_groups_free. -ENOENT for an unknown campaign. */
+int store_fingerprint_changes(store_t *self, const char *base_id, const char *campaign_id,
+                              fb_fp_group_t **out, size_t *n_out, size_t *n_compared);
+/* ---- Baselines and comparisons (store_compare.c, docs/regressions.md) -------------------- */
+
+/* The campaign's name, state and start (a light read). *name_out and *state_out are heap strings
+ * (either pointer may be NULL). -ENOENT for an unknown campaign. */
+int store_campaign_head(store_t *self, const char *id, char **name_out, char **state_out,
+                        uint64_t *started_ms_out);
+/* The latest campaign called name that finished (state finished, whatever its verdict) and
+ * started before before_ms, other than exclude_id (may be NULL): the baseline `latest` stands
+ * for. -ENOENT when there is none. *id_out heap string. */
+int store_campaign_previous(store_t *self, const char *name, uint64_t before_ms,
+                            const char *exclude_id, char **id_out);
+/* Keeps campaign_id as the baseline called name, replacing what the name meant before
+ * (*previous_out: that campaign id, heap, or NULL; the pointer may be NULL). -ENOENT for an
+ * unknown campaign. The caller checks the name and the campaign's state. */
+int store_baseline_set(store_t *self, const char *name, const char *campaign_id, uint64_t now_ms,
+                       char **previous_out);
+/* The campaign id of the baseline called name (heap), or -ENOENT. */
+int store_baseline_get(store_t *self, const char *name, char **campaign_id_out);
+/* Forgets the baseline called name (the campaign stays). -ENOENT when there is none. */
+int store_baseline_delete(store_t *self, const char *name);
+
+typedef struct {
+    const char *name, *campaign_id;
+    const char *campaign_name, *campaign_state; /* NULL when not known */
+    uint64_t set_ms, campaign_started_ms;
+} store_baseline_t;
+
+/* Calls cb for every named baseline, by name; borrowed for the call; cb must not call into the
+ * store. A nonzero return of cb stops and is returned. */
+int store_baseline_foreach(store_t *self, int (*cb)(const store_baseline_t *baseline, void *arg),
+                           void *arg);
+
+/* The environment fingerprint of every node that had a task in campaign_id:
+ * cb(node, component, version) for each component, ordered by node and component. From the
+ * fingerprints the campaign recorded (store_fingerprint_record: driver, CUDA, NCCL, VBIOS,
+ * firmware, kernel, BIOS, OS, fleetburn); for a campaign run before they were recorded, from
+ * the node's latest inventory snapshot at or before the campaign's start (the software map,
+ * kernel included, and agent_version; the first snapshot after it when there is none before). Borrowed for the call; cb must not call into the store; a nonzero return stops and
+ * is returned. The one place that says where fingerprints come from. */
+int store_node_fingerprint_foreach(store_t *self, const char *campaign_id,
+                                   int (*cb)(const char *node, const char *component,
+                                             const char *version, void *arg),
+                                   void *arg);
 
 #endif

@@ -70,6 +70,14 @@ enum {
     STMT_EVENT_INSERT,
     STMT_EVENTS_ALL,
     STMT_EVENTS_OF,
+    /* webhook deliveries (store_webhook.c) */
+    STMT_WEBHOOK_ENQUEUE,
+    STMT_WEBHOOK_ATTEMPTED,
+    STMT_WEBHOOKS_PENDING,
+    STMT_WEBHOOKS_OF,
+    /* fingerprints (store_fingerprint.c): on the dispatch path, so cached */
+    STMT_FINGERPRINT_SEEN,
+    STMT_FINGERPRINT_INSERT,
     /* new statements above this line */
     STMT_COUNT
 };

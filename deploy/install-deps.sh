@@ -11,6 +11,8 @@ packages=(
     build-essential cmake pkg-config
     libzmq3-dev libprotobuf-c-dev protobuf-c-compiler libuv1-dev libsqlite3-dev libyaml-dev
     libcmocka-dev
+    # the coordinator's webhook alerts (optional: without it a webhook campaign is refused)
+    libcurl4-openssl-dev
     python3 iproute2
     # allreduce, launcher mpirun: OpenMPI's mpirun and the host path's rank program
     libopenmpi-dev openmpi-bin
@@ -20,6 +22,12 @@ packages=(
     python3-clustershell memtester
     # libFuzzer harnesses (tests/fuzz): clang and its sanitizer and fuzzer runtimes
     clang libclang-rt-dev
+    # Slurm drain, resume and nodes: slurm:... (tests/integration/test_slurm_actions.sh starts its
+    # own munged, slurmctld and slurmd; the packages' own services are not used)
+    munge slurmctld slurmd slurm-client
+    # the daemons' systemd notification (optional at build time); the .deb's dependencies
+    # (dpkg-shlibdeps); systemd-analyze, which checks the units
+    libsystemd-dev dpkg-dev systemd
 )
 
 missing=()

@@ -7,7 +7,11 @@
  * sequence gives either a campaign or one error line. */
 #include "campaign.h"
 
+#include "actions.h"
 #include "bisect_budget.h"
+#include "expect.h"
+#include "slurm.h"
+#include "regress_config.h"
 #include "topology.h"
 #include "workload.h"
 #include "common/conffile.h"
@@ -28,7 +32,7 @@
 
 #define S_STAGE_NAME_MAX 64
 #define S_CAMPAIGN_NAME_MAX 200
-#define S_TOP_KEYS "name, nodes, stages"
+#define S_TOP_KEYS "name, nodes, expect, stages, regress, actions"
 #define S_STAGE_KEYS                                                                               \
     "name, workload, timeout, on_fail, nodes, params, scope, group_size, pairing, seed, "          \
     "topology, rounds, bisect_budget, bisect_rounds, bisect_repeat, rails, bisect_prior"
@@ -38,28 +42,6 @@
 #define S_ROUNDS_MAX 10000
 #define S_RAILS_MAX 64 /* rails (NICs) a stage may name: more than any node has */
 #define S_HOSTLIST_EXPECTED "expected all, or hostlist notation such as node[01-16,20],gpu-a[1-4]"
-
-/* The text of a mapping key (borrowed). */
-static int s_key(fb_yaml_t *ctx, const yaml_node_t *key, const char *parent, const char *expected,
-                 const char **out)
-{
-    if (key->type != YAML_SCALAR_NODE || fb_yaml_is_null(key) ||
-        memchr(key->data.scalar.value, 0, key->data.scalar.length))
-        return fb_yaml_fail(ctx, fb_yaml_line(key), parent[0] ? parent : "(top level)",
-                            "a key is %s; expected one of %s",
-                            key->type == YAML_SCALAR_NODE ? "not a name" : fb_yaml_kind(key),
-                            expected);
-    *out = (const char *)key->data.scalar.value;
-    return 0;
-}
-
-/* path + "." + key, with the key made printable. */
-static char *s_path(const char *parent, const char *key)
-{
-    char shown[256];
-    fb_show_value(key, shown, sizeof shown);
-    return parent[0] ? xasprintf("%s.%s", parent, shown) : xstrdup(shown);
-}
 
 /* Text of a scalar, or of a list of scalars joined with ','. Heap string in *out. list_ok: whether
  * a list is acceptable at all. Each item is checked with item_check when given. */
@@ -119,8 +101,15 @@ static int s_hostlist(fb_yaml_t *ctx, const yaml_node_t *node, const char *path,
     if (s_scalar_or_list(ctx, node, path, S_HOSTLIST_EXPECTED, true, NULL, NULL, &expr))
         return -EINVAL;
     /* Checked, not expanded: a few bytes can name a million nodes, and a campaign has many
-     * stages (the runner expands a stage's nodes when it runs it). */
-    if (strcmp(expr, "all")) {
+     * stages (the runner expands a stage's nodes when it runs it). A Slurm selection is resolved
+     * by the coordinator when the campaign is submitted (scheduler/slurm.h). */
+    if (fb_slurm_is_selection(expr)) {
+        char err[256];
+        if (fb_slurm_selection_parse(expr, NULL, NULL, err, sizeof err)) {
+            free(expr);
+            return fb_yaml_fail(ctx, fb_yaml_line(node), path, "%s", err);
+        }
+    } else if (strcmp(expr, "all")) {
         char err[512];
         if (fb_hostlist_check(expr, NULL, err, sizeof err)) {
             free(expr);
@@ -172,11 +161,11 @@ static int s_params(fb_yaml_t *ctx, const yaml_node_t *node, const char *path,
              pair < node->data.mapping.pairs.top; pair++) {
             yaml_node_t *k = fb_yaml_node(ctx, pair->key), *v = fb_yaml_node(ctx, pair->value);
             const char *key;
-            if (!k || !v || s_key(ctx, k, path, names, &key)) {
+            if (!k || !v || fb_yaml_key(ctx, k, path, names, &key)) {
                 rc = -EINVAL;
                 goto out;
             }
-            char *kpath = s_path(path, key);
+            char *kpath = fb_yaml_path(path, key);
             const fb_param_spec_t *spec = fb_workload_param(w, key);
             size_t idx = spec ? (size_t)(spec - w->params) : 0;
             const char *site = spec ? NULL : fb_workload_site_setting(w, key);
@@ -406,7 +395,7 @@ static int s_scope_value(fb_yaml_t *ctx, const char *key, const yaml_node_t *v, 
 static int s_not_applicable(fb_yaml_t *ctx, int line, const char *path, const char *key,
                             const char *applies, const char *now)
 {
-    char *kpath = s_path(path, key);
+    char *kpath = fb_yaml_path(path, key);
     fb_yaml_fail(ctx, line, kpath,
                  "applies only to %s, and this stage has %s; expected %s removed, or %s", applies,
                  now, key, applies);
@@ -435,7 +424,7 @@ static int s_scope_check(fb_yaml_t *ctx, const char *path, int stage_line,
     if (lines->topology && !(pairs && st->pairing == FB_PAIRING_TOPOLOGY))
         return s_not_applicable(ctx, lines->topology, path, "topology", "pairing: topology", now);
     if (pairs && st->pairing == FB_PAIRING_TOPOLOGY && !lines->topology) {
-        char *kpath = s_path(path, "topology");
+        char *kpath = fb_yaml_path(path, "topology");
         fb_yaml_fail(
             ctx, stage_line, kpath,
             "missing: pairing: topology pairs nodes by the fabric; expected topology: FILE, a "
@@ -456,7 +445,7 @@ static int s_bisect_check(fb_yaml_t *ctx, const char *path, const s_scope_lines_
     char now[64];
     snprintf(now, sizeof now, "scope: %s", fb_scope_name(st->scope));
     if (bisect && st->scope == FB_SCOPE_NODE) {
-        char *kpath = s_path(path, "on_fail");
+        char *kpath = fb_yaml_path(path, "on_fail");
         fb_yaml_fail(
             ctx, lines->on_fail, kpath,
             "'bisect' applies only to scope: group or pairs, and this stage has scope: node "
@@ -491,7 +480,7 @@ static int s_bisect_check(fb_yaml_t *ctx, const char *path, const s_scope_lines_
         return s_not_applicable(ctx, lines->bisect_prior, path, "bisect_prior", "scope: pairs",
                                 now);
     if (lines->rails && !fb_workload_param(fb_workload_find(st->workload), "device")) {
-        char *kpath = s_path(path, "rails");
+        char *kpath = fb_yaml_path(path, "rails");
         fb_yaml_fail(ctx, lines->rails, kpath,
                      "workload %s cannot be told which rail to use (it has no device parameter); "
                      "expected rails removed, or a workload such as rdmabw",
@@ -505,7 +494,7 @@ static int s_bisect_check(fb_yaml_t *ctx, const char *path, const s_scope_lines_
             found =
                 !strcmp(c->stages[i].name, st->bisect_prior) && c->stages[i].scope == FB_SCOPE_NODE;
         if (!found) {
-            char *kpath = s_path(path, "bisect_prior");
+            char *kpath = fb_yaml_path(path, "bisect_prior");
             char shown[256];
             fb_yaml_fail(ctx, lines->bisect_prior, kpath,
                          "'%s' is not an earlier stage with scope: node; expected the name of a "
@@ -516,6 +505,12 @@ static int s_bisect_check(fb_yaml_t *ctx, const char *path, const s_scope_lines_
         }
     }
     return 0;
+}
+
+/* fb_stage_param for fb_workload_check_scope. */
+static const char *s_stage_param_of(const void *stage, const char *key)
+{
+    return fb_stage_param(stage, key);
 }
 
 static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, fb_strmap_t *names,
@@ -540,7 +535,7 @@ static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, fb_str
 
     /* the workload first: parameters are checked against it wherever they are written */
     const fb_workload_spec_t *w = NULL;
-    char *kpath = s_path(path, "workload");
+    char *kpath = fb_yaml_path(path, "workload");
     yaml_node_t *wnode = s_lookup(ctx, node, "workload");
     char expected[512];
     snprintf(expected, sizeof expected, "expected one of %s", workloads);
@@ -570,9 +565,9 @@ static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, fb_str
          pair < node->data.mapping.pairs.top && !rc; pair++) {
         yaml_node_t *k = fb_yaml_node(ctx, pair->key), *v = fb_yaml_node(ctx, pair->value);
         const char *key;
-        if (!k || !v || s_key(ctx, k, path, S_STAGE_KEYS, &key))
+        if (!k || !v || fb_yaml_key(ctx, k, path, S_STAGE_KEYS, &key))
             return -EINVAL;
-        kpath = s_path(path, key);
+        kpath = fb_yaml_path(path, key);
         bool *seen = !strcmp(key, "name")       ? &seen_name
                      : !strcmp(key, "workload") ? &seen_workload
                      : !strcmp(key, "timeout")  ? &seen_timeout
@@ -660,7 +655,7 @@ static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, fb_str
     if (rc)
         return rc;
     if (!seen_name) {
-        kpath = s_path(path, "name");
+        kpath = fb_yaml_path(path, "name");
         rc = fb_yaml_fail(ctx, fb_yaml_line(node), kpath,
                           "missing; expected a unique stage name, e.g. name: dram");
         free(kpath);
@@ -669,9 +664,18 @@ static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, fb_str
     if (s_scope_check(ctx, path, st->line, &scope_lines, st) ||
         s_bisect_check(ctx, path, &scope_lines, c, index, st))
         return -EINVAL;
-    if (!seen_params) /* defaults */
-        return s_params(ctx, NULL, path, w, st);
-    return 0;
+    if (!seen_params && s_params(ctx, NULL, path, w, st)) /* defaults */
+        return -EINVAL;
+    /* A workload in a scope it does not run in is refused now, not when its tasks fail. */
+    char why[512];
+    if (fb_workload_check_scope(w, st->scope, scope_lines.scope, s_stage_param_of, st, why,
+                                sizeof why)) {
+        kpath = fb_yaml_path(path, "scope");
+        rc = fb_yaml_fail(ctx, scope_lines.scope ? scope_lines.scope : st->line, kpath,
+                          "stage '%s': %s", st->name, why);
+        free(kpath);
+    }
+    return rc;
 }
 
 static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
@@ -680,19 +684,23 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
         return fb_yaml_fail(ctx, fb_yaml_line(root), "(top level)",
                             "is %s; expected a mapping with keys %s", fb_yaml_kind(root),
                             S_TOP_KEYS);
-    bool seen_name = false, seen_nodes = false, seen_stages = false;
+    bool seen_name = false, seen_nodes = false, seen_stages = false, seen_expect = false,
+         seen_actions = false, seen_regress = false;
     for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
          pair < root->data.mapping.pairs.top; pair++) {
         yaml_node_t *k = fb_yaml_node(ctx, pair->key), *v = fb_yaml_node(ctx, pair->value);
         const char *key, *text;
-        if (!k || !v || s_key(ctx, k, "", S_TOP_KEYS, &key))
+        if (!k || !v || fb_yaml_key(ctx, k, "", S_TOP_KEYS, &key))
             return -EINVAL;
-        char *kpath = s_path("", key);
+        char *kpath = fb_yaml_path("", key);
         int rc = 0;
-        bool *seen = !strcmp(key, "name")     ? &seen_name
-                     : !strcmp(key, "nodes")  ? &seen_nodes
-                     : !strcmp(key, "stages") ? &seen_stages
-                                              : NULL;
+        bool *seen = !strcmp(key, "name")      ? &seen_name
+                     : !strcmp(key, "nodes")   ? &seen_nodes
+                     : !strcmp(key, "stages")  ? &seen_stages
+                     : !strcmp(key, "expect")  ? &seen_expect
+                     : !strcmp(key, "actions") ? &seen_actions
+                     : !strcmp(key, "regress") ? &seen_regress /* regress_config.c */
+                                               : NULL;
         if (!seen) {
             rc = fb_yaml_fail(ctx, fb_yaml_line(k), kpath, "unknown key; expected one of %s",
                               S_TOP_KEYS);
@@ -712,6 +720,12 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
                 else
                     c->name = xstrdup(text);
             }
+        } else if (seen == &seen_actions) {
+            rc = fb_actions_parse(ctx, v, kpath, &c->actions);
+        } else if (seen == &seen_expect) {
+            rc = fb_expect_parse(ctx, v, kpath, &c->expect); /* scheduler/expect.c */
+        } else if (seen == &seen_regress) {
+            rc = fb_regress_config_parse(ctx, v, kpath, &c->regress);
         } else if (seen == &seen_nodes) {
             char *expr = NULL;
             rc = s_hostlist(ctx, v, kpath, &expr);
@@ -754,7 +768,7 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
         return fb_yaml_fail(
             ctx, fb_yaml_line(root), "stages",
             "missing; expected a list of stages, each a mapping with name and workload");
-    return 0;
+    return c->expect ? fb_expect_campaign_check(ctx, c) : 0;
 }
 
 /* ---- entry points ---- */
@@ -913,9 +927,13 @@ void fb_campaign_destroy(fb_campaign_t **self_p)
     for (size_t i = 0; i < c->n_stages; i++)
         s_stage_fini(&c->stages[i]);
     free(c->stages);
+    fb_expect_destroy(&c->expect);
     free(c->name);
     free(c->nodes_expr);
     free(c->source);
+    fb_actions_fini(&c->actions);
+    fb_campaign_selections_free(c);
+    fb_regress_config_destroy(&c->regress);
     free(c);
     *self_p = NULL;
 }
@@ -940,6 +958,17 @@ int fb_stage_nodes(const fb_campaign_t *c, const fb_stage_t *s, bool *all, char 
         if (err && errlen)
             err[0] = '\0';
         return 0;
+    }
+    if (fb_slurm_is_selection(expr)) {
+        const char *resolved = fb_campaign_selection(c, expr);
+        if (!resolved) {
+            snprintf(err, errlen,
+                     "nodes: %s was not resolved (the coordinator asks Slurm for it "
+                     "when the campaign is submitted)",
+                     expr);
+            return -EINVAL;
+        }
+        expr = resolved;
     }
     return fb_hostlist_expand(expr, names, n, err, errlen);
 }

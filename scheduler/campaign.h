@@ -39,6 +39,7 @@
 #ifndef FB_CAMPAIGN_H
 #define FB_CAMPAIGN_H
 
+#include "actions.h"
 #include "pairing.h"
 
 #include <stdbool.h>
@@ -46,6 +47,8 @@
 #include <stdint.h>
 
 struct fb_topology;
+struct fb_expect;
+struct fb_regress_config;
 
 /* What follows a stage that failed: go on, stop the campaign, or (scope group or pairs) diagnose
  * it with follow-up rounds until the bad part is named (scheduler/bisect.h), then go on. */
@@ -61,7 +64,7 @@ typedef struct fb_stage {
     char *workload;      /* a name fb_workload_find() knows */
     uint64_t timeout_ms; /* > 0 */
     fb_on_fail_t on_fail;
-    char *nodes_expr; /* "all" or hostlist notation; NULL = the campaign's */
+    char *nodes_expr; /* "all", hostlist notation or a Slurm selection; NULL = the campaign's */
     fb_kv_t *params;  /* effective parameters, in the workload's schema order */
     size_t n_params;
     int line; /* 1-based line where the stage starts in the source */
@@ -90,10 +93,17 @@ typedef struct fb_stage {
 /* Tagged so that other headers can forward-declare it as struct fb_campaign. */
 typedef struct fb_campaign {
     char *name;
-    char *nodes_expr; /* "all" or hostlist notation */
+    char *nodes_expr; /* "all", hostlist notation, or a Slurm selection "slurm:..." */
     fb_stage_t *stages;
     size_t n_stages; /* >= 1 */
     char *source;    /* the name used in messages: the source given to fb_campaign_parse */
+    struct fb_expect *expect; /* the hardware its nodes must have (scheduler/expect.h), or NULL */
+    /* what the coordinator does with the verdicts when the campaign ends (scheduler/actions.h) */
+    fb_actions_t actions;
+    /* Slurm selections resolved by the coordinator (scheduler/slurm.h); none after parsing */
+    struct fb_node_selection *selections;
+    size_t n_selections;
+    struct fb_regress_config *regress; /* regress: tolerances (regress_config.h), or NULL */
 } fb_campaign_t;
 
 /* Largest campaign text fb_campaign_parse takes (a submission over the wire is limited to
@@ -140,8 +150,10 @@ void fb_campaign_destroy(fb_campaign_t **self_p);
 const char *fb_stage_param(const fb_stage_t *s, const char *key);
 
 /* Node selection of a stage (its own nodes, else the campaign's): sets *all = true with
- * *names = NULL, *n = 0 for "all"; else *all = false and expands the hostlist into *names
- * (free with fb_hostlist_free). Returns 0 or -EINVAL with a message in err. */
+ * *names = NULL, *n = 0 for "all"; else *all = false and expands the hostlist (for a Slurm
+ * selection, the hostlist it was resolved to: fb_campaign_resolve_selection) into *names (free
+ * with fb_hostlist_free). Returns 0 or -EINVAL with a message in err (a Slurm selection that was
+ * not resolved). */
 int fb_stage_nodes(const fb_campaign_t *c, const fb_stage_t *s, bool *all, char ***names, size_t *n,
                    char *err, size_t errlen);
 

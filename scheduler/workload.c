@@ -4,6 +4,7 @@
  * the campaign parser, the CLI listing and docs/campaign-file.md all follow it. Validation uses
  * the strict parsers of common/units.h, so what passes here is what a worker can convert. */
 #include "workload.h"
+#include "pairing.h"
 
 #include "common/value_limits.h"
 #include "common/units.h"
@@ -24,9 +25,13 @@ static const char *const s_memtest_patterns[] = {
     "sequential_increment", "bit_spread",        "bit_flip",     "block_sequential", NULL,
 };
 
+static const char *const s_memtest_dimm_decode[] = {"auto", "passive", "off", NULL};
+
 static const fb_param_spec_t s_memtest_params[] = {
     {"size", FB_PARAM_BYTES_OR_PERCENT, "80%", NULL, 0, 0, false,
-     "memory to test on each node: a byte size, or a percentage of the memory available"},
+     "memory to test on each node: a byte size, or a percentage of the node's available memory "
+     "(MemAvailable) when the task starts; a size larger than the available memory fails the "
+     "task instead of swapping"},
     {"passes", FB_PARAM_UINT, "1", NULL, 1, 1000000, false,
      "how many times to run every selected pattern over the whole buffer"},
     {"threads", FB_PARAM_UINT_OR_AUTO, "auto", NULL, 1, 4096, false,
@@ -34,11 +39,21 @@ static const fb_param_spec_t s_memtest_params[] = {
     {"patterns", FB_PARAM_ENUM_LIST, "all", s_memtest_patterns, 0, 0, false,
      "the pattern tests to run, in this order; all = every pattern"},
     {"seed", FB_PARAM_UINT, NULL, NULL, 0, 0, false,
-     "seed of the random patterns; absent = a fresh seed, reported with the result"},
+     "seed of the random patterns; absent = each task picks one and reports it, so a failure "
+     "can be replayed with the same seed"},
     {"lock", FB_PARAM_BOOL, "true", NULL, 0, 0, false,
      "lock the buffer in RAM (mlock) so that no page is swapped out while it is tested"},
+    {"retests", FB_PARAM_UINT, "8", NULL, 0, 1000, false,
+     "times the page of each miscompare is written and read again to tell a stuck cell from a "
+     "transient error; 0 = no retest"},
+    {"dimm_decode", FB_PARAM_ENUM, "auto", s_memtest_dimm_decode, 0, 0, false,
+     "how the DIMM of a miscompare is looked up: auto = rasdaemon, the kernel's EDAC address "
+     "decoder (counts one corrected error per address) and SMBIOS; passive = without the "
+     "decoder; off"},
     {"inject_bitflips", FB_PARAM_UINT, NULL, NULL, 0, 1000000, true,
      "test-only: flip this many bits in the buffer after it is written, to prove detection"},
+    {"inject_stuck_bits", FB_PARAM_UINT, NULL, NULL, 0, 64, true,
+     "test-only: make this many bits stuck, so that the retest finds them again"},
 };
 
 static const char *const s_sleep_exits[] = {"pass", "fail", "crash", "hang", NULL};
@@ -215,6 +230,87 @@ const char *fb_workload_site_setting(const fb_workload_spec_t *w, const char *ke
         if (!strcmp(s_site_settings[i].workload, w->name) && !strcmp(s_site_settings[i].key, key))
             return s_site_settings[i].what;
     return NULL;
+}
+
+/* The stage scopes of the workloads that run across nodes; every other workload tests one node
+ * and runs with scope: node only (in a group or a pair it would run on each member alone). */
+#define S_NODE (1u << FB_SCOPE_NODE)
+#define S_GROUP (1u << FB_SCOPE_GROUP)
+#define S_PAIRS (1u << FB_SCOPE_PAIRS)
+static const struct {
+    const char *workload;
+    unsigned scopes;
+    const char *node_needs; /* a boolean parameter that scope: node needs true, or NULL */
+    const char *why;        /* why not the others, for messages */
+} s_scopes[] = {
+    {"sleep", S_NODE | S_GROUP | S_PAIRS, NULL, NULL},
+    {"allreduce", S_NODE | S_GROUP | S_PAIRS, NULL, NULL},
+    {"netbw", S_PAIRS, NULL, "it measures between two nodes"},
+    {"rdmabw", S_PAIRS | S_NODE, "loopback",
+     "it measures between two nodes, or each HCA against itself with loopback: true"},
+};
+
+static size_t s_scope_entry(const fb_workload_spec_t *w)
+{
+    for (size_t i = 0; i < FB_ARRAY_LEN(s_scopes); i++)
+        if (!strcmp(s_scopes[i].workload, w->name))
+            return i;
+    return FB_ARRAY_LEN(s_scopes);
+}
+
+const char *fb_workload_scopes(const fb_workload_spec_t *w, char *buf, size_t len)
+{
+    size_t e = s_scope_entry(w);
+    unsigned scopes = e < FB_ARRAY_LEN(s_scopes) ? s_scopes[e].scopes : S_NODE;
+    const char *needs = e < FB_ARRAY_LEN(s_scopes) ? s_scopes[e].node_needs : NULL;
+    const fb_scope_t order[] = {FB_SCOPE_PAIRS, FB_SCOPE_GROUP, FB_SCOPE_NODE};
+    size_t o = 0, n = 0, total = 0;
+    for (size_t i = 0; i < FB_ARRAY_LEN(order); i++)
+        total += (scopes >> order[i]) & 1u;
+    buf[0] = '\0';
+    for (size_t i = 0; i < FB_ARRAY_LEN(order) && o < len; i++) {
+        if (!((scopes >> order[i]) & 1u))
+            continue;
+        const char *sep = n == 0 ? "" : n + 1 == total ? (needs ? ", or " : " or ") : ", ";
+        o += (size_t)snprintf(buf + o, len - o, "%sscope: %s", sep, fb_scope_name(order[i]));
+        if (order[i] == FB_SCOPE_NODE && needs && o < len)
+            o += (size_t)snprintf(buf + o, len - o, " with %s: true", needs);
+        n++;
+    }
+    return buf;
+}
+
+int fb_workload_check_scope(const fb_workload_spec_t *w, int scope, bool scope_written,
+                            const char *(*param)(const void *arg, const char *key),
+                            const void *arg, char *msg, size_t len)
+{
+    size_t e = s_scope_entry(w);
+    bool listed = e < FB_ARRAY_LEN(s_scopes);
+    unsigned scopes = listed ? s_scopes[e].scopes : S_NODE;
+    const char *needs = listed ? s_scopes[e].node_needs : NULL;
+    const char *why = listed ? s_scopes[e].why : "it tests one node at a time";
+    bool runs_in = (scopes >> scope) & 1u;
+    bool set = false;
+    const char *value = needs && param ? param(arg, needs) : NULL;
+    bool needs_met = !needs || scope != FB_SCOPE_NODE ||
+                     (value && fb_parse_bool(value, &set) == 0 && set);
+    if (runs_in && needs_met)
+        return 0;
+    char runs[160], has[96], expected[160];
+    fb_workload_scopes(w, runs, sizeof runs);
+    snprintf(has, sizeof has, "scope: %s%s", fb_scope_name((fb_scope_t)scope),
+             scope_written ? "" : " (the default)");
+    if (runs_in) { /* rdmabw with scope: node, without loopback: true */
+        snprintf(has + strlen(has), sizeof has - strlen(has), " without %s: true", needs);
+        snprintf(expected, sizeof expected, "%s: true in params%s", needs,
+                 scopes & S_PAIRS ? ", or scope: pairs" : scopes & S_GROUP ? ", or scope: group" : "");
+    } else {
+        snprintf(expected, sizeof expected, "%s", runs);
+    }
+    bool one = (scopes & (scopes - 1)) == 0;
+    snprintf(msg, len, "%s runs %swith %s (%s), and this stage has %s; expected %s", w->name,
+             one ? "only " : "", runs, why, has, expected);
+    return -EINVAL;
 }
 
 const fb_workload_spec_t *fb_workload_find(const char *name)

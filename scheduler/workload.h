@@ -4,7 +4,8 @@
  * every parameter of a campaign file against it, the CLI prints it, and workers read parameters
  * that it has already checked.
  *
- * Adding a workload: write its fb_param_spec_t array and one FB_WORKLOAD() line in workload.c. */
+ * Adding a workload: write its fb_param_spec_t array and one FB_WORKLOAD() line in workload.c,
+ * and for one that runs across nodes (scope group or pairs) a line in s_scopes there. */
 #ifndef FB_WORKLOAD_H
 #define FB_WORKLOAD_H
 
@@ -75,6 +76,20 @@ const char *fb_param_type_noun(fb_param_type_t t);
 const char *fb_workload_param_names(const fb_workload_spec_t *w, char *buf, size_t len);
 /* Writes every workload name as "memtest, sleep" into buf; returns buf. */
 const char *fb_workload_names(char *buf, size_t len);
+
+/* The stage scopes (scheduler/pairing.h) w runs in, for listings and messages: "scope: pairs",
+ * "scope: pairs, scope: group or scope: node", "scope: pairs, or scope: node with loopback: true".
+ * Workloads that test one node run with scope: node only. Returns buf. */
+const char *fb_workload_scopes(const fb_workload_spec_t *w, char *buf, size_t len);
+/* Whether w runs in a stage with scope (an fb_scope_t) and the stage's effective parameters,
+ * which param(arg, KEY) gives (NULL: absent): 0, or -EINVAL with what is wrong and what is
+ * expected in msg, e.g. "netbw runs only with scope: pairs (it measures between two nodes), and
+ * this stage has scope: node (the default); expected scope: pairs". scope_written: the stage
+ * wrote its scope (else it has the default, and the message says so). The campaign parser
+ * refuses such a stage when the campaign loads, not when its tasks fail. */
+int fb_workload_check_scope(const fb_workload_spec_t *w, int scope, bool scope_written,
+                            const char *(*param)(const void *arg, const char *key),
+                            const void *arg, char *msg, size_t len);
 
 /* True for workloads that run in a vendor GPU worker (fleetburn-worker-cuda / -hip). */
 bool fb_workload_needs_gpu(const char *name);

@@ -3,6 +3,7 @@
  *
  *   fleetburn-worker --workload NAME --task-id ID --result FILE [--node NAME]
  *                    [--allow-fault-injection] [--site KEY=VALUE ...] [key=value ...]
+ *   fleetburn-worker --probe      (GPU facts and versions for the agent's inventory, probe.h)
  *
  * --site passes a site setting from the agent's local configuration (mpirun, mpirun_args,
  * rsh_agent, mpirun_allow_run_as_root; docs/security.md "Site settings"); key=value are the
@@ -15,6 +16,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "common/wire.h"
+#include "probe.h"
 #include "worker.h"
 
 #include <errno.h>
@@ -123,6 +125,8 @@ static void s_usage(void)
 int main(int argc, char **argv)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (argc == 2 && !strcmp(argv[1], "--probe"))
+        return worker_probe(stdout); /* the agent's inventory (probe.h) */
     const char *workload = NULL, *task_id = "manual", *result_path = NULL, *node = "";
     const char *rank_arg = NULL, *size_arg = NULL, *peers_arg = NULL, *addresses_arg = NULL;
     bool allow_injection = false;

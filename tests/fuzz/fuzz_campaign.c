@@ -4,11 +4,13 @@
  * campaign text, then for each file the campaign names (fb_campaign_file_names order) a NUL byte
  * and that file's content; a chunk more than the campaign names is attached as "extra.topo".
  * A parsed campaign's node selections are checked (and, when small, expanded) and its parameters
- * read, as the runner does; an error is one line. */
+ * read, as the runner does, after its Slurm selections are resolved as the coordinator does; an
+ * error is one line. */
 #include "fuzz.h"
 
 #include "common/hostlist.h"
 #include "scheduler/campaign.h"
+#include "scheduler/slurm.h"
 
 #include <errno.h>
 
@@ -34,6 +36,12 @@ static void s_check_stages(const fb_campaign_t *c)
         (void)fb_on_fail_name(s->on_fail);
         /* Parsing checked every hostlist, so the runner's expansion cannot fail. */
         const char *expr = s->nodes_expr ? s->nodes_expr : c->nodes_expr;
+        if (fb_slurm_is_selection(expr)) {
+            char err[256];
+            FZ_CHECK(fb_slurm_selection_parse(expr, NULL, NULL, err, sizeof err) == 0);
+            expr = fb_campaign_selection(c, expr);
+            FZ_CHECK(expr != NULL);
+        }
         size_t count = 0;
         char err[256];
         if (expr && strcmp(expr, "all") != 0) {
@@ -70,6 +78,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     FZ_CHECK(c != NULL && error == NULL && c->n_stages >= 1);
+    /* The coordinator resolves Slurm selections (sinfo) before the runner expands them. */
+    size_t n_sel = fb_campaign_slurm_selections(c, NULL, 0);
+    const char **sel = calloc(n_sel + 1, sizeof *sel);
+    FZ_CHECK(sel != NULL && fb_campaign_slurm_selections(c, sel, n_sel) == n_sel);
+    for (size_t i = 0; i < n_sel; i++)
+        FZ_CHECK(fb_campaign_resolve_selection(c, sel[i], "fz[1-2]") == 0);
+    free(sel);
     s_check_stages(c);
 
     /* The files, as a Submit attaches them. */

@@ -13,7 +13,7 @@ corpus=tests/fuzz/corpus
 fix=tests/fixtures
 
 cmake --build "$build" --target fb-fuzz-seeds >/dev/null
-for h in wire result spool exline peer keys campaign hostlist topology kmsg faultmodel edac inventory units; do
+for h in wire result spool exline peer keys campaign hostlist topology kmsg faultmodel edac inventory units dimmdecode; do
     mkdir -p "$corpus/$h"
     find "$corpus/$h" -type f ! -name 'crash-*' -delete
 done
@@ -98,6 +98,19 @@ for n in cpu-node garbage-node gpu-node health-ib rdma-node; do
     pack_tree "$fix/sysfs/$n" >"$corpus/inventory/$n"
 done
 pack_tree "$fix/edac/dimm" >"$corpus/inventory/edac-dimm"
+
+# DIMM decoders (fuzz_dimmdecode: a selector byte, then the input): the SMBIOS table fixtures (0),
+# every EDAC log line of the decoder fixture (1), rasdaemon rows as tab-separated text (2).
+for f in "$fix"/smbios/*.dmi; do
+    { printf '\0'; cat "$f"; } >"$corpus/dimmdecode/smbios-$(basename "$f" .dmi)"
+done
+n=0
+grep -v '^#' "$fix/edacdecode/lines.txt" | while IFS= read -r line; do
+    n=$((n + 1))
+    printf '\1%s' "$line" >"$corpus/dimmdecode/edac-line-$n"
+done
+printf '\2%s\t%s\t%s' '2026-03-01 15:41:13 +0800' Corrected 'CPU_SrcID#0_MC#1_Chan#0_DIMM#0' >"$corpus/dimmdecode/ras-row"
+printf '\2%s\t%s\t%s' '2026-02-28 21:11:13 -1030' Deferred 'any memory' >"$corpus/dimmdecode/ras-row-offset"
 
 for h in "$corpus"/*/; do
     echo "$(basename "$h"): $(find "$h" -type f | wc -l) seeds, $(du -sk "$h" | cut -f1) KiB"

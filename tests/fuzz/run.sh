@@ -52,6 +52,10 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     CC=clang "${nice_cmd[@]}" cmake -S . -B "$build" -DFB_FUZZ=ON -DFB_TESTS=OFF -DWITH_MPI=OFF \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build/configure.log" 2>&1 ||
         { cat "$build/configure.log"; exit 1; }
+else
+    # Configured before: configure again so that harnesses added since then have targets (the
+    # build's own check of its file globs runs only for targets it already knows).
+    "${nice_cmd[@]}" cmake "$build" >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
 fi
 targets=()
 for h in "${harnesses[@]}"; do targets+=(--target "fuzz_$h"); done

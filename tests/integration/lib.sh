@@ -40,6 +40,17 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
 
+# Kills PID with SIGKILL and returns once it is gone: a process that has been sent SIGKILL still
+# holds its sockets until the kernel has torn it down (long for a large sanitizer build), and a
+# coordinator restarted on the same port before then cannot bind.
+kill_hard() {
+    local pid=$1 i
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    fail "process $pid still exists 10 s after SIGKILL"
+}
+
 # A free TCP port on loopback.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

@@ -25,7 +25,7 @@ PIDS+=("$run_pid")
 wait_for_log "$WORK/run.log" "^submitted .* as [^ ]+ to"
 id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/run.log")
 wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
-kill -KILL "$COORD_PID"
+kill_hard "$COORD_PID"
 wait_for_log "$WORK/run.log" "lost the connection to $ENDPOINT" 10
 sleep 1
 kill -0 "$run_pid" || fail "the client exited when its coordinator died: $(cat "$WORK/run.log")"
@@ -58,7 +58,7 @@ PIDS+=("$run_pid")
 wait_for_log "$WORK/wait.log" "^submitted .* as [^ ]+ to"
 id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/wait.log")
 wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
-kill -KILL "$second_pid"
+kill_hard "$second_pid"
 killed=$(date +%s.%N)
 set +e
 wait "$run_pid"; rc=$?
@@ -96,7 +96,7 @@ wait_for_log "$WORK/away.log" "^submitted .* as [^ ]+ to"
 id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/away.log")
 wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
 kill -STOP "$run_pid"
-kill -KILL "$COORD_PID"
+kill_hard "$COORD_PID"
 restart
 wait_for_log "$WORK/coordinator3.log" "campaign $id .* finished: pass" 30
 kill -CONT "$run_pid"
@@ -115,7 +115,7 @@ PIDS+=("$run_pid")
 wait_for_log "$WORK/broken.log" "^submitted .* as [^ ]+ to"
 id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/broken.log")
 wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
-kill -KILL "$COORD_PID"
+kill_hard "$COORD_PID"
 python3 -c "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(\"update campaigns set yaml = 'stages: [' where id = ?\", (sys.argv[2],)); db.commit()" "$WORK/fb.db" "$id"
 restart
 set +e

@@ -28,7 +28,7 @@ YAML
 PIDS+=("$!")
 wait_for_log "$WORK/n1.log" "started sleep"
 wait_for_log "$WORK/n2.log" "started sleep"
-kill -KILL "$first_pid"
+kill_hard "$first_pid"
 sleep 1
 
 : >"$WORK/coordinator.log"
@@ -63,7 +63,7 @@ started=$(grep -c "started sleep" "$WORK/n1.log")
 PIDS+=("$!")
 for i in $(seq 100); do [ "$(grep -c "started sleep" "$WORK/n1.log")" -gt "$started" ] && break; sleep 0.1; done
 [ "$(grep -c "started sleep" "$WORK/n1.log")" -gt "$started" ] || fail "second campaign did not start"
-kill -KILL "$second_pid"
+kill_hard "$second_pid"
 : >"$WORK/coordinator.log"
 "$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/other.db" --heartbeat-ms 200 --liveness 5 \
     >>"$WORK/coordinator.log" 2>&1 &

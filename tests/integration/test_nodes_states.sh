@@ -39,7 +39,7 @@ pass "an agent killed with SIGKILL is lost after ${ms} ms (limit 1 s)"
 
 # The coordinator dies with a3 recorded alive; a3 is held still so it cannot reconnect yet.
 kill -STOP "$pid3"
-kill -KILL "$COORD_PID"
+kill_hard "$COORD_PID"
 port=${ENDPOINT##*:}
 "$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 \
     >>"$WORK/coordinator2.log" 2>&1 &

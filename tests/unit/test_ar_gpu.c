@@ -556,7 +556,7 @@ static void test_native_without_gpus(void **state)
     setenv("FLEETBURN_GPU_VENDORS", "nvidia", 1);
     ctx = s_member(0, 1);
     assert_int_equal(ar_native_run_with(ctx, &o, NULL, &s_fast), FB_VERDICT_ERROR);
-    assert_non_null(strstr(worker_result(ctx)->error, "install fleetburn-worker-cuda"));
+    assert_non_null(strstr(worker_result(ctx)->error, "install the fleetburn-agent-cuda"));
     worker_ctx_destroy(&ctx);
     /* The runtime sees none where the agent saw some. */
     setenv("TEST_AR_GPUS", "0", 1);

@@ -122,7 +122,8 @@ static void test_good_file(void **state)
     assert_int_equal(s->on_fail, FB_ON_FAIL_CONTINUE);
     assert_string_equal(s->nodes_expr, "local-[0-1]");
     assert_int_equal(s->line, 5);
-    s_expect_params(s, "size=80% passes=2 threads=auto patterns=walking_ones,random lock=true");
+    s_expect_params(s, "size=80% passes=2 threads=auto patterns=walking_ones,random lock=true "
+                       "retests=8 dimm_decode=auto");
 
     s = &c->stages[1];
     assert_string_equal(s->name, "dram-block");
@@ -131,7 +132,7 @@ static void test_good_file(void **state)
     assert_null(s->nodes_expr);
     assert_int_equal(s->line, 11);
     s_expect_params(s, "size=64MiB passes=1 threads=auto patterns=stuck_address,own_address "
-                       "seed=42 lock=no");
+                       "seed=42 lock=no retests=8 dimm_decode=auto");
     assert_string_equal(fb_stage_param(s, "seed"), "42");
     assert_null(fb_stage_param(s, "inject_bitflips"));
 
@@ -177,7 +178,8 @@ static void test_defaults_and_all(void **state)
     assert_string_equal(c->source, "t.yaml");
     assert_int_equal(c->stages[0].timeout_ms, 3600000);
     assert_int_equal(c->stages[0].on_fail, FB_ON_FAIL_CONTINUE);
-    s_expect_params(&c->stages[0], "size=80% passes=1 threads=auto patterns=all lock=true");
+    s_expect_params(&c->stages[0], "size=80% passes=1 threads=auto patterns=all lock=true "
+                                   "retests=8 dimm_decode=auto");
     bool all = false;
     char **names = (char **)1;
     size_t n = 5;
@@ -192,7 +194,7 @@ static void test_defaults_and_all(void **state)
                    "    params: {inject_bitflips: 3, patterns: \"random, bit_flip\"}\n"
                    "  - name: b\n    workload: sleep\n    params:\n    nodes: [n1, 'n[3-4]']\n");
     s_expect_params(&c->stages[0], "size=80% passes=1 threads=auto patterns=random, bit_flip "
-                                   "lock=true inject_bitflips=3");
+                                   "lock=true retests=8 dimm_decode=auto inject_bitflips=3");
     s_expect_params(&c->stages[1], "duration=1s exit=pass");
     assert_string_equal(c->stages[1].nodes_expr, "n1,n[3-4]");
     assert_string_equal(fb_on_fail_name(FB_ON_FAIL_STOP), "stop");
@@ -214,7 +216,7 @@ static void test_fixture_errors(void **state)
     s_expect_fixture_error(
         "bad-param.yaml",
         "bad-param.yaml:9: stages[0].params.sise: unknown parameter for workload memtest; "
-        "expected one of size, passes, threads, patterns, seed, lock");
+        "expected one of size, passes, threads, patterns, seed, lock, retests, dimm_decode");
     s_expect_fixture_error(
         "unknown-workload.yaml",
         "unknown-workload.yaml:5: stages[1].workload: unknown workload 'gpuburnn'; expected one "
@@ -228,10 +230,10 @@ static void test_fixture_errors(void **state)
                        "context at column 13; expected valid YAML (check indentation, quoting "
                        "and ': ' after keys)");
     s_expect_fixture_error("empty.yaml", "empty.yaml:1: (top level): empty campaign file; "
-                                         "expected a mapping with keys name, nodes, stages");
+                                         "expected a mapping with keys name, nodes, expect, stages, regress, actions");
     s_expect_fixture_error("comment-only.yaml",
                            "comment-only.yaml:1: (top level): empty campaign file; expected a "
-                           "mapping with keys name, nodes, stages");
+                           "mapping with keys name, nodes, expect, stages, regress, actions");
     s_expect_fixture_error("no-stages.yaml", "no-stages.yaml:3: stages: no stages; expected at "
                                              "least one stage with name and workload");
     s_expect_fixture_error("missing-stages.yaml",
@@ -245,7 +247,7 @@ static void test_fixture_errors(void **state)
                            "pairing, seed, topology, rounds, bisect_budget, bisect_rounds, "
                            "bisect_repeat, rails, bisect_prior");
     s_expect_fixture_error("unknown-top-key.yaml", "unknown-top-key.yaml:2: node: unknown key; "
-                                                   "expected one of name, nodes, stages");
+                                                   "expected one of name, nodes, expect, stages, regress, actions");
     s_expect_fixture_error("duplicate-stage.yaml",
                            "duplicate-stage.yaml:5: stages[1].name: duplicate stage name 'dram' "
                            "(also stages[0] at line 3); expected a unique name");
@@ -356,11 +358,11 @@ static void test_inline_errors(void **state)
     S_WITH("nodes: a\nnodes: b\n", "t.yaml:6: nodes: key given twice");
     S_WITH("nodes:\n", "t.yaml:5: nodes: no value; expected all, or hostlist notation");
     S_WITH("\"bad\": \"\\xff\\u0000\"\n",
-           "t.yaml:5: bad: unknown key; expected one of name, nodes, stages");
+           "t.yaml:5: bad: unknown key; expected one of name, nodes, expect, stages, regress, actions");
 #undef S_WITH
 
     s_expect_error("- a\n- b\n", "t.yaml:1: (top level): is a list; expected a mapping with keys "
-                                 "name, nodes, stages");
+                                 "name, nodes, expect, stages, regress, actions");
     s_expect_error("just text\n", "t.yaml:1: (top level): is a single value; expected a mapping");
     s_expect_error("~\n", "t.yaml:1: (top level): empty campaign file; expected");
     s_expect_error("name: x\nstages: 3\n", "t.yaml:2: stages: is a single value; expected a list");
@@ -407,11 +409,12 @@ static void test_workload_schema(void **state)
     assert_null(fb_workload_find(NULL));
     const fb_workload_spec_t *m = fb_workload_find("memtest");
     assert_non_null(m);
-    assert_int_equal(m->n_params, 7);
+    assert_int_equal(m->n_params, 10);
     assert_null(fb_workload_param(m, "sise"));
     const fb_param_spec_t *inj = fb_workload_param(m, "inject_bitflips");
     assert_true(inj->fault_injection);
     assert_null(inj->default_value);
+    assert_true(fb_workload_param(m, "inject_stuck_bits")->fault_injection);
     assert_null(fb_workload_param(m, "seed")->default_value);
     size_t n_patterns = 0;
     for (const char *const *p = fb_workload_param(m, "patterns")->choices; *p; p++)
@@ -511,7 +514,7 @@ static void test_workload_schema(void **state)
         fb_workload_names(names, sizeof names),
         "memtest, sleep, gpuburn, gpumemtest, p2p, health, allreduce, rdmabw, netbw");
     assert_string_equal(fb_workload_param_names(m, names, sizeof names),
-                        "size, passes, threads, patterns, seed, lock");
+                        "size, passes, threads, patterns, seed, lock, retests, dimm_decode");
     assert_string_equal(fb_workload_names(names, 5), "memt");
 }
 

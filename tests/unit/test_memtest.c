@@ -219,20 +219,31 @@ static void test_run_injected_flips_fail(void **state)
                             "threads=2",
                             "inject_bitflips=3",
                             "patterns=moving_inversions,random",
-                            "lock=false"};
+                            "lock=false",
+                            "dimm_decode=passive"};
     worker_ctx_t *ctx = s_ctx(params, FB_ARRAY_LEN(params), true);
     assert_int_equal(memtest_run(ctx), FB_VERDICT_FAIL);
     fb_result_t *res = worker_result(ctx);
     assert_int_equal(res->verdict, FB_VERDICT_FAIL);
     assert_int_equal(s_metric(ctx, "miscompares"), 3);
-    assert_int_equal(res->n_findings, 3);
-    for (size_t i = 0; i < res->n_findings; i++) {
+    /* One finding per word, then one per page (the three flips are in three pages). */
+    assert_int_equal(res->n_findings, 6);
+    for (size_t i = 0; i < 3; i++) {
         assert_string_equal(res->findings[i].part, "node07");
         assert_string_equal(res->findings[i].kind, "memory");
         assert_non_null(strstr(res->findings[i].what, "moving_inversions"));
         assert_non_null(strstr(res->findings[i].what, "xor 0x"));
         assert_non_null(strstr(res->findings[i].what, "(1 bit: "));
+        /* A flip made once does not come back when the page is written again. */
+        assert_non_null(
+            strstr(res->findings[i].what, "transient (failed again in 0 of 8 retests)"));
     }
+    for (size_t i = 3; i < 6; i++) {
+        assert_string_equal(res->findings[i].kind, "memory");
+        assert_non_null(strstr(res->findings[i].what, "not decodable here: "));
+    }
+    assert_true(s_metric(ctx, "transient_pages") == 3);
+    assert_true(s_metric(ctx, "stuck_pages") == 0);
     assert_true(s_metric(ctx, "locked") == 0);
     worker_ctx_destroy(&ctx);
 }
@@ -317,7 +328,7 @@ static void test_edac_report(void **state)
     fb_result_t *res = fb_result_new();
     assert_int_equal(memtest_edac_report(res, "node07", &before, &after), 1);
     assert_int_equal(res->n_findings, 1);
-    assert_string_equal(res->findings[0].part, "CPU_SrcID#0_MC#0_Chan#1_DIMM#0");
+    assert_string_equal(res->findings[0].part, "node07/CPU_SrcID#0_MC#0_Chan#1_DIMM#0");
     assert_string_equal(res->findings[0].kind, "dimm");
     assert_non_null(
         strstr(res->findings[0].what, "EDAC corrected errors +3, uncorrected +0 during memtest"));

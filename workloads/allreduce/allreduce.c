@@ -56,9 +56,10 @@ static int s_count_gpus(worker_ctx_t *ctx, char *err, size_t errlen)
     if (!vendors || !*vendors)
         return 0;
     snprintf(err, errlen,
-             "this node has %s GPUs but this worker cannot drive them (install "
-             "fleetburn-worker-%s next to fleetburn-agent)",
-             vendors, strstr(vendors, "nvidia") ? "cuda" : "hip");
+             "this node has %s GPUs but this worker cannot drive them (install the "
+             "fleetburn-agent-%s package, or fleetburn-worker-%s next to fleetburn-worker)",
+             vendors, strstr(vendors, "nvidia") ? "cuda" : "hip",
+             strstr(vendors, "nvidia") ? "cuda" : "hip");
     return -ENODEV;
 }
 
@@ -74,9 +75,9 @@ static void s_rank_binary(mpirun_member_t *me, const char *name)
         return;
     }
 #endif
-    char *dir = fb_exe_dir();
-    snprintf(me->rank_path, sizeof me->rank_path, "%s/%s", dir ? dir : ".", name);
-    free(dir);
+    char *path = fb_program_path(name);
+    fb_strlcpy(me->rank_path, path, sizeof me->rank_path);
+    free(path);
     if (access(me->rank_path, X_OK) != 0)
         snprintf(me->error, sizeof me->error,
                  "launcher mpirun: %.300s is not installed next to the worker (%s; built "

@@ -233,6 +233,20 @@ size_t ar_sweep(const ar_opts_t *opts, uint64_t **sizes_out)
     return n;
 }
 
+int ar_rank_sweep(const ar_rank_sweep_t *s, char *err, size_t errlen)
+{
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < s->n_sizes; k++) {
+        ar_size_result_t r;
+        ar_rank_error_t bad;
+        bool inject = s->inject && s->rank == 0 && k == s->n_sizes - 1;
+        rc = s->run_size(s->rank_self, s->sizes[k], inject, &r, &bad);
+        if (rc == 0)
+            rc = s->size_done(s->done_self, k, &r, r.errors ? &bad : NULL, err, errlen);
+    }
+    return rc;
+}
+
 double ar_algbw_gbs(uint64_t bytes, double seconds)
 {
     return seconds > 0 ? (double)bytes / seconds / 1e9 : 0.0;

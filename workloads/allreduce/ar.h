@@ -178,6 +178,35 @@ typedef struct {
 void ar_format_error_line(const ar_rank_error_t *e, char *buf, size_t len);
 int ar_parse_error_line(const char *line, ar_rank_error_t *out);
 
+/* ---- one rank's sweep: the loop of every rank program (host and GPU) ------------------------ */
+
+/* Measures and checks one size on this rank; what differs between ranks lives here: the buffers,
+ * the reduction and the synchronisation (fleetburn-mpirank: host memory, MPI_Allreduce per
+ * iteration; a GPU rank: device memory, NCCL passes, one wait per size). r gets this rank's times
+ * and errors (first_bad_rank: this rank or -1), bad its first wrong element when there was one.
+ * inject (test-only): corrupt one element of one checked iteration. 0, or a negative errno with
+ * the reason kept by the rank. */
+typedef int (*ar_run_size_fn)(void *rank, uint64_t bytes, bool inject, ar_size_result_t *r,
+                              ar_rank_error_t *bad);
+/* Hands size `index` (in sweep order) to the launcher; bad is NULL when no element was wrong.
+ * 0, or a negative errno with err set. */
+typedef int (*ar_size_done_fn)(void *self, size_t index, const ar_size_result_t *r,
+                               const ar_rank_error_t *bad, char *err, size_t errlen);
+
+typedef struct {
+    const uint64_t *sizes; /* ascending, borrowed */
+    size_t n_sizes;
+    unsigned rank;
+    bool inject; /* test-only: rank 0 corrupts one element at the largest size */
+    ar_run_size_fn run_size;
+    void *rank_self;
+    ar_size_done_fn size_done;
+    void *done_self;
+} ar_rank_sweep_t;
+
+/* Runs every size in order and hands each to size_done; stops at the first error (returned). */
+int ar_rank_sweep(const ar_rank_sweep_t *s, char *err, size_t errlen);
+
 /* ar_report with per-rank details: the findings then name every rank that saw wrong elements
  * (not only the lowest) with its first wrong element; ar_report is ar_report_detail(.., NULL,
  * 0). */

@@ -332,9 +332,11 @@ static int s_collect(rank_t *r, uint64_t bytes, size_t count, ar_size_result_t *
     return 0;
 }
 
-static int s_run_size(rank_t *r, uint64_t bytes, bool inject, ar_size_result_t *out,
+/* ar_run_size_fn: both passes of one size, one wait, then its times and errors. */
+static int s_run_size(void *self, uint64_t bytes, bool inject, ar_size_result_t *out,
                       ar_rank_error_t *bad)
 {
+    rank_t *r = (rank_t *)self;
     const ar_opts_t *o = &r->cfg->opts;
     size_t count = (size_t)(bytes / ar_dtype_size(o->dtype));
     int rc = s_reset_check(r);
@@ -447,14 +449,11 @@ int ar_gpu_rank_run(const ar_rank_cfg_t *cfg, const ar_rank_link_t *link, char *
     r.cfg = cfg;
     r.err = err;
     r.errlen = errlen;
-    size_t n = cfg->n_sizes;
     int rc = s_join(&r, link);
-    for (size_t k = 0; rc == 0 && k < n; k++) {
-        ar_size_result_t res;
-        ar_rank_error_t bad;
-        rc = s_run_size(&r, cfg->sizes[k], cfg->inject && cfg->rank == 0 && k == n - 1, &res, &bad);
-        if (rc == 0)
-            rc = link->size_done(link->self, k, &res, res.errors ? &bad : NULL, err, errlen);
+    if (rc == 0) {
+        ar_rank_sweep_t sweep = {cfg->sizes, cfg->n_sizes, cfg->rank,       cfg->inject,
+                                 s_run_size, &r,           link->size_done, link->self};
+        rc = ar_rank_sweep(&sweep, err, errlen);
     }
     s_teardown(&r, rc != 0);
     return rc;

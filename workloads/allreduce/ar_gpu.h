@@ -2,7 +2,8 @@
 /* One GPU rank of allreduce, and the table by which host code reaches it.
  *
  * ar_gpu.cu holds the rank: it drives one GPU through NCCL/RCCL (nccl_dl.h) over the whole
- * message-size sweep and hands each size's result to its launcher through an ar_rank_link_t. Two
+ * message-size sweep (the run_size step of ar_rank_sweep, ar.h, the loop the host rank uses too)
+ * and hands each size's result to its launcher through an ar_rank_link_t. Two
  * launchers use it: launcher native (native.c: one forked process per local GPU, links over
  * pipes) and launcher mpirun (mpirank_gpu.cu: one MPI process per GPU, links over MPI).
  *
@@ -58,8 +59,7 @@ typedef struct {
     int (*joined)(void *self, int nccl_version, char *err, size_t errlen);
     /* Size index (in sweep order) done: this rank's times, its own errors, first_bad_rank this
      * rank or -1; bad (NULL when no element was wrong) its first wrong element. */
-    int (*size_done)(void *self, size_t index, const ar_size_result_t *r,
-                     const ar_rank_error_t *bad, char *err, size_t errlen);
+    ar_size_done_fn size_done;
 } ar_rank_link_t;
 
 /* One GPU as a launcher sees it before starting ranks. */

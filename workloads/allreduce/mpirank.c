@@ -9,25 +9,22 @@
  * Every rank fills its send buffer with ar_input(rank, element, iteration), poisons its receive
  * buffer (so a result that was never written cannot pass as the previous one), and checks every
  * element of every iteration against the exact expected value. Each iteration is timed alone
- * between a barrier and the end of MPI_Allreduce. After each size, rank 0 gathers the ranks'
- * times and errors and prints the ar.h lines on stdout (flushed: mpirun forwards them as they
- * come). Exit status: 0 after a full sweep (wrong elements are reported, not an exit status), 1
- * when a rank could not run it, 2 for bad arguments. */
+ * between a barrier and the end of MPI_Allreduce. The sweep is ar_rank_sweep's, with this file's
+ * run_size step; after each size, rank 0 gathers the ranks' times and errors and prints the ar.h
+ * lines on stdout (ar_mpi.h, shared with fleetburn-mpirank-cuda). Exit status: 0 after a full
+ * sweep (wrong elements are reported, not an exit status), 1 when a rank could not run it, 2 for
+ * bad arguments. */
 #include "ar.h"
+#include "ar_mpi.h"
 #include "ar_rank.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <mpi.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <unistd.h>
-
-#define AR_NAME_MAX 128
 
 #if defined(__SANITIZE_ADDRESS__)
 /* Sanitizer builds: Open MPI keeps allocations until exit by design; leak reports from it would
@@ -39,17 +36,16 @@ const char *__asan_default_options(void)
 }
 #endif
 
-/* What one rank saw at one size, gathered to rank 0. */
+/* What this rank saw at one size, iteration by iteration. */
 typedef struct {
     double sum_s, min_s, max_s;
     uint64_t errors, index;
     double expected, got;
-    uint32_t iter, pad;
+    uint32_t iter;
 } rank_stats_t;
 
 typedef struct {
-    ar_opts_t opts;
-    int rank, nranks;
+    ar_mpi_t mpi; /* rank, nranks, opts */
     size_t elem;
     void *send, *recv;
     uint64_t raw[4]; /* the expected values of ar_expect_table, as dtype bit patterns */
@@ -217,25 +213,26 @@ static void s_fill(rank_t *rk, uint64_t count, unsigned it)
 {
     uint64_t raw[5];
     for (int v = 1; v <= 4; v++)
-        raw[v] = s_raw(rk->opts.dtype, v);
+        raw[v] = s_raw(rk->mpi.opts.dtype, v);
     char *p = rk->send;
     for (uint64_t i = 0; i < count; i++)
-        memcpy(p + i * rk->elem, &raw[ar_input(rk->opts.op, (unsigned)rk->rank, i, it)], rk->elem);
+        memcpy(p + i * rk->elem, &raw[ar_input(rk->mpi.opts.op, (unsigned)rk->mpi.rank, i, it)],
+               rk->elem);
 }
 
 /* Checks the result of iteration it; the first wrong element of the size goes into st. */
 static void s_check(rank_t *rk, uint64_t count, unsigned it, rank_stats_t *st)
 {
     for (uint64_t i = 0; i < count; i++) {
-        unsigned k = ar_expect_index(rk->opts.op, i, it);
+        unsigned k = ar_expect_index(rk->mpi.opts.op, i, it);
         uint64_t got = s_load(rk->recv, rk->elem, i);
         if (got == rk->raw[k])
             continue;
         if (st->errors++ == 0) {
             st->index = i;
             st->iter = it;
-            st->expected = s_value(rk->opts.dtype, rk->raw[k]);
-            st->got = s_value(rk->opts.dtype, got);
+            st->expected = s_value(rk->mpi.opts.dtype, rk->raw[k]);
+            st->got = s_value(rk->mpi.opts.dtype, got);
         }
     }
 }
@@ -263,50 +260,27 @@ static void s_iteration(rank_t *rk, uint64_t count, unsigned it, bool timed, boo
     }
 }
 
-/* Rank 0 merges the ranks' stats of one size and prints its lines. */
-static void s_print_size(const rank_t *rk, uint64_t bytes, const rank_stats_t *all)
+/* ar_run_size_fn: the warm-ups and timed iterations of one size, as this rank saw them. */
+static int s_run_size(void *self, uint64_t bytes, bool inject, ar_size_result_t *r,
+                      ar_rank_error_t *bad)
 {
-    ar_size_result_t r = {
-        .bytes = bytes, .count = bytes / rk->elem, .iters = rk->opts.iters, .first_bad_rank = -1};
-    char line[512];
-    for (int k = 0; k < rk->nranks; k++) {
-        const rank_stats_t *s = &all[k];
-        double avg = s->sum_s / rk->opts.iters;
-        r.avg_us = avg * 1e6 > r.avg_us ? avg * 1e6 : r.avg_us;
-        r.min_us = s->min_s * 1e6 > r.min_us ? s->min_s * 1e6 : r.min_us;
-        r.max_us = s->max_s * 1e6 > r.max_us ? s->max_s * 1e6 : r.max_us;
-        if (!s->errors)
-            continue;
-        if (r.first_bad_rank < 0)
-            r.first_bad_rank = k;
-        r.errors += s->errors;
-        ar_rank_error_t e = {bytes, (unsigned)k, s->errors, s->index, s->iter, s->expected, s->got};
-        ar_format_error_line(&e, line, sizeof line);
-        printf("%s\n", line);
-    }
-    ar_format_line(&r, line, sizeof line);
-    printf("%s\n", line);
-    fflush(stdout);
-}
-
-static void s_sweep(rank_t *rk, const uint64_t *sizes, size_t n)
-{
-    rank_stats_t *all = rk->rank == 0 ? calloc((size_t)rk->nranks, sizeof *all) : NULL;
-    for (size_t s = 0; s < n; s++) {
-        uint64_t count = sizes[s] / rk->elem;
-        rank_stats_t st = {.min_s = 1e30};
-        unsigned total = rk->opts.warmup + rk->opts.iters;
-        for (unsigned it = 0; it < total; it++) {
-            bool timed = it >= rk->opts.warmup;
-            bool inject =
-                rk->opts.inject_corrupt && rk->rank == 0 && s == n - 1 && it == rk->opts.warmup;
-            s_iteration(rk, count, it, timed, inject, &st);
-        }
-        MPI_Gather(&st, (int)sizeof st, MPI_BYTE, all, (int)sizeof st, MPI_BYTE, 0, MPI_COMM_WORLD);
-        if (rk->rank == 0)
-            s_print_size(rk, sizes[s], all);
-    }
-    free(all);
+    rank_t *rk = self;
+    const ar_opts_t *o = &rk->mpi.opts;
+    uint64_t count = bytes / rk->elem;
+    rank_stats_t st = {.min_s = 1e30};
+    for (unsigned it = 0; it < o->warmup + o->iters; it++)
+        s_iteration(rk, count, it, it >= o->warmup, inject && it == o->warmup, &st);
+    *r = (ar_size_result_t){.bytes = bytes,
+                            .count = count,
+                            .avg_us = st.sum_s / o->iters * 1e6,
+                            .min_us = st.min_s * 1e6,
+                            .max_us = st.max_s * 1e6,
+                            .errors = st.errors,
+                            .iters = o->iters,
+                            .first_bad_rank = st.errors ? rk->mpi.rank : -1};
+    *bad = (ar_rank_error_t){
+        bytes, (unsigned)rk->mpi.rank, st.errors, st.index, st.iter, st.expected, st.got};
+    return 0;
 }
 
 /* ---- setup ---- */
@@ -314,9 +288,9 @@ static void s_sweep(rank_t *rk, const uint64_t *sizes, size_t n)
 static void s_types(rank_t *rk)
 {
     static const MPI_Op ops[] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN};
-    rk->elem = ar_dtype_size(rk->opts.dtype);
-    rk->op = ops[rk->opts.op];
-    switch (rk->opts.dtype) {
+    rk->elem = ar_dtype_size(rk->mpi.opts.dtype);
+    rk->op = ops[rk->mpi.opts.op];
+    switch (rk->mpi.opts.dtype) {
     case AR_DT_FLOAT:
         rk->type = MPI_FLOAT;
         break;
@@ -329,45 +303,28 @@ static void s_types(rank_t *rk)
     case AR_DT_HALF:
     case AR_DT_BF16:
         rk->type = MPI_UINT16_T;
-        s_user_op_kind = rk->opts.op;
-        s_user_op_bf16 = rk->opts.dtype == AR_DT_BF16;
+        s_user_op_kind = rk->mpi.opts.op;
+        s_user_op_bf16 = rk->mpi.opts.dtype == AR_DT_BF16;
         MPI_Op_create(s_reduce16, 1, &rk->op);
         rk->user_op = true;
         break;
     }
     double table[4];
-    ar_expect_table(rk->opts.op, (unsigned)rk->nranks, table);
+    ar_expect_table(rk->mpi.opts.op, (unsigned)rk->mpi.nranks, table);
     for (int k = 0; k < 4; k++)
-        rk->raw[k] = s_raw(rk->opts.dtype, table[k]);
-}
-
-/* Rank 0 prints every rank's node so the launcher can name ranks in findings. */
-static void s_names(const rank_t *rk)
-{
-    char me[AR_NAME_MAX] = "";
-    ar_rank_node((unsigned)rk->rank, me, sizeof me);
-    char *all = rk->rank == 0 ? calloc((size_t)rk->nranks, AR_NAME_MAX) : NULL;
-    MPI_Gather(me, AR_NAME_MAX, MPI_CHAR, all, AR_NAME_MAX, MPI_CHAR, 0, MPI_COMM_WORLD);
-    for (int k = 0; all && k < rk->nranks; k++) {
-        char line[AR_NAME_MAX + 64];
-        all[(size_t)k * AR_NAME_MAX + AR_NAME_MAX - 1] = '\0';
-        ar_format_rank_line((unsigned)k, all + (size_t)k * AR_NAME_MAX, line, sizeof line);
-        printf("%s\n", line);
-    }
-    fflush(stdout);
-    free(all);
+        rk->raw[k] = s_raw(rk->mpi.opts.dtype, table[k]);
 }
 
 /* Every rank allocates; all agree whether all could, so none waits in a collective forever. */
 static int s_buffers(rank_t *rk)
 {
-    size_t bytes = (size_t)rk->opts.max_bytes;
+    size_t bytes = (size_t)rk->mpi.opts.max_bytes;
     rk->send = malloc(bytes);
     rk->recv = malloc(bytes);
     int ok = rk->send && rk->recv, all_ok = 0;
     if (!ok)
         fprintf(stderr, "fleetburn-mpirank: rank %d cannot allocate 2 x %" PRIu64 " bytes\n",
-                rk->rank, rk->opts.max_bytes);
+                rk->mpi.rank, rk->mpi.opts.max_bytes);
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     return all_ok ? 0 : -ENOMEM;
 }
@@ -383,42 +340,35 @@ int __lsan_is_turned_off(void)
 
 int main(int argc, char **argv)
 {
-    /* Ranks go with whoever started them (mpirun or orted), never outliving a killed task. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    MPI_Init(&argc, &argv);
     rank_t rk = {0};
-    MPI_Comm_rank(MPI_COMM_WORLD, &rk.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &rk.nranks);
     char err[256];
-    if (ar_opts_from_args(argc - 1, argv + 1, &rk.opts, err, sizeof err)) {
-        if (rk.rank == 0)
-            fprintf(stderr, "fleetburn-mpirank: %s\n", err);
-        MPI_Finalize();
-        return 2;
-    }
-    if ((unsigned)rk.nranks > ar_exact_ranks(rk.opts.dtype, rk.opts.op)) {
-        if (rk.rank == 0)
-            fprintf(stderr, "fleetburn-mpirank: %s %s over %d ranks is not exact\n",
-                    ar_op_name(rk.opts.op), ar_dtype_name(rk.opts.dtype), rk.nranks);
-        MPI_Finalize();
-        return 2;
-    }
-    if (rk.opts.max_bytes / ar_dtype_size(rk.opts.dtype) > INT_MAX) {
-        if (rk.rank == 0)
+    int rc = ar_mpi_start(&argc, &argv, "fleetburn-mpirank", &rk.mpi, err, sizeof err);
+    if (rc)
+        return rc;
+    const ar_opts_t *o = &rk.mpi.opts;
+    if (o->max_bytes / ar_dtype_size(o->dtype) > INT_MAX) {
+        if (rk.mpi.rank == 0)
             fprintf(stderr,
                     "fleetburn-mpirank: max_bytes %" PRIu64 " is more than MPI's %d "
                     "elements of %s\n",
-                    rk.opts.max_bytes, INT_MAX, ar_dtype_name(rk.opts.dtype));
+                    o->max_bytes, INT_MAX, ar_dtype_name(o->dtype));
         MPI_Finalize();
         return 2;
     }
     uint64_t *sizes = NULL;
-    size_t n = ar_sweep(&rk.opts, &sizes);
+    size_t n = ar_sweep(o, &sizes);
     s_types(&rk);
-    s_names(&rk);
-    int rc = s_buffers(&rk);
-    if (rc == 0)
-        s_sweep(&rk, sizes, n);
+    char me[AR_MPI_NAME_MAX] = "";
+    ar_rank_node((unsigned)rk.mpi.rank, me, sizeof me);
+    ar_mpi_print_names(&rk.mpi, me);
+    rc = s_buffers(&rk);
+    if (rc == 0) {
+        ar_rank_sweep_t sweep = {sizes,      n,   (unsigned)rk.mpi.rank, o->inject_corrupt,
+                                 s_run_size, &rk, ar_mpi_size_done,      &rk.mpi};
+        rc = ar_rank_sweep(&sweep, err, sizeof err);
+        if (rc)
+            fprintf(stderr, "fleetburn-mpirank: rank %d: %s\n", rk.mpi.rank, err);
+    }
     free(rk.send);
     free(rk.recv);
     free(sizes);

@@ -557,7 +557,8 @@ static void s_local_member(native_t *n)
         if (s_node_has_gpus(NULL))
             return s_member_none(m, AR_MEMBER_BROKEN,
                                  "this node has %s GPUs but this fleetburn-worker has no GPU "
-                                 "runtime (install fleetburn-worker-cuda/-hip next to the agent)",
+                                 "runtime (install the fleetburn-agent-cuda or -hip package, or "
+                                 "fleetburn-worker-cuda/-hip next to fleetburn-worker)",
                                  getenv("FLEETBURN_GPU_VENDORS"));
         return s_member_none(m, AR_MEMBER_NO_GPUS, "no GPUs on this node");
     }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The GEMM library behind gpuburn, as one small interface so gpuburn.cu has no vendor code:
- * blas_cuda.cu implements it with cuBLASLt (cuBLAS when cuBLASLt has no algorithm for a shape),
- * linked into fleetburn-worker-cuda; blas_hip.cu with rocBLAS loaded by dlopen at run time,
- * because the ROCm release (and so the library's soname) varies from node to node. Each file
+ * blas.cu implements it once for both vendors over blas_lib.h, the few vendor calls, which
+ * blas_cuda.cu provides with cuBLASLt (cuBLAS when cuBLASLt has no algorithm for a shape), linked
+ * into fleetburn-worker-cuda, and blas_hip.cu with rocBLAS loaded by dlopen at run time, because
+ * the ROCm release (and so the library's soname) varies from node to node. Each vendor file
  * compiles to nothing under the other vendor's compiler.
  *
  * Every GEMM is square (m = n = k), in the TN layout of host/burn_verify.h: C = A^T B, operands
@@ -31,7 +32,8 @@ const char *blas_unsupported(const blas_t *self, burn_dtype_t dt);
 
 /* Prepares the n x n x n GEMM of dtype dt with the library's candidate algorithms, best first
  * by the library's own estimate, and chooses the first. Allocates the workspace it needs; a
- * failure (-ENOMEM, -EIO, -ENOTSUP) is returned with a reason in err. */
+ * failure (-ENOMEM, -EIO, -ENOTSUP, also for a dtype blas_unsupported names; -EINVAL for n
+ * beyond 32-bit dimensions) is returned with a reason in err. */
 int blas_gemm_new(blas_t *self, burn_dtype_t dt, uint64_t n, blas_gemm_t **out, char *err,
                   size_t errlen);
 void blas_gemm_destroy(blas_gemm_t **self_p);

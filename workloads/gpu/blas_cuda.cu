@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* blas.h on NVIDIA GPUs: cuBLASLt matmuls, with cuBLAS GemmEx as the fallback when cuBLASLt
+/* blas_lib.h on NVIDIA GPUs: cuBLASLt matmuls, with cuBLAS GemmEx as the fallback when cuBLASLt
  * offers no algorithm for a shape. cuBLASLt is preferred because it exposes its candidate
  * algorithms, so gpuburn can time a few and keep the fastest, and because fp8 (e4m3 operands,
  * bf16 result, sm_89 and later) exists only there. Compiles to nothing under hipcc. */
@@ -7,7 +7,7 @@
 
 #if !FB_GPU_HIP
 
-#include "blas.h"
+#include "blas_lib.h"
 
 extern "C" {
 #include "common/util.h"
@@ -17,7 +17,6 @@ extern "C" {
 #include <cublas_v2.h>
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,85 +24,62 @@ extern "C" {
 #define BLAS_MAX_CANDIDATES 8
 #define BLAS_WORKSPACE (32u << 20) /* what cuBLASLt recommends on Hopper */
 
-struct blas {
+struct blas_lib {
     gpuStream_t stream;
     cublasLtHandle_t lt;
     cublasHandle_t cublas; /* created on first fallback */
     int cc_major, cc_minor;
-    char name[64];
 };
 
-struct blas_gemm {
-    blas_t *blas;
+struct blas_plan {
+    blas_lib_t *lib;
     burn_dtype_t dtype;
     uint64_t n;
     bool lt; /* cuBLASLt; false: cuBLAS GemmEx */
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a_layout, b_layout, c_layout;
     cublasLtMatmulHeuristicResult_t cand[BLAS_MAX_CANDIDATES];
-    int n_cand, chosen;
+    int n_cand;
     void *workspace;
     size_t workspace_size;
-    char describe[160];
-    char error[160];
+    char fallback_why[160]; /* why cuBLASLt was not used */
 };
 
-static void s_err(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void s_err(char *err, size_t len, const char *fmt, ...)
-{
-    if (!err || !len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
-
-int blas_open(void *stream, blas_t **out, char *err, size_t errlen)
+int blas_lib_open(gpuStream_t stream, blas_lib_t **out, char *name, size_t namelen, char *err,
+                  size_t errlen)
 {
     *out = NULL;
-    blas_t *self = (blas_t *)xcalloc(1, sizeof *self);
-    self->stream = (gpuStream_t)stream;
+    blas_lib_t *lib = (blas_lib_t *)xcalloc(1, sizeof *lib);
+    lib->stream = stream;
     int dev = 0;
     (void)gpuGetDevice(&dev);
-    (void)gpuDeviceGetAttribute(&self->cc_major, gpuDevAttrComputeCapabilityMajor, dev);
-    (void)gpuDeviceGetAttribute(&self->cc_minor, gpuDevAttrComputeCapabilityMinor, dev);
-    cublasStatus_t st = cublasLtCreate(&self->lt);
+    (void)gpuDeviceGetAttribute(&lib->cc_major, gpuDevAttrComputeCapabilityMajor, dev);
+    (void)gpuDeviceGetAttribute(&lib->cc_minor, gpuDevAttrComputeCapabilityMinor, dev);
+    cublasStatus_t st = cublasLtCreate(&lib->lt);
     if (st != CUBLAS_STATUS_SUCCESS) {
-        s_err(err, errlen, "cublasLtCreate: %s", cublasGetStatusString(st));
-        free(self);
+        blas_err(err, errlen, "cublasLtCreate: %s", cublasGetStatusString(st));
+        free(lib);
         return -EIO;
     }
     size_t v = cublasLtGetVersion();
-    snprintf(self->name, sizeof self->name, "cuBLASLt %zu.%zu.%zu", v / 10000, v / 100 % 100,
-             v % 100);
-    *out = self;
+    snprintf(name, namelen, "cuBLASLt %zu.%zu.%zu", v / 10000, v / 100 % 100, v % 100);
+    *out = lib;
     return 0;
 }
 
-void blas_close(blas_t **self_p)
+void blas_lib_close(blas_lib_t *lib)
 {
-    if (!self_p || !*self_p)
-        return;
-    blas_t *self = *self_p;
-    if (self->cublas)
-        cublasDestroy(self->cublas);
-    cublasLtDestroy(self->lt);
-    free(self);
-    *self_p = NULL;
+    if (lib->cublas)
+        cublasDestroy(lib->cublas);
+    cublasLtDestroy(lib->lt);
+    free(lib);
 }
 
-const char *blas_name(const blas_t *self)
+const char *blas_lib_unsupported(const blas_lib_t *lib, burn_dtype_t dt)
 {
-    return self->name;
-}
-
-const char *blas_unsupported(const blas_t *self, burn_dtype_t dt)
-{
-    if (dt == BURN_FP8 && self->cc_major * 10 + self->cc_minor < 89)
+    if (dt == BURN_FP8 && lib->cc_major * 10 + lib->cc_minor < 89)
         return "fp8 (e4m3) matrix multiplies need compute capability 8.9 or later";
-    if (dt == BURN_TF32 && self->cc_major < 8)
+    if (dt == BURN_TF32 && lib->cc_major < 8)
         return "TF32 tensor cores need compute capability 8.0 or later";
     return NULL;
 }
@@ -136,9 +112,146 @@ static cublasComputeType_t s_compute(burn_dtype_t dt)
     }
 }
 
-static void s_describe_lt(blas_gemm_t *g)
+/* Sets up the cuBLASLt descriptors and asks for candidates; 0 when there is at least one. */
+static int s_setup_lt(blas_plan_t *p, char *err, size_t errlen)
 {
-    const cublasLtMatmulAlgo_t *algo = &g->cand[g->chosen].algo;
+    burn_storage_t in = burn_in_storage(p->dtype), out = burn_out_storage(p->dtype);
+    cudaDataType_t scale = p->dtype == BURN_FP64 ? CUDA_R_64F : CUDA_R_32F;
+    uint64_t n = p->n;
+    cublasOperation_t trans = CUBLAS_OP_T, notrans = CUBLAS_OP_N;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasStatus_t st = cublasLtMatmulDescCreate(&p->desc, s_compute(p->dtype), scale);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans,
+                                            sizeof trans);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &notrans,
+                                            sizeof notrans);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatrixLayoutCreate(&p->a_layout, s_cuda_type(in), n, n, (int64_t)n);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatrixLayoutCreate(&p->b_layout, s_cuda_type(in), n, n, (int64_t)n);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatrixLayoutCreate(&p->c_layout, s_cuda_type(out), n, n, (int64_t)n);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceCreate(&pref);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                  &p->workspace_size, sizeof p->workspace_size);
+    int found = 0;
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulAlgoGetHeuristic(p->lib->lt, p->desc, p->a_layout, p->b_layout,
+                                            p->c_layout, p->c_layout, pref, BLAS_MAX_CANDIDATES,
+                                            p->cand, &found);
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        blas_err(err, errlen, "cuBLASLt: %s", cublasGetStatusString(st));
+        return -ENOTSUP;
+    }
+    /* Only candidates the library says it can run. */
+    p->n_cand = 0;
+    for (int i = 0; i < found; i++)
+        if (p->cand[i].state == CUBLAS_STATUS_SUCCESS)
+            p->cand[p->n_cand++] = p->cand[i];
+    if (p->n_cand == 0) {
+        blas_err(err, errlen, "cuBLASLt has no algorithm for a %s %llux%llux%llu GEMM",
+                 burn_dtype_name(p->dtype), (unsigned long long)n, (unsigned long long)n,
+                 (unsigned long long)n);
+        return -ENOTSUP;
+    }
+    p->lt = true;
+    return 0;
+}
+
+static void s_free_lt(blas_plan_t *p)
+{
+    if (p->a_layout)
+        cublasLtMatrixLayoutDestroy(p->a_layout);
+    if (p->b_layout)
+        cublasLtMatrixLayoutDestroy(p->b_layout);
+    if (p->c_layout)
+        cublasLtMatrixLayoutDestroy(p->c_layout);
+    if (p->desc)
+        cublasLtMatmulDescDestroy(p->desc);
+    p->a_layout = p->b_layout = p->c_layout = NULL;
+    p->desc = NULL;
+}
+
+/* The cuBLAS handle of the fallback, created on first use; it borrows p's workspace. */
+static int s_setup_fallback(blas_plan_t *p, char *err, size_t errlen)
+{
+    blas_lib_t *lib = p->lib;
+    if (lib->cublas)
+        return 0;
+    cublasStatus_t st = cublasCreate(&lib->cublas);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasSetStream(lib->cublas, lib->stream);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasSetWorkspace(lib->cublas, p->workspace, p->workspace_size);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        return 0;
+    blas_err(err, errlen, "%s; cuBLAS fallback: %s", p->fallback_why, cublasGetStatusString(st));
+    if (lib->cublas)
+        cublasDestroy(lib->cublas);
+    lib->cublas = NULL;
+    return -EIO;
+}
+
+int blas_plan_new(blas_lib_t *lib, burn_dtype_t dt, uint64_t n, blas_plan_t **out, int *n_cand,
+                  char *err, size_t errlen)
+{
+    *out = NULL;
+    blas_plan_t *p = (blas_plan_t *)xcalloc(1, sizeof *p);
+    p->lib = lib;
+    p->dtype = dt;
+    p->n = n;
+    p->workspace_size = BLAS_WORKSPACE;
+    gpuError_t ce = gpuMalloc(&p->workspace, p->workspace_size);
+    if (ce != gpuSuccess) {
+        (void)gpuGetLastError();
+        blas_err(err, errlen, "cuBLASLt workspace of %u MiB: %s", BLAS_WORKSPACE >> 20,
+                 gpuGetErrorString(ce));
+        free(p);
+        return -ENOMEM;
+    }
+    int rc = s_setup_lt(p, p->fallback_why, sizeof p->fallback_why);
+    if (rc) {
+        s_free_lt(p);
+        if (dt == BURN_FP8) { /* fp8 exists only in cuBLASLt */
+            blas_err(err, errlen, "%s", p->fallback_why);
+            rc = -ENOTSUP;
+        } else {
+            rc = s_setup_fallback(p, err, errlen);
+            p->n_cand = 1;
+        }
+    }
+    if (rc) {
+        (void)gpuFree(p->workspace);
+        free(p);
+        return rc;
+    }
+    *n_cand = p->n_cand;
+    *out = p;
+    return 0;
+}
+
+void blas_plan_destroy(blas_plan_t *p)
+{
+    s_free_lt(p);
+    if (!p->lt && p->lib->cublas) /* the fallback borrowed this workspace */
+        cublasSetWorkspace(p->lib->cublas, NULL, 0);
+    (void)gpuFree(p->workspace);
+    free(p);
+}
+
+void blas_plan_describe(const blas_plan_t *p, int chosen, int n_cand, char *buf, size_t len)
+{
+    if (!p->lt) {
+        snprintf(buf, len, "cuBLAS GemmEx (%s)", p->fallback_why);
+        return;
+    }
+    const cublasLtMatmulAlgo_t *algo = &p->cand[chosen].algo;
     int id = -1, tile = -1, stages = -1, splitk = -1;
     size_t got = 0;
     cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &got);
@@ -148,194 +261,27 @@ static void s_describe_lt(blas_gemm_t *g)
                                          sizeof stages, &got);
     cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk,
                                          sizeof splitk, &got);
-    snprintf(g->describe, sizeof g->describe,
-             "cuBLASLt algo %d tile %d stages %d split-k %d (candidate %d of %d)", id, tile, stages,
-             splitk, g->chosen + 1, g->n_cand);
+    snprintf(buf, len, "cuBLASLt algo %d tile %d stages %d split-k %d (candidate %d of %d)", id,
+             tile, stages, splitk, chosen + 1, n_cand);
 }
 
-/* Sets up the cuBLASLt descriptors and asks for candidates; 0 when there is at least one. */
-static int s_setup_lt(blas_gemm_t *g, char *err, size_t errlen)
+int blas_plan_run(blas_plan_t *p, int chosen, const void *alpha, const void *beta, const void *a,
+                  const void *b, void *c, char *error, size_t errlen)
 {
-    burn_storage_t in = burn_in_storage(g->dtype), out = burn_out_storage(g->dtype);
-    cudaDataType_t scale = g->dtype == BURN_FP64 ? CUDA_R_64F : CUDA_R_32F;
-    uint64_t n = g->n;
-    cublasOperation_t trans = CUBLAS_OP_T, notrans = CUBLAS_OP_N;
-    cublasLtMatmulPreference_t pref = NULL;
-    cublasStatus_t st = cublasLtMatmulDescCreate(&g->desc, s_compute(g->dtype), scale);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans,
-                                            sizeof trans);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &notrans,
-                                            sizeof notrans);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatrixLayoutCreate(&g->a_layout, s_cuda_type(in), n, n, (int64_t)n);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatrixLayoutCreate(&g->b_layout, s_cuda_type(in), n, n, (int64_t)n);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatrixLayoutCreate(&g->c_layout, s_cuda_type(out), n, n, (int64_t)n);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceCreate(&pref);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                  &g->workspace_size, sizeof g->workspace_size);
-    int found = 0;
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulAlgoGetHeuristic(g->blas->lt, g->desc, g->a_layout, g->b_layout,
-                                            g->c_layout, g->c_layout, pref, BLAS_MAX_CANDIDATES,
-                                            g->cand, &found);
-    if (pref)
-        cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-        s_err(err, errlen, "cuBLASLt: %s", cublasGetStatusString(st));
-        return -ENOTSUP;
-    }
-    /* Only candidates the library says it can run. */
-    g->n_cand = 0;
-    for (int i = 0; i < found; i++)
-        if (g->cand[i].state == CUBLAS_STATUS_SUCCESS)
-            g->cand[g->n_cand++] = g->cand[i];
-    if (g->n_cand == 0) {
-        s_err(err, errlen, "cuBLASLt has no algorithm for a %s %llux%llux%llu GEMM",
-              burn_dtype_name(g->dtype), (unsigned long long)n, (unsigned long long)n,
-              (unsigned long long)n);
-        return -ENOTSUP;
-    }
-    g->lt = true;
-    g->chosen = 0;
-    s_describe_lt(g);
-    return 0;
-}
-
-static void s_free_lt(blas_gemm_t *g)
-{
-    if (g->a_layout)
-        cublasLtMatrixLayoutDestroy(g->a_layout);
-    if (g->b_layout)
-        cublasLtMatrixLayoutDestroy(g->b_layout);
-    if (g->c_layout)
-        cublasLtMatrixLayoutDestroy(g->c_layout);
-    if (g->desc)
-        cublasLtMatmulDescDestroy(g->desc);
-    g->a_layout = g->b_layout = g->c_layout = NULL;
-    g->desc = NULL;
-}
-
-int blas_gemm_new(blas_t *self, burn_dtype_t dt, uint64_t n, blas_gemm_t **out, char *err,
-                  size_t errlen)
-{
-    *out = NULL;
-    if (n > 0x7fffffffu) {
-        s_err(err, errlen, "matrix %llu too large for the BLAS interface", (unsigned long long)n);
-        return -EINVAL;
-    }
-    blas_gemm_t *g = (blas_gemm_t *)xcalloc(1, sizeof *g);
-    g->blas = self;
-    g->dtype = dt;
-    g->n = n;
-    g->workspace_size = BLAS_WORKSPACE;
-    gpuError_t ce = gpuMalloc(&g->workspace, g->workspace_size);
-    if (ce != gpuSuccess) {
-        (void)gpuGetLastError();
-        s_err(err, errlen, "cuBLASLt workspace of %u MiB: %s", BLAS_WORKSPACE >> 20,
-              gpuGetErrorString(ce));
-        free(g);
-        return -ENOMEM;
-    }
-    char why[160] = "";
-    if (s_setup_lt(g, why, sizeof why) == 0) {
-        *out = g;
-        return 0;
-    }
-    s_free_lt(g);
-    if (dt == BURN_FP8) { /* fp8 exists only in cuBLASLt */
-        s_err(err, errlen, "%s", why);
-        (void)gpuFree(g->workspace);
-        free(g);
-        return -ENOTSUP;
-    }
-    if (!self->cublas) {
-        cublasStatus_t st = cublasCreate(&self->cublas);
-        if (st == CUBLAS_STATUS_SUCCESS)
-            st = cublasSetStream(self->cublas, self->stream);
-        if (st == CUBLAS_STATUS_SUCCESS)
-            st = cublasSetWorkspace(self->cublas, g->workspace, g->workspace_size);
-        if (st != CUBLAS_STATUS_SUCCESS) {
-            s_err(err, errlen, "%s; cuBLAS fallback: %s", why, cublasGetStatusString(st));
-            if (self->cublas)
-                cublasDestroy(self->cublas);
-            self->cublas = NULL;
-            (void)gpuFree(g->workspace);
-            free(g);
-            return -EIO;
-        }
-    }
-    g->lt = false;
-    g->n_cand = 1;
-    snprintf(g->describe, sizeof g->describe, "cuBLAS GemmEx (%s)", why);
-    *out = g;
-    return 0;
-}
-
-void blas_gemm_destroy(blas_gemm_t **self_p)
-{
-    if (!self_p || !*self_p)
-        return;
-    blas_gemm_t *g = *self_p;
-    s_free_lt(g);
-    if (!g->lt && g->blas->cublas) /* the fallback borrowed this workspace */
-        cublasSetWorkspace(g->blas->cublas, NULL, 0);
-    (void)gpuFree(g->workspace);
-    free(g);
-    *self_p = NULL;
-}
-
-int blas_gemm_candidates(const blas_gemm_t *g)
-{
-    return g->n_cand;
-}
-
-int blas_gemm_choose(blas_gemm_t *g, int index)
-{
-    if (index < 0 || index >= g->n_cand)
-        return -EINVAL;
-    g->chosen = index;
-    if (g->lt)
-        s_describe_lt(g);
-    return 0;
-}
-
-const char *blas_gemm_describe(const blas_gemm_t *g)
-{
-    return g->describe;
-}
-
-const char *blas_gemm_error(const blas_gemm_t *g)
-{
-    return g->error;
-}
-
-int blas_gemm_run(blas_gemm_t *g, const void *a, const void *b, void *c)
-{
-    const float one = 1, zero = 0;
-    const double one_d = 1, zero_d = 0;
-    bool fp64 = g->dtype == BURN_FP64;
-    const void *alpha = fp64 ? (const void *)&one_d : (const void *)&one;
-    const void *beta = fp64 ? (const void *)&zero_d : (const void *)&zero;
     cublasStatus_t st;
-    if (g->lt) {
-        st = cublasLtMatmul(g->blas->lt, g->desc, alpha, a, g->a_layout, b, g->b_layout, beta, c,
-                            g->c_layout, c, g->c_layout, &g->cand[g->chosen].algo, g->workspace,
-                            g->workspace_size, g->blas->stream);
+    if (p->lt) {
+        st = cublasLtMatmul(p->lib->lt, p->desc, alpha, a, p->a_layout, b, p->b_layout, beta, c,
+                            p->c_layout, c, p->c_layout, &p->cand[chosen].algo, p->workspace,
+                            p->workspace_size, p->lib->stream);
     } else {
-        int n = (int)g->n;
-        cudaDataType_t in = s_cuda_type(burn_in_storage(g->dtype));
-        cudaDataType_t out = s_cuda_type(burn_out_storage(g->dtype));
-        st = cublasGemmEx(g->blas->cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, alpha, a, in, n, b,
-                          in, n, beta, c, out, n, s_compute(g->dtype), CUBLAS_GEMM_DEFAULT);
+        int n = (int)p->n;
+        cudaDataType_t in = s_cuda_type(burn_in_storage(p->dtype));
+        cudaDataType_t out = s_cuda_type(burn_out_storage(p->dtype));
+        st = cublasGemmEx(p->lib->cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, alpha, a, in, n, b, in,
+                          n, beta, c, out, n, s_compute(p->dtype), CUBLAS_GEMM_DEFAULT);
     }
     if (st != CUBLAS_STATUS_SUCCESS) {
-        snprintf(g->error, sizeof g->error, "%s: %s", g->lt ? "cublasLtMatmul" : "cublasGemmEx",
+        blas_err(error, errlen, "%s: %s", p->lt ? "cublasLtMatmul" : "cublasGemmEx",
                  cublasGetStatusString(st));
         return -EIO;
     }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* blas.h on AMD GPUs: rocBLAS gemm_ex, loaded with dlopen when gpuburn starts. Nodes run
+/* blas_lib.h on AMD GPUs: rocBLAS gemm_ex, loaded with dlopen when gpuburn starts. Nodes run
  * different ROCm releases and rocBLAS changes its soname between them (librocblas.so.0 in ROCm
  * 5, .so.4 in ROCm 6), so the worker links none and declares the few entry points it calls
  * itself, with the values of rocBLAS's stable C enums. Atomics are switched off where the library
@@ -9,7 +9,7 @@
 
 #if FB_GPU_HIP
 
-#include "blas.h"
+#include "blas_lib.h"
 
 extern "C" {
 #include "common/util.h"
@@ -17,8 +17,8 @@ extern "C" {
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* From rocBLAS's public C API (rocblas-types.h, rocblas-functions.h). */
@@ -47,37 +47,22 @@ typedef rocblas_status_t (*gemm_ex_fn)(rocblas_handle_t, int trans_a, int trans_
                                        int compute_type, int algo, int32_t solution_index,
                                        uint32_t flags);
 
-struct blas {
+struct blas_lib {
     void *lib;
     hipStream_t stream;
     rocblas_handle_t handle;
     destroy_handle_fn destroy_handle;
     status_string_fn status_string; /* optional */
     gemm_ex_fn gemm_ex;
-    char name[96];
 };
 
-struct blas_gemm {
-    blas_t *blas;
+struct blas_plan {
+    blas_lib_t *lib;
     burn_dtype_t dtype;
     int32_t n;
-    char describe[96];
-    char error[160];
 };
 
-static void s_err(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void s_err(char *err, size_t len, const char *fmt, ...)
-{
-    if (!err || !len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
-
-static const char *s_status(const blas_t *self, rocblas_status_t st, char *buf, size_t len)
+static const char *s_status(const blas_lib_t *self, rocblas_status_t st, char *buf, size_t len)
 {
     if (self->status_string)
         return self->status_string(st);
@@ -85,7 +70,8 @@ static const char *s_status(const blas_t *self, rocblas_status_t st, char *buf, 
     return buf;
 }
 
-int blas_open(void *stream, blas_t **out, char *err, size_t errlen)
+int blas_lib_open(gpuStream_t stream, blas_lib_t **out, char *name, size_t namelen, char *err,
+                  size_t errlen)
 {
     static const char *const names[] = {"librocblas.so", "librocblas.so.4", "librocblas.so.3",
                                         "librocblas.so.0", "/opt/rocm/lib/librocblas.so"};
@@ -97,12 +83,12 @@ int blas_open(void *stream, blas_t **out, char *err, size_t errlen)
         found = names[i];
     }
     if (!lib) {
-        s_err(err, errlen, "rocBLAS not found (librocblas.so*, /opt/rocm/lib): install rocblas");
+        blas_err(err, errlen, "rocBLAS not found (librocblas.so*, /opt/rocm/lib): install rocblas");
         return -ENOENT;
     }
-    blas_t *self = (blas_t *)xcalloc(1, sizeof *self);
+    blas_lib_t *self = (blas_lib_t *)xcalloc(1, sizeof *self);
     self->lib = lib;
-    self->stream = (hipStream_t)stream;
+    self->stream = stream;
     create_handle_fn create = (create_handle_fn)dlsym(lib, "rocblas_create_handle");
     set_stream_fn set_stream = (set_stream_fn)dlsym(lib, "rocblas_set_stream");
     set_atomics_fn set_atomics = (set_atomics_fn)dlsym(lib, "rocblas_set_atomics_mode");
@@ -110,7 +96,7 @@ int blas_open(void *stream, blas_t **out, char *err, size_t errlen)
     self->status_string = (status_string_fn)dlsym(lib, "rocblas_status_to_string");
     self->gemm_ex = (gemm_ex_fn)dlsym(lib, "rocblas_gemm_ex");
     if (!create || !set_stream || !self->destroy_handle || !self->gemm_ex) {
-        s_err(err, errlen, "%s lacks rocblas_create_handle/set_stream/gemm_ex", found);
+        blas_err(err, errlen, "%s lacks rocblas_create_handle/set_stream/gemm_ex", found);
         dlclose(lib);
         free(self);
         return -ENOENT;
@@ -120,8 +106,8 @@ int blas_open(void *stream, blas_t **out, char *err, size_t errlen)
     if (st == 0)
         st = set_stream(self->handle, self->stream);
     if (st != 0) {
-        s_err(err, errlen, "rocBLAS (%s) failed to start: %s", found,
-              s_status(self, st, buf, sizeof buf));
+        blas_err(err, errlen, "rocBLAS (%s) failed to start: %s", found,
+                 s_status(self, st, buf, sizeof buf));
         if (self->handle)
             self->destroy_handle(self->handle);
         dlclose(lib);
@@ -130,29 +116,19 @@ int blas_open(void *stream, blas_t **out, char *err, size_t errlen)
     }
     if (set_atomics)
         set_atomics(self->handle, ROCBLAS_ATOMICS_NOT_ALLOWED);
-    snprintf(self->name, sizeof self->name, "rocBLAS (%s%s)", found,
-             set_atomics ? ", atomics off" : "");
+    snprintf(name, namelen, "rocBLAS (%s%s)", found, set_atomics ? ", atomics off" : "");
     *out = self;
     return 0;
 }
 
-void blas_close(blas_t **self_p)
+void blas_lib_close(blas_lib_t *self)
 {
-    if (!self_p || !*self_p)
-        return;
-    blas_t *self = *self_p;
     self->destroy_handle(self->handle);
     dlclose(self->lib);
     free(self);
-    *self_p = NULL;
 }
 
-const char *blas_name(const blas_t *self)
-{
-    return self->name;
-}
-
-const char *blas_unsupported(const blas_t *self, burn_dtype_t dt)
+const char *blas_lib_unsupported(const blas_lib_t *self, burn_dtype_t dt)
 {
     (void)self;
     if (dt == BURN_TF32)
@@ -176,76 +152,49 @@ static int s_rocblas_type(burn_storage_t st)
     }
 }
 
-int blas_gemm_new(blas_t *self, burn_dtype_t dt, uint64_t n, blas_gemm_t **out, char *err,
-                  size_t errlen)
+/* rocBLAS chooses its kernel itself: one candidate, nothing to prepare. */
+int blas_plan_new(blas_lib_t *lib, burn_dtype_t dt, uint64_t n, blas_plan_t **out, int *n_cand,
+                  char *err, size_t errlen)
 {
-    *out = NULL;
-    const char *why = blas_unsupported(self, dt);
-    if (why) {
-        s_err(err, errlen, "%s", why);
-        return -ENOTSUP;
-    }
-    if (n > 0x7fffffffu) {
-        s_err(err, errlen, "matrix %llu too large for rocBLAS", (unsigned long long)n);
-        return -EINVAL;
-    }
-    blas_gemm_t *g = (blas_gemm_t *)xcalloc(1, sizeof *g);
-    g->blas = self;
-    g->dtype = dt;
-    g->n = (int32_t)n;
-    snprintf(g->describe, sizeof g->describe, "rocBLAS gemm_ex %s, %s compute", burn_dtype_name(dt),
-             dt == BURN_FP64 ? "fp64" : "fp32");
-    *out = g;
+    (void)err;
+    (void)errlen;
+    blas_plan_t *p = (blas_plan_t *)xcalloc(1, sizeof *p);
+    p->lib = lib;
+    p->dtype = dt;
+    p->n = (int32_t)n;
+    *n_cand = 1;
+    *out = p;
     return 0;
 }
 
-void blas_gemm_destroy(blas_gemm_t **self_p)
+void blas_plan_destroy(blas_plan_t *p)
 {
-    if (!self_p || !*self_p)
-        return;
-    free(*self_p);
-    *self_p = NULL;
+    free(p);
 }
 
-int blas_gemm_candidates(const blas_gemm_t *g)
+void blas_plan_describe(const blas_plan_t *p, int chosen, int n_cand, char *buf, size_t len)
 {
-    (void)g;
-    return 1;
+    (void)chosen;
+    (void)n_cand;
+    snprintf(buf, len, "rocBLAS gemm_ex %s, %s compute", burn_dtype_name(p->dtype),
+             p->dtype == BURN_FP64 ? "fp64" : "fp32");
 }
 
-int blas_gemm_choose(blas_gemm_t *g, int index)
+int blas_plan_run(blas_plan_t *p, int chosen, const void *alpha, const void *beta, const void *a,
+                  const void *b, void *c, char *error, size_t errlen)
 {
-    (void)g;
-    return index == 0 ? 0 : -EINVAL;
-}
-
-const char *blas_gemm_describe(const blas_gemm_t *g)
-{
-    return g->describe;
-}
-
-const char *blas_gemm_error(const blas_gemm_t *g)
-{
-    return g->error;
-}
-
-int blas_gemm_run(blas_gemm_t *g, const void *a, const void *b, void *c)
-{
-    const float one = 1, zero = 0;
-    const double one_d = 1, zero_d = 0;
-    bool fp64 = g->dtype == BURN_FP64;
-    int in = s_rocblas_type(burn_in_storage(g->dtype));
-    int out = s_rocblas_type(burn_out_storage(g->dtype));
-    int n = g->n;
+    (void)chosen;
+    bool fp64 = p->dtype == BURN_FP64;
+    int in = s_rocblas_type(burn_in_storage(p->dtype));
+    int out = s_rocblas_type(burn_out_storage(p->dtype));
+    int n = p->n;
     rocblas_status_t st =
-        g->blas->gemm_ex(g->blas->handle, ROCBLAS_OP_TRANSPOSE, ROCBLAS_OP_NONE, n, n, n,
-                         fp64 ? (const void *)&one_d : (const void *)&one, a, in, n, b, in, n,
-                         fp64 ? (const void *)&zero_d : (const void *)&zero, c, out, n, c, out, n,
-                         fp64 ? ROCBLAS_F64_R : ROCBLAS_F32_R, ROCBLAS_ALGO_STANDARD, 0, 0);
+        p->lib->gemm_ex(p->lib->handle, ROCBLAS_OP_TRANSPOSE, ROCBLAS_OP_NONE, n, n, n, alpha, a,
+                        in, n, b, in, n, beta, c, out, n, c, out, n,
+                        fp64 ? ROCBLAS_F64_R : ROCBLAS_F32_R, ROCBLAS_ALGO_STANDARD, 0, 0);
     if (st != 0) {
         char buf[48];
-        snprintf(g->error, sizeof g->error, "rocblas_gemm_ex: %s",
-                 s_status(g->blas, st, buf, sizeof buf));
+        blas_err(error, errlen, "rocblas_gemm_ex: %s", s_status(p->lib, st, buf, sizeof buf));
         return -EIO;
     }
     return 0;

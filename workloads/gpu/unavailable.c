@@ -17,8 +17,10 @@ static fb_verdict_t s_unavailable(worker_ctx_t *ctx, const char *workload)
     }
     fb_result_set_error(result,
                         "%s not available: this node has %s GPUs but fleetburn was built without "
-                        "a worker for them (install fleetburn-worker-%s next to fleetburn-agent)",
-                        workload, vendors, strstr(vendors, "nvidia") ? "cuda" : "hip");
+                        "a worker for them (install the fleetburn-agent-%s package, or "
+                        "fleetburn-worker-%s next to fleetburn-worker)",
+                        workload, vendors, strstr(vendors, "nvidia") ? "cuda" : "hip",
+                        strstr(vendors, "nvidia") ? "cuda" : "hip");
     return FB_VERDICT_ERROR;
 }
 

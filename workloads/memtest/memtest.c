@@ -4,34 +4,37 @@
  * the NUMA nodes, maps, locks and first-touches its own chunk so the chunk lands on that CPU's
  * node and every node's memory controllers are loaded at once. Threads run the same pattern at the
  * same time and meet at a barrier after each one. A miscompare is reported with its virtual and
- * (as root) physical address, the bits that differed and the pattern; EDAC counters read before
- * and after the run name DIMMs that logged errors the patterns themselves did not see. */
+ * (as root) physical address, the bits that differed and the pattern; the pages of the
+ * miscompares are then retested (stuck or transient) and taken to a DIMM where the machine can say
+ * (miscompare.c). EDAC counters read before and after the run name DIMMs that logged errors the
+ * patterns themselves did not see. */
 #include "memtest.h"
+#include "miscompare.h"
 #include "patterns.h"
+#include "placement.h"
+#include "rasdb.h"
 #include "common/units.h"
 #include "common/util.h"
 
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #define MEMTEST_MAX_DETAILS 32 /* miscompares itemised as findings; the rest are counted */
 #define MEMTEST_MAX_THREADS 4096
-#define MEMTEST_MAX_CPUS 8192     /* size of the CPU sets used for affinity */
 #define MEMTEST_MAX_FLIPS 1000000 /* inject_bitflips upper bound */
-#define MEMTEST_SEED_BITS 53      /* generated seeds fit a double metric exactly */
+#define MEMTEST_MAX_STUCK 64      /* inject_stuck_bits upper bound */
+#define MEMTEST_MAX_RETESTS 1000
+#define MEMTEST_DECODE_TIMEOUT_MS 1000
+#define MEMTEST_SEED_BITS 53 /* generated seeds fit a double metric exactly */
 
 typedef struct {
     uint64_t size; /* bytes to test, all threads together */
@@ -41,21 +44,17 @@ typedef struct {
     size_t n_patterns;
     uint64_t seed;
     bool lock;
+    uint64_t retests; /* retest rounds per page with miscompares */
+    mt_dimmloc_mode_t dimm_mode;
     uint64_t inject_flips; /* 0: no injection */
+    uint64_t inject_stuck; /* test-only stuck bits: 0 none */
 } config_t;
 
+/* A test-only stuck bit: the word keeps this bit at value whatever is written. */
 typedef struct {
-    int cpu, node;
-} cpu_slot_t;
-
-typedef struct {
-    const uint64_t *vaddr;
-    uint64_t phys; /* 0 when pagemap did not tell */
-    uint64_t expected, actual;
-    mt_pattern_t pattern;
-    unsigned pass;
-    int numa_node;
-} detail_t;
+    uint64_t *word;
+    uint64_t bit, value;
+} stuck_t;
 
 typedef struct run run_t;
 
@@ -64,12 +63,11 @@ typedef struct {
     pthread_t tid;
     unsigned index;
     int cpu, node;
-    uint64_t *buf;
-    size_t bytes;
-    int map_err;  /* errno of mmap, 0 when mapped */
-    int lock_err; /* errno of mlock, 0 when locked or not asked */
-    int pin_err;  /* errno of sched_setaffinity */
-    size_t flips; /* bits this thread injects */
+    size_t bytes; /* the chunk asked for */
+    mt_chunk_t chunk;
+    size_t flips;   /* bits this thread flips once (test-only) */
+    size_t n_stuck; /* bits this thread makes stuck (test-only) */
+    stuck_t *stuck;
     mt_ctx_t mt;
     unsigned pass;
     mt_pattern_t pattern;
@@ -86,10 +84,12 @@ struct run {
     pthread_barrier_t step; /* threads: one pattern done everywhere */
     atomic_bool abort;
     atomic_size_t n_details;
-    detail_t details[MEMTEST_MAX_DETAILS];
+    mt_detail_t details[MEMTEST_MAX_DETAILS];
     int pagemap_fd;
     uint64_t total_sweeps;
     atomic_size_t flipped;
+    uint64_t miscompares, mask; /* all of them, and the OR of their XORs */
+    int64_t started_epoch;      /* the task's start, for rasdaemon's records */
 };
 
 /* ---- parameters ------------------------------------------------------------------------------ */
@@ -180,17 +180,24 @@ static int s_parse_count(worker_ctx_t *ctx, const char *key, const char *dflt, u
     return 0;
 }
 
+/* A test-only injection switch: refused without --allow-fault-injection. */
+static int s_parse_injection(worker_ctx_t *ctx, const char *key, uint64_t max, uint64_t *out)
+{
+    if (!worker_param(ctx, key))
+        return 0;
+    if (!worker_fault_injection_allowed(ctx))
+        return s_fail(ctx, "%s refused: the agent was not started with --allow-fault-injection",
+                      key);
+    return s_parse_count(ctx, key, "0", 0, max, out);
+}
+
 static int s_parse_config(worker_ctx_t *ctx, config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     /* Injection is checked first: a refused switch must never be mistaken for a bad size. */
-    if (worker_param(ctx, "inject_bitflips")) {
-        if (!worker_fault_injection_allowed(ctx))
-            return s_fail(ctx, "inject_bitflips refused: the agent was not started with "
-                               "--allow-fault-injection");
-        if (s_parse_count(ctx, "inject_bitflips", "0", 0, MEMTEST_MAX_FLIPS, &cfg->inject_flips))
-            return -EINVAL;
-    }
+    if (s_parse_injection(ctx, "inject_bitflips", MEMTEST_MAX_FLIPS, &cfg->inject_flips) ||
+        s_parse_injection(ctx, "inject_stuck_bits", MEMTEST_MAX_STUCK, &cfg->inject_stuck))
+        return -EINVAL;
     if (s_parse_size(ctx, cfg) || s_parse_count(ctx, "passes", "1", 1, 1000000, &cfg->passes))
         return -EINVAL;
     const char *threads = worker_param(ctx, "threads");
@@ -209,6 +216,12 @@ static int s_parse_config(worker_ctx_t *ctx, config_t *cfg)
     cfg->lock = true;
     if (lock && fb_parse_bool(lock, &cfg->lock))
         return s_fail(ctx, "memtest: lock '%s' must be true or false", lock);
+    if (s_parse_count(ctx, "retests", "8", 0, MEMTEST_MAX_RETESTS, &cfg->retests))
+        return -EINVAL;
+    const char *mode = worker_param(ctx, "dimm_decode");
+    cfg->dimm_mode = MT_DIMMLOC_AUTO;
+    if (mode && mt_dimmloc_parse_mode(mode, &cfg->dimm_mode))
+        return s_fail(ctx, "memtest: dimm_decode '%s' must be auto, passive or off", mode);
     const char *patterns = worker_param(ctx, "patterns");
     char *bad = NULL;
     if (mt_parse_patterns(patterns ? patterns : "all", &cfg->patterns, &cfg->n_patterns, &bad)) {
@@ -224,141 +237,7 @@ static int s_parse_config(worker_ctx_t *ctx, config_t *cfg)
     return 0;
 }
 
-/* ---- topology -------------------------------------------------------------------------------- */
-
-/* Parses a kernel CPU list ("0-3,8-11") and marks its CPUs as belonging to node. */
-static int s_parse_cpulist(const char *text, int node, int *node_of)
-{
-    const char *p = text;
-    while (*p) {
-        char *end = NULL;
-        unsigned long lo = strtoul(p, &end, 10), hi = lo;
-        if (end == p)
-            return -EINVAL;
-        if (*end == '-') {
-            p = end + 1;
-            hi = strtoul(p, &end, 10);
-            if (end == p || hi < lo)
-                return -EINVAL;
-        }
-        for (unsigned long c = lo; c <= hi && c < MEMTEST_MAX_CPUS; c++)
-            node_of[c] = node;
-        p = end;
-        if (*p == ',')
-            p++;
-        else if (*p && !isspace((unsigned char)*p))
-            return -EINVAL;
-        while (isspace((unsigned char)*p))
-            p++;
-    }
-    return 0;
-}
-
-/* Marks every CPU with its NUMA node from ROOT/sys/devices/system/node/nodeN/cpulist. Returns the
- * number of nodes found (0 without NUMA information). */
-static int s_read_nodes(worker_ctx_t *ctx, int *node_of)
-{
-    char *dir_path = xasprintf("%s/sys/devices/system/node", worker_sysfs_root(ctx));
-    DIR *dir = opendir(dir_path);
-    int n_nodes = 0;
-    struct dirent *de;
-    while (dir && (de = readdir(dir))) {
-        int node;
-        char tail;
-        if (sscanf(de->d_name, "node%d%c", &node, &tail) != 1 || node < 0)
-            continue;
-        char *path = xasprintf("%s/%s/cpulist", dir_path, de->d_name);
-        char *list = fb_read_file(path, NULL);
-        if (list && s_parse_cpulist(list, node, node_of))
-            worker_log(ctx, "memtest: ignoring unparsable %s ('%s')", path, list);
-        else if (list)
-            n_nodes++;
-        free(list);
-        free(path);
-    }
-    if (dir)
-        closedir(dir);
-    free(dir_path);
-    return n_nodes;
-}
-
-/* The CPUs this process may run on, each with its node, ordered round-robin over the nodes so that
- * any prefix of the list spreads over every node. */
-static size_t s_cpu_slots(worker_ctx_t *ctx, cpu_slot_t **out)
-{
-    int *node_of = xmalloc(MEMTEST_MAX_CPUS * sizeof *node_of);
-    for (int c = 0; c < MEMTEST_MAX_CPUS; c++)
-        node_of[c] = -1;
-    s_read_nodes(ctx, node_of);
-    cpu_set_t *allowed = CPU_ALLOC(MEMTEST_MAX_CPUS);
-    size_t set_size = CPU_ALLOC_SIZE(MEMTEST_MAX_CPUS);
-    CPU_ZERO_S(set_size, allowed);
-    if (sched_getaffinity(0, set_size, allowed))
-        for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < MEMTEST_MAX_CPUS; c++)
-            CPU_SET_S((size_t)c, set_size, allowed);
-    int max_node = 0;
-    size_t n = 0;
-    cpu_slot_t *cpus = xcalloc(MEMTEST_MAX_CPUS, sizeof *cpus);
-    for (int c = 0; c < MEMTEST_MAX_CPUS; c++) {
-        if (!CPU_ISSET_S((size_t)c, set_size, allowed))
-            continue;
-        /* A CPU no node lists (no NUMA in this sysfs) counts as node 0. */
-        cpus[n].cpu = c;
-        cpus[n].node = node_of[c] < 0 ? 0 : node_of[c];
-        if (cpus[n].node > max_node)
-            max_node = cpus[n].node;
-        n++;
-    }
-    CPU_FREE(allowed);
-    free(node_of);
-    /* Round-robin: pass k takes the k-th CPU of every node that has one. */
-    cpu_slot_t *slots = xcalloc(n ? n : 1, sizeof *slots);
-    bool *used = xcalloc(n ? n : 1, sizeof *used);
-    size_t m = 0;
-    while (m < n) {
-        for (int node = 0; node <= max_node; node++)
-            for (size_t i = 0; i < n; i++)
-                if (!used[i] && cpus[i].node == node) {
-                    used[i] = true;
-                    slots[m++] = cpus[i];
-                    break;
-                }
-    }
-    free(used);
-    free(cpus);
-    *out = slots;
-    return n;
-}
-
-/* Distinct NUMA nodes among the first n slots (the CPUs the threads get). */
-static unsigned s_count_nodes(const cpu_slot_t *slots, size_t n)
-{
-    unsigned count = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t j = 0;
-        while (j < i && slots[j].node != slots[i].node)
-            j++;
-        count += j == i;
-    }
-    return count;
-}
-
 /* ---- per-thread work ------------------------------------------------------------------------- */
-
-/* Physical address of vaddr from /proc/self/pagemap: needs CAP_SYS_ADMIN, otherwise the kernel
- * reports PFN 0 and this returns 0. */
-static uint64_t s_phys_addr(int fd, const void *vaddr)
-{
-    long page = sysconf(_SC_PAGESIZE);
-    uint64_t entry = 0;
-    if (fd < 0 || page <= 0)
-        return 0;
-    off_t off = (off_t)((uintptr_t)vaddr / (uintptr_t)page * sizeof entry);
-    if (pread(fd, &entry, sizeof entry, off) != (ssize_t)sizeof entry || !(entry >> 63))
-        return 0;
-    uint64_t pfn = entry & ((1ULL << 55) - 1);
-    return pfn ? pfn * (uint64_t)page + (uintptr_t)vaddr % (uintptr_t)page : 0;
-}
 
 static void s_on_miscompare(mt_ctx_t *mt, const mt_miscompare_t *m)
 {
@@ -368,9 +247,9 @@ static void s_on_miscompare(mt_ctx_t *mt, const mt_miscompare_t *m)
     size_t i = atomic_fetch_add(&run->n_details, 1);
     if (i >= MEMTEST_MAX_DETAILS)
         return;
-    run->details[i] = (detail_t){
+    run->details[i] = (mt_detail_t){
         .vaddr = m->addr,
-        .phys = s_phys_addr(run->pagemap_fd, m->addr),
+        .phys = mt_phys_addr(run->pagemap_fd, m->addr),
         .expected = m->expected,
         .actual = m->actual,
         .pattern = t->pattern,
@@ -379,11 +258,35 @@ static void s_on_miscompare(mt_ctx_t *mt, const mt_miscompare_t *m)
     };
 }
 
+/* Flips this thread's bits; the first n_stuck of them are remembered as stuck, so that the
+ * retest finds them again (s_reapply_stuck). */
 static void s_on_inject(mt_ctx_t *mt, uint64_t *buf, size_t n_words)
 {
     thread_t *t = mt->user;
     uint64_t seed = fb_mix64(t->run->cfg->seed ^ 0x666C6970ULL ^ ((uint64_t)t->index << 40));
-    atomic_fetch_add(&t->run->flipped, mt_flip_bits(buf, n_words, t->flips, seed, NULL, NULL));
+    size_t n = t->flips + t->n_stuck;
+    size_t *index = xcalloc(n ? n : 1, sizeof *index);
+    unsigned *bit = xcalloc(n ? n : 1, sizeof *bit);
+    size_t flipped = mt_flip_bits(buf, n_words, n, seed, index, bit);
+    for (size_t i = 0; i < t->n_stuck && i < flipped; i++)
+        t->stuck[i] = (stuck_t){.word = buf + index[i],
+                                .bit = 1ULL << bit[i],
+                                .value = buf[index[i]] & (1ULL << bit[i])};
+    atomic_fetch_add(&t->run->flipped, flipped);
+    free(index);
+    free(bit);
+}
+
+/* Retest hook (test-only): every stuck bit in the page goes back to its stuck value. */
+static void s_reapply_stuck(void *user, uint64_t *page, size_t n_words)
+{
+    run_t *run = user;
+    for (size_t i = 0; i < run->n_threads; i++)
+        for (size_t k = 0; k < run->threads[i].n_stuck; k++) {
+            const stuck_t *st = &run->threads[i].stuck[k];
+            if (st->word && st->word >= page && st->word < page + n_words)
+                *st->word = (*st->word & ~st->bit) | st->value;
+        }
 }
 
 /* Thread 0 speaks for all: the threads run in step, one pattern at a time. */
@@ -396,51 +299,19 @@ static void s_on_progress(mt_ctx_t *mt, double fraction)
                     t->pass + 1, run->cfg->passes, mt_pattern_name(t->pattern));
 }
 
-static void s_pin(thread_t *t)
-{
-    cpu_set_t *set = CPU_ALLOC(MEMTEST_MAX_CPUS);
-    size_t size = CPU_ALLOC_SIZE(MEMTEST_MAX_CPUS);
-    CPU_ZERO_S(size, set);
-    CPU_SET_S((size_t)t->cpu, size, set);
-    t->pin_err = sched_setaffinity(0, size, set) ? errno : 0;
-    CPU_FREE(set);
-}
-
-/* Maps, locks and touches this thread's chunk from its pinned CPU: with the default first-touch
- * policy the pages come from that CPU's node. */
-static void s_setup(thread_t *t)
-{
-    s_pin(t);
-    void *p = mmap(NULL, t->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        t->map_err = errno;
-        return;
-    }
-    t->buf = p;
-    /* Huge pages cut TLB misses on big chunks; pagemap still resolves every 4 KiB page. */
-    (void)madvise(p, t->bytes, MADV_HUGEPAGE);
-    if (t->run->cfg->lock && mlock(p, t->bytes))
-        t->lock_err = errno;
-    if (!t->run->cfg->lock || t->lock_err) {
-        long page = sysconf(_SC_PAGESIZE);
-        for (size_t off = 0; off < t->bytes; off += (size_t)(page > 0 ? page : 4096))
-            ((volatile char *)p)[off] = 0;
-    }
-}
-
 static void s_test(thread_t *t)
 {
     run_t *run = t->run;
     const config_t *cfg = run->cfg;
-    size_t n_words = t->bytes / sizeof(uint64_t);
+    size_t n_words = t->chunk.bytes / sizeof(uint64_t);
     for (unsigned pass = 0; pass < cfg->passes; pass++) {
         for (size_t k = 0; k < cfg->n_patterns; k++) {
             t->pass = pass;
             t->pattern = cfg->patterns[k];
             /* Injection goes into the first pattern of the first pass, after its fill. */
-            t->mt.inject = (pass == 0 && k == 0 && t->flips) ? s_on_inject : NULL;
+            t->mt.inject = (pass == 0 && k == 0 && t->flips + t->n_stuck) ? s_on_inject : NULL;
             t->mt.seed = fb_mix64(cfg->seed ^ ((uint64_t)t->index << 32) ^ pass);
-            mt_run_pattern(t->pattern, t->buf, n_words, &t->mt);
+            mt_run_pattern(t->pattern, t->chunk.buf, n_words, &t->mt);
             t->done_sweeps += mt_pattern_sweeps(t->pattern);
             pthread_barrier_wait(&run->step);
         }
@@ -451,14 +322,12 @@ static void *s_thread_main(void *arg)
 {
     thread_t *t = arg;
     run_t *run = t->run;
-    s_setup(t);
+    mt_chunk_setup(&t->chunk, t->cpu, t->bytes, run->cfg->lock);
     pthread_barrier_wait(&run->gate); /* setup done: main checks every thread */
     pthread_barrier_wait(&run->gate); /* go, or abort */
     if (!atomic_load(&run->abort))
         s_test(t);
-    if (t->buf)
-        munmap(t->buf, t->bytes);
-    t->buf = NULL;
+    /* The chunk stays mapped: the pages of miscompares are retested from it (s_release). */
     return NULL;
 }
 
@@ -470,49 +339,6 @@ static const char *s_host(worker_ctx_t *ctx)
     return node && *node ? node : "localhost";
 }
 
-/* "3,17" for the set bits of mask, into buf. */
-static const char *s_bit_list(uint64_t mask, char *buf, size_t len)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (unsigned b = 0; b < 64 && used + 4 < len; b++)
-        if (mask >> b & 1)
-            used += (size_t)snprintf(buf + used, len - used, "%s%u", used ? "," : "", b);
-    return buf;
-}
-
-static void s_add_miscompare_findings(run_t *run, uint64_t total, uint64_t mask)
-{
-    fb_result_t *res = worker_result(run->ctx);
-    size_t n = atomic_load(&run->n_details);
-    if (n > MEMTEST_MAX_DETAILS)
-        n = MEMTEST_MAX_DETAILS;
-    for (size_t i = 0; i < n; i++) {
-        const detail_t *d = &run->details[i];
-        uint64_t x = d->expected ^ d->actual;
-        char phys[48], bits[200];
-        if (d->phys)
-            snprintf(phys, sizeof phys, "phys 0x%" PRIx64, d->phys);
-        else
-            snprintf(phys, sizeof phys, "phys unknown (pagemap needs root)");
-        fb_result_add_findingf(res, s_host(run->ctx), "memory",
-                               "miscompare in %s (pass %u) at virt %p, %s, NUMA node %d: "
-                               "expected 0x%016" PRIx64 ", actual 0x%016" PRIx64
-                               ", xor 0x%016" PRIx64 " (%d bit%s: %s)",
-                               mt_pattern_name(d->pattern), d->pass + 1, (const void *)d->vaddr,
-                               phys, d->numa_node, d->expected, d->actual, x,
-                               __builtin_popcountll(x), __builtin_popcountll(x) == 1 ? "" : "s",
-                               s_bit_list(x, bits, sizeof bits));
-    }
-    if (total > n) {
-        char bits[200];
-        fb_result_add_findingf(res, s_host(run->ctx), "memory",
-                               "%" PRIu64 " more miscompares not itemised; bits that differed in "
-                               "any miscompare: %s",
-                               total - n, s_bit_list(mask, bits, sizeof bits));
-    }
-}
-
 size_t memtest_edac_report(fb_result_t *result, const char *host, const fb_edac_t *before,
                            const fb_edac_t *after)
 {
@@ -521,11 +347,14 @@ size_t memtest_edac_report(fb_result_t *result, const char *host, const fb_edac_
     size_t n = fb_edac_diff(before, after, changes, cap);
     uint64_t ce_dimms = 0, ue_dimms = 0;
     for (size_t i = 0; i < n; i++, found++) {
-        fb_result_add_findingf(result, changes[i].dimm->label, "dimm",
+        /* node/label: the same label names a DIMM slot on every node of a fleet. */
+        char *part = xasprintf("%s/%s", host, changes[i].dimm->label);
+        fb_result_add_findingf(result, part, "dimm",
                                "EDAC corrected errors +%" PRIu64 ", uncorrected +%" PRIu64
                                " during memtest (%s on %s)",
                                changes[i].ce_delta, changes[i].ue_delta, changes[i].dimm->location,
                                host);
+        free(part);
         ce_dimms += changes[i].ce_delta;
         ue_dimms += changes[i].ue_delta;
     }
@@ -552,7 +381,7 @@ static void s_log_lock_failure(run_t *run)
 {
     int err = 0;
     for (size_t i = 0; i < run->n_threads && !err; i++)
-        err = run->threads[i].lock_err;
+        err = run->threads[i].chunk.lock_err;
     if (!err)
         return;
     struct rlimit rl = {0, 0};
@@ -572,7 +401,13 @@ static void s_log_lock_failure(run_t *run)
 
 /* ---- the run --------------------------------------------------------------------------------- */
 
-static void s_start_threads(run_t *run, const cpu_slot_t *slots, size_t n_slots, size_t chunk)
+/* n split over the threads: thread i's share. */
+static size_t s_share(uint64_t n, size_t threads, size_t i)
+{
+    return (size_t)(n / threads + (i < n % threads));
+}
+
+static void s_start_threads(run_t *run, const mt_cpu_slot_t *slots, size_t n_slots, size_t chunk)
 {
     const config_t *cfg = run->cfg;
     for (size_t i = 0; i < run->n_threads; i++) {
@@ -582,8 +417,9 @@ static void s_start_threads(run_t *run, const cpu_slot_t *slots, size_t n_slots,
         t->cpu = slots[i % n_slots].cpu;
         t->node = slots[i % n_slots].node;
         t->bytes = chunk;
-        t->flips =
-            (size_t)(cfg->inject_flips / run->n_threads + (i < cfg->inject_flips % run->n_threads));
+        t->flips = s_share(cfg->inject_flips, run->n_threads, i);
+        t->n_stuck = s_share(cfg->inject_stuck, run->n_threads, i);
+        t->stuck = t->n_stuck ? xcalloc(t->n_stuck, sizeof *t->stuck) : NULL;
         t->mt.user = t;
         t->mt.report = s_on_miscompare;
         t->mt.progress = i == 0 ? s_on_progress : NULL;
@@ -598,10 +434,10 @@ static int s_check_setup(run_t *run)
     pthread_barrier_wait(&run->gate);
     int err = 0;
     for (size_t i = 0; i < run->n_threads && !err; i++)
-        err = run->threads[i].map_err;
+        err = run->threads[i].chunk.map_err;
     bool pin_failed = false;
     for (size_t i = 0; i < run->n_threads; i++)
-        pin_failed |= run->threads[i].pin_err != 0;
+        pin_failed |= run->threads[i].chunk.pin_err != 0;
     if (pin_failed)
         worker_log(run->ctx, "memtest: could not pin every thread to its CPU; memory may not "
                              "land on the intended NUMA nodes");
@@ -614,14 +450,14 @@ static bool s_all_locked(const run_t *run)
     if (!run->cfg->lock)
         return false;
     for (size_t i = 0; i < run->n_threads; i++)
-        if (run->threads[i].lock_err)
+        if (run->threads[i].chunk.lock_err)
             return false;
     return true;
 }
 
 /* Runs the threads; fills bytes moved, miscompares and the OR of differing bits. Returns 0 or the
  * mmap errno that stopped the run. */
-static int s_run_threads(run_t *run, size_t chunk, const cpu_slot_t *slots, size_t n_slots,
+static int s_run_threads(run_t *run, size_t chunk, const mt_cpu_slot_t *slots, size_t n_slots,
                          double *test_s)
 {
     pthread_barrier_init(&run->gate, NULL, (unsigned)run->n_threads + 1);
@@ -661,51 +497,75 @@ static fb_verdict_t s_finish(worker_ctx_t *ctx, fb_verdict_t v)
     return v;
 }
 
-/* Threads: as asked, or one per usable CPU; never so many that a chunk is under a page. */
-static size_t s_thread_count(const config_t *cfg, size_t n_slots, size_t page)
-{
-    size_t n = cfg->threads ? (size_t)cfg->threads : n_slots;
-    if (n == 0)
-        n = 1;
-    if (cfg->size / n < page)
-        n = (size_t)(cfg->size / page);
-    return n ? n : 1;
-}
-
-/* Tests memory with the threads and turns what they saw into findings; returns the failures. */
-static uint64_t s_test_memory(run_t *run, const cpu_slot_t *slots, size_t n_slots, unsigned n_nodes,
-                              size_t chunk, double started, int *err_out)
+/* Tests memory with the threads; returns the miscompares (run->miscompares and run->mask hold
+ * them and their bits). The chunks stay mapped for the analysis. */
+static uint64_t s_test_memory(run_t *run, const mt_cpu_slot_t *slots, size_t n_slots,
+                              unsigned n_nodes, size_t chunk, double started, int *err_out)
 {
     const config_t *cfg = run->cfg;
     for (size_t k = 0; k < cfg->n_patterns; k++)
         run->total_sweeps += mt_pattern_sweeps(cfg->patterns[k]) * cfg->passes;
-    run->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
     double test_s = 0;
     *err_out = s_run_threads(run, chunk, slots, n_slots, &test_s);
-    if (run->pagemap_fd >= 0)
-        close(run->pagemap_fd);
     if (*err_out)
         return 0;
-    uint64_t bytes = 0, miscompares = 0, mask = 0;
+    uint64_t bytes = 0;
     for (size_t i = 0; i < run->n_threads; i++) {
         bytes += run->threads[i].mt.bytes;
-        miscompares += run->threads[i].mt.miscompares;
-        mask |= run->threads[i].xor_mask;
+        run->miscompares += run->threads[i].mt.miscompares;
+        run->mask |= run->threads[i].xor_mask;
     }
-    if (cfg->inject_flips)
+    if (cfg->inject_flips || cfg->inject_stuck)
         worker_log(run->ctx,
                    "memtest: fault injection flipped %zu bits in %s of pass 1, "
                    "between its fill and its verify",
                    atomic_load(&run->flipped), mt_pattern_name(cfg->patterns[0]));
-    s_add_miscompare_findings(run, miscompares, mask);
-    s_set_metrics(run, (uint64_t)chunk * run->n_threads, bytes, miscompares, test_s,
+    s_set_metrics(run, (uint64_t)chunk * run->n_threads, bytes, run->miscompares, test_s,
                   fb_mono_s() - started, n_nodes);
     char bits[200];
     worker_log(run->ctx, "memtest: %" PRIu64 " miscompares%s%s%s, %.0f MB/s over %.1f s",
-               miscompares, miscompares ? " (bits that differed: " : "",
-               miscompares ? s_bit_list(mask, bits, sizeof bits) : "", miscompares ? ")" : "",
-               test_s > 0 ? (double)bytes / 1e6 / test_s : 0, test_s);
-    return miscompares;
+               run->miscompares, run->miscompares ? " (bits that differed: " : "",
+               run->miscompares ? mt_bit_list(run->mask, bits, sizeof bits) : "",
+               run->miscompares ? ")" : "", test_s > 0 ? (double)bytes / 1e6 / test_s : 0, test_s);
+    return run->miscompares;
+}
+
+/* Retests and locates the pages of the itemised miscompares, then reports them. Runs after the
+ * EDAC counters were read: the EDAC decoder adds a corrected error per address it decodes. */
+static void s_analyse(run_t *run, size_t page)
+{
+    const config_t *cfg = run->cfg;
+    worker_ctx_t *ctx = run->ctx;
+    const char *root = worker_sysfs_root(ctx);
+    char *ras_db = xasprintf("%s%s", root, MT_RAS_DB_PATH);
+    char *kmsg = *root ? xasprintf("%s/dev/kmsg", root) : NULL;
+    mt_analysis_t a = {
+        .ctx = ctx,
+        .host = s_host(ctx),
+        .loc = {.mode = cfg->dimm_mode,
+                .root = root,
+                .kmsg_path = kmsg,
+                .ras_db = ras_db,
+                .from = run->started_epoch - 2,
+                .to = (int64_t)(fb_now_ms() / 1000) + 2,
+                .page_shift = (unsigned)__builtin_ctzll(page),
+                .decode_timeout_ms = MEMTEST_DECODE_TIMEOUT_MS},
+        .retests = (unsigned)cfg->retests,
+        .seed = cfg->seed,
+        .pagemap_fd = run->pagemap_fd,
+        .page_size = page,
+        .hook = cfg->inject_stuck ? s_reapply_stuck : NULL,
+        .hook_user = run,
+    };
+    size_t n = atomic_load(&run->n_details);
+    if (n > MEMTEST_MAX_DETAILS)
+        n = MEMTEST_MAX_DETAILS;
+    mt_page_t *pages = xcalloc(n ? n : 1, sizeof *pages);
+    size_t n_pages = mt_analyse_pages(&a, run->details, n, pages);
+    mt_report_miscompares(&a, run->details, n, pages, n_pages, run->miscompares, run->mask);
+    free(pages);
+    free(kmsg);
+    free(ras_db);
 }
 
 static void s_log_start(run_t *run, size_t chunk, unsigned n_nodes)
@@ -719,11 +579,11 @@ static void s_log_start(run_t *run, size_t chunk, unsigned n_nodes)
                size, run->n_threads, n_nodes, n_nodes == 1 ? "" : "s", cfg->n_patterns,
                cfg->n_patterns == 1 ? "" : "s", cfg->passes, cfg->passes == 1 ? "" : "es",
                cfg->seed, cfg->seed);
-    if (cfg->inject_flips)
+    if (cfg->inject_flips || cfg->inject_stuck)
         worker_log(run->ctx,
-                   "memtest: fault injection armed (test-only): %" PRIu64
-                   " bit flips into %s of pass 1",
-                   cfg->inject_flips, mt_pattern_name(cfg->patterns[0]));
+                   "memtest: fault injection armed (test-only): %" PRIu64 " bit flips and %" PRIu64
+                   " stuck bits into %s of pass 1",
+                   cfg->inject_flips, cfg->inject_stuck, mt_pattern_name(cfg->patterns[0]));
 }
 
 /* EDAC snapshot before the run; -ENOENT (no driver) is logged once and is not an error. */
@@ -753,6 +613,23 @@ static size_t s_edac_after(worker_ctx_t *ctx, const fb_edac_t *before)
     return found;
 }
 
+static void s_note(void *user, const char *line)
+{
+    worker_log(user, "%s", line);
+}
+
+static void s_release(run_t *run)
+{
+    for (size_t i = 0; i < run->n_threads; i++) {
+        mt_chunk_release(&run->threads[i].chunk);
+        free(run->threads[i].stuck);
+    }
+    if (run->pagemap_fd >= 0)
+        close(run->pagemap_fd);
+    free(run->threads);
+    free(run);
+}
+
 fb_verdict_t memtest_run(worker_ctx_t *ctx)
 {
     double started = fb_mono_s();
@@ -763,19 +640,22 @@ fb_verdict_t memtest_run(worker_ctx_t *ctx)
     }
     long page_l = sysconf(_SC_PAGESIZE);
     size_t page = page_l > 0 ? (size_t)page_l : 4096;
-    cpu_slot_t *slots = NULL;
-    size_t n_slots = s_cpu_slots(ctx, &slots);
+    mt_cpu_slot_t *slots = NULL;
+    size_t n_slots = mt_cpu_slots(worker_sysfs_root(ctx), s_note, ctx, &slots);
     if (n_slots == 0) {
-        slots[0] = (cpu_slot_t){0, 0}; /* no usable CPU reported: one thread on CPU 0 */
+        slots[0] = (mt_cpu_slot_t){0, 0}; /* no usable CPU reported: one thread on CPU 0 */
         n_slots = 1;
     }
     run_t *run = xcalloc(1, sizeof *run);
     run->ctx = ctx;
     run->cfg = &cfg;
-    run->n_threads = s_thread_count(&cfg, n_slots, page);
+    run->started_epoch = (int64_t)(fb_now_ms() / 1000);
+    run->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    run->n_threads = mt_thread_count(cfg.size, cfg.threads, n_slots, page);
     run->threads = xcalloc(run->n_threads, sizeof *run->threads);
     size_t chunk = (size_t)(cfg.size / run->n_threads) / page * page;
-    unsigned used_nodes = s_count_nodes(slots, run->n_threads < n_slots ? run->n_threads : n_slots);
+    unsigned used_nodes =
+        mt_count_nodes(slots, run->n_threads < n_slots ? run->n_threads : n_slots);
     s_log_start(run, chunk, used_nodes);
     fb_edac_t before;
     int edac_rc = s_edac_before(ctx, &before);
@@ -788,13 +668,15 @@ fb_verdict_t memtest_run(worker_ctx_t *ctx)
         fb_result_set_error(worker_result(ctx), "memtest: could not map %s per thread: %s", size,
                             strerror(err));
         v = FB_VERDICT_ERROR;
-    } else if (edac_rc == 0 && s_edac_after(ctx, &before)) {
-        v = FB_VERDICT_FAIL;
+    } else {
+        if (edac_rc == 0 && s_edac_after(ctx, &before))
+            v = FB_VERDICT_FAIL;
+        if (bad)
+            s_analyse(run, page);
     }
     if (edac_rc == 0)
         fb_edac_clear(&before);
-    free(run->threads);
-    free(run);
+    s_release(run);
     free(slots);
     free(cfg.patterns);
     return s_finish(ctx, v);

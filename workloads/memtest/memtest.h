@@ -11,7 +11,7 @@
 fb_verdict_t memtest_run(worker_ctx_t *ctx);
 
 /* Turns two EDAC snapshots taken around a run into evidence: one "dimm" finding per DIMM whose
- * corrected or uncorrected count went up (part = its label), one finding on host for errors the
+ * corrected or uncorrected count went up (part = "host/label"), one finding on host for errors the
  * controllers counted but did not attribute to a DIMM, and the metrics edac_ce_delta and
  * edac_ue_delta (controller totals). Returns the number of findings added; memtest fails when it
  * is not zero. */

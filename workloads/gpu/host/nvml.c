@@ -39,6 +39,10 @@ typedef struct {
     char busId[32];
 } nvmlPciInfo_t;
 
+typedef struct {
+    unsigned long long total, free, used; /* bytes */
+} nvmlMemory_t;
+
 typedef union {
     double dVal;
     int siVal;
@@ -101,6 +105,8 @@ typedef struct {
     X(name, nvmlReturn_t, (nvmlDevice_t, char *, unsigned), "nvmlDeviceGetName")                   \
     X(uuid, nvmlReturn_t, (nvmlDevice_t, char *, unsigned), "nvmlDeviceGetUUID")                   \
     X(vbios, nvmlReturn_t, (nvmlDevice_t, char *, unsigned), "nvmlDeviceGetVbiosVersion")          \
+    X(inforom, nvmlReturn_t, (nvmlDevice_t, char *, unsigned), "nvmlDeviceGetInforomImageVersion") \
+    X(memory, nvmlReturn_t, (nvmlDevice_t, nvmlMemory_t *), "nvmlDeviceGetMemoryInfo")             \
     X(temperature, nvmlReturn_t, (nvmlDevice_t, int, unsigned *), "nvmlDeviceGetTemperature")      \
     X(field_values, nvmlReturn_t, (nvmlDevice_t, int, nvmlFieldValue_t *),                         \
       "nvmlDeviceGetFieldValues")                                                                  \
@@ -351,6 +357,24 @@ int nvml_device_vbios(nvml_t *self, nvml_dev_t dev, char *buf, size_t len)
 {
     char v[64] = "";
     return s_string(S_CALL(self, vbios, dev, v, sizeof v), buf, len, v);
+}
+
+int nvml_device_inforom(nvml_t *self, nvml_dev_t dev, char *buf, size_t len)
+{
+    char v[64] = "";
+    return s_string(S_CALL(self, inforom, dev, v, sizeof v), buf, len, v);
+}
+
+int nvml_device_memory_total(nvml_t *self, nvml_dev_t dev, uint64_t *bytes)
+{
+    nvmlMemory_t m = {0, 0, 0};
+    int rc = S_CALL(self, memory, dev, &m);
+    if (rc == 0) {
+        if (m.total == 0)
+            return -EIO;
+        *bytes = m.total;
+    }
+    return rc;
 }
 
 /* ---- sensors --------------------------------------------------------------------------------- */

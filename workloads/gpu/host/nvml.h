@@ -43,6 +43,11 @@ int nvml_device_pci(nvml_t *self, nvml_dev_t dev, char out[16]);
 int nvml_device_name(nvml_t *self, nvml_dev_t dev, char *buf, size_t len);
 int nvml_device_uuid(nvml_t *self, nvml_dev_t dev, char *buf, size_t len);
 int nvml_device_vbios(nvml_t *self, nvml_dev_t dev, char *buf, size_t len);
+/* The InfoROM image version, "G525.0225.00.03". */
+int nvml_device_inforom(nvml_t *self, nvml_dev_t dev, char *buf, size_t len);
+/* The memory the driver reports in all (nvmlDeviceGetMemoryInfo's total: 143771 MiB on an
+ * H200), in bytes. */
+int nvml_device_memory_total(nvml_t *self, nvml_dev_t dev, uint64_t *bytes);
 
 /* Sensors. */
 int nvml_temperature(nvml_t *self, nvml_dev_t dev, double *celsius);

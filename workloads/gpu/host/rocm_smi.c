@@ -55,6 +55,7 @@ typedef struct {
     X(pci_id, rsmi_status_t, (uint32_t, uint64_t *), "rsmi_dev_pci_id_get")                        \
     X(name, rsmi_status_t, (uint32_t, char *, size_t), "rsmi_dev_name_get")                        \
     X(vbios, rsmi_status_t, (uint32_t, char *, uint32_t), "rsmi_dev_vbios_version_get")            \
+    X(memory_total, rsmi_status_t, (uint32_t, int, uint64_t *), "rsmi_dev_memory_total_get")       \
     X(temp, rsmi_status_t, (uint32_t, uint32_t, int, int64_t *), "rsmi_dev_temp_metric_get")       \
     X(power_ave, rsmi_status_t, (uint32_t, uint32_t, uint64_t *), "rsmi_dev_power_ave_get")        \
     X(socket_power, rsmi_status_t, (uint32_t, uint64_t *), "rsmi_dev_current_socket_power_get")    \
@@ -208,6 +209,18 @@ int rocm_smi_device_vbios(rocm_smi_t *self, unsigned dev, char *buf, size_t len)
     if (rc == 0) {
         v[sizeof v - 1] = '\0';
         fb_strlcpy(buf, v, len);
+    }
+    return rc;
+}
+
+int rocm_smi_memory_total(rocm_smi_t *self, unsigned dev, uint64_t *bytes)
+{
+    uint64_t v = 0;
+    int rc = S_CALL(self, memory_total, dev, 0 /* RSMI_MEM_TYPE_VRAM */, &v);
+    if (rc == 0) {
+        if (v == 0)
+            return -EIO;
+        *bytes = v;
     }
     return rc;
 }

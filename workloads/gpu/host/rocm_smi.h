@@ -28,6 +28,8 @@ int rocm_smi_device_count(rocm_smi_t *self, unsigned *n);
 int rocm_smi_device_pci(rocm_smi_t *self, unsigned dev, char out[16]);
 int rocm_smi_device_name(rocm_smi_t *self, unsigned dev, char *buf, size_t len);
 int rocm_smi_device_vbios(rocm_smi_t *self, unsigned dev, char *buf, size_t len);
+/* The device's VRAM in bytes (rsmi_dev_memory_total_get). */
+int rocm_smi_memory_total(rocm_smi_t *self, unsigned dev, uint64_t *bytes);
 
 typedef enum {
     ROCM_SMI_TEMP_EDGE = 0,

@@ -1,21 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* GPU telemetry around a workload. A sampler thread reads every GPU's sensors through NVML or
- * ROCm SMI once per interval and sends them to the timeline, waiting for NVML Xid events between
- * samples; a kernel-log thread follows /dev/kmsg and keeps the lines that name a fault. Error
- * counters are read at start and at stop, and the difference, the log lines and the sensor history
- * become metrics and findings that name the part — a GPU by index and PCI address, a DIMM by its
- * EDAC label, an HCA port by device and port. The same pieces serve the health sweep, which reads
- * the counters and the log as they are before any load. */
-#include "telemetry.h"
-#include "nvml.h"
-#include "rocm_smi.h"
+/* GPU telemetry around a workload, the backend-neutral core. A sampler thread reads every GPU's
+ * sensors through a tel_backend_t (NVML or ROCm SMI: telemetry_nvml.c, telemetry_rocm_smi.c) once
+ * per interval and sends them to the timeline, waiting for Xid events between samples where the
+ * backend has them; a kernel-log watcher (telemetry_klog.c) keeps the lines that name a fault.
+ * Error counters are read at start and at stop, and the difference, the log lines and the sensor
+ * records become metrics and findings that name the part — a GPU by index and PCI address. The
+ * same pieces serve the health sweep, which reads the counters and the log as they are before any
+ * load. The helpers the backends share are here too (telemetry_impl.h). */
+#include "telemetry_impl.h"
 
 #include "common/util.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -24,16 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define S_CLOCK_BINS 8192        /* SM clock histogram, 1 MHz bins, for the median */
-#define S_KLOG_MAX_ENTRIES 256   /* distinct (part, fault) pairs kept */
-#define S_KLOG_MAX_LIVE_LOGS 100 /* kernel lines echoed to the timeline during a run */
-#define S_XID_WAIT_MS 200        /* longest wait for an Xid event before looking at the stop flag */
-#define S_LOADED_FRACTION 0.5    /* a sample at >= half the power limit counts as "under load" */
-
-static const char *s_host(const char *node)
-{
-    return node && *node ? node : "localhost";
-}
+#define S_CLOCK_BINS 8192     /* SM clock histogram, 1 MHz bins, for the median */
+#define S_XID_WAIT_MS 200     /* longest wait for an Xid event before looking at the stop flag */
+#define S_LOADED_FRACTION 0.5 /* a sample at >= half the power limit counts as "under load" */
 
 /* ---- throttle reasons ------------------------------------------------------------------------ */
 
@@ -190,586 +180,65 @@ int telemetry_counters_diff(fb_result_t *r, const char *part, const char *pci,
     return fatal;
 }
 
-/* ---- sysfs: GPUs and PCIe links -------------------------------------------------------------- */
+/* ---- for the backends ----------------------------------------------------------------------- */
 
-static int s_read_hex(const char *path, unsigned long *out)
+void tel_sample_unknown(tel_sample_t *s)
 {
-    char *text = fb_read_file(path, NULL);
-    if (!text)
-        return -ENOENT;
-    char *end = NULL;
-    errno = 0;
-    unsigned long v = strtoul(text, &end, 16);
-    int rc = (errno || end == text || *end) ? -EINVAL : 0;
-    free(text);
-    if (rc == 0)
-        *out = v;
-    return rc;
-}
-
-static int s_pci_cmp(const void *a, const void *b)
-{
-    return strcmp(((const tel_pci_t *)a)->pci, ((const tel_pci_t *)b)->pci);
-}
-
-size_t telemetry_sysfs_gpus(const char *root, tel_pci_t *out, size_t max)
-{
-    char *base = xasprintf("%s/sys/bus/pci/devices", root ? root : "");
-    DIR *d = opendir(base);
-    size_t n = 0;
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d)) && n < max) {
-            char canon[16];
-            if (fb_kmsg_pci_canon(de->d_name, canon) < 0 || strlen(de->d_name) != 12)
-                continue;
-            unsigned long cls = 0, vendor = 0;
-            char *p = xasprintf("%s/%s/class", base, de->d_name);
-            int rc = s_read_hex(p, &cls);
-            free(p);
-            p = xasprintf("%s/%s/vendor", base, de->d_name);
-            rc = rc ? rc : s_read_hex(p, &vendor);
-            free(p);
-            if (rc || (vendor != 0x10de && vendor != 0x1002))
-                continue;
-            unsigned long c = cls >> 8;
-            if (c == 0x0300 || c == 0x0302 || c == 0x0380 || (c == 0x1200 && vendor == 0x1002))
-                memcpy(out[n++].pci, canon, sizeof canon);
-        }
-        closedir(d);
-    }
-    free(base);
-    qsort(out, n, sizeof *out, s_pci_cmp);
-    return n;
-}
-
-unsigned telemetry_pcie_gen(double gts)
-{
-    static const double rates[] = {2.5, 5.0, 8.0, 16.0, 32.0, 64.0, 128.0};
-    for (unsigned i = 0; i < FB_ARRAY_LEN(rates); i++)
-        if (fabs(gts - rates[i]) < 0.01)
-            return i + 1;
-    return 0;
-}
-
-/* "32.0 GT/s PCIe", "16 GT/s", "2.5 GT/s"; 0 for "Unknown" or garbage. */
-static double s_read_speed(const char *path, int *rc)
-{
-    char *text = fb_read_file(path, NULL);
-    if (!text) {
-        *rc = -ENOENT;
-        return 0;
-    }
-    char *end = NULL;
-    double v = strtod(text, &end);
-    bool ok = end != text && !strncmp(end, " GT/s", 5) && v > 0 && v < 1000;
-    if (!ok && strncmp(text, "Unknown", 7) != 0)
-        *rc = -EINVAL;
-    free(text);
-    return ok ? v : 0;
-}
-
-static unsigned s_read_width(const char *path, int *rc)
-{
-    uint64_t w = 0;
-    int r = fb_read_u64(path, &w);
-    if (r == -EINVAL)
-        *rc = -EINVAL;
-    return r == 0 && w <= 64 ? (unsigned)w : 0;
-}
-
-int telemetry_sysfs_link(const char *root, const char *pci, tel_pcie_link_t *out)
-{
-    memset(out, 0, sizeof *out);
-    char *dev = xasprintf("%s/sys/bus/pci/devices/%s", root ? root : "", pci);
-    int rc = 0, miss = 0;
-    char *p = xasprintf("%s/current_link_speed", dev);
-    out->speed_gts = s_read_speed(p, &miss);
-    free(p);
-    if (miss == -ENOENT) {
-        free(dev);
-        return -ENOENT;
-    }
-    rc = miss;
-    p = xasprintf("%s/max_link_speed", dev);
-    out->max_speed_gts = s_read_speed(p, &rc);
-    free(p);
-    p = xasprintf("%s/current_link_width", dev);
-    out->width = s_read_width(p, &rc);
-    free(p);
-    p = xasprintf("%s/max_link_width", dev);
-    out->max_width = s_read_width(p, &rc);
-    free(p);
-    /* The upstream port: the parent directory of the device's real path. */
-    char real[PATH_MAX];
-    if (realpath(dev, real)) {
-        char *slash = strrchr(real, '/');
-        if (slash && slash != real) {
-            *slash = '\0';
-            int urc = 0;
-            p = xasprintf("%s/max_link_speed", real);
-            double up = s_read_speed(p, &urc);
-            free(p);
-            p = xasprintf("%s/max_link_width", real);
-            unsigned upw = s_read_width(p, &urc);
-            free(p);
-            if (up > 0 && out->max_speed_gts > 0 && up < out->max_speed_gts) {
-                out->max_speed_gts = up;
-                out->slot_limited = true;
-            }
-            if (upw > 0 && out->max_width > 0 && upw < out->max_width) {
-                out->max_width = upw;
-                out->slot_limited = true;
-            }
-        }
-    }
-    free(dev);
-    out->gen = telemetry_pcie_gen(out->speed_gts);
-    out->max_gen = telemetry_pcie_gen(out->max_speed_gts);
-    return rc == -ENOENT ? 0 : rc;
-}
-
-/* ---- kernel log ------------------------------------------------------------------------------ */
-
-typedef struct {
-    fb_kmsg_class_t cls;
-    char part[192];
-    const char *kind;
-    char key[128]; /* what makes two lines the same fault: Xid number, DIMM label, netdev */
-    char pci[16];
-    int xid;
-    bool fatal;
-    uint64_t lines, events, errors; /* kernel lines, NVML events, EDAC error counts */
-    char first[320];
-} klog_entry_t;
-
-struct tel_klog {
-    pthread_mutex_t lock;
-    char *node;
-    char *root;
-    const tel_pci_t *gpus;
-    size_t n_gpus;
-    klog_entry_t *e;
-    size_t n;
-    uint64_t dropped;
-    size_t counts[FB_KMSG_N_CLASSES];
-};
-
-tel_klog_t *tel_klog_new(const char *node, const char *root, const tel_pci_t *gpus, size_t n_gpus)
-{
-    tel_klog_t *k = xcalloc(1, sizeof *k);
-    pthread_mutex_init(&k->lock, NULL);
-    k->node = xstrdup(s_host(node));
-    k->root = xstrdup(root ? root : "");
-    k->gpus = gpus;
-    k->n_gpus = n_gpus;
-    k->e = xcalloc(S_KLOG_MAX_ENTRIES, sizeof *k->e);
-    return k;
-}
-
-void tel_klog_destroy(tel_klog_t **k_p)
-{
-    if (!k_p || !*k_p)
-        return;
-    tel_klog_t *k = *k_p;
-    pthread_mutex_destroy(&k->lock);
-    free(k->node);
-    free(k->root);
-    free(k->e);
-    free(k);
-    *k_p = NULL;
-}
-
-/* gpuN for a PCI address; an Xid names bus and device only, so function 0 matches any. */
-static int s_gpu_index(const tel_klog_t *k, const char *pci)
-{
-    if (!pci[0])
-        return -1;
-    for (size_t i = 0; i < k->n_gpus; i++)
-        if (!strcmp(k->gpus[i].pci, pci))
-            return (int)i;
-    for (size_t i = 0; i < k->n_gpus; i++)
-        if (!strncmp(k->gpus[i].pci, pci, 10))
-            return (int)i;
-    return -1;
-}
-
-/* "mlx5_0" (and ":1" when it has a single port) for an HCA's PCI address; false if not an HCA. */
-static bool s_hca_name(const char *root, const char *pci, char *out, size_t len)
-{
-    char *dir = xasprintf("%s/sys/bus/pci/devices/%s/infiniband", root, pci);
-    DIR *d = opendir(dir);
-    free(dir);
-    if (!d)
-        return false;
-    struct dirent *de;
-    bool found = false;
-    while ((de = readdir(d)))
-        if (de->d_name[0] != '.' && strlen(de->d_name) < 64) {
-            fb_strlcpy(out, de->d_name, len);
-            found = true;
-            break;
-        }
-    closedir(d);
-    if (!found)
-        return false;
-    char *ports = xasprintf("%s/sys/class/infiniband/%s/ports", root, out);
-    d = opendir(ports);
-    free(ports);
-    if (d) {
-        int n = 0;
-        char port[16] = "";
-        while ((de = readdir(d)))
-            if (de->d_name[0] != '.' && strlen(de->d_name) < sizeof port) {
-                n++;
-                fb_strlcpy(port, de->d_name, sizeof port);
-            }
-        closedir(d);
-        size_t used = strlen(out);
-        if (n == 1 && used + 1 + strlen(port) < len)
-            snprintf(out + used, len - used, ":%s", port);
-    }
-    return true;
-}
-
-/* Fills the entry's part, kind and key. */
-static void s_klog_part(const tel_klog_t *k, const fb_kmsg_event_t *ev, klog_entry_t *e)
-{
-    char hca[96];
-    int gpu = s_gpu_index(k, ev->pci);
-    e->kind = "node";
-    switch (ev->cls) {
-    case FB_KMSG_EDAC_CE:
-    case FB_KMSG_EDAC_UE:
-        if (ev->label[0]) {
-            snprintf(e->part, sizeof e->part, "%s/%s", k->node, ev->label);
-            e->kind = "dimm";
-        } else {
-            snprintf(e->part, sizeof e->part, "%s", k->node);
-            e->kind = "memory";
-        }
-        snprintf(e->key, sizeof e->key, "%s", ev->label);
-        return;
-    case FB_KMSG_MCE:
-    case FB_KMSG_CPU_THERMAL:
-        snprintf(e->part, sizeof e->part, "%s", k->node);
-        return;
-    case FB_KMSG_XID:
-        snprintf(e->key, sizeof e->key, "%d", ev->xid);
-        break;
-    case FB_KMSG_LINK_DOWN:
-        snprintf(e->key, sizeof e->key, "%s", ev->netdev);
-        break;
-    default:
-        break;
-    }
-    if (gpu >= 0) {
-        snprintf(e->part, sizeof e->part, "%s/gpu%d", k->node, gpu);
-        e->kind = ev->cls == FB_KMSG_PCIE_AER ? "link" : "gpu";
-    } else if (ev->pci[0] && s_hca_name(k->root, ev->pci, hca, sizeof hca)) {
-        snprintf(e->part, sizeof e->part, "%s/%s", k->node, hca);
-        e->kind = ev->cls == FB_KMSG_NIC_ERROR ? "nic" : "link";
-    } else if (ev->cls == FB_KMSG_LINK_DOWN && ev->netdev[0]) {
-        snprintf(e->part, sizeof e->part, "%s/%s", k->node, ev->netdev);
-        e->kind = "link";
-    } else if (ev->pci[0]) {
-        snprintf(e->part, sizeof e->part, "%s/%s", k->node, ev->pci);
-        e->kind =
-            ev->cls == FB_KMSG_XID || ev->cls == FB_KMSG_GPU_ERROR || ev->cls == FB_KMSG_GPU_THERMAL
-                ? "gpu"
-            : ev->cls == FB_KMSG_NIC_ERROR ? "nic"
-                                           : "link";
-    } else {
-        snprintf(e->part, sizeof e->part, "%s", k->node);
-    }
-}
-
-/* The entry for an event, created when new; NULL when the table is full. Lock held. */
-static klog_entry_t *s_klog_entry(tel_klog_t *k, const fb_kmsg_event_t *ev)
-{
-    klog_entry_t probe;
-    memset(&probe, 0, sizeof probe);
-    s_klog_part(k, ev, &probe);
-    for (size_t i = 0; i < k->n; i++) {
-        klog_entry_t *e = &k->e[i];
-        if (e->cls == ev->cls && e->fatal == ev->fatal && !strcmp(e->part, probe.part) &&
-            !strcmp(e->key, probe.key))
-            return e;
-    }
-    if (k->n == S_KLOG_MAX_ENTRIES) {
-        k->dropped++;
-        return NULL;
-    }
-    klog_entry_t *e = &k->e[k->n++];
-    *e = probe;
-    e->cls = ev->cls;
-    e->fatal = ev->fatal;
-    e->xid = ev->xid;
-    memcpy(e->pci, ev->pci, sizeof e->pci);
-    return e;
-}
-
-fb_kmsg_class_t tel_klog_add(tel_klog_t *k, const fb_kmsg_record_t *rec)
-{
-    fb_kmsg_event_t ev;
-    fb_kmsg_class_t c = fb_kmsg_classify(rec, &ev);
-    if (c == FB_KMSG_NONE)
-        return c;
-    pthread_mutex_lock(&k->lock);
-    k->counts[c]++;
-    klog_entry_t *e = s_klog_entry(k, &ev);
-    if (e) {
-        if (e->lines++ == 0 && !e->first[0])
-            fb_strlcpy(e->first, rec->text, sizeof e->first);
-        e->errors += ev.count;
-    }
-    pthread_mutex_unlock(&k->lock);
-    return c;
-}
-
-void tel_klog_add_xid(tel_klog_t *k, size_t gpu, int xid)
-{
-    fb_kmsg_event_t ev;
-    memset(&ev, 0, sizeof ev);
-    ev.cls = FB_KMSG_XID;
-    ev.fatal = true;
-    ev.xid = xid;
-    ev.mc = -1;
-    pthread_mutex_lock(&k->lock);
-    if (gpu < k->n_gpus)
-        memcpy(ev.pci, k->gpus[gpu].pci, sizeof ev.pci);
-    klog_entry_t *e = s_klog_entry(k, &ev);
-    if (e)
-        e->events++;
-    pthread_mutex_unlock(&k->lock);
-}
-
-/* The evidence text of an entry. */
-static char *s_klog_what(const klog_entry_t *e, tel_klog_mode_t mode)
-{
-    char src[96];
-    const char *when = mode == TEL_KLOG_LIVE ? "during the run" : "in the kernel log";
-    if (e->events && e->lines)
-        snprintf(src, sizeof src, "%" PRIu64 " kernel log line%s and %" PRIu64 " NVML event%s",
-                 e->lines, e->lines == 1 ? "" : "s", e->events, e->events == 1 ? "" : "s");
-    else if (e->events)
-        snprintf(src, sizeof src, "%" PRIu64 " NVML event%s", e->events, e->events == 1 ? "" : "s");
-    else
-        snprintf(src, sizeof src, "%" PRIu64 " kernel log line%s", e->lines,
-                 e->lines == 1 ? "" : "s");
-    char first[360] = "";
-    if (e->first[0])
-        snprintf(first, sizeof first, "; first: %s", e->first);
-    char at[40] = "";
-    if (e->pci[0])
-        snprintf(at, sizeof at, " at PCI %s", e->pci);
-    switch (e->cls) {
-    case FB_KMSG_XID: {
-        const char *text = fb_kmsg_xid_text(e->xid);
-        char num[16] = "?";
-        if (e->xid >= 0)
-            snprintf(num, sizeof num, "%d", e->xid);
-        return xasprintf("Xid %s%s%s%s%s %s (%s)%s", num, text ? " (" : "", text ? text : "",
-                         text ? ")" : "", at, when, src, first);
-    }
-    case FB_KMSG_EDAC_CE:
-    case FB_KMSG_EDAC_UE:
-        return xasprintf("EDAC: %" PRIu64 " %s memory error%s %s (%s)%s", e->errors,
-                         e->cls == FB_KMSG_EDAC_UE ? "uncorrected" : "corrected",
-                         e->errors == 1 ? "" : "s", when, src, first);
-    case FB_KMSG_MCE:
-        return xasprintf("machine check (%s) %s (%s)%s", e->fatal ? "uncorrected" : "corrected",
-                         when, src, first);
-    case FB_KMSG_CPU_THERMAL:
-        return xasprintf("CPU thermal throttling %s (%s)%s", when, src, first);
-    case FB_KMSG_PCIE_AER:
-        return xasprintf("PCIe AER %s errors%s %s (%s)%s", e->fatal ? "uncorrected" : "corrected",
-                         at, when, src, first);
-    case FB_KMSG_GPU_THERMAL:
-        return xasprintf("GPU thermal throttling%s %s (%s)%s", at, when, src, first);
-    case FB_KMSG_GPU_ERROR:
-        return xasprintf("GPU %serror%s %s (%s)%s", e->fatal ? "fatal " : "", at, when, src, first);
-    case FB_KMSG_LINK_DOWN:
-        return xasprintf("link down or cable event%s %s (%s)%s", at, when, src, first);
-    case FB_KMSG_NIC_ERROR:
-        return xasprintf("HCA/NIC error%s %s (%s)%s", at, when, src, first);
-    default:
-        return xasprintf("%s (%s)%s", fb_kmsg_class_name(e->cls), src, first);
-    }
-}
-
-/* Whether an entry left in the log before a run is a fault to fix now. */
-static bool s_history_finding(const klog_entry_t *e)
-{
-    switch (e->cls) {
-    case FB_KMSG_XID:
-        return !fb_kmsg_xid_is_application(e->xid);
-    case FB_KMSG_EDAC_UE:
-    case FB_KMSG_NIC_ERROR:
-        return true;
-    case FB_KMSG_GPU_ERROR:
-    case FB_KMSG_MCE:
-    case FB_KMSG_PCIE_AER:
-        return e->fatal;
-    default:
-        return false;
-    }
-}
-
-int tel_klog_report(tel_klog_t *k, worker_ctx_t *ctx, tel_klog_mode_t mode,
-                    size_t counts[FB_KMSG_N_CLASSES])
-{
-    int fatal = 0;
-    pthread_mutex_lock(&k->lock);
-    fb_result_t *r = worker_result(ctx);
-    for (size_t i = 0; i < k->n; i++) {
-        const klog_entry_t *e = &k->e[i];
-        char *what = s_klog_what(e, mode);
-        if (mode == TEL_KLOG_LIVE || s_history_finding(e)) {
-            fb_result_add_finding(r, e->part, e->kind, what);
-            if (mode == TEL_KLOG_HISTORY || e->fatal)
-                fatal++;
-        } else {
-            worker_log(ctx, "kernel log (not failing): %s: %s", e->part, what);
-        }
-        free(what);
-    }
-    if (k->dropped)
-        worker_log(ctx, "kernel log: %" PRIu64 " more fault lines on other parts not itemised",
-                   k->dropped);
-    if (counts)
-        memcpy(counts, k->counts, sizeof k->counts);
-    pthread_mutex_unlock(&k->lock);
-    return fatal;
-}
-
-/* ---- NVML backend ---------------------------------------------------------------------------- */
-
-typedef struct {
-    tel_backend_t base;
-    nvml_t *nvml;
-    nvml_events_t *events;
-    bool events_tried;
-    nvml_dev_t dev[TEL_MAX_GPUS];
-    tel_gpu_info_t info[TEL_MAX_GPUS];
-} nvml_backend_t;
-
-static void s_nv_info(tel_backend_t *b, size_t i, tel_gpu_info_t *out)
-{
-    *out = ((nvml_backend_t *)b)->info[i];
-}
-
-static void s_nv_sample(tel_backend_t *b, size_t i, tel_sample_t *s)
-{
-    nvml_backend_t *nb = (nvml_backend_t *)b;
-    nvml_t *n = nb->nvml;
-    nvml_dev_t d = nb->dev[i];
     *s = (tel_sample_t){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, 0, false, false};
-    if (nvml_temperature(n, d, &s->temp_c) == -ENODEV) {
-        s->lost = true;
-        return;
-    }
-    nvml_memory_temperature(n, d, &s->mem_temp_c);
-    nvml_power(n, d, &s->power_w);
-    nvml_power_limit(n, d, &s->power_limit_w);
-    nvml_sm_clock(n, d, &s->sm_clock_mhz);
-    nvml_mem_clock(n, d, &s->mem_clock_mhz);
-    s->has_throttle = nvml_throttle_reasons(n, d, &s->throttle) == 0;
-    nvml_pcie_t link;
-    if (nvml_pcie_link(n, d, &link) == 0) {
-        if (link.gen)
-            s->pcie_gen = link.gen;
-        if (link.width)
-            s->pcie_width = link.width;
-    }
-    uint64_t replay = 0;
-    if (nvml_pcie_replay(n, d, &replay) == 0)
-        s->pcie_replay = (double)replay;
 }
 
-static void s_set(tel_counters_t *c, tel_counter_t k, uint64_t v)
+void tel_counter_set(tel_counters_t *c, tel_counter_t k, uint64_t v)
 {
     c->value[k] = v;
     c->known |= 1u << k;
 }
 
-static void s_nv_counters(tel_backend_t *b, size_t i, tel_counters_t *c)
+static void s_swap_bytes(unsigned char *a, unsigned char *b, size_t n)
 {
-    nvml_backend_t *nb = (nvml_backend_t *)b;
-    nvml_t *n = nb->nvml;
-    nvml_dev_t d = nb->dev[i];
-    memset(c, 0, sizeof *c);
-    uint64_t v = 0;
-    int rc = nvml_ecc_errors(n, d, true, false, &v);
-    if (rc == -ENODEV) {
-        c->lost = true;
-        return;
-    }
-    if (rc == 0)
-        s_set(c, TEL_ECC_UE_VOLATILE, v);
-    if (nvml_ecc_errors(n, d, false, false, &v) == 0)
-        s_set(c, TEL_ECC_CE_VOLATILE, v);
-    if (nvml_ecc_errors(n, d, true, true, &v) == 0)
-        s_set(c, TEL_ECC_UE_AGGREGATE, v);
-    if (nvml_ecc_errors(n, d, false, true, &v) == 0)
-        s_set(c, TEL_ECC_CE_AGGREGATE, v);
-    if (nvml_retired_pages(n, d, false, &v) == 0)
-        s_set(c, TEL_RETIRED_SBE, v);
-    if (nvml_retired_pages(n, d, true, &v) == 0)
-        s_set(c, TEL_RETIRED_DBE, v);
-    bool pending = false;
-    if (nvml_retired_pending(n, d, &pending) == 0)
-        s_set(c, TEL_RETIRED_PENDING, pending);
-    nvml_remap_t remap;
-    if (nvml_remapped_rows(n, d, &remap) == 0) {
-        s_set(c, TEL_REMAP_CORRECTABLE, remap.corrected);
-        s_set(c, TEL_REMAP_UNCORRECTABLE, remap.uncorrected);
-        s_set(c, TEL_REMAP_PENDING, remap.pending);
-        s_set(c, TEL_REMAP_FAILURE, remap.failure);
-    }
-    if (nvml_pcie_replay(n, d, &v) == 0)
-        s_set(c, TEL_PCIE_REPLAY, v);
-    for (unsigned l = 0; l < TEL_MAX_NVLINKS; l++) {
-        bool active = false;
-        int src = nvml_nvlink_active(n, d, l, &active);
-        if (src == -EINVAL || (src < 0 && l == 0))
-            break; /* past the last link, or no NVLink */
-        if (src < 0 || !active)
-            continue;
-        for (unsigned k = 0; k < TEL_NVLINK_N; k++)
-            if (nvml_nvlink_errors(n, d, l, (nvml_nvlink_counter_t)k, &v) == 0) {
-                c->nvlink[l][k] = v;
-                c->nvlink_known[l] |= (uint8_t)(1u << k);
-            }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char t = a[i];
+        a[i] = b[i];
+        b[i] = t;
     }
 }
 
-static int s_nv_wait_xid(tel_backend_t *b, int timeout_ms, size_t *gpu, int *xid)
+/* Orders the first n GPUs of info by PCI address, moving the handles along. An insertion sort:
+ * a few dozen GPUs at most, and qsort cannot move two arrays together. */
+static void s_sort_by_pci(tel_gpu_info_t *info, void *handles, size_t handle_size, size_t n)
 {
-    nvml_backend_t *nb = (nvml_backend_t *)b;
-    if (!nb->events_tried) {
-        nb->events_tried = true;
-        if (nvml_events_open(nb->nvml, &nb->events) < 0)
-            nb->events = NULL;
-    }
-    if (!nb->events)
-        return -EOPNOTSUPP;
-    nvml_dev_t d = NULL;
-    uint64_t x = 0;
-    int rc = nvml_events_wait(nb->events, (unsigned)timeout_ms, &d, &x);
-    if (rc <= 0)
-        return rc;
-    for (size_t i = 0; i < b->n_gpus; i++)
-        if (nb->dev[i] == d) {
-            *gpu = i;
-            *xid = x > INT_MAX ? 999 : (int)x;
-            return 1;
+    unsigned char *h = handles;
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(info[j - 1].pci, info[j].pci) > 0; j--) {
+            tel_gpu_info_t t = info[j];
+            info[j] = info[j - 1];
+            info[j - 1] = t;
+            s_swap_bytes(h + (j - 1) * handle_size, h + j * handle_size, handle_size);
         }
-    return 0;
+}
+
+bool tel_backend_fill(tel_backend_t *b, int count_rc, unsigned count,
+                      bool (*found)(tel_backend_t *b, unsigned index, size_t slot),
+                      tel_gpu_info_t *info, void *handles, size_t handle_size, char *why,
+                      size_t whylen)
+{
+    if (count_rc < 0 || count == 0) {
+        if (why && whylen)
+            snprintf(why, whylen, "%s sees no GPU", b->name);
+        return false;
+    }
+    if (count > TEL_MAX_GPUS)
+        count = TEL_MAX_GPUS;
+    size_t got = 0;
+    for (unsigned i = 0; i < count; i++)
+        if (found(b, i, got))
+            got++;
+    s_sort_by_pci(info, handles, handle_size, got);
+    b->n_gpus = got;
+    return true;
 }
 
 /* Appends " key=value" to buf when value is non-empty; blanks become '_'. */
-static void s_append_kv(char *buf, size_t len, const char *key, const char *value)
+void tel_append_kv(char *buf, size_t len, const char *key, const char *value)
 {
     size_t used = strlen(buf);
     if (!value || !*value || used + 3 >= len)
@@ -800,222 +269,19 @@ static void s_distinct(char (*values)[64], size_t n, char *out, size_t len)
     }
 }
 
-static void s_nv_versions(tel_backend_t *b, char *buf, size_t len)
+void tel_append_vbios(tel_backend_t *b, char *buf, size_t len,
+                      void (*vbios)(tel_backend_t *b, size_t gpu, char *out, size_t outlen))
 {
-    nvml_backend_t *nb = (nvml_backend_t *)b;
-    char v[128];
-    if (nvml_driver_version(nb->nvml, v, sizeof v) == 0)
-        s_append_kv(buf, len, "nvidia_driver", v);
-    if (nvml_cuda_version(nb->nvml, v, sizeof v) == 0)
-        s_append_kv(buf, len, "cuda_driver", v);
-    if (nvml_library_version(nb->nvml, v, sizeof v) == 0)
-        s_append_kv(buf, len, "nvml", v);
     char(*vb)[64] = xcalloc(b->n_gpus ? b->n_gpus : 1, sizeof *vb);
     for (size_t i = 0; i < b->n_gpus; i++)
-        nvml_device_vbios(nb->nvml, nb->dev[i], vb[i], sizeof vb[i]);
+        vbios(b, i, vb[i], sizeof vb[i]);
     char all[256];
     s_distinct(vb, b->n_gpus, all, sizeof all);
-    s_append_kv(buf, len, "gpu_vbios", all);
+    tel_append_kv(buf, len, "gpu_vbios", all);
     free(vb);
 }
 
-static void s_nv_destroy(tel_backend_t *b)
-{
-    nvml_backend_t *nb = (nvml_backend_t *)b;
-    nvml_events_close(&nb->events);
-    nvml_close(&nb->nvml);
-    free(nb);
-}
-
-typedef struct {
-    tel_gpu_info_t info;
-    nvml_dev_t dev;
-    unsigned index;
-} s_nv_sort_t;
-
-static int s_nv_sort_cmp(const void *a, const void *b)
-{
-    return strcmp(((const s_nv_sort_t *)a)->info.pci, ((const s_nv_sort_t *)b)->info.pci);
-}
-
-tel_backend_t *telemetry_nvml_backend(const char *lib, char *why, size_t whylen)
-{
-    nvml_t *n = NULL;
-    if (nvml_open(lib, &n, why, whylen) < 0)
-        return NULL;
-    unsigned count = 0;
-    if (nvml_device_count(n, &count) < 0 || count == 0) {
-        if (why && whylen)
-            snprintf(why, whylen, "NVML sees no GPU");
-        nvml_close(&n);
-        return NULL;
-    }
-    if (count > TEL_MAX_GPUS)
-        count = TEL_MAX_GPUS;
-    s_nv_sort_t *all = xcalloc(count, sizeof *all);
-    size_t got = 0;
-    for (unsigned i = 0; i < count; i++) {
-        s_nv_sort_t *g = &all[got];
-        if (nvml_device_by_index(n, i, &g->dev) < 0 || nvml_device_pci(n, g->dev, g->info.pci) < 0)
-            continue; /* a GPU NVML cannot open is one health reports from sysfs */
-        g->index = i;
-        g->info.vendor = "nvidia";
-        nvml_device_name(n, g->dev, g->info.name, sizeof g->info.name);
-        nvml_device_uuid(n, g->dev, g->info.uuid, sizeof g->info.uuid);
-        nvml_pcie_t link;
-        if (nvml_pcie_link(n, g->dev, &link) == 0) {
-            g->info.pcie_max_gen = link.max_gen;
-            g->info.pcie_max_width = link.max_width;
-        }
-        got++;
-    }
-    qsort(all, got, sizeof *all, s_nv_sort_cmp);
-    nvml_backend_t *nb = xcalloc(1, sizeof *nb);
-    nb->nvml = n;
-    for (size_t i = 0; i < got; i++) {
-        nb->dev[i] = all[i].dev;
-        nb->info[i] = all[i].info;
-    }
-    free(all);
-    nb->base = (tel_backend_t){"NVML",        got,           s_nv_info,     s_nv_sample,
-                               s_nv_counters, s_nv_wait_xid, s_nv_versions, s_nv_destroy};
-    return &nb->base;
-}
-
-/* ---- ROCm SMI backend ------------------------------------------------------------------------ */
-
-typedef struct {
-    tel_backend_t base;
-    rocm_smi_t *smi;
-    unsigned dev[TEL_MAX_GPUS];
-    tel_gpu_info_t info[TEL_MAX_GPUS];
-} rocm_backend_t;
-
-static void s_rs_info(tel_backend_t *b, size_t i, tel_gpu_info_t *out)
-{
-    *out = ((rocm_backend_t *)b)->info[i];
-}
-
-static void s_rs_sample(tel_backend_t *b, size_t i, tel_sample_t *s)
-{
-    rocm_backend_t *rb = (rocm_backend_t *)b;
-    rocm_smi_t *r = rb->smi;
-    unsigned d = rb->dev[i];
-    *s = (tel_sample_t){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, 0, false, false};
-    /* The junction (hotspot) temperature is what throttles; older boards only have the edge. */
-    if (rocm_smi_temperature(r, d, ROCM_SMI_TEMP_JUNCTION, &s->temp_c) < 0)
-        rocm_smi_temperature(r, d, ROCM_SMI_TEMP_EDGE, &s->temp_c);
-    rocm_smi_temperature(r, d, ROCM_SMI_TEMP_MEMORY, &s->mem_temp_c);
-    rocm_smi_power(r, d, &s->power_w);
-    rocm_smi_power_cap(r, d, &s->power_limit_w);
-    rocm_smi_sclk(r, d, &s->sm_clock_mhz);
-    rocm_smi_mclk(r, d, &s->mem_clock_mhz);
-    uint64_t replay = 0;
-    if (rocm_smi_pcie_replay(r, d, &replay) == 0)
-        s->pcie_replay = (double)replay;
-    tel_pcie_link_t link;
-    if (telemetry_sysfs_link("", rb->info[i].pci, &link) == 0) {
-        if (link.gen)
-            s->pcie_gen = link.gen;
-        if (link.width)
-            s->pcie_width = link.width;
-    }
-}
-
-static void s_rs_counters(tel_backend_t *b, size_t i, tel_counters_t *c)
-{
-    rocm_backend_t *rb = (rocm_backend_t *)b;
-    memset(c, 0, sizeof *c);
-    uint64_t ce = 0, ue = 0, res = 0, pend = 0, unres = 0, replay = 0;
-    if (rocm_smi_ecc(rb->smi, rb->dev[i], &ce, &ue) == 0) {
-        s_set(c, TEL_ECC_CE_VOLATILE, ce);
-        s_set(c, TEL_ECC_UE_VOLATILE, ue);
-    }
-    if (rocm_smi_bad_pages(rb->smi, rb->dev[i], &res, &pend, &unres) == 0) {
-        s_set(c, TEL_RETIRED_DBE, res);
-        s_set(c, TEL_RETIRED_PENDING, pend);
-        s_set(c, TEL_RETIRED_FAILED, unres);
-    }
-    if (rocm_smi_pcie_replay(rb->smi, rb->dev[i], &replay) == 0)
-        s_set(c, TEL_PCIE_REPLAY, replay);
-}
-
-static void s_rs_versions(tel_backend_t *b, char *buf, size_t len)
-{
-    rocm_backend_t *rb = (rocm_backend_t *)b;
-    char v[128];
-    if (rocm_smi_driver_version(rb->smi, v, sizeof v) == 0)
-        s_append_kv(buf, len, "amdgpu_driver", v);
-    if (rocm_smi_library_version(rb->smi, v, sizeof v) == 0)
-        s_append_kv(buf, len, "rocm_smi", v);
-    char(*vb)[64] = xcalloc(b->n_gpus ? b->n_gpus : 1, sizeof *vb);
-    for (size_t i = 0; i < b->n_gpus; i++)
-        rocm_smi_device_vbios(rb->smi, rb->dev[i], vb[i], sizeof vb[i]);
-    char all[256];
-    s_distinct(vb, b->n_gpus, all, sizeof all);
-    s_append_kv(buf, len, "gpu_vbios", all);
-    free(vb);
-}
-
-static void s_rs_destroy(tel_backend_t *b)
-{
-    rocm_backend_t *rb = (rocm_backend_t *)b;
-    rocm_smi_close(&rb->smi);
-    free(rb);
-}
-
-typedef struct {
-    tel_gpu_info_t info;
-    unsigned dev;
-} s_rs_sort_t;
-
-static int s_rs_sort_cmp(const void *a, const void *b)
-{
-    return strcmp(((const s_rs_sort_t *)a)->info.pci, ((const s_rs_sort_t *)b)->info.pci);
-}
-
-tel_backend_t *telemetry_rocm_backend(const char *lib, char *why, size_t whylen)
-{
-    rocm_smi_t *r = NULL;
-    if (rocm_smi_open(lib, &r, why, whylen) < 0)
-        return NULL;
-    unsigned count = 0;
-    if (rocm_smi_device_count(r, &count) < 0 || count == 0) {
-        if (why && whylen)
-            snprintf(why, whylen, "ROCm SMI sees no GPU");
-        rocm_smi_close(&r);
-        return NULL;
-    }
-    if (count > TEL_MAX_GPUS)
-        count = TEL_MAX_GPUS;
-    s_rs_sort_t *all = xcalloc(count, sizeof *all);
-    size_t got = 0;
-    for (unsigned i = 0; i < count; i++) {
-        s_rs_sort_t *g = &all[got];
-        if (rocm_smi_device_pci(r, i, g->info.pci) < 0)
-            continue;
-        g->dev = i;
-        g->info.vendor = "amd";
-        rocm_smi_device_name(r, i, g->info.name, sizeof g->info.name);
-        tel_pcie_link_t link;
-        if (telemetry_sysfs_link("", g->info.pci, &link) == 0) {
-            g->info.pcie_max_gen = link.max_gen;
-            g->info.pcie_max_width = link.max_width;
-        }
-        got++;
-    }
-    qsort(all, got, sizeof *all, s_rs_sort_cmp);
-    rocm_backend_t *rb = xcalloc(1, sizeof *rb);
-    rb->smi = r;
-    for (size_t i = 0; i < got; i++) {
-        rb->dev[i] = all[i].dev;
-        rb->info[i] = all[i].info;
-    }
-    free(all);
-    rb->base = (tel_backend_t){"ROCm SMI",    got,  s_rs_info,     s_rs_sample,
-                               s_rs_counters, NULL, s_rs_versions, s_rs_destroy};
-    return &rb->base;
-}
+/* ---- opening a backend ----------------------------------------------------------------------- */
 
 tel_backend_t *telemetry_backend_open(char *why, size_t whylen)
 {
@@ -1063,13 +329,12 @@ struct telemetry {
     gpu_stats_t stats[TEL_MAX_GPUS];
     size_t n_gpus;
     tel_klog_t *klog;
-    fb_kmsg_watch_t *watch;
+    tel_klog_watch_t *watch;
     pthread_t sampler;
     bool sampler_running;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool stop;
-    size_t live_logs; /* kernel lines echoed so far (under lock) */
     double started_s;
 };
 
@@ -1221,18 +486,6 @@ static void *s_sampler_main(void *arg)
     return NULL;
 }
 
-static void s_on_kmsg(const fb_kmsg_record_t *rec, void *user)
-{
-    telemetry_t *t = user;
-    if (tel_klog_add(t->klog, rec) == FB_KMSG_NONE)
-        return;
-    pthread_mutex_lock(&t->lock);
-    bool echo = t->live_logs++ < S_KLOG_MAX_LIVE_LOGS;
-    pthread_mutex_unlock(&t->lock);
-    if (echo)
-        worker_log(t->ctx, "kmsg: %s", rec->text);
-}
-
 /* The GPU list: sysfs order, with GPUs only the library sees appended. */
 static void s_setup_gpus(telemetry_t *t)
 {
@@ -1289,16 +542,7 @@ telemetry_t *telemetry_start_opts(worker_ctx_t *ctx, const telemetry_opts_t *opt
                    t->backend->n_gpus, t->backend->n_gpus == 1 ? "" : "s", t->interval_s);
 
     t->klog = tel_klog_new(worker_node(ctx), worker_sysfs_root(ctx), t->gpus, t->n_gpus);
-    const char *kpath = opts->kmsg_path ? opts->kmsg_path : getenv("FLEETBURN_KMSG");
-    int rc = fb_kmsg_watch_start(kpath, s_on_kmsg, t, &t->watch);
-    if (rc == -EPERM || rc == -EACCES)
-        worker_log(ctx,
-                   "telemetry: %s not readable (%s): kernel log not followed (needs CAP_SYSLOG "
-                   "or kernel.dmesg_restrict=0)",
-                   kpath ? kpath : "/dev/kmsg", strerror(-rc));
-    else if (rc < 0)
-        worker_log(ctx, "telemetry: %s: %s: kernel log not followed", kpath ? kpath : "/dev/kmsg",
-                   strerror(-rc));
+    t->watch = tel_klog_watch_start(t->klog, ctx, opts->kmsg_path);
 
     if (t->backend && t->backend->n_gpus &&
         pthread_create(&t->sampler, NULL, s_sampler_main, t) == 0)
@@ -1389,16 +633,11 @@ int telemetry_stop(telemetry_t **t_p, worker_ctx_t *ctx)
     pthread_mutex_unlock(&t->lock);
     if (t->sampler_running)
         pthread_join(t->sampler, NULL);
-    uint64_t lost = fb_kmsg_watch_stop(&t->watch);
-    if (lost)
-        worker_log(ctx,
-                   "telemetry: %" PRIu64 " kernel log records were overwritten before they "
-                   "were read",
-                   lost);
+    tel_klog_watch_stop(&t->watch, ctx);
     int fatal = 0;
     fb_result_t *r = worker_result(ctx);
     size_t first_finding = r->n_findings;
-    const char *node = s_host(worker_node(ctx));
+    const char *node = tel_host(worker_node(ctx));
     for (size_t i = 0; i < t->n_gpus; i++) {
         gpu_stats_t *g = &t->stats[i];
         char *part = xasprintf("%s/gpu%zu", node, i);

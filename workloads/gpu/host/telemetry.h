@@ -107,6 +107,8 @@ typedef struct {
     char uuid[96];
     const char *vendor;                    /* "nvidia" or "amd" (static) */
     unsigned pcie_max_gen, pcie_max_width; /* the link's best (GPU and slot); 0 unknown */
+    uint64_t memory_bytes;                 /* the memory the driver reports in all; 0 unknown */
+    char vbios[64], inforom[64];           /* "" unknown; InfoROM: NVIDIA only */
 } tel_gpu_info_t;
 
 /* A management library behind one interface; GPUs in PCI address order. */
@@ -128,7 +130,8 @@ struct tel_backend {
 /* Opens NVML, else ROCm SMI; NULL when neither finds a GPU (why says what was tried). */
 tel_backend_t *telemetry_backend_open(char *why, size_t whylen);
 void telemetry_backend_destroy(tel_backend_t **b_p);
-/* The backends (nvml.c, rocm_smi.c wrapped in telemetry.c); NULL when not available. */
+/* The backends (telemetry_nvml.c over nvml.c, telemetry_rocm_smi.c over rocm_smi.c); NULL when
+ * not available. */
 tel_backend_t *telemetry_nvml_backend(const char *lib, char *why, size_t whylen);
 tel_backend_t *telemetry_rocm_backend(const char *lib, char *why, size_t whylen);
 
