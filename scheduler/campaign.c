@@ -463,7 +463,7 @@ static int s_bisect_check(fb_yaml_t *ctx, const char *path, const s_scope_lines_
             return s_not_applicable(ctx, at[i], path, keys[i], "on_fail: bisect",
                                     "no on_fail: bisect");
     if (lines->bisect_rounds && lines->bisect_budget) {
-        char *kpath = s_path(path, "bisect_rounds");
+        char *kpath = fb_yaml_path(path, "bisect_rounds");
         fb_yaml_fail(ctx, lines->bisect_rounds, kpath,
                      "given with bisect_budget (line %d), which holds the rounds too; expected "
                      "bisect_budget: {rounds: N} alone",
