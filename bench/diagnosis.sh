@@ -54,10 +54,10 @@ MESS=(--false-fail 0.02 --noise-sigma 0.05 --lost 0.002 --noisy-share 0.01 --noi
 
 # --- the world of the issue's goals ------------------------------------------------------------
 run "the goal world: 1024 nodes, 8 rails, the fleet mix, 2% false fails, lognormal 0.05, 0.2% lost" \
-    --nodes 1024 --rails 8 --trials "$(trials 1000)" --seed 1 --mix fleet --faults 1-8 \
+    --nodes 1024 --rails 8 --trials "$(trials 1300)" --seed 1 --mix fleet --faults 1-8 \
     "${MESS[@]}" --disagree 0 --sweeps 2 --follow-ups 24 --order-check "$(trials 30)"
 run "the goal world on 1 rail: one intermittent node, q 0.5, netbw pairs, one sweep" \
-    --nodes 1024 --rails 1 --trials "$(trials 1000)" --seed 2 --mix node-intermittent --q 0.5 \
+    --nodes 1024 --rails 1 --trials "$(trials 2000)" --seed 2 --mix node-intermittent --q 0.5 \
     --faults 1 "${MESS[@]}" --second-share 0 --disagree 0 --sweeps 1 --follow-ups 24 \
     --goal-follow-ups 24 --order-check "$(trials 30)"
 
@@ -112,7 +112,7 @@ YAML
 {
     echo "################################################################################"
     echo "## the runner: fleetburn-simfleet (real coordinator, real ZeroMQ), on_fail: bisect"
-    echo "## command: fleetburn-simfleet --agents $N --faults faults.yaml --campaign campaign.yaml --topology fabric.topo"
+    echo "## command: fleetburn-simfleet --agents $N --faults faults.yaml --campaign campaign.yaml --topology fabric.topo --delay-ms D"
     echo "# campaign: memtest (node-local, timeout 5s), then rdmabw pairs on mlx5_[0-7], 2 sweeps of topology pairing,"
     echo "#   on_fail: bisect, bisect_rounds 24, bisect_prior: the memtest stage, timeout 3s (so that a"
     echo "#   lost result costs 8 s of real time, not 10 min); the fabric: leaves of 32 on 4 spines"
@@ -130,13 +130,18 @@ for l in range(leaves):
 for s in range(4):
     print("spine%02d: leaf[001-%03d]" % (s + 1, leaves))
 PY
-start=$SECONDS
-set +e
-"$SIMFLEET" --agents "$N" --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
-    --topology "$WORK/fabric.topo" --report-json "$WORK/report.json" >"$WORK/sim.out" 2>"$WORK/sim.log"
-rc=$?
-set -e
-python3 - "$WORK/report.json" "$rc" "$((SECONDS - start))" <<'PY' | tee -a "$OUT"
+# runner TAG [fleetburn-simfleet options]: one run; its diagnosis in $WORK/TAG.diag
+runner() {
+    local tag=$1 start=$SECONDS rc
+    shift
+    set +e
+    "$SIMFLEET" --agents "$N" --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
+        --topology "$WORK/fabric.topo" --report-json "$WORK/$tag.json" "$@" >"$WORK/$tag.out" \
+        2>"$WORK/$tag.log"
+    rc=$?
+    set -e
+    echo "# run $tag: fleetburn-simfleet ... $*" | tee -a "$OUT"
+    python3 - "$WORK/$tag.json" "$rc" "$((SECONDS - start))" "$WORK/$tag.diag" <<'PY' | tee -a "$OUT"
 import json, sys
 d = json.load(open(sys.argv[1]))
 g = d["diagnosis"]
@@ -159,8 +164,19 @@ print("runner: pairs stage %d rounds (%s), %d tasks %s; simulated %.0f s without
       "exit %s; %s s wall" % (
     len(rounds), " ".join(sorted(rounds, key=lambda r: (r[0] != "r", int(r[1:])))), len(stage["tasks"]),
     verdicts, end, sys.argv[2], sys.argv[3]))
+with open(sys.argv[4], "w") as f:
+    f.write(repr((sorted(by_method.items()), und, sorted(rounds))))
 PY
-grep -E "^coordinator (memory|CPU)" "$WORK/sim.log" | sed "s/^/#   /" | tee -a "$OUT"
+    grep -E "^coordinator (memory|CPU)" "$WORK/$tag.log" | sed "s/^/#   /" | tee -a "$OUT"
+}
+# the same seed and faults twice, results returned after 0-50 ms and after 0-5 ms of real time
+runner a --delay-ms 0-50
+runner b --delay-ms 0-5
+if cmp -s "$WORK/a.diag" "$WORK/b.diag"; then
+    echo "runner: the two runs named, left undecided and planned the same" | tee -a "$OUT"
+else
+    echo "runner: the two runs (same seed, same faults, other real delays) DIFFER in what they named or planned" | tee -a "$OUT"
+fi
 echo "in-process: $("$BENCH" --nodes "$N" --faults-file "$WORK/faults.yaml" --sweeps 2 --follow-ups 24 \
     | tr '\n' ' ')" | tee -a "$OUT"
 echo | tee -a "$OUT"

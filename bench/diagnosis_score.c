@@ -18,8 +18,9 @@
 static const double s_bad_edges[S_BINS + 1] = {0.0, 0.9, 0.95, 0.99, 0.999, S_TOP};
 static const double s_undecided_edges[S_BINS + 1] = {0.0, 0.1, 0.5, 0.9, 0.99, S_TOP};
 static const double s_cleared_edges[S_BINS + 1] = {0.0, 0.9, 0.99, 0.999, 0.9999, S_TOP};
-#define S_NAMED_KINDS 4 /* node, nic, link, group */
-static const char *const s_named_kinds[S_NAMED_KINDS] = {"node", "nic", "link", "group"};
+#define S_NAMED_KINDS 6 /* the engine's kinds of parts, and any other it may add */
+static const char *const s_named_kinds[S_NAMED_KINDS] = {"node", "nic",   "link",
+                                                         "leaf", "group", "(other)"};
 
 typedef struct {
     size_t faults, named, undecided, cleared, passed, other;
@@ -156,10 +157,10 @@ static void s_bin_add(s_bin_t *bins, const double *edges, double c, bool truly)
 
 static int s_named_kind(const char *kind)
 {
-    for (int i = 0; i < S_NAMED_KINDS; i++)
+    for (int i = 0; i < S_NAMED_KINDS - 1; i++)
         if (kind && !strcmp(kind, s_named_kinds[i]))
             return i;
-    return 0;
+    return S_NAMED_KINDS - 1;
 }
 
 static void s_time_add(s_kind_t *k, unsigned round, double secs)
