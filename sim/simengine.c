@@ -4,8 +4,15 @@
  * the coordinator's runner drives it (node-local verdicts of a bisect_prior stage, the stage's
  * own round of groups, every round the session plans, task ids as the runner makes them), each
  * test judged by the same fault model fleetburn-simfleet's agents answer from (sim/faultmodel.h,
- * keyed as sim/simtask.c keys its draws). tests/integration/test_bisect_sim.sh compares its
- * verdicts with the runner's, through the real coordinator, so that the two cannot drift apart.
+ * keyed as sim/simtask.c keys its draws, at the simulated time simtask.c gives the round: the
+ * rounds one after the other, each as long as its longest test). A member whose result the fault
+ * model loses reports nothing, and a disagreeing member reports the opposite verdict; the task's
+ * verdict is formed from its members' as the runner forms it (scheduler/stage.h
+ * fb_group_verdict), and one without a verdict (the deadline's timeout) says nothing to the
+ * session. tests/integration/test_bisect_sim.sh compares its verdicts with the runner's, through
+ * the real coordinator, so that the two cannot drift apart. Only node-scope stages and stages
+ * with on_fail: bisect are run: another multi-node stage would move simtask.c's clock, and is
+ * refused. A time budget (bisect_budget.time) is not applied: it depends on real time.
  *
  *   fleetburn-simengine --agents N --faults FILE --campaign FILE [--topology FILE] [--seed S]
  *
@@ -16,10 +23,12 @@
 #include "coordinator/campaign_file.h"
 #include "common/fileload.h"
 #include "common/json.h"
+#include "common/units.h"
 #include "common/util.h"
 #include "scheduler/bisect.h"
 #include "scheduler/campaign.h"
 #include "scheduler/pairing.h"
+#include "scheduler/stage.h"
 #include "scheduler/topology.h"
 #include "sim/faultmodel.h"
 
@@ -51,6 +60,7 @@ typedef struct {
     /* node-local verdicts of every node-scope stage, for bisect_prior */
     bool **local_failed;
     bool **local_judged;
+    double clock_s; /* simulated start of the next round (sim/simtask.c's clock) */
 } s_world_t;
 
 static char *s_default_topology(char **names, unsigned n)
@@ -149,14 +159,40 @@ static int s_rail(const fb_stage_t *st, const char *rail)
     return us && !strncmp(dev, "mlx5_", 5) ? atoi(us + 1) : -1;
 }
 
-/* The verdict of test `id` (the runner's task id) over members, from the fault model. */
-static bool s_judge(const s_world_t *w, const char *id, const char *const *m, size_t n, int rail)
+/* How long one test of the stage runs in simulated time, as sim/simtask.c reads it from the task's
+ * parameters: `duration`, else 600 s for memtest and 60 s for anything else. */
+static double s_duration_s(const fb_stage_t *st)
+{
+    uint64_t ms;
+    const char *d = fb_stage_param(st, "duration");
+    if (d && fb_parse_duration_ms(d, &ms) == 0)
+        return (double)ms / 1000.0;
+    return !strcmp(st->workload, "memtest") ? 600.0 : 60.0;
+}
+
+/* The verdict of test `id` (the runner's task id) over members m, sorted by name, started at
+ * start_s, as the runner forms it from what each member reports: *judged false when the task
+ * gets no verdict from its members (a lost result, nobody failing). */
+static bool s_judge(const s_world_t *w, const char *id, const char *const *m, size_t n, int rail,
+                    double start_s, bool *judged)
 {
     const char *draw = strchr(id, '/') + 1; /* without the campaign id, as sim/simtask.c */
     fb_sim_test_t t = {draw, m, n, n >= 2 ? rail : -1};
     fb_sim_outcome_t out;
-    fb_faultmodel_judge(w->model, &t, &out);
-    return out.failed;
+    fb_faultmodel_judge_at(w->model, &t, start_s, &out);
+    fb_verdict_t v[n ? n : 1];
+    for (size_t i = 0; i < n; i++)
+        v[i] = fb_faultmodel_lost(w->model, draw, m[i])  ? FB_VERDICT_NONE
+               : fb_sim_member_failed(&out, m[i]) ? FB_VERDICT_FAIL
+                                                          : FB_VERDICT_PASS;
+    fb_verdict_t g = fb_group_verdict(v, n, NULL);
+    *judged = g == FB_VERDICT_FAIL || g == FB_VERDICT_PASS;
+    return g == FB_VERDICT_FAIL;
+}
+
+static int s_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 static void s_node_stage(s_world_t *w, size_t k, char **names, size_t n)
@@ -167,10 +203,10 @@ static void s_node_stage(s_world_t *w, size_t k, char **names, size_t n)
         char *id = xasprintf(S_CAMPAIGN "/%zu/%s", k, names[i]);
         const char *m[1] = {names[i]};
         unsigned idx = (unsigned)atoi(strchr(names[i], '-') + 1);
-        w->local_failed[k][idx] = s_judge(w, id, m, 1, -1);
-        w->local_judged[k][idx] = true;
+        w->local_failed[k][idx] = s_judge(w, id, m, 1, -1, w->clock_s, &w->local_judged[k][idx]);
         free(id);
     }
+    w->clock_s += s_duration_s(&w->cf->campaign->stages[k]);
 }
 
 static char *s_join_rails(const fb_stage_t *st)
@@ -217,16 +253,23 @@ static fb_bisect_t *s_session(s_world_t *w, size_t k, char **names, size_t n)
     return b;
 }
 
+/* One test of the round starting at w->clock_s: the fault model judges its members sorted by name,
+ * as every simulated agent sorts them. */
 static void s_record(const s_world_t *w, fb_bisect_t *b, const fb_stage_t *st, const char *id,
                      long planned, const char *const *m, size_t n, const char *rail)
 {
-    fb_bisect_result_t r = {
-        id, planned, m, n, rail, true, s_judge(w, id, m, n, s_rail(st, rail)), NULL, 0, NULL, 0};
+    const char **sorted = xmalloc((n ? n : 1) * sizeof *sorted);
+    memcpy(sorted, m, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, s_cmp_str);
+    bool judged = false;
+    bool failed = s_judge(w, id, sorted, n, s_rail(st, rail), w->clock_s, &judged);
+    free(sorted);
+    fb_bisect_result_t r = {id, planned, m, n, rail, judged, failed, NULL, 0, NULL, 0};
     fb_bisect_record(b, &r);
 }
 
 /* A group stage's own round: fb_plan_groups over the nodes, as the runner plans it. */
-static void s_group_round(const s_world_t *w, fb_bisect_t *b, size_t k, char **names, size_t n)
+static void s_group_round(s_world_t *w, fb_bisect_t *b, size_t k, char **names, size_t n)
 {
     const fb_stage_t *st = &w->cf->campaign->stages[k];
     fb_plan_t plan = {0};
@@ -238,11 +281,13 @@ static void s_group_round(const s_world_t *w, fb_bisect_t *b, size_t k, char **n
                  plan.groups[g].n_members, NULL);
         free(id);
     }
+    if (plan.n_groups)
+        w->clock_s += s_duration_s(st);
     fb_plan_clear(&plan);
 }
 
 /* Every round the session plans, with the runner's task ids. */
-static void s_rounds(const s_world_t *w, fb_bisect_t *b, size_t k)
+static void s_rounds(s_world_t *w, fb_bisect_t *b, size_t k)
 {
     const fb_stage_t *st = &w->cf->campaign->stages[k];
     fb_bisect_round_t rd;
@@ -256,6 +301,8 @@ static void s_rounds(const s_world_t *w, fb_bisect_t *b, size_t k)
             s_record(w, b, st, id, (long)i, (const char *const *)t->members, t->n_members, t->rail);
             free(id);
         }
+        if (rd.n_tests)
+            w->clock_s += s_duration_s(st);
         fb_bisect_round_clear(&rd);
     }
     fb_bisect_round_clear(&rd);
@@ -285,6 +332,7 @@ static void s_print_stage(fb_json_t *j, const fb_stage_t *st, const fb_bisect_t 
 static int s_run(s_world_t *w)
 {
     const fb_campaign_t *c = w->cf->campaign;
+    int rc = 0;
     fb_json_t *j = fb_json_new(true);
     fb_json_object_begin(j, NULL);
     fb_json_array_begin(j, "stages");
@@ -312,6 +360,13 @@ static int s_run(s_world_t *w)
                 s_print_stage(j, st, b);
                 fb_bisect_destroy(&b);
             }
+        } else {
+            fprintf(stderr,
+                    "fleetburn-simengine: stage %s: scope %s without on_fail: bisect is not "
+                    "simulated here (its rounds would move the simulated clock of the stages "
+                    "after it); expected node-scope stages and stages with on_fail: bisect\n",
+                    st->name, st->scope == FB_SCOPE_GROUP ? "group" : "pairs");
+            rc = 2;
         }
         for (size_t i = 0; i < n; i++)
             free(names[i]);
@@ -319,9 +374,10 @@ static int s_run(s_world_t *w)
     }
     fb_json_array_end(j);
     fb_json_object_end(j);
-    printf("%s\n", fb_json_text(j));
+    if (!rc)
+        printf("%s\n", fb_json_text(j));
     fb_json_destroy(&j);
-    return 0;
+    return rc;
 }
 
 static void s_usage(FILE *out)

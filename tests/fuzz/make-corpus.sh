@@ -45,6 +45,7 @@ printf 'faults:\n  - {link: leaf02<->spine01, kind: hard}\n' >"$corpus/faultmode
 printf 'rails: 2\nfaults:\n  - {nic: node03/1, kind: intermittent, q: 0.25}\n  - {link: node09<->leaf03, kind: slow, factor: 0.4}\n' >"$corpus/faultmodel/nic-link.yaml"
 printf 'seed: 1\nfalse_fail_rate: 0.001\nfaults: []\n' >"$corpus/faultmodel/empty.yaml"
 printf 'faults:\n  - node: node12\n    kind: slow\n    factor: 0.6\n' >"$corpus/faultmodel/block.yaml"
+printf 'lost_rate: 0.002\ndisagree_rate: 0.01\nnoise: {dist: lognormal, sigma: 0.05}\nfaults:\n  - {node: node05, kind: intermittent, q: 0.3, burst: 600}\n  - {node: node05, kind: slow, factor: 0.9}\n  - {node: node07, kind: noisy, sigma: 0.2}\n  - {leaf: leaf03, kind: hard}\n' >"$corpus/faultmodel/messy.yaml"
 
 # Topologies in both formats.
 cp "$fix"/topology/* "$corpus/topology/"
