@@ -192,6 +192,8 @@ typedef struct {
     double *vals;               /* scratch */
     uint64_t *keys;             /* scratch */
     struct s_stat *stat0;       /* per part, on all its flows (before any was explained) */
+    double *own_sigma;          /* per node part (node and direction): the spread of its own
+                                 * flows, 0 when too few; its NICs share it */
     bool dirty;                 /* flows were explained since stat0 */
 } s_judge_t;
 
@@ -365,6 +367,37 @@ static uint64_t s_partner(const s_judge_t *j, size_t p, size_t i)
     return sending ? b : a;
 }
 
+/* The node part (node and direction) of a node or rail part; a link's own index (its spread is
+ * never computed: 0). */
+static size_t s_node_part(const s_judge_t *j, size_t p)
+{
+    if (p < j->base_rail)
+        return p;
+    if (p < j->base_link) {
+        size_t q = (p - j->base_rail) / 2;
+        return 2 * (q / j->fj->rails.n) + (p - j->base_rail) % 2;
+    }
+    return p;
+}
+
+/* Every node part's own spread: 1.4826 x the median absolute deviation of its flows' log ratios
+ * from their median, over all its flows (at least 8 of them; else 0). */
+static void s_own_spreads(s_judge_t *j)
+{
+    j->own_sigma = xcalloc(j->n_parts + 1, sizeof *j->own_sigma);
+    for (size_t p = 0; p < j->base_rail; p++) {
+        size_t n = 0;
+        for (size_t k = j->flows_at[p]; k < j->flows_at[p + 1]; k++)
+            j->vals[n++] = j->lr[j->flows_v[k]];
+        if (n < 8)
+            continue;
+        double m = s_median(j->vals, n);
+        for (size_t k = 0; k < n; k++)
+            j->vals[k] = fabs(j->vals[k] - m);
+        j->own_sigma[p] = 1.4826 * s_median(j->vals, n);
+    }
+}
+
 /* Part p on its unexplained flows: upper median log ratio, its standard error (the median of n
  * normal values has 1.2533 times the mean's), and the chance that a healthy part of its kind
  * anywhere in the fleet has a median that low. */
@@ -386,7 +419,13 @@ static s_stat_t s_stat(const s_judge_t *j, size_t p)
     /* The upper median: a part is slow when more than half of its flows are (of two flows, one
      * slow one is a partner's doing, not its own). */
     st.m = s_select(j->vals, st.n, st.n / 2);
-    st.se = 1.2533 * (sig_sum / (double)st.n) / sqrt((double)st.n);
+    /* The spread: its class's, or its node's own (its flows that way) where that is wider. A
+     * noisy node's medians, and its NICs', wander as far as its measurements scatter: judged by
+     * the class's spread alone, the fleet's noisiest NIC would be named slow after a few flows. */
+    double sigma = sig_sum / (double)st.n;
+    double own = j->own_sigma[s_node_part(j, p)];
+    sigma = own > sigma ? own : sigma;
+    st.se = 1.2533 * sigma / sqrt((double)st.n);
     double tail = 0.5 * erfc(-st.m / st.se / sqrt(2.0)); /* P(Z >= -m / se) */
     st.chance = tail * (double)j->n_kind[s_part_kind(j, p)];
     return st;
@@ -636,6 +675,7 @@ int fb_flowjudge_judge(const fb_flowjudge_t *fj, fb_flow_judgment_t *out)
     j.stat0 = xcalloc(j.n_parts + 1, sizeof *j.stat0);
     s_score_flows(&j);
     s_index_parts(&j);
+    s_own_spreads(&j);
     out->n_flows = nf;
     for (size_t i = 0; i < nf; i++)
         out->n_slow += j.slow[i];
@@ -650,6 +690,7 @@ int fb_flowjudge_judge(const fb_flowjudge_t *fj, fb_flow_judgment_t *out)
     free(j.vals);
     free(j.keys);
     free(j.stat0);
+    free(j.own_sigma);
     free(j.flows_at);
     free(j.flows_v);
     return (int)out->n_findings;
