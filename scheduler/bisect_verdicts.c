@@ -479,6 +479,143 @@ static void s_slow_verdicts(const fb_bisect_t *b, s_vlist_t *l)
     }
 }
 
+/* ---- slow uplinks, where the routes are not known ---- */
+
+/* A slow leaf-spine link slows the flows routed over it: those to the leaf's nodes that the
+ * subnet manager routes through that spine (about one in S of them, with S spines), and those from
+ * the leaf to such nodes elsewhere. Without the routes (fb_bisect_opts_t.route) the flow judge has
+ * no part for it, and names those nodes slow when receiving. Several nodes of one leaf slow the
+ * same way are the leaf's doing, by the leaf switch's standard (s_bad_leaves): at least three, and
+ * chance alone (nodes slow at the fleet's rate elsewhere landing on one leaf, in one direction,
+ * times the leaves and the two directions) at most fleet_error. The leaf is named by its uplinks,
+ * "leaf02<->*": which spine's needs the routes. Fills (*chance)[leaf] (1: not named); returns how
+ * many are named. */
+static size_t s_slow_uplinks(const fb_bisect_t *b, const fb_flow_judgment_t *j, double **chance)
+{
+    const fb_topology_t *t = b->o.topology;
+    size_t leaves = t ? fb_topology_n_leaves(t) : 0, named = 0;
+    *chance = xcalloc(leaves + 1, sizeof **chance);
+    if (!leaves)
+        return 0;
+    size_t *in = xcalloc(leaves, sizeof *in), *slow = xcalloc(2 * leaves, sizeof *slow);
+    size_t total = 0, total_slow[2] = {0, 0};
+    for (size_t k = 0; k < leaves; k++) {
+        size_t n;
+        const char *const *nodes = fb_topology_leaf_nodes(t, k, &n);
+        for (size_t i = 0; i < n; i++)
+            in[k] += !isnan(fb_diag_p_bad(b->diag, nodes[i]));
+        total += in[k];
+    }
+    for (size_t i = 0; i < j->n_findings; i++) {
+        const fb_flow_finding_t *f = &j->findings[i];
+        int dir = !strcmp(f->direction, "receive") ? 0 : !strcmp(f->direction, "send") ? 1 : -1;
+        const char *leaf = strcmp(f->kind, "node") || dir < 0 ? NULL
+                                                               : fb_topology_leaf_of(t, f->part);
+        for (size_t k = 0; leaf && k < leaves; k++)
+            if (!strcmp(fb_topology_leaf_name(t, k), leaf)) {
+                slow[2 * k + (size_t)dir]++;
+                total_slow[dir]++;
+            }
+    }
+    for (size_t k = 0; k < leaves; k++) {
+        (*chance)[k] = 1.0;
+        for (size_t dir = 0; dir < 2; dir++) {
+            size_t s = slow[2 * k + dir];
+            if (s < 3)
+                continue;
+            double rate = (double)(total_slow[dir] - s + 1) / (double)(total - in[k] + 2);
+            double c = s_tail(in[k], s, rate) * (double)leaves * 2.0;
+            if (c <= b->o.diag.fleet_error && c < (*chance)[k])
+                (*chance)[k] = c;
+        }
+        named += (*chance)[k] < 1.0;
+    }
+    free(in);
+    free(slow);
+    return named;
+}
+
+/* The index of the leaf of node, among those whose uplinks s_slow_uplinks named; -1 if none. */
+static long s_named_leaf(const fb_bisect_t *b, const double *chance, const char *node)
+{
+    const fb_topology_t *t = b->o.topology;
+    const char *name = node ? fb_topology_leaf_of(t, node) : NULL;
+    for (size_t k = 0; name && k < fb_topology_n_leaves(t); k++)
+        if (chance[k] < 1.0 && !strcmp(fb_topology_leaf_name(t, k), name))
+            return (long)k;
+    return -1;
+}
+
+/* Whether finding f (a node or NIC that the engine does not name by its failures) is explained by
+ * an uplink s_slow_uplinks named: each of its slow flows (below slow_fraction of its median)
+ * leaves or enters such a leaf, so may cross the slow uplink. *leaf gets the leaf of the first. */
+static bool s_behind_slow_uplink(const fb_bisect_t *b, const double *chance,
+                                 const fb_flow_finding_t *f, size_t *leaf)
+{
+    const fb_topology_t *t = b->o.topology;
+    if (strstr(f->part, "<->") || !f->n_slow ||
+        fb_diag_p_bad(b->diag, f->part) >= b->o.diag.bad_threshold)
+        return false;
+    bool any = false;
+    for (size_t k = 0; k < f->n_slow; k++) {
+        const fb_flow_sample_t *x = &f->slow[k];
+        if (x->value > b->o.flow.slow_fraction * x->median)
+            continue; /* a flow it explains that is not slow itself */
+        const char *ls = fb_topology_leaf_of(t, x->src), *ld = fb_topology_leaf_of(t, x->dst);
+        long at = s_named_leaf(b, chance, x->src);
+        if (at < 0)
+            at = s_named_leaf(b, chance, x->dst);
+        if (at < 0 || !ls || !ld || !strcmp(ls, ld))
+            return false;
+        if (!any)
+            *leaf = (size_t)at;
+        any = true;
+    }
+    return any;
+}
+
+/* The uplinks named, as verdicts; the nodes and NICs of their leaves named slow by their flows
+ * alone become passed: the uplink explains their slow flows. */
+static void s_uplink_verdicts(const fb_bisect_t *b, s_vlist_t *l)
+{
+    const fb_flow_judgment_t *j = bisect__judgment(b);
+    double *chance;
+    size_t named = s_slow_uplinks(b, j, &chance);
+    const fb_topology_t *t = b->o.topology;
+    for (size_t k = 0; named && k < fb_topology_n_leaves(t); k++) {
+        if (chance[k] >= 1.0)
+            continue;
+        char *part = xasprintf("%s<->*", fb_topology_leaf_name(t, k));
+        fb_bisect_verdict_t *uv = s_verdict_new(l, part, "link", FB_BISECT_BAD, 1.0 - chance[k]);
+        free(part);
+        size_t n_nodes = 0;
+        for (size_t i = 0; i < j->n_findings; i++) {
+            const fb_flow_finding_t *f = &j->findings[i];
+            size_t leaf;
+            fb_bisect_verdict_t *x = s_find_verdict(l, f->part);
+            if (!x || x->state != FB_BISECT_BAD || !s_behind_slow_uplink(b, chance, f, &leaf) ||
+                leaf != k)
+                continue;
+            n_nodes++;
+            s_partner_add(uv, f->part, strlen(f->part));
+            for (size_t e = 0; e < x->n_evidence && e < 2; e++)
+                s_evidence_add(uv, x->evidence[e].test_id,
+                               xasprintf("%s: %s", f->part, x->evidence[e].what));
+            x->state = FB_BISECT_PASSED;
+            x->confidence = NAN;
+            free(x->summary);
+            x->summary = xasprintf("passed: its slow flows are its leaf's uplink's (%s<->* named "
+                                   "bad)",
+                                   fb_topology_leaf_name(t, k));
+        }
+        uv->summary = xasprintf("slow uplink of %s (which spine: the subnet manager's routes tell): "
+                                "%zu nodes and NICs whose slow flows leave or enter the leaf; "
+                                "chance alone in this fleet %.2g",
+                                fb_topology_leaf_name(t, k), n_nodes, chance[k]);
+    }
+    free(chance);
+}
+
 /* ---- the list ---- */
 
 size_t fb_bisect_bad(const fb_bisect_t *b, char ***parts)
@@ -505,13 +642,20 @@ size_t fb_bisect_bad(const fb_bisect_t *b, char ***parts)
     }
     free(chance);
     free((void *)bad);
+    double *up;
+    size_t n_up = s_slow_uplinks(b, j, &up), leaf;
+    out = xrealloc(out, (n + j->n_findings + n_up + 1) * sizeof *out);
+    for (size_t k = 0; n_up && k < fb_topology_n_leaves(t); k++)
+        if (up[k] < 1.0)
+            out[n++] = xasprintf("%s<->*", fb_topology_leaf_name(t, k));
     for (size_t i = 0; i < j->n_findings; i++) {
-        bool seen = false;
+        bool seen = n_up && s_behind_slow_uplink(b, up, &j->findings[i], &leaf);
         for (size_t k = 0; k < n && !seen; k++)
             seen = !strcmp(out[k], j->findings[i].part);
         if (!seen)
             out[n++] = xstrdup(j->findings[i].part);
     }
+    free(up);
     *parts = out;
     return n;
 }
@@ -534,6 +678,7 @@ size_t fb_bisect_verdicts(const fb_bisect_t *b, fb_bisect_verdict_t **out)
     for (size_t i = 0; i < b->n_splits; i++)
         s_split_verdicts(b, i, &l);
     s_slow_verdicts(b, &l);
+    s_uplink_verdicts(b, &l);
     if (l.n)
         qsort(l.v, l.n, sizeof *l.v, s_cmp_state);
     *out = l.v;

@@ -233,6 +233,49 @@ static void test_uplink(void **state)
     s_fleet_free(&f);
 }
 
+/* The same uplink where the routes are not known (the runner's case until it reads the subnet
+ * manager's tables): the flows into the leaf's nodes that the fabric routes through that spine
+ * are slow, so those nodes look slow when receiving. Several of one leaf slow the same way are
+ * the leaf's doing: one of its uplinks is named, "leaf02<->*", and the nodes pass. */
+static void test_uplink_no_routes(void **state)
+{
+    (void)state;
+    s_fleet_t f;
+    s_fleet(&f,
+            "seed: 9\nrails: 4\nfaults:\n  - {link: leaf02<->spine01, kind: slow, factor: 0.5}\n");
+    fb_bisect_opts_t o;
+    fb_bisect_opts_default(&o);
+    o.pairing = FB_PAIRING_TOPOLOGY;
+    o.topology = f.topo; /* no o.route */
+    o.seed = 42;
+    o.sweeps = 2;
+    o.max_rounds = 8;
+    fb_bisect_t *b = fb_bisect_new(&o);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(fb_bisect_add_node(b, f.names[i], "mlx5_0,mlx5_1,mlx5_2,mlx5_3"), 0);
+    s_run(&f, b);
+    fb_bisect_verdict_t *v;
+    size_t n = fb_bisect_verdicts(b, &v);
+    const fb_bisect_verdict_t *up = s_verdict(v, n, "leaf02<->*");
+    assert_non_null(up);
+    printf("[bisect] leaf02<->spine01 slow, no routes: %s\n", up->summary);
+    assert_int_equal(up->state, FB_BISECT_BAD);
+    assert_string_equal(up->kind, "link");
+    assert_int_equal(s_count(v, n, FB_BISECT_BAD), 1);
+    for (size_t i = 0; i < n; i++)
+        if (strstr(v[i].part, "sim-1") && v[i].n_evidence)
+            assert_int_not_equal(v[i].state, FB_BISECT_BAD);
+    fb_bisect_verdicts_free(&v, n);
+    char **bad;
+    size_t nb = fb_bisect_bad(b, &bad);
+    assert_int_equal(nb, 1);
+    assert_string_equal(bad[0], "leaf02<->*");
+    free(bad[0]);
+    free(bad);
+    fb_bisect_destroy(&b);
+    s_fleet_free(&f);
+}
+
 /* Records the stage's own round of a group stage: groups of `size` in name order. */
 static void s_group_round(const s_fleet_t *f, fb_bisect_t *b, int size)
 {
@@ -548,6 +591,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pairs),        cmocka_unit_test(test_uplink),
+        cmocka_unit_test(test_uplink_no_routes),
         cmocka_unit_test(test_groups),       cmocka_unit_test(test_groups_nic),
         cmocka_unit_test(test_groups_split), cmocka_unit_test(test_leaf),
         cmocka_unit_test(test_limits),       cmocka_unit_test(test_order),
