@@ -546,9 +546,16 @@ static long s_named_leaf(const fb_bisect_t *b, const double *chance, const char 
     return -1;
 }
 
+static int s_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 /* Whether finding f (a node or NIC that the engine does not name by its failures) is explained by
- * an uplink s_slow_uplinks named: each of its slow flows (below slow_fraction of its median)
- * leaves or enters such a leaf, so may cross the slow uplink. *leaf gets the leaf of the first. */
+ * an uplink s_slow_uplinks named, as the flow judge explains: its flows that do not leave or enter
+ * that leaf (those that cannot cross the slow uplink), judged again on their own, are not slow
+ * (their upper median above slow_fraction of the median, or there are none). *leaf gets the leaf. */
 static bool s_behind_slow_uplink(const fb_bisect_t *b, const double *chance,
                                  const fb_flow_finding_t *f, size_t *leaf)
 {
@@ -556,22 +563,31 @@ static bool s_behind_slow_uplink(const fb_bisect_t *b, const double *chance,
     if (strstr(f->part, "<->") || !f->n_slow ||
         fb_diag_p_bad(b->diag, f->part) >= b->o.diag.bad_threshold)
         return false;
-    bool any = false;
+    long at = -1;
+    double *rest = xmalloc(f->n_slow * sizeof *rest);
+    size_t n_rest = 0, n_through = 0;
     for (size_t k = 0; k < f->n_slow; k++) {
         const fb_flow_sample_t *x = &f->slow[k];
-        if (x->value > b->o.flow.slow_fraction * x->median)
-            continue; /* a flow it explains that is not slow itself */
         const char *ls = fb_topology_leaf_of(t, x->src), *ld = fb_topology_leaf_of(t, x->dst);
-        long at = s_named_leaf(b, chance, x->src);
-        if (at < 0)
-            at = s_named_leaf(b, chance, x->dst);
-        if (at < 0 || !ls || !ld || !strcmp(ls, ld))
-            return false;
-        if (!any)
-            *leaf = (size_t)at;
-        any = true;
+        long here = s_named_leaf(b, chance, x->src);
+        if (here < 0)
+            here = s_named_leaf(b, chance, x->dst);
+        if (here >= 0 && (at < 0 || here == at) && ls && ld && strcmp(ls, ld)) {
+            at = here;
+            n_through++;
+        } else {
+            rest[n_rest++] = x->median > 0 ? x->value / x->median : 1.0;
+        }
     }
-    return any;
+    bool explained = at >= 0 && n_through > 0;
+    if (explained && n_rest) {
+        qsort(rest, n_rest, sizeof *rest, s_cmp_double);
+        explained = rest[n_rest / 2] > b->o.flow.slow_fraction;
+    }
+    free(rest);
+    if (explained)
+        *leaf = (size_t)at;
+    return explained;
 }
 
 /* The uplinks named, as verdicts; the nodes and NICs of their leaves named slow by their flows

@@ -18,6 +18,7 @@
 #include <string.h>
 
 const double diag__qgrid[DIAG_NQ] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.97};
+const double diag__agrid[DIAG_NA] = {0.1, 0.2, 0.35, 0.5, 0.7};
 
 /* Posterior iterations: converged when no hypothesis moves more than this. */
 #define S_CONVERGED 1e-9
@@ -124,6 +125,7 @@ void fb_diag_destroy(fb_diag_t **self_p)
         free(e->name);
         free(e->children.v);
         free(e->post);
+        free(e->rpass);
         free(e->tests.v);
         free(e->ufails.v);
         free(e->counters.v);
@@ -221,6 +223,13 @@ static size_t s_hyp(size_t part, size_t j)
     return 1 + part * DIAG_NQ + j;
 }
 
+/* After them, a unit with R rails: the node is bad in bursts, active in a share diag__agrid[b] of
+ * rounds. */
+static size_t s_hyp_burst(size_t R, size_t b)
+{
+    return 1 + (1 + R) * DIAG_NQ + b;
+}
+
 int fb_diag_add_node(fb_diag_t *d, const char *node, const char *rails_csv)
 {
     assert(d);
@@ -246,10 +255,13 @@ int fb_diag_add_node(fb_diag_t *d, const char *node, const char *rails_csv)
     size_t R = ne->children.n;
     /* The node and its NICs together: prior_bad for the node, and as much again shared by its
      * rails (a NIC of eight is not as likely to be bad as the whole node). */
-    ne->prior = d->par.prior_bad;
-    ne->n_post = 1 + (1 + R) * DIAG_NQ;
+    double bursty = d->par.prior_bad * DIAG_BURSTY_SHARE;
+    ne->prior = d->par.prior_bad + bursty;
+    ne->n_post = 1 + (1 + R) * DIAG_NQ + DIAG_NA;
     ne->post = xcalloc(ne->n_post, sizeof *ne->post);
-    ne->post[0] = 1.0 - d->par.prior_bad * (R ? 2.0 : 1.0);
+    ne->post[0] = 1.0 - d->par.prior_bad * (R ? 2.0 : 1.0) - bursty;
+    for (size_t b = 0; b < DIAG_NA; b++)
+        ne->post[s_hyp_burst(R, b)] = bursty / DIAG_NA;
     for (size_t part = 0; part <= R; part++) {
         double pr = part ? d->par.prior_bad / (double)R : d->par.prior_bad;
         if (part)
@@ -406,6 +418,14 @@ static void s_take_tests(fb_diag_t *d, unsigned round)
             t->p_before[k] = e->p;
             diag__ivec_push(&e->tests, ti);
             e->n_pass += !t->failed;
+            if (e->parent < 0) {
+                if (e->n_rpass <= round) {
+                    e->rpass = xrealloc(e->rpass, (round + 1) * sizeof *e->rpass);
+                    memset(e->rpass + e->n_rpass, 0, (round + 1 - e->n_rpass) * sizeof *e->rpass);
+                    e->n_rpass = round + 1;
+                }
+                e->rpass[round] += !t->failed;
+            }
             int self = diag__node_of(d, t->inv[k]);
             for (size_t s = 0; s < t->n_units; s++)
                 if (t->units[s] != self)
@@ -492,7 +512,7 @@ static void s_base(const fb_diag_t *d, int u, double *lw)
     }
     const diag_ent_t *ue = &d->ents[u];
     size_t R = ue->children.n;
-    lw[0] = log(1.0 - d->par.prior_bad * (R ? 2.0 : 1.0));
+    lw[0] = log(1.0 - d->par.prior_bad * (R ? 2.0 : 1.0) - d->par.prior_bad * DIAG_BURSTY_SHARE);
     for (size_t part = 0; part <= R; part++) {
         const diag_ent_t *pe = part ? &d->ents[ue->children.v[part - 1]] : ue;
         double lp = log(pe->prior) + (double)pe->counters.n * log(d->par.counter_lr);
@@ -510,8 +530,8 @@ static double s_show(const fb_diag_t *d, const diag_test_t *t, size_t s, const d
         if (t->unit_rail[s] >= 0)
             m += post[s_hyp(1 + (size_t)t->unit_rail[s], j)] * diag__qgrid[j];
     }
-    (void)d;
-    return m;
+    /* a bursty node shows in the tests of the rounds it was active in (s_burst) */
+    return m + post[d->ents[t->units[s]].n_post + t->round];
 }
 
 static void s_normalise(double *lw, size_t n, double *out)
@@ -528,14 +548,60 @@ static void s_normalise(double *lw, size_t n, double *out)
         out[h] /= sum;
 }
 
+/* Unit u's bursty hypotheses, round by round: in a round the fault is active (share a), and then
+ * each of the node's tests fails with DIAG_Q_ON, or quiet, and then its tests fail as they would
+ * with the node good (its failed test i with 1 - keeps[i]). Rounds multiply:
+ *   L(a) = prod_r (a * P(round r | active) + (1 - a) * P(round r | quiet)),
+ * passes entering as in s_base (the other members' part cancels). Then the posterior (out, from
+ * the log-weights lw) and, after its hypotheses, per round the chance that the node showed a
+ * fault in it: sum_b P(bursty with a_b) * P(active in r | a_b, round r) * DIAG_Q_ON. */
+static void s_burst(const fb_diag_t *d, int u, const double *keeps, double *lw, double *out,
+                    double *act)
+{
+    const diag_ent_t *ue = &d->ents[u];
+    size_t R = ue->children.n, rounds = d->rounds;
+    double lprior = log(d->par.prior_bad * DIAG_BURSTY_SHARE / DIAG_NA);
+    for (size_t b = 0; b < DIAG_NA; b++)
+        lw[s_hyp_burst(R, b)] = lprior;
+    size_t f = 0;
+    for (size_t r = 0; r < rounds; r++) {
+        double on = 0.0, off = 0.0; /* log P(round r | active), log P(round r | quiet) */
+        unsigned passes = r < ue->n_rpass ? ue->rpass[r] : 0;
+        on += (double)passes * log1p(-DIAG_Q_ON);
+        bool tested = passes > 0;
+        for (; f < ue->ufails.n && d->tests[ue->ufails.v[f]].round == r; f++) {
+            double miss = 1.0 - keeps[f];
+            on += log(1.0 - (1.0 - DIAG_Q_ON) * keeps[f]);
+            off += log(miss > 1e-12 ? miss : 1e-12);
+            tested = true;
+        }
+        for (size_t b = 0; b < DIAG_NA; b++) {
+            double a = diag__agrid[b];
+            double x = log(a) + on, y = log1p(-a) + off, mx = x > y ? x : y;
+            double l = mx + log(exp(x - mx) + exp(y - mx));
+            lw[s_hyp_burst(R, b)] += tested ? l : 0.0;
+            act[b * rounds + r] = tested ? exp(x - l) : a;
+        }
+    }
+    s_normalise(lw, ue->n_post, out);
+    for (size_t r = 0; r < rounds; r++) {
+        double show = 0.0;
+        for (size_t b = 0; b < DIAG_NA; b++)
+            show += out[s_hyp_burst(R, b)] * act[b * rounds + r] * DIAG_Q_ON;
+        out[ue->n_post + r] = show;
+    }
+}
+
 /* Unit u's posterior from its base log-weights and its failed tests, the other members of each
  * entering through how likely they are to show a fault in it (mean field):
  *   P(fail | h) = 1 - (1 - s_h) * prod_{other units v} (1 - show_v) * (1 - f),
  *   s_h = q of h when h puts the fault in the test, else 0. */
-static void s_unit_post(const fb_diag_t *d, int u, double *const *posts, double *lw, double *out)
+static void s_unit_post(const fb_diag_t *d, int u, double *const *posts, double *lw, double *out,
+                        double *keeps, double *act)
 {
     const diag_ent_t *ue = &d->ents[u];
     s_base(d, u, lw);
+    size_t steady = 1 + (1 + ue->children.n) * DIAG_NQ;
     for (size_t i = 0; i < ue->ufails.n; i++) {
         const diag_test_t *t = &d->tests[ue->ufails.v[i]];
         double others = 1.0;
@@ -547,7 +613,8 @@ static void s_unit_post(const fb_diag_t *d, int u, double *const *posts, double 
                 others *= 1.0 - s_show(d, t, s, posts[t->units[s]]);
         }
         double keep = others * (1.0 - (t->n_mem == 1 ? d->f_local : d->f_multi));
-        for (size_t h = 0; h < ue->n_post; h++) {
+        keeps[i] = keep;
+        for (size_t h = 0; h < steady; h++) {
             double sh = 0.0;
             if (h > 0) {
                 size_t part = (h - 1) / DIAG_NQ;
@@ -558,7 +625,7 @@ static void s_unit_post(const fb_diag_t *d, int u, double *const *posts, double 
             lw[h] += log(lik > 1e-12 ? lik : 1e-12); /* never rule a hypothesis out for good */
         }
     }
-    s_normalise(lw, ue->n_post, out);
+    s_burst(d, u, keeps, lw, out, act);
 }
 
 /* Every unit's posterior over every result so far: closed form for units in no failed test,
@@ -571,13 +638,19 @@ static void s_posteriors(fb_diag_t *d)
         maxh = d->ents[i].n_post > maxh ? d->ents[i].n_post : maxh;
     double **posts = xcalloc(ne, sizeof *posts), **next = xcalloc(ne, sizeof *next);
     double *lw = xmalloc(maxh * sizeof *lw);
+    size_t maxf = 1, rounds = d->rounds;
+    for (size_t i = 0; i < d->n_ents; i++)
+        maxf = d->ents[i].ufails.n > maxf ? d->ents[i].ufails.n : maxf;
+    double *keeps = xmalloc(maxf * sizeof *keeps);
+    double *act = xmalloc((DIAG_NA * rounds + 1) * sizeof *act);
     for (size_t i = 0; i < d->n_ents; i++) {
         const diag_ent_t *e = &d->ents[i];
         if (e->parent >= 0)
             continue;
-        posts[i] = xmalloc(e->n_post * sizeof *posts[i]);
+        /* its hypotheses, then per round the chance a bursty fault of it showed (s_burst) */
+        posts[i] = xcalloc(e->n_post + rounds + 1, sizeof *posts[i]);
         memcpy(posts[i], e->post, e->n_post * sizeof *posts[i]);
-        next[i] = xmalloc(e->n_post * sizeof *next[i]);
+        next[i] = xcalloc(e->n_post + rounds + 1, sizeof *next[i]);
     }
     for (unsigned it = 0; it < S_MAX_ITER; it++) {
         double moved = 0.0;
@@ -585,7 +658,7 @@ static void s_posteriors(fb_diag_t *d)
             const diag_ent_t *e = &d->ents[i];
             if (e->parent >= 0 || (it > 0 && e->ufails.n == 0))
                 continue;
-            s_unit_post(d, (int)i, posts, lw, next[i]);
+            s_unit_post(d, (int)i, posts, lw, next[i], keeps, act);
             for (size_t h = 0; h < e->n_post; h++) {
                 /* damped once past the easy cases, against oscillation */
                 double x = it < 20 ? next[i][h] : 0.5 * (next[i][h] + posts[i][h]);
@@ -613,6 +686,8 @@ static void s_posteriors(fb_diag_t *d)
     free(posts);
     free(next);
     free(lw);
+    free(keeps);
+    free(act);
 }
 
 /* P(part bad) from its unit's posterior, and its posterior mass per q (w, may be NULL). */
@@ -631,6 +706,8 @@ static double s_part_mass(const fb_diag_t *d, int i, double *w)
             w[j] = x;
         m += x;
     }
+    for (size_t b = 0; part == 0 && b < DIAG_NA; b++) /* a node bad in bursts is bad */
+        m += ue->post[s_hyp_burst(ue->children.n, b)];
     return m;
 }
 
@@ -799,8 +876,11 @@ static bool s_name_unit(fb_diag_t *d, int u)
 /* The 5% quantile of a part's posterior over q, given it is bad. */
 static double s_q_low(const fb_diag_t *d, int i)
 {
-    double w[DIAG_NQ], m = s_part_mass(d, i, w), acc = 0.0;
-    for (size_t j = 0; j < DIAG_NQ; j++) {
+    double w[DIAG_NQ], m = 0.0, acc = 0.0;
+    s_part_mass(d, i, w);
+    for (size_t j = 0; j < DIAG_NQ; j++)
+        m += w[j]; /* its steady fault's q (a bursty one shows in every test while active) */
+    for (size_t j = 0; m > 0.0 && j < DIAG_NQ; j++) {
         acc += w[j] / m;
         if (acc >= 0.05)
             return diag__qgrid[j];
@@ -1066,7 +1146,10 @@ size_t fb_diag_verdicts(const fb_diag_t *d, fb_diag_verdict_t **out)
         x->clear_more = x->state == FB_DIAG_UNDECIDED ? e->clear_more : 0;
         x->chance = e->bad ? e->chance_named : e->chance;
         x->q_est = NAN;
-        double w[DIAG_NQ], m = s_part_mass(d, (int)i, w);
+        double w[DIAG_NQ], m = 0.0;
+        s_part_mass(d, (int)i, w);
+        for (size_t j = 0; j < DIAG_NQ; j++)
+            m += w[j]; /* of its steady fault (a bursty one shows whenever active) */
         if (e->bad && m > 0.0) {
             x->q_est = 0.0;
             for (size_t j = 0; j < DIAG_NQ; j++)

@@ -14,6 +14,13 @@
  * hard fault that passes once (a member that mis-reported, a test that did not exercise it) is
  * much less likely, not ruled out for good. */
 #define DIAG_NQ 10
+/* A node fault can also come in bursts (a GPU throwing Xid errors for a while, an ECC storm, a
+ * host stalling): active in a share a of rounds, and while active every test of the node, on
+ * every rail, fails (but for DIAG_Q_ON's miss). The grid of a. */
+#define DIAG_NA 5
+#define DIAG_Q_ON 0.97
+/* The prior of a bursty node fault, as a share of prior_bad (on top of the steady one). */
+#define DIAG_BURSTY_SHARE 0.25
 
 typedef struct {
     int *v;
@@ -55,8 +62,10 @@ typedef struct {
     int parent;           /* index of the node of a rail, -1 for a node */
     int rail;             /* a rail: its index in fb_diag.rails; -1 for a node */
     diag_ivec_t children; /* rails of a node */
-    double *post;         /* node only: its unit's hypotheses (diag.c: s_hyp) */
+    double *post;         /* node only: its unit's hypotheses (diag.c: s_hyp, s_hyp_burst) */
     size_t n_post;
+    unsigned *rpass;      /* node only: per settled round, its passing tests (any rail) */
+    size_t n_rpass;
     double prior;         /* prior P(this part is the bad one) */
     double p;             /* posterior P(bad), as of the last settle */
     unsigned n_pass;      /* settled passing tests that would have shown its fault */
@@ -102,6 +111,7 @@ struct fb_diag {
 };
 
 extern const double diag__qgrid[DIAG_NQ];
+extern const double diag__agrid[DIAG_NA];
 
 /* The node of entity i (itself for a node). */
 int diag__node_of(const fb_diag_t *d, int i);
