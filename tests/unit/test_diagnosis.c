@@ -808,6 +808,53 @@ static void test_confirmations(void **state)
     fb_diag_destroy(&d);
 }
 
+/* A node bad in bursts: quiet for 24 rounds on 8 rails (192 passes), then one round in which every
+ * test of it fails, with 8 distinct trusted partners; 2% of the fleet's tests fail by chance. Per
+ * test that is 8 failures in 208 (or more), which a fault showing in a tenth of its tests or
+ * chance could explain; per round it is a burst: implicated at once, and the quiet rounds after
+ * it do not clear it. One failure among 8 passing tests of the same round (a spurious failure)
+ * does not implicate a node, and the burst's partners are not blamed for it. */
+static void test_bursty(void **state)
+{
+    (void)state;
+    fb_diag_t *d = s_engine(64, 8, NULL);
+    char id[32], rail[8];
+    for (int r = 0; r < 27; r++) {
+        for (int k = 0; k < 8; k++) {
+            snprintf(rail, sizeof rail, "r%d", k);
+            for (int a = 0; a < 64; a += 2) {
+                int b = (a + 2 * (r + k) + 1) % 64; /* a fresh odd partner */
+                snprintf(id, sizeof id, "t%d.%d.%d", r, k, a);
+                bool burst = r == 24 && a == 0;              /* n0's burst, every rail */
+                bool spurious = r == 24 && a == 4 && k == 3; /* n4: one failure */
+                bool chance = r != 24 && (a * 7 + k * 13 + r * 31) % 50 == 3; /* 2% elsewhere */
+                s_pair(d, id, a, b, rail, burst || spurious || chance);
+            }
+        }
+        fb_diag_settle(d);
+        if (r == 24) {
+            assert_int_not_equal(s_state_of(d, "n0"), FB_DIAG_PASSED);
+            assert_int_equal(s_state_of(d, "n4"), FB_DIAG_PASSED);
+        }
+    }
+    fb_diag_verdict_t *v;
+    size_t n = fb_diag_verdicts(d, &v);
+    const fb_diag_verdict_t *x = s_get(v, n, "n0");
+    printf("[diag] a burst in round 25 of 27 (8 of 8 rails): %s, P(bad) %.4f\n",
+           fb_diag_state_name(x->state), x->p_bad);
+    assert_true(x->state == FB_DIAG_BAD || x->state == FB_DIAG_UNDECIDED);
+    assert_true(x->p_bad > 0.5);
+    assert_int_equal(s_get(v, n, "n4")->state, FB_DIAG_PASSED);
+    for (int k = 0; k < 8; k++) { /* the burst's partners: explained by it */
+        char partner[16];
+        snprintf(partner, sizeof partner, "n%d", (2 * (24 + k) + 1) % 64);
+        assert_int_not_equal(s_get(v, n, partner)->state, FB_DIAG_BAD);
+        assert_true(s_get(v, n, partner)->p_bad < 0.5);
+    }
+    free(v);
+    fb_diag_destroy(&d);
+}
+
 /* Cleared only with a bound: a node that failed once and then passed is undecided until its own
  * passes rule out a fault showing in a quarter of its tests with 0.99 (17 in a row), however low
  * its P(bad) fell before; then it is cleared, and a part never implicated is passed. */
@@ -1106,6 +1153,7 @@ int main(void)
         cmocka_unit_test(test_fleet_significance),
         cmocka_unit_test(test_confirmations),
         cmocka_unit_test(test_cleared_needs_bound),
+        cmocka_unit_test(test_bursty),
         cmocka_unit_test(test_passed_vs_cleared),
         cmocka_unit_test(test_estimate_f),
         cmocka_unit_test(test_estimate_q),
