@@ -13,6 +13,7 @@
 #include "scheduler/pairing.h"
 #include "scheduler/pairjudge.h"
 #include "scheduler/stage.h"
+#include "scheduler/routes.h"
 #include "scheduler/topology.h"
 
 #include <errno.h>
@@ -169,6 +170,11 @@ static char *s_join_rails(const fb_stage_t *st)
     return csv;
 }
 
+static const char *s_route(void *routes, const char *src, const char *dst, const char *rail)
+{
+    return fb_routes_spine(routes, src, dst, rail);
+}
+
 /* Starts the stage's diagnosis session over names. 0, or -EINVAL with err. */
 int rn_bisect_begin(runner_t *self, char **names, size_t n, char *err, size_t errlen)
 {
@@ -178,6 +184,10 @@ int rn_bisect_begin(runner_t *self, char **names, size_t n, char *err, size_t er
     o.scope = st->scope;
     o.pairing = st->pairing;
     o.topology = st->topology;
+    if (st->routes) { /* routes: the spine of each flow, so an uplink is named as that link */
+        o.route = s_route;
+        o.route_arg = st->routes;
+    }
     /* A group stage has no seed of its own: its session is seeded by its name, so that it
      * replays the same (pairs stages: the stage's seed, stored with its plan). */
     o.seed = st->scope == FB_SCOPE_GROUP ? fb_bisect_name_seed(st->name) : self->seed;

@@ -180,14 +180,15 @@ int fb_bisect_record(fb_bisect_t *b, const fb_bisect_result_t *r)
 
 /* The fabric links of the flow src -> dst that are known: the two leaf-spine links when the
  * spine is (from the routing, or because the leaves share one spine). Heap names in links[2]. */
-static size_t s_links(const fb_bisect_t *b, const char *src, const char *dst, char **links)
+static size_t s_links(const fb_bisect_t *b, const char *src, const char *dst, const char *rail,
+                      char **links)
 {
     const fb_topology_t *t = b->o.topology;
     const char *la = t ? fb_topology_leaf_of(t, src) : NULL;
     const char *lb = t ? fb_topology_leaf_of(t, dst) : NULL;
     if (!la || !lb || !strcmp(la, lb))
         return 0;
-    const char *spine = b->o.route ? b->o.route(b->o.route_arg, src, dst) : NULL;
+    const char *spine = b->o.route ? b->o.route(b->o.route_arg, src, dst, rail) : NULL;
     fb_link_t path[4];
     if (!spine && fb_topology_path(t, src, dst, path, 4) == 4 && strcmp(path[1].b, "*"))
         spine = path[1].b;
@@ -205,7 +206,7 @@ static void s_read_flows(const fb_bisect_t *b, const bisect_held_t *h)
         if (!f->src || !f->dst || !isfinite(f->value))
             continue; /* a member that did not measure */
         char *links[2] = {NULL, NULL};
-        size_t n = s_links(b, f->src, f->dst, links);
+        size_t n = s_links(b, f->src, f->dst, h->rail, links);
         fb_flowjudge_record(b->flows, h->test_id, f->src, f->dst, h->rail, f->value,
                             (const char *const *)links, n);
         free(links[0]);

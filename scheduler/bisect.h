@@ -41,8 +41,10 @@
 
 struct fb_topology;
 
-/* The spine a flow src -> dst crosses when the fabric's routing is known (NULL: unknown). */
-typedef const char *(*fb_bisect_route_fn)(void *arg, const char *src, const char *dst);
+/* The spine a flow src -> dst on rail (an adapter such as "mlx5_0", NULL for a stage without
+ * rails) crosses when the fabric's routing is known (NULL: unknown); e.g. fb_routes_spine. */
+typedef const char *(*fb_bisect_route_fn)(void *arg, const char *src, const char *dst,
+                                          const char *rail);
 
 typedef struct {
     fb_scope_t scope;                   /* FB_SCOPE_PAIRS or FB_SCOPE_GROUP */

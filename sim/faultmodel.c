@@ -242,6 +242,23 @@ typedef struct {
 } s_hop_t;
 
 /* The links of the flow src -> dst (at most 4), or 0 when not bound or a node is unknown. */
+/* The spine the routes give the flow src -> dst, as the topology's name (one of common[]), or
+ * NULL when they give none of them. */
+static const char *s_routed_spine(const fb_faultmodel_t *self, const char *src, const char *dst,
+                                  const char *const *common, size_t nc)
+{
+    const char *spine = fb_routes_spine(self->routes, src, dst, NULL);
+    for (size_t i = 0; spine && i < nc; i++)
+        if (!strcmp(common[i], spine))
+            return common[i];
+    return NULL;
+}
+
+void fb_faultmodel_set_routes(fb_faultmodel_t *self, const fb_routes_t *routes)
+{
+    self->routes = routes;
+}
+
 static size_t s_route(const fb_faultmodel_t *self, const char *src, const char *dst, s_hop_t *hops)
 {
     if (!self->topo)
@@ -265,7 +282,10 @@ static size_t s_route(const fb_faultmodel_t *self, const char *src, const char *
                     break;
                 }
         if (nc) {
-            const char *spine = common[fb_mix64(s_hash_str(0, dst)) % nc];
+            /* the routes a subnet manager set where the world has them, else by destination */
+            const char *spine = self->routes ? s_routed_spine(self, src, dst, common, nc) : NULL;
+            if (!spine)
+                spine = common[fb_mix64(s_hash_str(0, dst)) % nc];
             hops[n++] = (s_hop_t){ls, spine};
             hops[n++] = (s_hop_t){ld, spine};
         }

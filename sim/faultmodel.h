@@ -114,6 +114,11 @@ void fb_faultmodel_destroy(fb_faultmodel_t **self_p);
  * a message in the parser's format naming the fault's line. Until bound, tests have no routes
  * (link and leaf faults never show). */
 int fb_faultmodel_bind(fb_faultmodel_t *self, const struct fb_topology *topo, char **error_out);
+/* Routes flows over the spines the subnet manager's tables give (scheduler/routes.h; borrowed,
+ * NULL: the model's own routing, by destination among the two leaves' common spines). A flow the
+ * tables give no spine of the topology for keeps the model's own. */
+struct fb_routes;
+void fb_faultmodel_set_routes(fb_faultmodel_t *self, const struct fb_routes *routes);
 
 uint64_t fb_faultmodel_seed(const fb_faultmodel_t *self);
 /* Overrides the file's seed (a command line's --seed). */

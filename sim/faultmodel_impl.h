@@ -8,6 +8,7 @@
 #include "faultmodel.h"
 
 #include "common/strmap.h"
+#include "scheduler/routes.h"
 #include "scheduler/topology.h"
 
 struct fb_faultmodel {
@@ -23,6 +24,7 @@ struct fb_faultmodel {
     size_t n_faults;
     const fb_topology_t *topo; /* borrowed; NULL until bound */
     fb_strmap_t *leaf_index;   /* leaf name -> index + 1 */
+    const fb_routes_t *routes; /* borrowed; the subnet manager's routes, NULL: the model's own */
 };
 
 /* Defaults of a fault file without top-level keys. */

@@ -52,8 +52,9 @@ static void s_fleet_free(s_fleet_t *f)
     fb_topology_destroy(&f->topo);
 }
 
-static const char *s_route(void *arg, const char *src, const char *dst)
+static const char *s_route(void *arg, const char *src, const char *dst, const char *rail)
 {
+    (void)rail; /* the simulated fabric routes by destination node */
     return fb_faultmodel_spine(arg, src, dst);
 }
 

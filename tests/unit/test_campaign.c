@@ -244,7 +244,7 @@ static void test_fixture_errors(void **state)
     s_expect_fixture_error("unknown-key.yaml",
                            "unknown-key.yaml:6: stages[0].retries: unknown key; expected one of "
                            "name, workload, timeout, on_fail, nodes, params, scope, group_size, "
-                           "pairing, seed, topology, rounds, bisect_budget, bisect_rounds, "
+                           "pairing, seed, topology, routes, rounds, bisect_budget, bisect_rounds, "
                            "bisect_repeat, rails, bisect_prior");
     s_expect_fixture_error("unknown-top-key.yaml", "unknown-top-key.yaml:2: node: unknown key; "
                                                    "expected one of name, nodes, expect, stages, regress, actions");
@@ -891,7 +891,7 @@ static void test_topology_files(void **state)
     fb_campaign_file_t other = {"other.topo", fabric, strlen(fabric)};
     assert_int_equal(fb_campaign_attach_files(c, &other, 1, &err), -EINVAL);
     assert_string_equal(err, "sub.yaml: the file 'other.topo' is attached but the campaign does "
-                             "not name it; expected only the files its stages name (topology)");
+                             "not name it; expected only the files its stages name (topology, routes)");
     free(err);
     fb_campaign_file_t twice[2] = {{"fabric.topo", fabric, strlen(fabric)},
                                    {"fabric.topo", fabric, strlen(fabric)}};

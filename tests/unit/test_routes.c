@@ -4,7 +4,9 @@
  * forwarding tables as ibroute prints them and as ibdiagnet2.fdbs holds them give the same spine
  * for every flow (node01, node02, node05, ... over spine01; node03, node04, node07, ... over
  * spine02, from every other leaf); a flow inside a leaf crosses no spine; a rail names the
- * adapter; malformed files give a message naming the line and what was expected. */
+ * adapter; malformed files give a message naming the line and what was expected. A campaign's
+ * `routes: FILE` (with topology): attached like the topology, checked against it, and its errors
+ * name the campaign's line, the key and the file's line. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,8 @@
 #include <cmocka.h>
 
 #include "common/fileload.h"
+#include "common/util.h"
+#include "scheduler/campaign.h"
 #include "scheduler/routes.h"
 
 #include <errno.h>
@@ -186,13 +190,82 @@ static void test_malformed(void **state)
     assert_null(r);
 }
 
+/* A campaign stage with topology and routes; files attached as the coordinator gets them. */
+static int s_campaign(const char *topo, const char *routes, const char *routes_text,
+                      fb_campaign_t **out, char **err)
+{
+    char *yaml =
+        xasprintf("name: r\nstages:\n  - name: net\n    workload: rdmabw\n"
+                  "    scope: pairs\n%s%s%s%s%s    on_fail: bisect\n",
+                  topo ? "    pairing: topology\n    topology: " : "", topo ? topo : "",
+                  topo ? "\n" : "", routes ? "    routes: " : "", routes ? "fabric.routes\n" : "");
+    int rc = fb_campaign_parse(yaml, strlen(yaml), "c.yaml", out, err);
+    free(yaml);
+    if (rc)
+        return rc;
+    char *topo_text = topo ? s_text(FB_FIXTURES "/topology/fabric-2s4l16n.topo") : NULL;
+    fb_campaign_file_t files[2] = {
+        {"fabric.topo", topo_text, topo_text ? strlen(topo_text) : 0},
+        {"fabric.routes", routes_text, routes_text ? strlen(routes_text) : 0}};
+    rc = fb_campaign_attach_files(*out, files, routes_text ? 2 : 1, err);
+    free(topo_text);
+    if (rc)
+        fb_campaign_destroy(out);
+    return rc;
+}
+
+static void test_campaign_key(void **state)
+{
+    (void)state;
+    fb_campaign_t *c = NULL;
+    char *err = NULL;
+    char *good = s_text(FIX "fabric-2s4l16n-fdbs.routes");
+    assert_int_equal(s_campaign("fabric.topo", "fabric.routes", good, &c, &err), 0);
+    const char *names[3] = {NULL, NULL, NULL};
+    assert_int_equal(fb_campaign_file_names(c, names, 3), 2);
+    assert_string_equal(names[1], "fabric.routes");
+    assert_non_null(c->stages[0].routes);
+    assert_string_equal(fb_routes_spine(c->stages[0].routes, "node05", "node12", "mlx5_0"),
+                        "spine02");
+    fb_campaign_destroy(&c);
+
+    /* routes without a topology: the leaves are the topology's */
+    assert_int_equal(s_campaign(NULL, "fabric.routes", good, &c, &err), -EINVAL);
+    printf("[routes] %s\n", err);
+    assert_non_null(strstr(err, "c.yaml:6: stages[0].routes: applies only to a stage with "
+                                "topology"));
+    free(err);
+    /* named, not attached */
+    assert_int_equal(s_campaign("fabric.topo", "fabric.routes", NULL, &c, &err), -EINVAL);
+    assert_non_null(strstr(err, "c.yaml:8: stages[0].routes: 'fabric.routes' was not attached"));
+    free(err);
+    /* malformed: the campaign's line, the key, the file's line */
+    char *bad = s_text(FIX "bad-port.routes");
+    assert_int_equal(s_campaign("fabric.topo", "fabric.routes", bad, &c, &err), -EINVAL);
+    printf("[routes] %s\n", err);
+    assert_non_null(strstr(err, "c.yaml:8: stages[0].routes: cannot load 'fabric.routes': line "
+                                "215: expected 'LID PORT'"));
+    free(err);
+    free(bad);
+    /* the routes of another fabric */
+    char *other = xstrdup(good);
+    for (char *p = other; (p = strstr(p, "spine02")) != NULL;)
+        memcpy(p, "spine09", 7);
+    assert_int_equal(s_campaign("fabric.topo", "fabric.routes", other, &c, &err), -EINVAL);
+    printf("[routes] %s\n", err);
+    assert_non_null(strstr(err, "'fabric.routes' routes over spine spine09, which is no spine of "
+                                "the topology"));
+    free(err);
+    free(other);
+    free(good);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ibroute),
-        cmocka_unit_test(test_fdbs),
-        cmocka_unit_test(test_rails),
-        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_ibroute),      cmocka_unit_test(test_fdbs),
+        cmocka_unit_test(test_rails),        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_campaign_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
