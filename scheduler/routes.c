@@ -204,6 +204,16 @@ static char *s_switch_name(const char *desc)
     return xstrndup(s, len);
 }
 
+/* The token at s (up to a blank or ':'), printable and shortened, for a message: a message
+ * quotes the offending word of a file, never its line. */
+static const char *s_show_token(const char *s, char *buf, size_t len)
+{
+    char *token = xstrndup(s, strcspn(s, " \t:"));
+    fb_show_value(token, buf, len);
+    free(token);
+    return buf;
+}
+
 /* ---- the parse state ------------------------------------------------------------------------ */
 
 typedef struct {
@@ -354,17 +364,18 @@ static int s_table_entry(s_parse_t *ps, const char *s)
         return s_fail(ps->err, ps->errlen,
                       "line %u: expected a unicast LID (1 to 0x%X) at the start of a forwarding "
                       "entry, got '%s'",
-                      ps->line, S_LID_MAX, fb_show_value(s, shown, sizeof shown));
+                      ps->line, S_LID_MAX, s_show_token(s, shown, sizeof shown));
     p = s_skip_blank(p);
     if (*p == ':')
         p = s_skip_blank(p + 1);
     if (!strncmp(p, "UNREACHABLE", 11))
         return 0; /* no route to that LID */
+    const char *port_text = p;
     if (!s_number(&p, UINT32_MAX, &port) || port > S_PORT_NONE)
         return s_fail(ps->err, ps->errlen,
                       "line %u: expected 'LID PORT' (0x0004 001, or 0x0004 : 001 : 00 : yes) "
                       "with a port from 0 to %u, got '%s'",
-                      ps->line, S_PORT_MAX, fb_show_value(s, shown, sizeof shown));
+                      ps->line, S_PORT_MAX, s_show_token(port_text, shown, sizeof shown));
     if (lid == 0 || port == S_PORT_NONE)
         return 0; /* the reserved LID, or an entry that routes nowhere */
     s_table_t *t = &ps->r->tables[ps->table];

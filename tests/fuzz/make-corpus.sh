@@ -13,7 +13,7 @@ corpus=tests/fuzz/corpus
 fix=tests/fixtures
 
 cmake --build "$build" --target fb-fuzz-seeds >/dev/null
-for h in wire result spool exline peer keys campaign hostlist topology kmsg faultmodel edac inventory units dimmdecode; do
+for h in wire result spool exline peer keys campaign hostlist topology routes kmsg faultmodel edac inventory units dimmdecode; do
     mkdir -p "$corpus/$h"
     find "$corpus/$h" -type f ! -name 'crash-*' -delete
 done
@@ -50,6 +50,9 @@ printf 'lost_rate: 0.002\ndisagree_rate: 0.01\nnoise: {dist: lognormal, sigma: 0
 # Topologies in both formats.
 cp "$fix"/topology/* "$corpus/topology/"
 printf 'leaf01: a[1-3]\nleaf02: b[1-3]\nspine01: leaf01,leaf02\n' >"$corpus/topology/small.topo"
+
+# Routes: ibnetdiscover output with ibroute or ibdiagnet2.fdbs tables, good and malformed.
+cp "$fix"/routes/*.routes "$corpus/routes/"
 
 # Kernel logs: every fixture log, and one record of each kind with its dictionary.
 cp "$fix"/kmsg/*.txt "$corpus/kmsg/"

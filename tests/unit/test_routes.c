@@ -152,8 +152,10 @@ static void test_rails(void **state)
 static void test_malformed(void **state)
 {
     (void)state;
-    s_fails(FIX "bad-lid.routes", "line 211: expected a unicast LID");
-    s_fails(FIX "bad-port.routes", "line 215: expected 'LID PORT'");
+    s_fails(FIX "bad-lid.routes", "line 211: expected a unicast LID (1 to 0xBFFF) at the start of "
+                                  "a forwarding entry, got '0xzz65'");
+    s_fails(FIX "bad-port.routes", "line 215: expected 'LID PORT' (0x0004 001, or 0x0004 : 001 : "
+                                   "00 : yes) with a port from 0 to 254, got '300'");
     s_fails(FIX "no-ibnetdiscover.routes", "no ibnetdiscover output");
     s_fails(FIX "no-tables.routes", "no forwarding table of a leaf switch");
     s_fails(FIX "unknown-switch.routes",
