@@ -188,9 +188,12 @@ int rn_bisect_begin(runner_t *self, char **names, size_t n, char *err, size_t er
         o.route = s_route;
         o.route_arg = st->routes;
     }
-    /* A group stage has no seed of its own: its session is seeded by its name, so that it
-     * replays the same (pairs stages: the stage's seed, stored with its plan). */
-    o.seed = st->scope == FB_SCOPE_GROUP ? fb_bisect_name_seed(st->name) : self->seed;
+    /* A stage with no seed of its own (a group stage, pairing topology or round-robin, where
+     * seed does not apply) has its session seeded by its name, so that the same results give
+     * the same plan in every run; pairing random: the stage's seed, stored with its plan (the
+     * runner picks one from the clock only where the campaign gives none). */
+    bool own_seed = st->scope == FB_SCOPE_PAIRS && st->pairing == FB_PAIRING_RANDOM;
+    o.seed = own_seed ? self->seed : fb_bisect_name_seed(st->name);
     o.sweeps = st->rounds;
     o.max_rounds = st->bisect_rounds;
     o.budget_s = (double)st->bisect_budget_ms / 1000.0;

@@ -29,6 +29,7 @@
 #include "scheduler/campaign.h"
 #include "scheduler/pairing.h"
 #include "scheduler/stage.h"
+#include "scheduler/routes.h"
 #include "scheduler/topology.h"
 #include "sim/faultmodel.h"
 
@@ -221,6 +222,11 @@ static char *s_join_rails(const fb_stage_t *st)
 }
 
 /* The session as coordinator/runner_bisect.c starts it. */
+static const char *s_route(void *routes, const char *src, const char *dst, const char *rail)
+{
+    return fb_routes_spine(routes, src, dst, rail);
+}
+
 static fb_bisect_t *s_session(s_world_t *w, size_t k, char **names, size_t n)
 {
     const fb_campaign_t *c = w->cf->campaign;
@@ -230,7 +236,14 @@ static fb_bisect_t *s_session(s_world_t *w, size_t k, char **names, size_t n)
     o.scope = st->scope;
     o.pairing = st->pairing;
     o.topology = st->topology;
-    o.seed = st->scope == FB_SCOPE_GROUP ? fb_bisect_name_seed(st->name) : st->seed;
+    /* as the runner seeds it (coordinator/runner_bisect.c): a stage without a seed of its own by
+     * its name */
+    bool own_seed = st->scope == FB_SCOPE_PAIRS && st->pairing == FB_PAIRING_RANDOM;
+    o.seed = own_seed ? st->seed : fb_bisect_name_seed(st->name);
+    if (st->routes) { /* the stage's routes, as the runner takes them */
+        o.route = s_route;
+        o.route_arg = st->routes;
+    }
     o.sweeps = st->rounds;
     o.max_rounds = st->bisect_rounds;
     o.split_repeat = st->bisect_repeat;

@@ -6,7 +6,8 @@
 # runner names that exact link, leaf02<->spine01, and nothing else; without them at most "one of
 # leaf02's uplinks" can be said, and on this small fabric (two nodes per leaf behind each spine)
 # not even that. Both forwarding-table forms (ibroute, ibdiagnet2.fdbs) give the
-# same diagnosis. A routes file of another fabric is refused before anything runs.
+# same diagnosis, and the same plan whatever real time a task takes. A routes file of another
+# fabric is refused before anything runs.
 . "$(dirname "$0")/lib.sh"
 
 SIMFLEET="$FB_BIN/bin/fleetburn-simfleet"
@@ -59,7 +60,7 @@ simfleet() { # name [more args]
     set +e
     "$SIMFLEET" --agents 16 --faults "$WORK/faults.yaml" --campaign "$WORK/$name.yaml" \
         --topology "$WORK/fabric.topo" --routes "$WORK/fabric.routes" \
-        --report-json "$WORK/$name.json" --delay-ms 0-5 "$@" >"$WORK/$name.out" 2>"$WORK/$name.log"
+        --report-json "$WORK/$name.json" --delay-ms "${DELAY:-0-5}" "$@" >"$WORK/$name.out" 2>"$WORK/$name.log"
     SIM_RC=$?
     set -e
 }
@@ -83,6 +84,17 @@ case "$(bad_parts none)" in
 *"leaf02<->spine01"*) fail "without routes the spine was named: $(bad_parts none)" ;;
 esac
 pass "without routes the spine is not known: named $(bad_parts none)"
+
+# The same campaign (without routes: follow-up rounds with trusted partners) with results returned
+# after other real delays: the same plan (every task and its members) and the same diagnosis. A
+# pairing: topology stage has no seed of its own; its session is seeded by the stage's name, not
+# by the clock.
+plan() { json_q "$WORK/$1.json" '[(t["id"].split("/", 1)[1], t["nodes"]) for s in d["stages"] for t in s["tasks"]]'; }
+cp "$WORK/none.yaml" "$WORK/again.yaml"
+DELAY=0-50 simfleet again
+[ "$(plan again)" = "$(plan none)" ] || fail "another delay planned other tasks"
+[ "$(bad_parts again)" = "$(bad_parts none)" ] || fail "another delay: named $(bad_parts again)"
+pass "the same plan and diagnosis with results after 0-50 ms"
 
 # The routes of another fabric (a spine renamed) are refused with the campaign's line.
 sed 's/spine02/spine09/g' "$WORK/fabric.routes" >"$WORK/other.routes"
