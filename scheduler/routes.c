@@ -449,7 +449,8 @@ static int s_resolve(s_parse_t *ps)
                           ", which the ibnetdiscover output does not describe; expected the "
                           "tables and ibnetdiscover output of one fabric",
                           t->line, t->guid);
-        qsort(t->entries, t->n, sizeof *t->entries, s_entry_cmp);
+        if (t->n) /* a table may be empty (every LID unreachable) */
+            qsort(t->entries, t->n, sizeof *t->entries, s_entry_cmp);
         for (size_t e = 1; e < t->n; e++)
             if (t->entries[e].lid == t->entries[e - 1].lid)
                 return s_fail(ps->err, ps->errlen,

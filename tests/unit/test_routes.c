@@ -187,6 +187,14 @@ static void test_malformed(void **state)
                             "0xC000 001 : x\n";
     assert_int_equal(fb_routes_parse(multicast, &r, err, sizeof err), -EINVAL);
     assert_non_null(strstr(err, "line 5: expected a unicast LID"));
+    /* an empty table (every LID unreachable) is a table with no routes, not an error (the fuzzer
+     * found qsort handed NULL for it) */
+    const char *empty = "Switch 4 \"S-01\" # \"l\" lid 1\n[1] \"H-02\"[1] # \"n m\" lid 2\n\n"
+                        "osm_ucast_mgr_dump_ucast_routes: Switch 0x01\n0x0002 : UNREACHABLE\n";
+    assert_int_equal(fb_routes_parse(empty, &r, err, sizeof err), 0);
+    assert_int_equal(fb_routes_n_entries(r), 0);
+    assert_null(fb_routes_spine(r, "n", "n", NULL));
+    fb_routes_destroy(&r);
     assert_int_equal(fb_routes_parse("", &r, err, sizeof err), -EINVAL);
     assert_int_equal(fb_routes_parse(NULL, &r, err, sizeof err), -EINVAL);
     assert_null(r);
