@@ -38,6 +38,14 @@ done
     cat "$fix/topology/fabric-2s4l16n.ibnetdiscover"
 } >"$corpus/campaign/submit-with-ibnetdiscover"
 
+{
+    printf 'name: rack\nstages:\n  - {name: net, workload: rdmabw, scope: pairs, pairing: topology,\n'
+    printf '     topology: fabric.topo, routes: fabric.routes, on_fail: bisect}\n\0'
+    cat "$fix/topology/fabric-2s4l16n.topo"
+    printf '\0'
+    cat "$fix/routes/fabric-2s4l16n.routes"
+} >"$corpus/campaign/submit-with-routes"
+
 # Fault files: the example, the simulator tests' forms, and the keys one by one.
 cp deploy/campaigns/sim-faults.yaml "$corpus/faultmodel/sim-faults.yaml"
 printf 'seed: 7\nfalse_fail_rate: 0\nfaults:\n  - {node: node05, kind: hard}\n' >"$corpus/faultmodel/node-hard.yaml"
