@@ -8,16 +8,19 @@
 # (fleetburn-simfleet, on_fail: bisect). Writes bench/results/diagnosis-messy-<date>.txt.
 #
 #   bench/diagnosis.sh BUILD_DIR [--quick]      (--quick: a tenth of the trials, for a smoke run)
+#   bench/diagnosis.sh BUILD_DIR --runner       (only the runs through the real coordinator, into
+#                                                bench/results/diagnosis-messy-runner-<date>.txt)
 #
 # Every section gives the exact command that made it. Run it under nice on a shared machine.
 set -euo pipefail
 
-BUILD=${1:?usage: bench/diagnosis.sh BUILD_DIR [--quick]}
+BUILD=${1:?usage: bench/diagnosis.sh BUILD_DIR [--quick|--runner]}
 QUICK=${2:-}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BENCH="$BUILD/bin/fleetburn-bench-diagnosis"
 SIMFLEET="$BUILD/bin/fleetburn-simfleet"
 OUT="$SRC/bench/results/diagnosis-messy-$(date +%Y-%m-%d).txt"
+[ "$QUICK" = --runner ] && OUT="$SRC/bench/results/diagnosis-messy-runner-$(date +%Y-%m-%d).txt"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/fbdiag-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$SRC/bench/results"
@@ -36,6 +39,7 @@ trials() { # full count -> the count for this run
 } >"$OUT"
 
 run() { # title, then fleetburn-bench-diagnosis arguments
+    [ "$QUICK" = --runner ] && return 0
     local title=$1
     shift
     {
