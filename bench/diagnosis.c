@@ -2,30 +2,55 @@
 /* fleetburn-bench-diagnosis: seeded trials of the diagnosis session (scheduler/bisect.h, the
  * planning code the runner uses for `on_fail: bisect`) against the simulated fleet's fault model
  * (sim/faultmodel.h, what fleetburn-simfleet's agents answer from), in one process so that
- * thousands of trials run in minutes. Each trial: a fleet of N nodes with R rails on a fat tree
- * (leaves of 32 nodes, 4 spines, as fleetburn-simfleet makes up), 1 + (trial mod 8) faults of one
- * kind (more with --faults), a node-local round, then pair rounds planned by the session until it
- * is done or --rounds. After every round the bad parts named so far are compared with the truth.
- * The same trials run two baselines in the same simulator: two passes of random pairs (a node
- * failing in both is bad, as cluster-health-scanner does) and halving (test the fleet as a group,
- * split failing groups in two, down to single nodes).
+ * hundreds of trials of a thousand nodes run in minutes.
  *
- *   fleetburn-bench-diagnosis --nodes N --kind hard|intermittent|slow|nic|uplink|mixed
- *       [--rails R] [--trials T] [--rounds MAX] [--sweeps S] [--cut C] [--seed S]
- *       [--false-fail F] [--faults MIN-MAX] [--no-baselines] [--pairing random|topology]
- *   fleetburn-bench-diagnosis --nodes N --faults-file FILE [--rounds MAX] [--sweeps S]
+ * The world is messy on purpose (docs/diagnosis.md "Benchmark"): each trial draws its faults from
+ * the failure mix of a real fleet (diagnosis_mix.h: bursts, several faults on a node, slow nodes
+ * close to the engine's threshold, leaf switches, noisy nodes), and every test goes through the
+ * simulator's false fails, lognormal measurement noise, lost results and disagreeing members. A
+ * test's verdict reaches the engine the way the runner forms it (scheduler/stage.h
+ * fb_group_verdict: a member's failure decides it; a lost member's result, unless another
+ * failed, leaves it without a verdict, the deadline's timeout, which says nothing about parts),
+ * and each member reports its own two flows.
  *
- * Prints one table row per method: recall and precision at the cut (pair rounds after the
- * node-local round) and when the method ends, rounds, simulated time. With --faults-file, one
- * trial on that fault file (fleetburn-simfleet's format) prints the parts named bad and the
- * rounds, to compare with what the runner names for the same fleet through fleetburn-simfleet.
- * bench/diagnosis.sh runs the whole matrix and writes bench/results/diagnosis-<date>.txt. */
+ * What the engine is given, as the runner gives it: the topology (leaves and spines), each
+ * node's rails, the node-local round's verdicts, every result with its flows. Not given: the
+ * simulator's routes (which spine a flow crosses), its q or false-fail rate, the faults. The
+ * engine's parameters are its defaults (fb_diag_params_default); the report prints them.
+ *
+ * The same trials run two baselines in the same simulator: CHS-style two passes (random pairs on
+ * all rails; a pair that fails or is slow makes both suspects; a suspect re-paired with a node
+ * that passed and failing again is bad, as cluster-health-scanner does) and 15 rounds of random
+ * pairs (a node failing or slow in at least a third of its judged tests is bad).
+ *
+ * The clock: the node-local round lasts 600 s, every pair round 60 s, a round in which a result
+ * was lost lasts until the coordinator's deadline: the stage's timeout (--timeout-factor times
+ * the round's test length) plus scheduler/stage.h's grace.
+ * Bursty faults are judged at their round's start.
+ *
+ *   fleetburn-bench-diagnosis --nodes N [--rails R] [--trials T] [--seed S]
+ *       [--mix fleet|TYPE] [--q Q] [--factor F] [--burst S] [--faults MIN-MAX]
+ *       [--false-fail F] [--noise-sigma S | --noise-width W] [--lost P] [--disagree P]
+ *       [--noisy-share P] [--noisy-sigma S] [--second-share P]
+ *       [--sweeps S] [--follow-ups K] [--timeout-factor F] [--goal-follow-ups K]
+ *       [--pairing random|topology] [--no-baselines] [--order-check K]
+ *   fleetburn-bench-diagnosis --check-world [world options]
+ *   fleetburn-bench-diagnosis --nodes N --faults-file FILE [--sweeps S] [--follow-ups K]
+ *
+ * --check-world measures the world itself (the mix's shares, false fails, lost results,
+ * disagreements, noise) against what the options promise, and exits 1 when a measure is off:
+ * the short test of tests/integration/test_bench_diagnosis.sh. --faults-file runs one trial of
+ * the engine on a fault file (fleetburn-simfleet's format) and prints what it named. */
+#include "diagnosis_mix.h"
+#include "diagnosis_score.h"
+
 #include "common/fileload.h"
 #include "common/rng.h"
 #include "common/util.h"
 #include "scheduler/bisect.h"
-#include "sim/faultmodel.h"
+#include "scheduler/stage.h"
 #include "scheduler/topology.h"
+#include "sim/faultmodel.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -33,48 +58,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define S_LEAF_SIZE 32
 #define S_SPINES 4
 #define S_NOMINAL 100.0 /* Gb/s of a healthy flow */
 #define S_LOCAL_S 600.0 /* simulated length of the node-local round (a memtest) */
-#define S_ROUND_S 60.0  /* ... and of one pair or group round */
-#define S_MAX_ROUNDS 64
-
-typedef enum { K_HARD, K_INTERMITTENT, K_SLOW, K_NIC, K_UPLINK, K_MIXED } s_kind_t;
-static const char *const s_kind_names[] = {"hard",   "intermittent", "slow", "nic",
-                                           "uplink", "mixed",        NULL};
+#define S_ROUND_S 60.0  /* ... and of one pair round */
+#define S_MAX_ROUNDS 256
+#define S_SLOW 0.8 /* baselines: a pair below this share of the median is slow */
+#define S_RANDOM_ROUNDS 15
 
 typedef struct {
-    unsigned nodes, rails, trials, rounds, sweeps, cut, faults_min, faults_max;
-    const char *faults_file;
-    s_kind_t kind;
+    unsigned nodes, rails, trials, sweeps, follow_ups, goal_follow_ups, order_check;
     uint64_t seed;
-    double false_fail;
-    bool baselines;
+    dmix_opts_t mix;
+    double false_fail, lost, disagree, noise_sigma, noise_width, timeout_factor;
+    bool baselines, check_world;
     fb_pairing_t pairing;
+    const char *faults_file;
 } s_opts_t;
 
-/* Counts over all trials of one method. */
-typedef struct {
-    unsigned long tp[S_MAX_ROUNDS + 1], fp[S_MAX_ROUNDS + 1], fn[S_MAX_ROUNDS + 1];
-    unsigned long end_tp, end_fp, end_fn;
-    unsigned *all_found; /* per trial: rounds until every fault was named (0: never) */
-    unsigned *ended;     /* per trial: rounds the method ran */
-    unsigned trials, perfect_at_cut;
-} s_stats_t;
-
-/* The fleet of one trial. */
+/* The fleet of one trial: names, fabric, the simulator, and the truth. */
 typedef struct {
     const s_opts_t *o;
-    unsigned n;
+    unsigned n, rails;
     char **names;
     fb_topology_t *topo;
     fb_faultmodel_t *model;
-    char **truth; /* the bad parts, as the engine names them */
-    size_t n_truth;
-    uint64_t rng;
+    dmix_world_t world;
+    char *rails_csv;
 } s_fleet_t;
 
 /* ---- the fleet ------------------------------------------------------------------------------ */
@@ -97,59 +109,74 @@ static char *s_topology_text(char **names, unsigned n)
     return text;
 }
 
-static void s_truth_add(s_fleet_t *f, char *part)
+/* The world's top-level keys as fault-file text. */
+static char *s_world_keys(const s_opts_t *o, unsigned trial)
 {
-    f->truth = xrealloc(f->truth, (f->n_truth + 1) * sizeof *f->truth);
-    f->truth[f->n_truth++] = part;
+    char *noise = o->noise_sigma > 0 ? xasprintf("{dist: lognormal, sigma: %g}", o->noise_sigma)
+                                     : xasprintf("{dist: uniform, width: %g}", o->noise_width);
+    char *text = xasprintf("seed: %llu\nfalse_fail_rate: %g\nlost_rate: %g\ndisagree_rate: %g\n"
+                           "noise: %s\nrails: %u\nfaults:\n",
+                           (unsigned long long)(o->seed * 7919ULL + trial), o->false_fail, o->lost,
+                           o->disagree, noise, o->rails);
+    free(noise);
+    return text;
 }
 
-static bool s_is_truth(const s_fleet_t *f, const char *part)
+static int s_load_model(s_fleet_t *f, const char *text, size_t len, const char *source)
 {
-    for (size_t i = 0; i < f->n_truth; i++)
-        if (!strcmp(f->truth[i], part))
-            return true;
-    return false;
+    char *error = NULL;
+    int rc = fb_faultmodel_parse(text, len, source, &f->model, &error);
+    if (!rc)
+        rc = fb_faultmodel_bind(f->model, f->topo, &error);
+    if (rc)
+        fprintf(stderr, "%s\n", error ? error : "cannot load the faults");
+    free(error);
+    return rc;
 }
 
-/* One fault of kind k on a part nobody else has; appends its fault-file line. */
-static void s_place_fault(s_fleet_t *f, s_kind_t k, char **yaml, bool *taken)
+/* The truth of a fault file given with --faults-file, in the benchmark's types. */
+static void s_truth_from_file(s_fleet_t *f)
 {
-    const s_opts_t *o = f->o;
-    unsigned node;
-    do
-        node = (unsigned)(fb_splitmix64(&f->rng) % f->n);
-    while (taken[node]);
-    taken[node] = true;
-    char *line = NULL, *part = NULL;
-    if (k == K_HARD) {
-        line = xasprintf("  - {node: %s, kind: hard}\n", f->names[node]);
-        part = xstrdup(f->names[node]);
-    } else if (k == K_INTERMITTENT) {
-        line = xasprintf("  - {node: %s, kind: intermittent, q: 0.5}\n", f->names[node]);
-        part = xstrdup(f->names[node]);
-    } else if (k == K_SLOW) {
-        line = xasprintf("  - {node: %s, kind: slow, factor: 0.6}\n", f->names[node]);
-        part = xstrdup(f->names[node]);
-    } else if (k == K_NIC) {
-        unsigned rail = (unsigned)(fb_splitmix64(&f->rng) % o->rails);
-        line = xasprintf("  - {nic: %s/%u, kind: hard}\n", f->names[node], rail);
-        part = xasprintf("%s/mlx5_%u", f->names[node], rail);
-    } else { /* a slow uplink: a leaf and a spine nobody took (node marks stand for leaves) */
-        unsigned leaves = (f->n + S_LEAF_SIZE - 1) / S_LEAF_SIZE, l, s;
-        do {
-            l = (unsigned)(fb_splitmix64(&f->rng) % leaves);
-            s = (unsigned)(fb_splitmix64(&f->rng) % S_SPINES);
-        } while (taken[(l * S_SPINES + s) % f->n] && leaves * S_SPINES > 8);
-        taken[(l * S_SPINES + s) % f->n] = true;
-        line =
-            xasprintf("  - {link: leaf%03u<->spine%02u, kind: slow, factor: 0.5}\n", l + 1, s + 1);
-        part = xasprintf("leaf%03u<->spine%02u", l + 1, s + 1);
+    for (size_t i = 0; i < fb_faultmodel_count(f->model); i++) {
+        const fb_fault_t *ft = fb_faultmodel_fault(f->model, i);
+        if (ft->kind == FB_FAULT_NOISY)
+            continue;
+        dmix_type_t t = DMIX_NODE_HARD;
+        bool bursty = ft->burst_s > 0, hard = ft->kind == FB_FAULT_HARD;
+        if (ft->site == FB_FAULT_AT_NODE)
+            t = ft->kind == FB_FAULT_SLOW
+                    ? (ft->factor < 0.8 ? DMIX_NODE_SLOW : DMIX_NODE_SLOW_MILD)
+                : hard   ? DMIX_NODE_HARD
+                : bursty ? DMIX_NODE_BURSTY
+                         : DMIX_NODE_INTERMITTENT;
+        else if (ft->site == FB_FAULT_AT_NIC)
+            t = hard ? DMIX_NIC_HARD : bursty ? DMIX_NIC_BURSTY : DMIX_NIC_INTERMITTENT;
+        else if (ft->site == FB_FAULT_AT_LEAF)
+            t = hard ? DMIX_LEAF_HARD : DMIX_LEAF_INTERMITTENT;
+        else
+            t = DMIX_UPLINK_SLOW;
+        dmix_world_t *w = &f->world;
+        w->faults = xrealloc(w->faults, (w->n_faults + 1) * sizeof *w->faults);
+        dmix_fault_t *d = &w->faults[w->n_faults++];
+        memset(d, 0, sizeof *d);
+        d->type = t;
+        d->category = "fault file";
+        d->q = ft->q;
+        d->factor = ft->factor;
+        d->burst_s = ft->burst_s;
+        if (ft->site == FB_FAULT_AT_NIC)
+            d->part = xasprintf("%s/mlx5_%u", ft->a, ft->rail);
+        else
+            d->part = xstrdup(ft->part);
+        if (ft->site == FB_FAULT_AT_NODE || ft->site == FB_FAULT_AT_NIC) {
+            d->node = xstrdup(ft->a);
+            const char *leaf = fb_topology_leaf_of(f->topo, ft->a);
+            d->leaf = leaf ? xstrdup(leaf) : NULL;
+        } else {
+            d->leaf =
+                xstrdup(ft->site == FB_FAULT_AT_LEAF || !strncmp(ft->a, "leaf", 4) ? ft->a : ft->b);
+        }
     }
-    char *y = xasprintf("%s%s", *yaml, line);
-    free(*yaml);
-    free(line);
-    *yaml = y;
-    s_truth_add(f, part);
 }
 
 static int s_fleet_init(s_fleet_t *f, const s_opts_t *o, unsigned trial)
@@ -157,11 +184,11 @@ static int s_fleet_init(s_fleet_t *f, const s_opts_t *o, unsigned trial)
     memset(f, 0, sizeof *f);
     f->o = o;
     f->n = o->nodes;
-    f->rng = o->seed * 1000003ULL + trial;
+    f->rails = o->rails;
     int width = snprintf(NULL, 0, "%u", f->n - 1);
     f->names = xcalloc(f->n, sizeof *f->names);
     for (unsigned i = 0; i < f->n; i++)
-        f->names[i] = xasprintf("sim-%0*u", width, i);
+        f->names[i] = xasprintf("sim-%0*u", width, i); /* as fleetburn-simfleet names them */
     char err[256];
     char *text = s_topology_text(f->names, f->n);
     int rc = fb_topology_parse(text, &f->topo, err, sizeof err);
@@ -174,39 +201,35 @@ static int s_fleet_init(s_fleet_t *f, const s_opts_t *o, unsigned trial)
         char *error = NULL, *faults = NULL;
         size_t len = 0;
         rc = fb_load_file(o->faults_file, FB_FAULTMODEL_MAX_BYTES, &faults, &len, &error);
+        if (rc)
+            fprintf(stderr, "%s\n", error);
+        free(error);
         if (!rc)
-            rc = fb_faultmodel_parse(faults, len, o->faults_file, &f->model, &error);
+            rc = s_load_model(f, faults, len, o->faults_file);
         free(faults);
+        if (!rc) {
+            f->rails = fb_faultmodel_rails(f->model);
+            s_truth_from_file(f);
+        }
+    } else {
+        uint64_t rng = fb_mix64(o->seed * 1000003ULL + trial);
+        dmix_fabric_t fab = {f->names, f->n, f->rails, S_LEAF_SIZE, S_SPINES};
+        rc = dmix_draw(&o->mix, &fab, &rng, &f->world);
+        if (rc)
+            fprintf(stderr, "cannot place the faults of trial %u\n", trial);
+        char *keys = s_world_keys(o, trial);
+        char *yaml = rc ? NULL : xasprintf("%s%s", keys, f->world.yaml);
         if (!rc)
-            rc = fb_faultmodel_bind(f->model, f->topo, &error);
-        if (rc) {
-            fprintf(stderr, "%s\n", error ? error : "cannot load the fault file");
-            free(error);
-            return rc;
-        }
-        for (size_t i = 0; i < fb_faultmodel_count(f->model); i++) {
-            const fb_fault_t *ft = fb_faultmodel_fault(f->model, i);
-            s_truth_add(f, ft->site == FB_FAULT_AT_NIC ? xasprintf("%s/mlx5_%u", ft->a, ft->rail)
-                                                       : xstrdup(ft->part));
-        }
-        return 0;
+            rc = s_load_model(f, yaml, strlen(yaml), "bench");
+        free(keys);
+        free(yaml);
     }
-    unsigned n_faults = o->faults_min + trial % (o->faults_max - o->faults_min + 1);
-    char *yaml =
-        xasprintf("seed: %llu\nfalse_fail_rate: %g\nrails: %u\nfaults:\n",
-                  (unsigned long long)(o->seed * 7919ULL + trial), o->false_fail, o->rails);
-    bool *taken = xcalloc(f->n, sizeof *taken);
-    for (unsigned i = 0; i < n_faults; i++)
-        s_place_fault(f, o->kind == K_MIXED ? (s_kind_t)(i % K_MIXED) : o->kind, &yaml, taken);
-    free(taken);
-    char *error = NULL;
-    rc = fb_faultmodel_parse(yaml, strlen(yaml), "bench", &f->model, &error);
-    if (!rc)
-        rc = fb_faultmodel_bind(f->model, f->topo, &error);
-    if (rc)
-        fprintf(stderr, "faults: %s\n%s", error ? error : "?", yaml);
-    free(error);
-    free(yaml);
+    f->rails_csv = xstrdup("");
+    for (unsigned r = 0; r < f->rails; r++) {
+        char *x = xasprintf("%s%smlx5_%u", f->rails_csv, r ? "," : "", r);
+        free(f->rails_csv);
+        f->rails_csv = x;
+    }
     return rc;
 }
 
@@ -215,573 +238,834 @@ static void s_fleet_free(s_fleet_t *f)
     for (unsigned i = 0; i < f->n; i++)
         free(f->names[i]);
     free(f->names);
-    for (size_t i = 0; i < f->n_truth; i++)
-        free(f->truth[i]);
-    free(f->truth);
+    free(f->rails_csv);
+    dmix_world_free(&f->world);
     fb_faultmodel_destroy(&f->model);
     fb_topology_destroy(&f->topo);
 }
 
-/* ---- running tests in the simulator --------------------------------------------------------- */
+/* ---- one test in the simulator -------------------------------------------------------------- */
+
+/* What the runner makes of a test: its verdict from the members' reports, their flows. */
+typedef struct {
+    bool judged, failed;
+    bool lost; /* a member's result never came: the round waits for the deadline */
+    fb_bisect_flow_t flows[4];
+    size_t n_flows;
+    double min_bw; /* smallest reported flow (baselines' one number), NAN: none */
+} s_result_t;
 
 static int s_rail_index(const char *rail)
 {
     return rail ? atoi(rail + strlen("mlx5_")) : -1;
 }
 
-/* A test's verdict from the fault model. */
-static bool s_judge(const s_fleet_t *f, const char *id, const char *const *m, size_t n, int rail)
-{
-    fb_sim_test_t t = {id, m, n, rail};
-    fb_sim_outcome_t out;
-    fb_faultmodel_judge(f->model, &t, &out);
-    return out.failed;
-}
-
-/* What the member at m measures on the flow src -> dst: nominal x slow factors x +-1 % jitter. */
-static double s_measure(const s_fleet_t *f, const char *id, const char *src, const char *dst,
-                        int rail, const char *who)
+/* A measurement as the member `who` reports it (simtask.c's key and salts). */
+static double s_measure(const s_fleet_t *f, const char *id, const char *who, const char *src,
+                        const char *dst, int rail, const char *what)
 {
     char *key = xasprintf("%s@%s", id, who);
-    double u = fb_faultmodel_uniform(f->model, key, src);
+    const char *ends[2] = {src, dst};
+    double v = S_NOMINAL * fb_faultmodel_flow_factor(f->model, src, dst, rail) *
+               fb_faultmodel_noise(f->model, key, what, ends, 2);
     free(key);
-    return S_NOMINAL * fb_faultmodel_flow_factor(f->model, src, dst, rail) *
-           (1.0 + 0.01 * (2 * u - 1));
+    return v;
 }
 
-/* The minimum bandwidth of a pair (the baselines' one number per pair). */
-static double s_pair_bw(const s_fleet_t *f, const char *id, const char *a, const char *b, int rail)
+/* Runs the test over m[0..n) (n = 1 or 2) on rail at simulated time t. */
+static void s_run_test(const s_fleet_t *f, const char *id, const char *const *m, size_t n, int rail,
+                       double t, s_result_t *out)
 {
-    double x = s_measure(f, id, a, b, rail, a), y = s_measure(f, id, b, a, rail, b);
-    return x < y ? x : y;
-}
-
-/* ---- scoring ----------------------------------------------------------------------------------
- */
-
-static void s_score(const s_fleet_t *f, char **named, size_t n_named, unsigned long *tp,
-                    unsigned long *fp, unsigned long *fn)
-{
-    unsigned long t = 0;
-    for (size_t i = 0; i < n_named; i++) {
-        if (s_is_truth(f, named[i]))
-            t++;
-        else
-            (*fp)++;
+    memset(out, 0, sizeof *out);
+    out->min_bw = NAN;
+    fb_sim_test_t test = {id, m, n, n > 1 ? rail : -1};
+    fb_sim_outcome_t o;
+    fb_faultmodel_judge_at(f->model, &test, t, &o);
+    fb_verdict_t v[2] = {FB_VERDICT_NONE, FB_VERDICT_NONE};
+    for (size_t k = 0; k < n; k++) {
+        if (fb_faultmodel_lost(f->model, id, m[k])) {
+            out->lost = true;
+            continue;
+        }
+        v[k] = fb_sim_member_failed(&o, m[k]) ? FB_VERDICT_FAIL : FB_VERDICT_PASS;
+        if (n < 2)
+            continue;
+        const char *me = m[k], *peer = m[1 - k];
+        double tx = s_measure(f, id, me, me, peer, rail, "tx");
+        double rx = s_measure(f, id, me, peer, me, rail, "rx");
+        out->flows[out->n_flows++] = (fb_bisect_flow_t){me, peer, tx};
+        out->flows[out->n_flows++] = (fb_bisect_flow_t){peer, me, rx};
+        double lo = tx < rx ? tx : rx;
+        out->min_bw = isnan(out->min_bw) || lo < out->min_bw ? lo : out->min_bw;
     }
-    *tp += t;
-    *fn += f->n_truth - t;
+    fb_verdict_t g = fb_group_verdict(v, n, NULL);
+    out->judged = g == FB_VERDICT_FAIL || g == FB_VERDICT_PASS;
+    out->failed = g == FB_VERDICT_FAIL;
 }
 
-static size_t s_named(const fb_bisect_t *b, char ***out)
+/* How long a round lasts: its tests, or until the deadline when a result was lost. */
+static double s_round_s(const s_opts_t *o, double test_s, bool lost)
 {
-    return fb_bisect_bad(b, out);
+    if (!lost)
+        return test_s;
+    return (double)fb_stage_deadline_ms((uint64_t)(o->timeout_factor * test_s * 1000.0)) / 1000.0;
 }
 
-static void s_names_free(char **names, size_t n)
+/* ---- the engine ----------------------------------------------------------------------------- */
+
+/* A transcript hash: every plan and every final verdict, to compare runs. */
+static uint64_t s_mix_str(uint64_t h, const char *s)
+{
+    for (; s && *s; s++)
+        h = fb_mix64(h ^ (unsigned char)*s);
+    return fb_mix64(h ^ 0xff);
+}
+
+/* The order results are recorded in: identity, or a shuffle seeded by shuffle (0: none). */
+static void s_order(size_t *idx, size_t n, uint64_t shuffle)
 {
     for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-}
-
-static void s_account(s_stats_t *st, unsigned trial, unsigned round, const s_fleet_t *f,
-                      char **named, size_t n_named)
-{
-    unsigned long tp = 0, fp = 0, fn = 0;
-    s_score(f, named, n_named, &tp, &fp, &fn);
-    st->tp[round] += tp;
-    st->fp[round] += fp;
-    st->fn[round] += fn;
-    if (fn == 0 && !st->all_found[trial])
-        st->all_found[trial] = round ? round : S_MAX_ROUNDS + 1; /* +1: found before pairs */
-}
-
-/* Carries the last round's counts to the rounds a method no longer ran. */
-static void s_carry(s_stats_t *st, unsigned from, unsigned long tp, unsigned long fp,
-                    unsigned long fn)
-{
-    for (unsigned r = from; r <= S_MAX_ROUNDS; r++) {
-        st->tp[r] += tp;
-        st->fp[r] += fp;
-        st->fn[r] += fn;
+        idx[i] = i;
+    for (size_t i = n; shuffle && i > 1; i--) {
+        size_t j = (size_t)fb_rng_below(&shuffle, i), t = idx[i - 1];
+        idx[i - 1] = idx[j];
+        idx[j] = t;
     }
 }
 
-/* ---- the engine --------------------------------------------------------------------------------
- */
+typedef struct {
+    unsigned rounds, follow_ups;
+    double sim_s;
+    size_t tests;
+    bool budget_ended;
+    uint64_t transcript;
+    unsigned *named_round; /* per fault of the world */
+    double *named_s;
+    fb_bisect_verdict_t *verdicts;
+    size_t n_verdicts;
+} s_engine_run_t;
 
-static const char *s_route(void *arg, const char *src, const char *dst)
-{
-    return fb_faultmodel_spine(arg, src, dst);
-}
-
-/* FB_BENCH_DEBUG=1: every verdict of a trial, and the truth. */
-static void s_debug(const s_fleet_t *f, const fb_bisect_t *b, unsigned trial, unsigned rounds)
-{
-    fprintf(stderr, "trial %u after %u rounds: truth", trial, rounds);
-    for (size_t i = 0; i < f->n_truth; i++)
-        fprintf(stderr, " %s", f->truth[i]);
-    fprintf(stderr, "\n");
-    fb_bisect_verdict_t *v;
-    size_t n = fb_bisect_verdicts(b, &v);
-    for (size_t i = 0; i < n; i++) {
-        if (v[i].state == FB_BISECT_CLEARED && !getenv("FB_BENCH_DEBUG_ALL"))
-            continue;
-        bool truth = s_is_truth(f, v[i].part);
-        const char *mark =
-            v[i].state == FB_BISECT_BAD ? (truth ? "  " : "FP") : (truth ? "FN" : "  ");
-        fprintf(stderr, "%s %-9s %-22s %s %.4f %s\n", mark, fb_bisect_state_name(v[i].state),
-                v[i].part, v[i].kind, v[i].confidence, v[i].summary);
-        for (size_t k = 0; getenv("FB_BENCH_DEBUG_ALL") && k < v[i].n_evidence; k++)
-            fprintf(stderr, "      %s: %s\n", v[i].evidence[k].test_id, v[i].evidence[k].what);
-    }
-    fb_bisect_verdicts_free(&v, n);
-}
-
-static void s_run_engine(const s_opts_t *o, s_fleet_t *f, unsigned trial, s_stats_t *st)
+static fb_bisect_t *s_engine_new(const s_opts_t *o, const s_fleet_t *f, unsigned trial)
 {
     fb_bisect_opts_t bo;
     fb_bisect_opts_default(&bo);
     bo.pairing = o->pairing;
-    bo.topology = f->topo;
-    bo.route = s_route;
-    bo.route_arg = f->model;
+    bo.topology = f->topo; /* the fabric as a topology file says it; no routes */
     bo.seed = o->seed * 31 + trial;
     bo.sweeps = o->sweeps;
-    bo.max_rounds = o->rounds > o->sweeps ? o->rounds - o->sweeps : 0;
+    bo.max_rounds = o->follow_ups;
     fb_bisect_t *b = fb_bisect_new(&bo);
-    char *rails = xstrdup("");
-    for (unsigned r = 0; r < o->rails; r++) {
-        char *x = xasprintf("%s%smlx5_%u", rails, r ? "," : "", r);
-        free(rails);
-        rails = x;
-    }
-    for (unsigned i = 0; i < f->n; i++)
-        fb_bisect_add_node(b, f->names[i], rails);
-    free(rails);
-    /* the node-local round */
-    for (unsigned i = 0; i < f->n; i++) {
-        char *id = xasprintf("t%u.local.%s", trial, f->names[i]);
-        const char *m[1] = {f->names[i]};
-        fb_bisect_record_local(b, id, f->names[i], s_judge(f, id, m, 1, -1));
-        free(id);
-    }
-    char **named;
-    size_t n_named = s_named(b, &named);
-    s_account(st, trial, 0, f, named, n_named);
-    s_names_free(named, n_named);
-    unsigned round = 0;
-    fb_bisect_round_t rd;
-    while (round < o->rounds && fb_bisect_next(b, &rd) == 1) {
-        round++;
-        for (size_t i = 0; i < rd.n_tests; i++) {
-            const fb_bisect_test_t *t = &rd.tests[i];
-            char *id = xasprintf("t%u.r%u.%zu", trial, round, i);
-            const char *a = t->members[0], *c = t->members[1];
-            int rail = s_rail_index(t->rail);
-            fb_bisect_flow_t flows[4] = {
-                {a, c, s_measure(f, id, a, c, rail, a)},
-                {c, a, s_measure(f, id, c, a, rail, a)},
-                {c, a, s_measure(f, id, c, a, rail, c)},
-                {a, c, s_measure(f, id, a, c, rail, c)},
-            };
-            fb_bisect_result_t r = {id,
-                                    (long)i,
-                                    (const char *const *)t->members,
-                                    2,
-                                    t->rail,
-                                    true,
-                                    s_judge(f, id, (const char *const *)t->members, 2, rail),
-                                    flows,
-                                    4,
-                                    NULL,
-                                    0};
-            fb_bisect_record(b, &r);
-            free(id);
-        }
-        fb_bisect_round_clear(&rd);
-        n_named = s_named(b, &named);
-        s_account(st, trial, round, f, named, n_named);
-        s_names_free(named, n_named);
-    }
-    fb_bisect_round_clear(&rd);
-    n_named = s_named(b, &named);
-    unsigned long tp = 0, fp = 0, fn = 0;
-    s_score(f, named, n_named, &tp, &fp, &fn);
-    if (getenv("FB_BENCH_STATS")) { /* how often a rail that is not bad fails again */
-        static unsigned long hist[8];
-        fb_diag_verdict_t *dv;
-        size_t nv = fb_diag_verdicts(fb_bisect_diag(b), &dv);
-        for (size_t i = 0; i < nv; i++)
-            if (dv[i].parent && dv[i].n_failed && !s_is_truth(f, dv[i].suspect) &&
-                !s_is_truth(f, dv[i].parent))
-                hist[dv[i].n_failed < 7 ? dv[i].n_failed : 7]++;
-        free(dv);
-        fprintf(stderr, "rail suspects by failures: 1:%lu 2:%lu 3:%lu 4+:%lu\n", hist[1], hist[2],
-                hist[3], hist[4] + hist[5] + hist[6] + hist[7]);
-    }
-    const char *debug = getenv("FB_BENCH_DEBUG");
-    if (debug && (strcmp(debug, "wrong") || fp || fn))
-        s_debug(f, b, trial, round);
-    st->end_tp += tp;
-    st->end_fp += fp;
-    st->end_fn += fn;
-    s_carry(st, round + 1, tp, fp, fn);
-    s_names_free(named, n_named);
-    st->ended[trial] = round;
-    fb_bisect_destroy(&b);
+    for (unsigned i = 0; b && i < f->n; i++)
+        fb_bisect_add_node(b, f->names[i], f->rails_csv);
+    return b;
 }
 
-/* ---- baseline: two passes of random pairs ------------------------------------------------------
+/* The node-local round at time 0: its length. */
+static double s_engine_local(const s_fleet_t *f, fb_bisect_t *b, unsigned trial, uint64_t shuffle,
+                             uint64_t *h)
+{
+    size_t *idx = xmalloc(f->n * sizeof *idx);
+    s_order(idx, f->n, shuffle);
+    bool lost = false;
+    for (size_t k = 0; k < f->n; k++) {
+        const char *node = f->names[idx[k]];
+        char *id = xasprintf("t%u.local.%s", trial, node);
+        s_result_t r;
+        s_run_test(f, id, &node, 1, -1, 0.0, &r);
+        lost |= r.lost;
+        if (r.judged) /* a lost node-local result says nothing, as the runner's timeout */
+            fb_bisect_record_local(b, id, node, r.failed);
+        *h = fb_mix64(*h ^ (r.judged * 2u + r.failed));
+        free(id);
+    }
+    free(idx);
+    return s_round_s(f->o, S_LOCAL_S, lost);
+}
+
+/* Notes the faults named by now. */
+static void s_engine_named(const s_fleet_t *f, const fb_bisect_t *b, s_engine_run_t *run)
+{
+    char **bad;
+    size_t n = fb_bisect_bad(b, &bad);
+    dscore_truth_t t = {&f->world, f->topo, f->rails};
+    for (size_t i = 0; i < f->world.n_faults; i++) {
+        if (run->named_round[i])
+            continue;
+        for (size_t k = 0; k < n; k++) {
+            dmix_world_t one = {&f->world.faults[i], 1, NULL, 0, NULL};
+            dscore_truth_t ti = {&one, t.topo, t.rails};
+            if (dscore_is_fault(&ti, bad[k])) {
+                run->named_round[i] = run->rounds;
+                run->named_s[i] = run->sim_s;
+                break;
+            }
+        }
+    }
+    for (size_t k = 0; k < n; k++)
+        free(bad[k]);
+    free(bad);
+}
+
+/* One planned round: every test run at the round's start, results recorded in shuffled order. */
+static void s_engine_round(const s_fleet_t *f, fb_bisect_t *b, const fb_bisect_round_t *rd,
+                           unsigned trial, uint64_t shuffle, s_engine_run_t *run)
+{
+    s_result_t *res = xcalloc(rd->n_tests + 1, sizeof *res);
+    char **ids = xcalloc(rd->n_tests + 1, sizeof *ids);
+    bool lost = false;
+    for (size_t i = 0; i < rd->n_tests; i++) {
+        const fb_bisect_test_t *t = &rd->tests[i];
+        ids[i] = xasprintf("t%u.r%u.%zu", trial, run->rounds, i);
+        s_run_test(f, ids[i], (const char *const *)t->members, t->n_members, s_rail_index(t->rail),
+                   run->sim_s, &res[i]);
+        lost |= res[i].lost;
+        for (size_t k = 0; k < t->n_members; k++)
+            run->transcript = s_mix_str(run->transcript, t->members[k]);
+        run->transcript = s_mix_str(s_mix_str(run->transcript, t->rail), t->suspect);
+    }
+    size_t *idx = xmalloc((rd->n_tests + 1) * sizeof *idx);
+    s_order(idx, rd->n_tests, shuffle ? fb_mix64(shuffle ^ run->rounds) : 0);
+    for (size_t k = 0; k < rd->n_tests; k++) {
+        size_t i = idx[k];
+        const fb_bisect_test_t *t = &rd->tests[i];
+        fb_bisect_result_t r = {ids[i],
+                                (long)i,
+                                (const char *const *)t->members,
+                                t->n_members,
+                                t->rail,
+                                res[i].judged,
+                                res[i].failed,
+                                res[i].flows,
+                                res[i].n_flows,
+                                NULL,
+                                0};
+        fb_bisect_record(b, &r);
+    }
+    run->tests += rd->n_tests;
+    run->sim_s += s_round_s(f->o, S_ROUND_S, lost);
+    for (size_t i = 0; i < rd->n_tests; i++)
+        free(ids[i]);
+    free(ids);
+    free(idx);
+    free(res);
+}
+
+/* The whole session of one trial; shuffle 0 records results in planned order. */
+static int s_engine_run(const s_opts_t *o, const s_fleet_t *f, unsigned trial, uint64_t shuffle,
+                        s_engine_run_t *run)
+{
+    memset(run, 0, sizeof *run);
+    run->named_round = xcalloc(f->world.n_faults + 1, sizeof *run->named_round);
+    run->named_s = xcalloc(f->world.n_faults + 1, sizeof *run->named_s);
+    fb_bisect_t *b = s_engine_new(o, f, trial);
+    if (!b)
+        return -EINVAL;
+    run->sim_s = s_engine_local(f, b, trial, shuffle, &run->transcript);
+    fb_bisect_round_t rd;
+    int rc;
+    while (run->rounds < S_MAX_ROUNDS && (rc = fb_bisect_next(b, &rd)) == 1) {
+        run->rounds++;
+        s_engine_round(f, b, &rd, trial, shuffle, run);
+        fb_bisect_round_clear(&rd);
+        s_engine_named(f, b, run);
+    }
+    fb_bisect_round_clear(&rd);
+    run->follow_ups = fb_bisect_follow_ups(b);
+    run->n_verdicts = fb_bisect_verdicts(b, &run->verdicts);
+    for (size_t i = 0; i < run->n_verdicts; i++) {
+        run->transcript = s_mix_str(run->transcript, run->verdicts[i].part);
+        run->transcript = fb_mix64(run->transcript ^ (uint64_t)run->verdicts[i].state);
+    }
+    run->budget_ended = fb_bisect_end(b) == FB_BISECT_END_ROUNDS;
+    fb_bisect_destroy(&b);
+    return 0;
+}
+
+static void s_engine_run_free(s_engine_run_t *run)
+{
+    fb_bisect_verdicts_free(&run->verdicts, run->n_verdicts);
+    free(run->named_round);
+    free(run->named_s);
+}
+
+/* FB_BENCH_DEBUG=1: every verdict that is not "cleared", and the truth (wrong: only trials with
+ * a wrong verdict). */
+static void s_debug(const s_fleet_t *f, const s_engine_run_t *run, unsigned trial)
+{
+    const char *debug = getenv("FB_BENCH_DEBUG");
+    if (!debug)
+        return;
+    dscore_truth_t t = {&f->world, f->topo, f->rails};
+    bool wrong = false;
+    for (size_t i = 0; i < run->n_verdicts; i++)
+        wrong |=
+            (run->verdicts[i].state == FB_BISECT_BAD) != dscore_is_fault(&t, run->verdicts[i].part);
+    for (size_t i = 0; i < f->world.n_faults; i++)
+        wrong |= !run->named_round[i];
+    if (!strcmp(debug, "wrong") && !wrong)
+        return;
+    fprintf(stderr, "trial %u after %u rounds (%u follow-ups), %.0f s: truth", trial, run->rounds,
+            run->follow_ups, run->sim_s);
+    for (size_t i = 0; i < f->world.n_faults; i++)
+        fprintf(stderr, " %s(%s q %.2f x%.2f b %.0f)", f->world.faults[i].part,
+                dmix_type_name(f->world.faults[i].type), f->world.faults[i].q,
+                f->world.faults[i].factor, f->world.faults[i].burst_s);
+    fprintf(stderr, "\n");
+    for (size_t i = 0; i < run->n_verdicts; i++) {
+        const fb_bisect_verdict_t *v = &run->verdicts[i];
+        if (v->state == FB_BISECT_CLEARED && !dscore_is_fault(&t, v->part))
+            continue;
+        bool fault = dscore_is_fault(&t, v->part);
+        const char *mark =
+            v->state == FB_BISECT_BAD ? (fault ? "  " : "FP") : (fault ? "FN" : "  ");
+        fprintf(stderr, "%s %-9s %-22s %-5s %.4f %s\n", mark, fb_bisect_state_name(v->state),
+                v->part, v->kind, v->confidence, v->summary);
+    }
+}
+
+/* ---- baselines --------------------------------------------------------------------------------
  */
 
 static void s_shuffle(unsigned *v, unsigned n, uint64_t *rng)
 {
     for (unsigned i = n; i > 1; i--) {
-        unsigned j = (unsigned)(fb_splitmix64(rng) % i), t = v[i - 1];
+        unsigned j = (unsigned)fb_rng_below(rng, i), t = v[i - 1];
         v[i - 1] = v[j];
         v[j] = t;
     }
 }
 
-static double s_median(double *v, size_t n)
+static int s_cmp_d(const void *a, const void *b)
 {
-    for (size_t i = 1; i < n; i++) { /* insertion sort is plenty for one trial */
-        double x = v[i];
-        size_t j = i;
-        while (j > 0 && v[j - 1] > x) {
-            v[j] = v[j - 1];
-            j--;
-        }
-        v[j] = x;
-    }
-    return n ? v[n / 2] : NAN;
-}
-
-/* A pair is bad when its test fails or (slow kinds) its bandwidth is below 0.8 of the median. */
-static void s_pass(const s_fleet_t *f, const char *tag, const unsigned *a, const unsigned *b,
-                   unsigned n, bool *bad)
-{
-    double *bw = xmalloc((n + 1) * sizeof *bw), *sorted = xmalloc((n + 1) * sizeof *sorted);
-    for (unsigned i = 0; i < n; i++) {
-        char *id = xasprintf("%s.%u", tag, i);
-        const char *m[2] = {f->names[a[i]], f->names[b[i]]};
-        bad[i] = s_judge(f, id, m, 2, -1);
-        bw[i] = sorted[i] = s_pair_bw(f, id, m[0], m[1], -1);
-        free(id);
-    }
-    double med = s_median(sorted, n);
-    for (unsigned i = 0; i < n; i++)
-        bad[i] |= bw[i] < 0.8 * med;
-    free(bw);
-    free(sorted);
-}
-
-static void s_run_two_pass(const s_opts_t *o, s_fleet_t *f, unsigned trial, s_stats_t *st)
-{
-    uint64_t rng = o->seed * 7 + trial;
-    unsigned n = f->n, *perm = xmalloc(n * sizeof *perm);
-    for (unsigned i = 0; i < n; i++)
-        perm[i] = i;
-    s_shuffle(perm, n, &rng);
-    unsigned np = n / 2, *a = xmalloc(np * sizeof *a), *b = xmalloc(np * sizeof *b);
-    for (unsigned i = 0; i < np; i++) {
-        a[i] = perm[2 * i];
-        b[i] = perm[2 * i + 1];
-    }
-    bool *bad1 = xcalloc(np + 1, sizeof *bad1), *sus = xcalloc(n, sizeof *sus);
-    char tag[64];
-    snprintf(tag, sizeof tag, "t%u.two.1", trial);
-    s_pass(f, tag, a, b, np, bad1);
-    unsigned *good = xmalloc(n * sizeof *good), n_good = 0, *s = xmalloc(n * sizeof *s), n_s = 0;
-    for (unsigned i = 0; i < np; i++) {
-        if (bad1[i]) {
-            sus[a[i]] = sus[b[i]] = true;
-            s[n_s++] = a[i];
-            s[n_s++] = b[i];
-        } else {
-            good[n_good++] = a[i];
-            good[n_good++] = b[i];
-        }
-    }
-    s_shuffle(good, n_good, &rng);
-    unsigned n2 = n_s < n_good ? n_s : n_good;
-    bool *bad2 = xcalloc(n2 + 1, sizeof *bad2);
-    snprintf(tag, sizeof tag, "t%u.two.2", trial);
-    s_pass(f, tag, s, good, n2, bad2);
-    char **named = xcalloc(n2 + 1, sizeof *named);
-    size_t n_named = 0;
-    for (unsigned i = 0; i < n2; i++)
-        if (bad2[i])
-            named[n_named++] = xstrdup(f->names[s[i]]);
-    unsigned long tp = 0, fp = 0, fn = 0;
-    s_score(f, named, n_named, &tp, &fp, &fn);
-    st->end_tp += tp;
-    st->end_fp += fp;
-    st->end_fn += fn;
-    s_carry(st, 2, tp, fp, fn);
-    st->ended[trial] = 2;
-    if (fn == 0)
-        st->all_found[trial] = 2;
-    s_names_free(named, n_named);
-    free(perm);
-    free(a);
-    free(b);
-    free(bad1);
-    free(bad2);
-    free(sus);
-    free(good);
-    free(s);
-}
-
-/* ---- baseline: halving -------------------------------------------------------------------------
- */
-
-typedef struct {
-    unsigned *v;
-    unsigned n;
-} s_grp_t;
-
-/* A group fails when its test fails or (slow kinds) its ring is below 0.8 of nominal. */
-static bool s_group_bad(const s_fleet_t *f, const char *id, const s_grp_t *g)
-{
-    const char **m = xmalloc(g->n * sizeof *m);
-    for (unsigned i = 0; i < g->n; i++)
-        m[i] = f->names[g->v[i]];
-    fb_sim_test_t t = {id, m, g->n, -1};
-    fb_sim_outcome_t out;
-    fb_faultmodel_judge(f->model, &t, &out);
-    free(m);
-    return out.failed || out.factor < 0.8;
-}
-
-static void s_run_halving(const s_opts_t *o, s_fleet_t *f, unsigned trial, s_stats_t *st)
-{
-    s_grp_t *cur = xcalloc(1, sizeof *cur);
-    size_t n_cur = 1;
-    cur[0].v = xmalloc(f->n * sizeof *cur[0].v);
-    cur[0].n = f->n;
-    for (unsigned i = 0; i < f->n; i++)
-        cur[0].v[i] = i;
-    char **named = xcalloc(f->n + 1, sizeof *named);
-    size_t n_named = 0;
-    unsigned round = 0;
-    while (n_cur && round < S_MAX_ROUNDS) {
-        round++;
-        s_grp_t *next = xcalloc(2 * n_cur + 1, sizeof *next);
-        size_t n_next = 0;
-        for (size_t g = 0; g < n_cur; g++) {
-            char *id = xasprintf("t%u.half.%u.%zu", trial, round, g);
-            bool bad = s_group_bad(f, id, &cur[g]);
-            free(id);
-            if (!bad) {
-                free(cur[g].v);
-                continue;
-            }
-            if (cur[g].n == 1) {
-                named[n_named++] = xstrdup(f->names[cur[g].v[0]]);
-                free(cur[g].v);
-                continue;
-            }
-            unsigned h = cur[g].n / 2;
-            next[n_next].v = xmalloc(h * sizeof(unsigned));
-            memcpy(next[n_next].v, cur[g].v, h * sizeof(unsigned));
-            next[n_next++].n = h;
-            next[n_next].v = xmalloc((cur[g].n - h) * sizeof(unsigned));
-            memcpy(next[n_next].v, cur[g].v + h, (cur[g].n - h) * sizeof(unsigned));
-            next[n_next++].n = cur[g].n - h;
-            free(cur[g].v);
-        }
-        free(cur);
-        cur = next;
-        n_cur = n_next;
-    }
-    for (size_t g = 0; g < n_cur; g++)
-        free(cur[g].v);
-    free(cur);
-    unsigned long tp = 0, fp = 0, fn = 0;
-    s_score(f, named, n_named, &tp, &fp, &fn);
-    st->end_tp += tp;
-    st->end_fp += fp;
-    st->end_fn += fn;
-    s_carry(st, round + 1 > S_MAX_ROUNDS ? S_MAX_ROUNDS : round + 1, tp, fp, fn);
-    st->ended[trial] = round;
-    if (fn == 0)
-        st->all_found[trial] = round;
-    s_names_free(named, n_named);
-    (void)o;
-}
-
-/* ---- report -------------------------------------------------------------------------------------
- */
-
-static int s_cmp_u(const void *a, const void *b)
-{
-    unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+    double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-static double s_ratio(unsigned long a, unsigned long b)
+/* A round of pairs a[i]-b[i] on every rail at time t: bad[i] when the pair failed or is slow
+ * (its smallest flow below S_SLOW of the round's median), judged[i] when it has a verdict.
+ * Returns the round's length. */
+static double s_pass(const s_fleet_t *f, const char *tag, const unsigned *a, const unsigned *b,
+                     unsigned n, double t, bool *bad, bool *judged)
 {
-    return b ? (double)a / (double)b : NAN;
-}
-
-static void s_print(const s_opts_t *o, const char *method, s_stats_t *st, bool local_round)
-{
-    unsigned c = o->cut;
-    double rc = s_ratio(st->tp[c], st->tp[c] + st->fn[c]),
-           pc = s_ratio(st->tp[c], st->tp[c] + st->fp[c]);
-    double re = s_ratio(st->end_tp, st->end_tp + st->end_fn),
-           pe = s_ratio(st->end_tp, st->end_tp + st->end_fp);
-    unsigned *found = xmalloc(st->trials * sizeof *found), n_found = 0, never = 0;
-    for (unsigned i = 0; i < st->trials; i++) {
-        if (!st->all_found[i])
-            never++;
-        else
-            found[n_found++] = st->all_found[i] > S_MAX_ROUNDS ? 0 : st->all_found[i];
+    double *bw = xmalloc((n + 1) * sizeof *bw), *sorted = xmalloc((n + 1) * sizeof *sorted);
+    size_t n_bw = 0;
+    bool lost = false;
+    for (unsigned i = 0; i < n; i++) {
+        char *id = xasprintf("%s.%u", tag, i);
+        const char *m[2] = {f->names[a[i]], f->names[b[i]]};
+        s_result_t r;
+        s_run_test(f, id, m, 2, -1, t, &r);
+        lost |= r.lost;
+        bad[i] = r.judged && r.failed;
+        judged[i] = r.judged;
+        bw[i] = r.min_bw;
+        if (!isnan(r.min_bw))
+            sorted[n_bw++] = r.min_bw;
+        free(id);
     }
-    qsort(found, n_found, sizeof *found, s_cmp_u);
-    qsort(st->ended, st->trials, sizeof *st->ended, s_cmp_u);
-    unsigned end_med = st->ended[st->trials / 2], end_max = st->ended[st->trials - 1];
-    char found_s[48];
-    if (n_found)
-        snprintf(found_s, sizeof found_s, "%u/%u%s", found[n_found / 2], found[n_found - 1],
-                 never ? "+" : "");
+    qsort(sorted, n_bw, sizeof *sorted, s_cmp_d);
+    double med = n_bw ? sorted[n_bw / 2] : NAN;
+    for (unsigned i = 0; i < n; i++)
+        if (!isnan(bw[i]) && bw[i] < S_SLOW * med) {
+            bad[i] = true;
+            judged[i] = true;
+        }
+    free(bw);
+    free(sorted);
+    return s_round_s(f->o, S_ROUND_S, lost);
+}
+
+/* A random perfect matching of the nodes: a[i]-b[i], returns the number of pairs. */
+static unsigned s_matching(const s_fleet_t *f, uint64_t *rng, unsigned *a, unsigned *b)
+{
+    unsigned *perm = xmalloc(f->n * sizeof *perm);
+    for (unsigned i = 0; i < f->n; i++)
+        perm[i] = i;
+    s_shuffle(perm, f->n, rng);
+    for (unsigned i = 0; i < f->n / 2; i++) {
+        a[i] = perm[2 * i];
+        b[i] = perm[2 * i + 1];
+    }
+    free(perm);
+    return f->n / 2;
+}
+
+/* Names the nodes marked in named[] as bad verdicts. */
+static size_t s_named_verdicts(const s_fleet_t *f, const bool *named, fb_bisect_verdict_t **out)
+{
+    size_t n = 0;
+    *out = xcalloc(f->n + 1, sizeof **out);
+    for (unsigned i = 0; i < f->n; i++)
+        if (named[i]) {
+            (*out)[n].part = xstrdup(f->names[i]);
+            (*out)[n].kind = "node";
+            (*out)[n].state = FB_BISECT_BAD;
+            (*out)[n++].confidence = NAN;
+        }
+    return n;
+}
+
+static void s_baseline_done(dscore_t *s, const s_fleet_t *f, const bool *named, unsigned rounds,
+                            double sim_s, size_t tests)
+{
+    fb_bisect_verdict_t *v;
+    size_t n = s_named_verdicts(f, named, &v);
+    dscore_truth_t t = {&f->world, f->topo, f->rails};
+    dscore_run_t run = {v, n, NULL, NULL, rounds, sim_s, tests, false};
+    dscore_add(s, &t, &run);
+    fb_bisect_verdicts_free(&v, n);
+}
+
+/* Two passes: random pairs; every node of a bad pair re-paired with a node that passed. */
+static void s_run_two_pass(const s_opts_t *o, const s_fleet_t *f, unsigned trial, dscore_t *s)
+{
+    uint64_t rng = fb_mix64(o->seed * 7 + trial);
+    unsigned *a = xmalloc(f->n * sizeof *a), *b = xmalloc(f->n * sizeof *b);
+    unsigned np = s_matching(f, &rng, a, b);
+    bool *bad = xcalloc(f->n + 1, sizeof *bad), *judged = xcalloc(f->n + 1, sizeof *judged);
+    bool *named = xcalloc(f->n, sizeof *named);
+    char tag[64];
+    snprintf(tag, sizeof tag, "t%u.two.1", trial);
+    double t = s_pass(f, tag, a, b, np, 0.0, bad, judged);
+    unsigned *good = xmalloc(f->n * sizeof *good), n_good = 0;
+    unsigned *sus = xmalloc(f->n * sizeof *sus), n_sus = 0;
+    for (unsigned i = 0; i < np; i++) {
+        unsigned *to = bad[i] ? sus : judged[i] ? good : NULL;
+        unsigned *count = bad[i] ? &n_sus : &n_good;
+        if (!to)
+            continue;
+        to[(*count)++] = a[i];
+        to[(*count)++] = b[i];
+    }
+    s_shuffle(good, n_good, &rng);
+    unsigned n2 = n_sus < n_good ? n_sus : n_good;
+    snprintf(tag, sizeof tag, "t%u.two.2", trial);
+    t += s_pass(f, tag, sus, good, n2, t, bad, judged);
+    for (unsigned i = 0; i < n2; i++)
+        named[sus[i]] |= bad[i];
+    s_baseline_done(s, f, named, 2, t, (size_t)(np + n2) * f->rails);
+    free(a);
+    free(b);
+    free(bad);
+    free(judged);
+    free(named);
+    free(good);
+    free(sus);
+}
+
+/* 15 rounds of random pairs; a node failing or slow in a third of its judged tests is bad. */
+static void s_run_random(const s_opts_t *o, const s_fleet_t *f, unsigned trial, dscore_t *s)
+{
+    uint64_t rng = fb_mix64(o->seed * 13 + trial);
+    unsigned *a = xmalloc(f->n * sizeof *a), *b = xmalloc(f->n * sizeof *b);
+    unsigned *tests = xcalloc(f->n, sizeof *tests), *fails = xcalloc(f->n, sizeof *fails);
+    bool *bad = xcalloc(f->n + 1, sizeof *bad), *judged = xcalloc(f->n + 1, sizeof *judged);
+    double t = 0;
+    size_t n_tests = 0;
+    for (unsigned round = 0; round < S_RANDOM_ROUNDS; round++) {
+        unsigned np = s_matching(f, &rng, a, b);
+        char tag[64];
+        snprintf(tag, sizeof tag, "t%u.rand.%u", trial, round);
+        t += s_pass(f, tag, a, b, np, t, bad, judged);
+        n_tests += (size_t)np * f->rails;
+        for (unsigned i = 0; i < np; i++) {
+            tests[a[i]] += judged[i];
+            tests[b[i]] += judged[i];
+            fails[a[i]] += bad[i];
+            fails[b[i]] += bad[i];
+        }
+    }
+    bool *named = xcalloc(f->n, sizeof *named);
+    for (unsigned i = 0; i < f->n; i++)
+        named[i] = tests[i] >= 3 && 3 * fails[i] >= tests[i];
+    s_baseline_done(s, f, named, S_RANDOM_ROUNDS, t, n_tests);
+    free(a);
+    free(b);
+    free(tests);
+    free(fails);
+    free(bad);
+    free(judged);
+    free(named);
+}
+
+/* ---- the world's own statistics (--check-world) ------------------------------------------- */
+
+typedef struct {
+    const char *what;
+    double measured, expected, bound;
+} s_check_t;
+
+static bool s_check_print(const s_check_t *c)
+{
+    bool ok = fabs(c->measured - c->expected) <= c->bound;
+    printf("  %-46s %10.5f %10.5f +- %-9.5f %s\n", c->what, c->measured, c->expected, c->bound,
+           ok ? "ok" : "OFF");
+    return ok;
+}
+
+/* A binomial share: k of n against p, within 6 standard deviations (+ one count). */
+static s_check_t s_share(const char *what, size_t k, size_t n, double p)
+{
+    double sd = sqrt(p * (1 - p) / (double)(n ? n : 1));
+    return (s_check_t){what, n ? (double)k / (double)n : 0, p, 6 * sd + 1.0 / (double)(n ? n : 1)};
+}
+
+/* The fault mix: shares of the types over many draws, second faults and noisy nodes. */
+static bool s_check_mix(const s_opts_t *o, const s_fleet_t *f)
+{
+    size_t counts[DMIX_N] = {0}, first = 0, node_faults = 0, seconds = 0, noisy = 0, others = 0;
+    for (unsigned trial = 0; trial < 4000; trial++) {
+        uint64_t rng = fb_mix64(o->seed * 1000003ULL + trial);
+        dmix_fabric_t fab = {f->names, f->n, f->rails, S_LEAF_SIZE, S_SPINES};
+        dmix_world_t w;
+        if (dmix_draw(&o->mix, &fab, &rng, &w))
+            return false;
+        for (size_t i = 0; i < w.n_faults; i++) {
+            bool second = w.faults[i].second;
+            seconds += second;
+            if (second)
+                continue;
+            counts[w.faults[i].type]++;
+            first++;
+            node_faults += dmix_type_site(w.faults[i].type) == DMIX_AT_NODE;
+        }
+        noisy += w.n_noisy;
+        others += f->n - w.n_faults;
+        dmix_world_free(&w);
+    }
+    bool ok = true;
+    for (int t = 0; t < DMIX_N && o->mix.only < 0; t++) {
+        char what[64];
+        snprintf(what, sizeof what, "share of %s", dmix_type_name((dmix_type_t)t));
+        s_check_t c = s_share(what, counts[t], first, dmix_type_share((dmix_type_t)t));
+        ok &= s_check_print(&c);
+    }
+    s_check_t c =
+        s_share("node faults with a second fault", seconds, node_faults, o->mix.second_share);
+    ok &= s_check_print(&c);
+    /* noisy nodes are drawn among the nodes without faults (about f->n - faults of them) */
+    c = s_share("noisy share of the other nodes", noisy, others, o->mix.noisy_share);
+    c.bound *= 1.2;
+    ok &= s_check_print(&c);
+    return ok;
+}
+
+/* The simulator's rates over healthy pair tests: false fails (with disagreement), lost results,
+ * the noise's sigma. */
+static bool s_check_rates(const s_opts_t *o, const s_fleet_t *f)
+{
+    size_t n = 200000, failed = 0, members = 0, lost = 0, flows = 0;
+    double s1 = 0, s2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        char id[48];
+        snprintf(id, sizeof id, "check.%zu", i);
+        const char *m[2] = {f->names[0], f->names[1]}; /* a healthy pair: no faults here */
+        s_result_t r;
+        s_run_test(f, id, m, 2, (int)(i % f->rails), 0.0, &r);
+        failed += r.judged && r.failed;
+        members += 2;
+        lost += 2 - r.n_flows / 2; /* every member that reported gave two flows */
+        for (size_t k = 0; k < r.n_flows; k++, flows++) {
+            double x = log(r.flows[k].value / S_NOMINAL);
+            s1 += x;
+            s2 += x * x;
+        }
+    }
+    /* The runner takes a failure from either member; a lost member's is not heard. A spurious
+     * failure (f) fails the test unless both members are lost, or one disagrees (d) and the other
+     * is lost; a passing test fails when one member disagrees and is heard. */
+    double f_ = o->false_fail, d = o->disagree, l = o->lost;
+    double p_fail = f_ * ((1 - d) * (1 - l * l) + d * (1 - l)) + (1 - f_) * d * (1 - l);
+    bool ok = true;
+    s_check_t c = s_share("healthy pair tests failed", failed, n, p_fail);
+    ok &= s_check_print(&c);
+    c = s_share("member results lost", lost, members, o->lost);
+    ok &= s_check_print(&c);
+    double mean = s1 / (double)flows, sd = sqrt(s2 / (double)flows - mean * mean);
+    double expected = o->noise_sigma > 0 ? o->noise_sigma : o->noise_width / sqrt(3.0);
+    /* flows are reported twice (by each member) with independent noise: n draws */
+    c = (s_check_t){"sd of log(measured / nominal)", sd, expected,
+                    6 * expected / sqrt(2.0 * (double)flows) + 1e-4};
+    ok &= s_check_print(&c);
+    return ok;
+}
+
+static int s_check_world(const s_opts_t *o)
+{
+    s_opts_t clean = *o;
+    clean.mix.faults_min = clean.mix.faults_max = 0;
+    s_fleet_t f;
+    clean.mix.noisy_share = 0;
+    if (s_fleet_init(&f, &clean, 0))
+        return 3;
+    printf("# the world of these options, measured (fleetburn-bench-diagnosis --check-world)\n");
+    printf("  %-46s %10s %10s    %-9s\n", "measure", "measured", "expected", "bound");
+    bool ok = s_check_mix(o, &f) & s_check_rates(o, &f);
+    s_fleet_free(&f);
+    printf("%s\n", ok ? "world ok" : "world OFF");
+    return ok ? 0 : 1;
+}
+
+/* ---- report ---------------------------------------------------------------------------------- */
+
+static void s_print_world(const s_opts_t *o)
+{
+    fb_bisect_opts_t bo; /* what s_engine_new starts from */
+    fb_bisect_opts_default(&bo);
+    const fb_diag_params_t p = bo.diag;
+    unsigned leaves = (o->nodes + S_LEAF_SIZE - 1) / S_LEAF_SIZE;
+    printf("# world: %u nodes, %u rail(s), %u leaves of %u nodes on %u spines; %u trials, seed "
+           "%llu\n",
+           o->nodes, o->rails, leaves, S_LEAF_SIZE, S_SPINES, o->trials,
+           (unsigned long long)o->seed);
+    if (o->noise_sigma > 0)
+        printf("# noise lognormal sigma %g", o->noise_sigma);
     else
-        snprintf(found_s, sizeof found_s, "never");
-    double sim_s = (local_round ? S_LOCAL_S : 0.0) + S_ROUND_S * end_med;
-    char v[4][16];
-    const double vals[4] = {rc, pc, re, pe};
-    for (int i = 0; i < 4; i++) /* "-": nothing to divide (a baseline judged only at its end) */
-        if (isnan(vals[i]))
-            snprintf(v[i], sizeof v[i], "%6s", "-");
-        else
-            snprintf(v[i], sizeof v[i], "%6.4f", vals[i]);
-    printf("%-5u %-2u %-13s %-10s %6u %9lu  %s %s  %s %s  %-9s %3u/%-3u %7.0f\n", o->nodes,
-           o->rails, s_kind_names[o->kind], method, st->trials, st->end_tp + st->end_fn, v[0], v[1],
-           v[2], v[3], found_s, end_med, end_max, sim_s);
-    free(found);
+        printf("# noise uniform +-%g", o->noise_width);
+    printf("; false fails %g; lost results %g; disagreeing members %g; noisy nodes %g (sigma "
+           "%g); second faults on %g of node faults\n",
+           o->false_fail, o->lost, o->disagree, o->mix.noisy_share, o->mix.noisy_sigma,
+           o->mix.second_share);
+    printf("# faults per trial: %u-%u, ", o->mix.faults_min, o->mix.faults_max);
+    if (o->mix.only >= 0)
+        printf("all %s (q %g, factor %g, burst %g s; 0: drawn)\n",
+               dmix_type_name((dmix_type_t)o->mix.only), o->mix.q, o->mix.factor, o->mix.burst_s);
+    else
+        printf("the fleet mix:\n");
+    if (o->mix.only < 0)
+        dmix_describe(stdout, "#   ");
+    printf("# engine (scheduler/bisect.h): parameters at their defaults: f and a mixture over q "
+           "estimated from the fleet\n#   (f starts at %g worth %g tests, the mixture flat worth %g "
+           "parts), prior %g, bad at %g with %u confirmations\n#   and fleet error %g, implicated "
+           "at %g x prior, cleared at P <= %g with q %g ruled out at %g;\n#   %s pairing; %u "
+           "sweep(s), at most %u follow-up rounds%s\n",
+           p.false_fail_rate, p.false_fail_weight, p.mixture_weight, p.prior_bad, p.bad_threshold,
+           p.min_confirmations, p.fleet_error, p.implicate_ratio, p.clear_threshold, p.clear_q,
+           p.clear_confidence, fb_pairing_name(o->pairing), o->sweeps, o->follow_ups,
+           bo.sweep_idle ? " (idle nodes swept while the budget allows)" : "");
+    printf("# given to the engine: the topology (leaves, spines), every node's rails, the "
+           "node-local round, every result with its flows;\n#   not given: routes (which spine), "
+           "q, f, the faults, the simulator's seed\n");
+    printf("# clock: node-local round %.0f s, pair round %.0f s, a round with a lost result until "
+           "the deadline\n#   (a stage's timeout is %g x its test: %.0f s and %.0f s after the "
+           "round's start)\n",
+           S_LOCAL_S, S_ROUND_S, o->timeout_factor, s_round_s(o, S_LOCAL_S, true),
+           s_round_s(o, S_ROUND_S, true));
 }
 
-static void s_stats_init(s_stats_t *st, unsigned trials)
+static void s_print_legend(void)
 {
-    memset(st, 0, sizeof *st);
-    st->trials = trials;
-    st->all_found = xcalloc(trials, sizeof *st->all_found);
-    st->ended = xcalloc(trials, sizeof *st->ended);
+    printf("# summary columns: recall = fault parts named / fault parts; precis = named parts that "
+           "are a fault's / named parts;\n#   undec, clear = fault parts left undecided / cleared; "
+           "false_t = trials with any false name, unrel_t = with a false name\n#   not next to "
+           "any fault; undec_h = healthy parts left undecided per trial; rounds = pair rounds "
+           "(median/p90/max);\n#   sim_s = simulated wall time incl. the node-local round "
+           "(median/p90); tests = tests per trial (one rail each)\n");
+    printf("# kind columns: shares of the faults of that kind: named (its part named bad), undec, "
+           "clear, passed (never\n#   implicated), other (not named, but a part next to it "
+           "named); rounds, sim_s: when named (median/p90/max, median/p90)\n");
 }
 
-static void s_stats_free(s_stats_t *st)
-{
-    free(st->all_found);
-    free(st->ended);
-}
-
-/* --faults-file: one trial on the given fleet; prints the truth, what was named, and when. */
+/* --faults-file: one trial of the engine; prints the truth, what was named, and when. */
 static int s_one_file(s_opts_t *o)
 {
     o->trials = 1;
     s_fleet_t f;
     if (s_fleet_init(&f, o, 0))
         return 3;
-    o->rails = fb_faultmodel_rails(f.model);
-    s_stats_t st;
-    s_stats_init(&st, 1);
-    s_run_engine(o, &f, 0, &st);
+    s_engine_run_t run;
+    if (s_engine_run(o, &f, 0, 0, &run))
+        return 3;
+    dscore_truth_t t = {&f.world, f.topo, f.rails};
     printf("truth:");
-    for (size_t i = 0; i < f.n_truth; i++)
-        printf(" %s", f.truth[i]);
-    printf("\nnamed after %u rounds (every fault after %u): tp %lu fp %lu fn %lu\n", st.ended[0],
-           st.all_found[0] > S_MAX_ROUNDS ? 0 : st.all_found[0], st.end_tp, st.end_fp, st.end_fn);
-    s_stats_free(&st);
+    for (size_t i = 0; i < f.world.n_faults; i++)
+        printf(" %s", f.world.faults[i].part);
+    printf("\nnamed after %u rounds (%u follow-ups):", run.rounds, run.follow_ups);
+    size_t fp = 0, undecided = 0;
+    for (size_t i = 0; i < run.n_verdicts; i++) {
+        const fb_bisect_verdict_t *v = &run.verdicts[i];
+        if (v->state == FB_BISECT_BAD) {
+            printf(" %s", v->part);
+            fp += !dscore_is_fault(&t, v->part);
+        }
+        undecided += v->state == FB_BISECT_UNDECIDED;
+    }
+    size_t found = 0;
+    for (size_t i = 0; i < f.world.n_faults; i++)
+        found += run.named_round[i] != 0;
+    printf("\nfound %zu of %zu, %zu false, %zu undecided\n", found, f.world.n_faults, fp,
+           undecided);
+    s_engine_run_free(&run);
     s_fleet_free(&f);
     return 0;
 }
 
 static void s_usage(FILE *out)
 {
-    fprintf(out, "usage: fleetburn-bench-diagnosis --nodes N --kind hard|intermittent|slow|nic|"
-                 "uplink|mixed\n"
-                 "       [--rails R] [--trials T] [--rounds MAX] [--sweeps S] [--cut C] "
-                 "[--seed S]\n"
-                 "       [--false-fail F] [--faults MIN-MAX] [--pairing random|topology] "
-                 "[--no-baselines] [--header]\n");
+    fprintf(
+        out,
+        "usage: fleetburn-bench-diagnosis --nodes N [--rails R] [--trials T] [--seed S]\n"
+        "       [--mix fleet|TYPE] [--q Q] [--factor F] [--burst S] [--faults MIN-MAX]\n"
+        "       [--false-fail F] [--noise-sigma S | --noise-width W] [--lost P] [--disagree P]\n"
+        "       [--noisy-share P] [--noisy-sigma S] [--second-share P]\n"
+        "       [--sweeps S] [--follow-ups K] [--timeout-factor F] [--goal-follow-ups K]\n"
+        "       [--pairing random|topology] [--no-baselines] [--order-check K]\n"
+        "       fleetburn-bench-diagnosis --check-world [world options]\n"
+        "       fleetburn-bench-diagnosis --nodes N --faults-file FILE\n"
+        "TYPE: node-hard node-intermittent node-bursty node-slow node-slow-mild sdc nic-hard\n"
+        "      nic-intermittent nic-bursty leaf-hard leaf-intermittent uplink-slow\n");
 }
 
-static int s_parse(int argc, char **argv, s_opts_t *o, bool *header)
+/* A number option within [lo, hi]; -EINVAL otherwise. */
+static int s_num(const char *name, const char *text, double lo, double hi, double *out)
 {
-    *o = (s_opts_t){.nodes = 256,
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (!end || *end || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "--%s: '%s' is not a number from %g to %g\n", name, text, lo, hi);
+        return -EINVAL;
+    }
+    *out = v;
+    return 0;
+}
+
+static int s_parse(int argc, char **argv, s_opts_t *o)
+{
+    *o = (s_opts_t){.nodes = 1024,
                     .rails = 8,
                     .trials = 100,
-                    .rounds = 12,
                     .sweeps = 2,
-                    .cut = 3,
-                    .faults_min = 1,
-                    .faults_max = 8,
-                    .kind = K_HARD,
+                    .follow_ups = 24,
                     .seed = 1,
-                    .false_fail = 0.01,
+                    .false_fail = 0.02,
+                    .lost = 0.002,
+                    .noise_sigma = 0.05,
+                    .noise_width = 0.01,
+                    .timeout_factor = 3,
                     .baselines = true,
-                    .pairing = FB_PAIRING_TOPOLOGY};
-    static const struct option opts[] = {
-        {"nodes", 1, 0, 'n'},  {"rails", 1, 0, 'R'},        {"trials", 1, 0, 't'},
-        {"rounds", 1, 0, 'r'}, {"sweeps", 1, 0, 's'},       {"cut", 1, 0, 'c'},
-        {"seed", 1, 0, 'S'},   {"false-fail", 1, 0, 'f'},   {"faults", 1, 0, 'F'},
-        {"kind", 1, 0, 'k'},   {"no-baselines", 0, 0, 'B'}, {"pairing", 1, 0, 'p'},
-        {"header", 0, 0, 'H'}, {"help", 0, 0, 'h'},         {"faults-file", 1, 0, 'x'},
-        {0, 0, 0, 0}};
+                    .pairing = FB_PAIRING_TOPOLOGY,
+                    .mix = {.only = -1,
+                            .faults_min = 1,
+                            .faults_max = 8,
+                            .second_share = 0.1,
+                            .noisy_share = 0.01,
+                            .noisy_sigma = 0.15}};
+    static const struct option opts[] = {{"nodes", 1, 0, 'n'},
+                                         {"rails", 1, 0, 'R'},
+                                         {"trials", 1, 0, 't'},
+                                         {"seed", 1, 0, 'S'},
+                                         {"mix", 1, 0, 'm'},
+                                         {"q", 1, 0, 'q'},
+                                         {"factor", 1, 0, 'x'},
+                                         {"burst", 1, 0, 'b'},
+                                         {"faults", 1, 0, 'F'},
+                                         {"false-fail", 1, 0, 'f'},
+                                         {"noise-sigma", 1, 0, 'N'},
+                                         {"noise-width", 1, 0, 'W'},
+                                         {"lost", 1, 0, 'l'},
+                                         {"disagree", 1, 0, 'd'},
+                                         {"noisy-share", 1, 0, 'y'},
+                                         {"noisy-sigma", 1, 0, 'Y'},
+                                         {"second-share", 1, 0, '2'},
+                                         {"sweeps", 1, 0, 's'},
+                                         {"follow-ups", 1, 0, 'k'},
+                                         {"timeout-factor", 1, 0, 'T'},
+                                         {"goal-follow-ups", 1, 0, 'g'},
+                                         {"pairing", 1, 0, 'p'},
+                                         {"no-baselines", 0, 0, 'B'},
+                                         {"order-check", 1, 0, 'o'},
+                                         {"check-world", 0, 0, 'C'},
+                                         {"faults-file", 1, 0, 'X'},
+                                         {"help", 0, 0, 'h'},
+                                         {0, 0, 0, 0}};
     int c;
+    double v = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        int rc = 0;
+        const char *name = NULL;
+        for (size_t i = 0; opts[i].name; i++)
+            if (opts[i].val == c)
+                name = opts[i].name;
         switch (c) {
         case 'n':
-            o->nodes = (unsigned)atoi(optarg);
+            rc = s_num(name, optarg, 4, 65536, &v), o->nodes = (unsigned)v;
             break;
         case 'R':
-            o->rails = (unsigned)atoi(optarg);
+            rc = s_num(name, optarg, 1, 64, &v), o->rails = (unsigned)v;
             break;
         case 't':
-            o->trials = (unsigned)atoi(optarg);
-            break;
-        case 'r':
-            o->rounds = (unsigned)atoi(optarg);
-            break;
-        case 's':
-            o->sweeps = (unsigned)atoi(optarg);
-            break;
-        case 'c':
-            o->cut = (unsigned)atoi(optarg);
+            rc = s_num(name, optarg, 1, 1e6, &v), o->trials = (unsigned)v;
             break;
         case 'S':
             o->seed = strtoull(optarg, NULL, 10);
             break;
-        case 'f':
-            o->false_fail = atof(optarg);
+        case 'm':
+            o->mix.only = strcmp(optarg, "fleet") ? dmix_type_parse(optarg) : -1;
+            rc = strcmp(optarg, "fleet") && o->mix.only < 0 ? -EINVAL : 0;
+            break;
+        case 'q':
+            rc = s_num(name, optarg, 0, 1, &o->mix.q);
             break;
         case 'x':
-            o->faults_file = optarg;
+            rc = s_num(name, optarg, 0, 0.999, &o->mix.factor);
+            break;
+        case 'b':
+            rc = s_num(name, optarg, 0, 1e7, &o->mix.burst_s);
             break;
         case 'F':
-            if (sscanf(optarg, "%u-%u", &o->faults_min, &o->faults_max) != 2)
-                o->faults_min = o->faults_max = (unsigned)atoi(optarg);
+            if (sscanf(optarg, "%u-%u", &o->mix.faults_min, &o->mix.faults_max) != 2)
+                o->mix.faults_min = o->mix.faults_max = (unsigned)atoi(optarg);
             break;
-        case 'k': {
-            int k = 0;
-            while (s_kind_names[k] && strcmp(s_kind_names[k], optarg))
-                k++;
-            if (!s_kind_names[k])
-                return -EINVAL;
-            o->kind = (s_kind_t)k;
+        case 'f':
+            rc = s_num(name, optarg, 0, 0.5, &o->false_fail);
             break;
-        }
+        case 'N':
+            rc = s_num(name, optarg, 0, 1, &o->noise_sigma);
+            break;
+        case 'W':
+            rc = s_num(name, optarg, 0, 0.5, &o->noise_width), o->noise_sigma = 0;
+            break;
+        case 'l':
+            rc = s_num(name, optarg, 0, 0.5, &o->lost);
+            break;
+        case 'd':
+            rc = s_num(name, optarg, 0, 0.5, &o->disagree);
+            break;
+        case 'y':
+            rc = s_num(name, optarg, 0, 0.5, &o->mix.noisy_share);
+            break;
+        case 'Y':
+            rc = s_num(name, optarg, 0.001, 1, &o->mix.noisy_sigma);
+            break;
+        case '2':
+            rc = s_num(name, optarg, 0, 1, &o->mix.second_share);
+            break;
+        case 's':
+            rc = s_num(name, optarg, 1, 16, &v), o->sweeps = (unsigned)v;
+            break;
+        case 'k':
+            rc = s_num(name, optarg, 0, 200, &v), o->follow_ups = (unsigned)v;
+            break;
+        case 'T':
+            rc = s_num(name, optarg, 1, 100, &o->timeout_factor);
+            break;
+        case 'g':
+            rc = s_num(name, optarg, 0, 200, &v), o->goal_follow_ups = (unsigned)v;
+            break;
         case 'p':
-            o->pairing = !strcmp(optarg, "random") ? FB_PAIRING_RANDOM : FB_PAIRING_TOPOLOGY;
+            rc = fb_pairing_parse(optarg, &o->pairing);
             break;
         case 'B':
             o->baselines = false;
             break;
-        case 'H':
-            *header = true;
+        case 'o':
+            rc = s_num(name, optarg, 0, 1e6, &v), o->order_check = (unsigned)v;
+            break;
+        case 'C':
+            o->check_world = true;
+            break;
+        case 'X':
+            o->faults_file = optarg;
             break;
         case 'h':
             s_usage(stdout);
@@ -789,10 +1073,11 @@ static int s_parse(int argc, char **argv, s_opts_t *o, bool *header)
         default:
             return -EINVAL;
         }
+        if (rc)
+            return -EINVAL;
     }
-    if (o->nodes < 4 || o->rails < 1 || o->rails > 64 || o->trials < 1 || o->rounds < 1 ||
-        o->rounds > S_MAX_ROUNDS || o->cut > S_MAX_ROUNDS || o->sweeps < 1 || o->faults_min < 1 ||
-        o->faults_max < o->faults_min || o->faults_max * 2 > o->nodes)
+    if (optind < argc || o->mix.faults_max < o->mix.faults_min ||
+        o->mix.faults_max * 2 > o->nodes || o->sweeps + o->follow_ups > S_MAX_ROUNDS)
         return -EINVAL;
     return 0;
 }
@@ -800,44 +1085,65 @@ static int s_parse(int argc, char **argv, s_opts_t *o, bool *header)
 int main(int argc, char **argv)
 {
     s_opts_t o;
-    bool header = false;
-    if (s_parse(argc, argv, &o, &header)) {
+    if (s_parse(argc, argv, &o)) {
         s_usage(stderr);
         return 2;
     }
-    if (header)
-        printf("%-5s %-2s %-13s %-10s %6s %9s  %-13s  %-13s  %-9s %-7s %7s\n", "N", "R", "kind",
-               "method", "trials", "faults", "recall prec@C", "recall prec", "found@", "rounds",
-               "sim_s");
+    if (o.check_world)
+        return s_check_world(&o);
     if (o.faults_file)
         return s_one_file(&o);
-    s_stats_t eng, two, half;
-    s_stats_init(&eng, o.trials);
-    s_stats_init(&two, o.trials);
-    s_stats_init(&half, o.trials);
+    dscore_t *methods[3] = {dscore_new("engine"), dscore_new("two-pass"), dscore_new("random-15")};
+    size_t n_methods = o.baselines ? 3 : 1;
+    unsigned order_differs = 0, order_checked = 0, replay_differs = 0;
     double t0 = fb_mono_s();
-    for (unsigned t = 0; t < o.trials; t++) {
+    for (unsigned trial = 0; trial < o.trials; trial++) {
         s_fleet_t f;
-        if (s_fleet_init(&f, &o, t))
+        s_engine_run_t run;
+        if (s_fleet_init(&f, &o, trial) || s_engine_run(&o, &f, trial, 0, &run))
             return 3;
-        s_run_engine(&o, &f, t, &eng);
+        s_debug(&f, &run, trial);
+        dscore_truth_t t = {&f.world, f.topo, f.rails};
+        dscore_run_t dr = {run.verdicts, run.n_verdicts, run.named_round, run.named_s,
+                           run.rounds,   run.sim_s,      run.tests,       run.budget_ended};
+        dscore_add(methods[0], &t, &dr);
+        if (trial < o.order_check) { /* the same results in another order; the same order */
+            s_engine_run_t again, same;
+            if (s_engine_run(&o, &f, trial, fb_mix64(trial + 1), &again) ||
+                s_engine_run(&o, &f, trial, 0, &same))
+                return 3;
+            order_checked++;
+            order_differs += again.transcript != run.transcript;
+            replay_differs += same.transcript != run.transcript;
+            s_engine_run_free(&again);
+            s_engine_run_free(&same);
+        }
+        s_engine_run_free(&run);
         if (o.baselines) {
-            s_run_two_pass(&o, &f, t, &two);
-            s_run_halving(&o, &f, t, &half);
+            s_run_two_pass(&o, &f, trial, methods[1]);
+            s_run_random(&o, &f, trial, methods[2]);
         }
         s_fleet_free(&f);
+        if (getenv("FB_BENCH_PROGRESS"))
+            fprintf(stderr, "trial %u done, %.1f s\n", trial, fb_mono_s() - t0);
     }
-    char label[32];
-    snprintf(label, sizeof label, "engine@%u", o.cut);
-    s_print(&o, label, &eng, true);
-    if (o.baselines) {
-        s_print(&o, "two-pass", &two, false);
-        s_print(&o, "halving", &half, false);
-    }
-    fflush(stdout);
-    fprintf(stderr, "%u trials in %.1f s\n", o.trials, fb_mono_s() - t0);
-    s_stats_free(&eng);
-    s_stats_free(&two);
-    s_stats_free(&half);
+    s_print_world(&o);
+    s_print_legend();
+    printf("\n## summary\n");
+    dscore_print_summary(stdout, methods, n_methods);
+    printf("\n## per kind of fault\n");
+    dscore_print_kinds(stdout, methods, n_methods);
+    printf("\n## the engine's verdicts: precision by kind, calibration of printed confidences\n");
+    dscore_print_calibration(stdout, methods[0]);
+    printf("\n## goals (issue 14), measured in this world\n");
+    dscore_print_goals(stdout, methods[0], o.rails, o.sweeps, o.goal_follow_ups);
+    if (order_checked)
+        printf("\n## order: %u of %u trials re-run with every round's results recorded in another "
+               "order gave other plans or verdicts\n#   (control: %u of them differed when re-run "
+               "in the same order)\n",
+               order_differs, order_checked, replay_differs);
+    printf("# %u trials in %.1f s of CPU-bound wall time\n", o.trials, fb_mono_s() - t0);
+    for (size_t m = 0; m < 3; m++)
+        dscore_destroy(&methods[m]);
     return 0;
 }

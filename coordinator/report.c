@@ -16,6 +16,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +25,9 @@
 
 /* ---- Shared helpers ---------------------------------------------------------------------- */
 
-/* A stage with on_fail: bisect that passed: its diagnosis cleared every suspect, so the tests
- * that failed in it failed spuriously (or with a partner since cleared), and do not fail the
- * campaign. */
+/* A stage with on_fail: bisect that passed: its diagnosis found no fault (nothing bad, nothing
+ * undecided that leans towards bad), so the tests that failed in it failed spuriously (or with a
+ * partner since cleared), and do not fail the campaign. */
 static bool s_stage_explained(const store_stage_t *stage)
 {
     return stage->on_fail && !strcmp(stage->on_fail, "bisect") &&
@@ -181,16 +182,28 @@ static void s_diag_bisect(report_diag_t *d, const store_stage_t *stage, const st
     d->bisect = true;
     for (size_t r = 0; r < task->n_results; r++) {
         const fb_result_t *res = task->results[r].result;
+        size_t idlen = res->result_id ? strlen(res->result_id) : 0;
+        if (idlen > 8 && !strcmp(res->result_id + idlen - 8, "#session")) {
+            d->sessions = xrealloc(d->sessions, (d->n_sessions + 1) * sizeof *d->sessions);
+            d->sessions[d->n_sessions++] = (report_session_t){stage, res};
+            continue;
+        }
         if (res->n_findings == 0 || !res->findings[0].part)
             continue;
         const fb_finding_t *head = &res->findings[0];
         report_state_t state =
             fb_verdict_ok(res->verdict)
-                ? REPORT_CLEARED
+                ? (s_metric_or(res, "passed", 0) > 0 ? REPORT_PASSED : REPORT_CLEARED)
                 : (s_metric_or(res, "undecided", 0) > 0 ? REPORT_UNDECIDED : REPORT_BAD);
         report_suspect_t *sus = s_suspect(d, head->part, head->kind, state);
-        double conf = s_metric_or(res, "confidence", 1.0);
-        sus->confidence = conf > sus->confidence ? conf : sus->confidence;
+        bool fresh = !sus->bisect && sus->n_evidence == 0;
+        double conf = s_metric_or(res, "confidence", NAN);
+        if (state == REPORT_PASSED || (fresh && !isfinite(conf)))
+            sus->confidence = NAN; /* passed: never implicated, no claim */
+        else if (isfinite(conf) && (fresh || !(conf <= sus->confidence)))
+            sus->confidence = conf;
+        bool unit = s_metric_or(res, "unit", 0) > 0;
+        sus->unit = fresh ? unit : sus->unit && unit; /* any route that named it alone wins */
         sus->summary = head->what;
         sus->bisect = true;
         if (!sus->stage)
@@ -222,6 +235,59 @@ static void s_diag_findings(report_diag_t *d, const store_stage_t *stage, const 
     }
 }
 
+/* Whether engine suspect e cites task_id in its evidence. */
+static bool s_cites(const report_suspect_t *e, const char *task_id)
+{
+    for (size_t k = 0; k < e->n_evidence; k++)
+        if (e->evidence[k].task_id && !strcmp(e->evidence[k].task_id, task_id))
+            return true;
+    return false;
+}
+
+/* Whether some part of node `node` ("node/...") is named bad. */
+static bool s_part_of_bad(const report_diag_t *d, const char *node)
+{
+    size_t n = strlen(node);
+    for (size_t k = 0; k < d->n; k++)
+        if (d->v[k].state == REPORT_BAD && !strncmp(d->v[k].part, node, n) &&
+            d->v[k].part[n] == '/')
+            return true;
+    return false;
+}
+
+/* Two rules keep one part from being named twice by routes of different resolution. A node-local
+ * test a diagnosis session took as evidence (bisect_prior) is judged by the session's standard: a
+ * finding that names the same part from such a test does not name it bad by itself (one failure
+ * may be chance in a fleet); the engine's verdict on the part stands. And a node the engine named
+ * without telling it from its NICs (a stage of groups uses them all) is not named as well when a
+ * stage that could tell names one of its NICs. */
+static void s_supersede_findings(report_diag_t *d)
+{
+    size_t kept = 0;
+    for (size_t k = 0; k < d->n; k++) {
+        report_suspect_t *f = &d->v[k];
+        if (f->state == REPORT_BAD && f->unit && s_part_of_bad(d, f->part)) {
+            free(f->evidence);
+            continue;
+        }
+        bool judged = false;
+        for (size_t x = 0; x < d->n && !f->bisect && !judged; x++) {
+            const report_suspect_t *e = &d->v[x];
+            if (!e->bisect || strcmp(e->part, f->part))
+                continue;
+            judged = f->n_evidence > 0;
+            for (size_t i = 0; i < f->n_evidence && judged; i++)
+                judged = s_cites(e, f->evidence[i].task_id);
+        }
+        if (judged) {
+            free(f->evidence);
+            continue;
+        }
+        d->v[kept++] = *f;
+    }
+    d->n = kept;
+}
+
 void report__diag_build(report_diag_t *d, const store_campaign_t *c)
 {
     memset(d, 0, sizeof *d);
@@ -242,6 +308,7 @@ void report__diag_build(report_diag_t *d, const store_campaign_t *c)
                 s_diag_findings(d, stage, task);
         }
     }
+    s_supersede_findings(d);
 }
 
 void report__diag_free(report_diag_t *d)
@@ -249,6 +316,7 @@ void report__diag_free(report_diag_t *d)
     for (size_t k = 0; k < d->n; k++)
         free(d->v[k].evidence);
     free(d->v);
+    free(d->sessions);
     fb_strmap_destroy(&d->tasks);
     fb_strmap_destroy(&d->stage_of);
 }

@@ -281,6 +281,25 @@ static void s_cleared(report_html_t *h)
     fputs("</p></details>", out);
 }
 
+/* How each stage's diagnosis session ended: decided, or which budget ran out. */
+static void s_sessions(report_html_t *h)
+{
+    if (!h->diag.n_sessions)
+        return;
+    fputs("<ul id=\"sessions\" class=\"muted\">", h->out);
+    for (size_t i = 0; i < h->diag.n_sessions; i++) {
+        const fb_result_t *r = h->diag.sessions[i].result;
+        const fb_metric_t *fu = fb_result_metric(r, "follow_up_rounds");
+        fputs("<li>diagnosis of stage ", h->out);
+        report__html_text(h->out, h->diag.sessions[i].stage->name);
+        fputs(": ", h->out);
+        report__html_text(h->out, r->error ? r->error : "");
+        fprintf(h->out, " after %.0f follow-up round%s</li>", fu ? fu->value : 0.0,
+                fu && fu->value == 1 ? "" : "s");
+    }
+    fputs("</ul>", h->out);
+}
+
 static void s_diagnosis(report_html_t *h)
 {
     FILE *out = h->out;
@@ -302,6 +321,7 @@ static void s_diagnosis(report_html_t *h)
                 undecided);
         s_parts_table(h, REPORT_UNDECIDED, "undecided");
     }
+    s_sessions(h);
     s_unexplained(h);
     s_cleared(h);
     fputs("</section>\n", out);

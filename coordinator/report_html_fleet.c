@@ -209,19 +209,22 @@ static bool s_failed(fb_verdict_t v)
     return v != FB_VERDICT_NONE && !fb_verdict_ok(v);
 }
 
-/* Whether the diagnosis cleared node (by its own passes) and names it bad nowhere. */
+/* Whether the diagnosis took node out of suspicion (cleared by its own passes, or passed: its
+ * failed tests were each explained by another part) and names it bad nowhere. */
 static bool s_diag_cleared(const report_html_t *h, const char *node)
 {
     if (report__diag_bad(&h->diag, node))
         return false;
     for (size_t k = 0; k < h->diag.n; k++)
-        if (h->diag.v[k].state == REPORT_CLEARED && !strcmp(h->diag.v[k].part, node))
+        if ((h->diag.v[k].state == REPORT_CLEARED || h->diag.v[k].state == REPORT_PASSED) &&
+            !strcmp(h->diag.v[k].part, node))
             return true;
     return false;
 }
 
 /* In a stage with on_fail: bisect, a node that failed only with partners and was then cleared
- * is not a failure to look at: its cell says so, and it is not listed as an outlier. */
+ * or passed by the diagnosis is not a failure to look at: its cell says so, and it is not listed
+ * as an outlier. */
 static void s_stage_cleared(report_html_t *h, size_t s)
 {
     const store_stage_t *st = &h->c->stages[s];
@@ -283,7 +286,7 @@ static void s_heat_cell(report_html_t *h, size_t i, size_t s, bool present)
     report__html_text(h->out, nd->name);
     if (present) {
         fprintf(h->out, " %s%s", report__html_verdict_name(nd->verdicts[s]),
-                nd->cleared[s] ? " with a partner, then cleared by its own passes" : "");
+                nd->cleared[s] ? " with a partner; the diagnosis found it not at fault" : "");
         if (isfinite(nd->values[s]))
             fprintf(h->out, ", %.4g", nd->values[s]);
         if (isfinite(nd->scores[s]) && nd->scores[s] > 0)
@@ -318,7 +321,7 @@ static void s_heat_legend(FILE *out)
         const char *cls, *what;
     } items[] = {{"v-pass", "pass"},
                  {"v-out", "passed, outlier"},
-                 {"v-cleared", "failed with a partner, cleared"},
+                 {"v-cleared", "failed with a partner, not at fault"},
                  {"v-fail", "fail"},
                  {"v-error", "error"},
                  {"v-timeout", "timeout"},

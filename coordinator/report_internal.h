@@ -51,7 +51,7 @@ void report__metrics_free(report_metrics_t *ms);
  * on_fail: bisect ends with (coordinator/runner.c): one result per part, whose first finding is
  * the part and whose other findings (kind "evidence") cite the tests it rests on. */
 
-typedef enum { REPORT_BAD, REPORT_UNDECIDED, REPORT_CLEARED } report_state_t;
+typedef enum { REPORT_BAD, REPORT_UNDECIDED, REPORT_CLEARED, REPORT_PASSED } report_state_t;
 
 /* One piece of evidence: a finding, or a test the diagnosis rests on. */
 typedef struct {
@@ -68,14 +68,23 @@ typedef struct {
     report_state_t state;
     double confidence;
     bool bisect; /* a diagnosis session decided it */
+    bool unit;   /* the engine named a node without telling it from its NICs */
     const store_stage_t *stage;
     report_evidence_t *evidence;
     size_t n_evidence;
 } report_suspect_t;
 
+/* How a stage's diagnosis session ended (its diagnosis task's "#session" result). */
+typedef struct {
+    const store_stage_t *stage;
+    const fb_result_t *result; /* error: "ended: ..."; metrics ended, follow_up_rounds, budget_* */
+} report_session_t;
+
 typedef struct {
     report_suspect_t *v;
     size_t n;
+    report_session_t *sessions;
+    size_t n_sessions;
     bool bisect;        /* some stage had a diagnosis session */
     fb_strmap_t *tasks;    /* task id -> store_task_t, for citing tests */
     fb_strmap_t *stage_of; /* task id -> store_stage_t */

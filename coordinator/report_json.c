@@ -8,6 +8,7 @@
 #include "strmap.h"
 #include "util.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,8 +216,36 @@ static void s_json_suspects(fb_json_t *j, const report_diag_t *d, const char *ke
     fb_json_array_begin(j, key);
     for (size_t k = 0; k < d->n; k++)
         if (d->v[k].state == state &&
-            (state != REPORT_CLEARED || !report__diag_bad(d, d->v[k].part)))
+            (state < REPORT_CLEARED || !report__diag_bad(d, d->v[k].part)))
             s_json_suspect(j, &d->v[k]);
+    fb_json_array_end(j);
+}
+
+static double s_metric(const fb_result_t *r, const char *name)
+{
+    const fb_metric_t *m = fb_result_metric(r, name);
+    return m ? m->value : NAN;
+}
+
+/* How each stage's diagnosis session ended (docs/report-json.md `sessions`). */
+static void s_json_sessions(fb_json_t *j, const report_diag_t *d)
+{
+    static const char *const ends[] = {"running", "decided", "budget-rounds", "budget-time",
+                                       "no-trusted-partner"};
+    fb_json_array_begin(j, "sessions");
+    for (size_t i = 0; i < d->n_sessions; i++) {
+        const fb_result_t *r = d->sessions[i].result;
+        double end = s_metric(r, "ended");
+        fb_json_object_begin(j, NULL);
+        fb_json_string(j, "stage", d->sessions[i].stage->name);
+        fb_json_string(j, "ended", end >= 0 && end < 5 ? ends[(int)end] : NULL);
+        fb_json_string(j, "summary", r->error);
+        fb_json_number(j, "follow_up_rounds", s_metric(r, "follow_up_rounds"));
+        fb_json_number(j, "budget_rounds", s_metric(r, "budget_rounds"));
+        double t = s_metric(r, "budget_time_s");
+        fb_json_number(j, "budget_time_s", t > 0 ? t : NAN);
+        fb_json_object_end(j);
+    }
     fb_json_array_end(j);
 }
 
@@ -230,6 +259,8 @@ static void s_diagnosis(fb_json_t *j, const store_campaign_t *c)
     s_json_suspects(j, &d, "bad", REPORT_BAD);
     s_json_suspects(j, &d, "undecided", REPORT_UNDECIDED);
     s_json_suspects(j, &d, "cleared", REPORT_CLEARED);
+    s_json_suspects(j, &d, "passed", REPORT_PASSED);
+    s_json_sessions(j, &d);
     fb_json_array_begin(j, "unattributed");
     for (size_t s = 0; s < c->n_stages; s++) {
         const store_stage_t *stage = &c->stages[s];

@@ -261,50 +261,95 @@ static void s_print_field(FILE *out, const char *label, const char *value)
     free(clean);
 }
 
-/* The diagnosis for people: every bad and undecided part with its summary; the cleared ones
- * counted and named. */
+/* Undecided parts listed one by one (the most suspect first); the rest are counted. */
+#define S_UNDECIDED_SHOWN 20
+
+static int s_cmp_confidence(const void *a, const void *b)
+{
+    const report_suspect_t *x = *(const report_suspect_t *const *)a,
+                           *y = *(const report_suspect_t *const *)b;
+    double cx = isfinite(x->confidence) ? x->confidence : 2.0;
+    double cy = isfinite(y->confidence) ? y->confidence : 2.0;
+    return cx > cy ? -1 : (cx < cy ? 1 : strcmp(x->part, y->part));
+}
+
+static void s_text_part(const report_suspect_t *sus, FILE *out)
+{
+    char *part = s_clean(sus->part, 64);
+    char *kind = s_clean(sus->kind ? sus->kind : "?", 16);
+    char *why = xasprintf(
+        "%s  [%s]", sus->summary ? sus->summary : (sus->n_evidence ? sus->evidence[0].what : ""),
+        sus->stage && sus->stage->name ? sus->stage->name : "?");
+    char conf[16] = "     -";
+    if (isfinite(sus->confidence))
+        snprintf(conf, sizeof conf, "%.4f", sus->confidence);
+    /* the evidence wraps under itself, never cut */
+    int lead = fprintf(out, "  %-9s %-24s %-6s %s  ", sus->state == REPORT_BAD ? "BAD" : "UNDECIDED",
+                       part, kind, conf);
+    s_print_wrapped(out, why, lead > 0 ? (size_t)lead : 0, S_TEXT_WIDTH);
+    free(kind);
+    free(part);
+    free(why);
+}
+
+/* One line per part of a state, counted and the first ones named. */
+static void s_text_count(const report_diag_t *d, report_state_t state, const char *label, FILE *out)
+{
+    size_t count = 0, shown = 0;
+    for (size_t k = 0; k < d->n; k++)
+        count += d->v[k].state == state && !report__diag_bad(d, d->v[k].part);
+    if (!count)
+        return;
+    fprintf(out, "  %-9s %zu part(s):", label, count);
+    for (size_t k = 0; k < d->n && shown < 12; k++)
+        if (d->v[k].state == state && !report__diag_bad(d, d->v[k].part)) {
+            char *part = s_clean(d->v[k].part, 64);
+            fprintf(out, " %s", part);
+            free(part);
+            shown++;
+        }
+    fprintf(out, "%s\n", count > shown ? " ..." : "");
+}
+
+/* The diagnosis for people: every bad part and the most suspect undecided ones with their
+ * summaries; the cleared and passed ones counted and named; how each diagnosis ended. */
 static void s_text_diagnosis(const store_campaign_t *c, FILE *out)
 {
     report_diag_t d;
     report__diag_build(&d, c);
-    size_t cleared = 0;
-    bool header = false;
-    for (size_t k = 0; k < d.n; k++) {
-        const report_suspect_t *sus = &d.v[k];
-        if (sus->state == REPORT_CLEARED) {
-            cleared += !report__diag_bad(&d, sus->part);
-            continue;
-        }
-        if (!header)
-            fprintf(out, "\ndiagnosis\n");
-        header = true;
-        char *part = s_clean(sus->part, 64);
-        char *kind = s_clean(sus->kind ? sus->kind : "?", 16);
-        char *why = xasprintf(
-            "%s  [%s]", sus->summary ? sus->summary : (sus->n_evidence ? sus->evidence[0].what : ""),
-            sus->stage && sus->stage->name ? sus->stage->name : "?");
-        /* the evidence wraps under itself, never cut */
-        int lead = fprintf(out, "  %-9s %-24s %-6s %.4f  ",
-                           sus->state == REPORT_BAD ? "BAD" : "UNDECIDED", part, kind,
-                           sus->confidence);
-        s_print_wrapped(out, why, lead > 0 ? (size_t)lead : 0, S_TEXT_WIDTH);
-        free(kind);
-        free(part);
-        free(why);
+    if (d.n == 0 && d.n_sessions == 0) {
+        report__diag_free(&d);
+        return;
     }
-    if (cleared) {
-        if (!header)
-            fprintf(out, "\ndiagnosis\n");
-        fprintf(out, "  cleared   %zu suspect(s):", cleared);
-        size_t shown = 0;
-        for (size_t k = 0; k < d.n && shown < 12; k++)
-            if (d.v[k].state == REPORT_CLEARED && !report__diag_bad(&d, d.v[k].part)) {
-                char *part = s_clean(d.v[k].part, 64);
-                fprintf(out, " %s", part);
-                free(part);
-                shown++;
-            }
-        fprintf(out, "%s\n", cleared > shown ? " ..." : "");
+    fprintf(out, "\ndiagnosis\n");
+    const report_suspect_t **und = xcalloc(d.n + 1, sizeof *und);
+    size_t n_und = 0;
+    for (size_t k = 0; k < d.n; k++) {
+        if (d.v[k].state == REPORT_BAD)
+            s_text_part(&d.v[k], out);
+        else if (d.v[k].state == REPORT_UNDECIDED)
+            und[n_und++] = &d.v[k];
+    }
+    qsort(und, n_und, sizeof *und, s_cmp_confidence);
+    for (size_t k = 0; k < n_und && k < S_UNDECIDED_SHOWN; k++)
+        s_text_part(und[k], out);
+    if (n_und > S_UNDECIDED_SHOWN)
+        fprintf(out, "  undecided %zu more, each at P(bad) %.2g or less (all in the JSON report)\n",
+                n_und - S_UNDECIDED_SHOWN,
+                isfinite(und[S_UNDECIDED_SHOWN]->confidence) ? und[S_UNDECIDED_SHOWN]->confidence
+                                                             : 1.0);
+    free(und);
+    s_text_count(&d, REPORT_CLEARED, "cleared", out);
+    s_text_count(&d, REPORT_PASSED, "passed", out);
+    for (size_t i = 0; i < d.n_sessions; i++) {
+        const fb_result_t *r = d.sessions[i].result;
+        const fb_metric_t *fu = fb_result_metric(r, "follow_up_rounds");
+        char *stage = s_clean(d.sessions[i].stage->name, 64);
+        char *why = s_clean(r->error ? r->error : "", 80);
+        fprintf(out, "  %-9s %s %s after %.0f follow-up round(s)\n", "session", stage, why,
+                fu ? fu->value : 0.0);
+        free(stage);
+        free(why);
     }
     report__diag_free(&d);
 }

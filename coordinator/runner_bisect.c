@@ -13,6 +13,7 @@
 #include "scheduler/pairing.h"
 #include "scheduler/pairjudge.h"
 #include "scheduler/stage.h"
+#include "scheduler/routes.h"
 #include "scheduler/topology.h"
 
 #include <errno.h>
@@ -29,6 +30,7 @@ static char *s_join_rails(const fb_stage_t *st);
 static char *s_part_node(const char *part);
 static void s_part_nodes(const char *part, char ***nodes, size_t *n);
 static void s_store_diagnosis(runner_t *self, const fb_bisect_verdict_t *v, size_t n);
+static void s_store_session(runner_t *self, const char *task_id, uint64_t now);
 static void s_diagnosis_events(runner_t *self, const fb_bisect_verdict_t *v, size_t n);
 
 /* The findings of judgment j that rest on task t's samples, as one coordinator result that
@@ -168,6 +170,11 @@ static char *s_join_rails(const fb_stage_t *st)
     return csv;
 }
 
+static const char *s_route(void *routes, const char *src, const char *dst, const char *rail)
+{
+    return fb_routes_spine(routes, src, dst, rail);
+}
+
 /* Starts the stage's diagnosis session over names. 0, or -EINVAL with err. */
 int rn_bisect_begin(runner_t *self, char **names, size_t n, char *err, size_t errlen)
 {
@@ -177,9 +184,19 @@ int rn_bisect_begin(runner_t *self, char **names, size_t n, char *err, size_t er
     o.scope = st->scope;
     o.pairing = st->pairing;
     o.topology = st->topology;
-    o.seed = self->seed;
+    if (st->routes) { /* routes: the spine of each flow, so an uplink is named as that link */
+        o.route = s_route;
+        o.route_arg = st->routes;
+    }
+    /* A stage with no seed of its own (a group stage, pairing topology or round-robin, where
+     * seed does not apply) has its session seeded by its name, so that the same results give
+     * the same plan in every run; pairing random: the stage's seed, stored with its plan (the
+     * runner picks one from the clock only where the campaign gives none). */
+    bool own_seed = st->scope == FB_SCOPE_PAIRS && st->pairing == FB_PAIRING_RANDOM;
+    o.seed = own_seed ? self->seed : fb_bisect_name_seed(st->name);
     o.sweeps = st->rounds;
     o.max_rounds = st->bisect_rounds;
+    o.budget_s = (double)st->bisect_budget_ms / 1000.0;
     o.split_repeat = st->bisect_repeat;
     self->bisect = fb_bisect_new(&o);
     if (!self->bisect) {
@@ -269,14 +286,25 @@ bool rn_bisect_continue(runner_t *self)
     if (!self->bisect || (!self->bisect_plans && !fb_bisect_needed(self->bisect)))
         return false;
     fb_bisect_round_clear(&self->bround);
+    /* The time budget counts from the first follow-up round (a decision on time: a rounds
+     * budget alone keeps the diagnosis a function of the results). */
+    uint64_t now = fb_now_ms();
+    fb_bisect_set_elapsed(self->bisect, self->bisect_follow_ms && now > self->bisect_follow_ms
+                                            ? (double)(now - self->bisect_follow_ms) / 1000.0
+                                            : 0.0);
     int rc = fb_bisect_next(self->bisect, &self->bround);
     if (rc < 0) {
         coord_event(self->coord, self->id, NULL, NULL, "bisect",
                     "%s: cannot plan the next round: %s", rn_stage(self)->name, strerror(-rc));
         return false;
     }
-    if (rc == 0)
+    if (rc == 0) {
+        coord_event(self->coord, self->id, NULL, NULL, "bisect",
+                    "%s: diagnosis ended (%s) after %u follow-up round(s)", rn_stage(self)->name,
+                    fb_bisect_end_name(fb_bisect_end(self->bisect)),
+                    fb_bisect_follow_ups(self->bisect));
         return false;
+    }
     self->bisect_next = true;
     rn_schedule_next(self, true);
     return true;
@@ -311,7 +339,31 @@ static void s_part_nodes(const char *part, char ***nodes, size_t *n)
     }
 }
 
-/* Evidence kept per cleared suspect: the tests after its first failure, enough to see why. */
+/* How the session ended, as a result of the diagnosis task without a part (docs/report-json.md
+ * `diagnosis.sessions`): why it ended, the follow-up rounds, the budget. */
+static void s_store_session(runner_t *self, const char *task_id, uint64_t now)
+{
+    const fb_stage_t *st = rn_stage(self);
+    fb_result_t *r = fb_result_new();
+    char *rid = xasprintf("%s#session", task_id);
+    fb_result_set_ids(r, rid, task_id, NULL);
+    r->verdict = FB_VERDICT_PASS;
+    r->started_ms = r->finished_ms = now;
+    fb_bisect_end_t end = fb_bisect_end(self->bisect);
+    fb_result_set_error(r, "ended: %s", fb_bisect_end_name(end));
+    fb_result_add_metric(r, "ended", (double)end, "");
+    fb_result_add_metric(r, "follow_up_rounds", (double)fb_bisect_follow_ups(self->bisect), "");
+    fb_result_add_metric(r, "budget_rounds", (double)st->bisect_rounds, "");
+    fb_result_add_metric(r, "budget_time_s", (double)st->bisect_budget_ms / 1000.0, "s");
+    store_t *store = coord_store(self->coord);
+    if (store_result_insert(store, r, now))
+        log_error("cannot store how the diagnosis of %s ended: %s", st->name, store_errmsg(store));
+    fb_result_destroy(&r);
+    free(rid);
+}
+
+/* Evidence kept per cleared or passed part: the tests after its first failure, enough to see
+ * why. */
 #define S_CLEARED_EVIDENCE 8
 
 /* The session's verdicts as the diagnosis task of the stage: one coordinator result per part
@@ -336,15 +388,19 @@ static void s_store_diagnosis(runner_t *self, const fb_bisect_verdict_t *v, size
         fb_result_t *r = fb_result_new();
         char *rid = xasprintf("%s/%s", task_id, x->part), *node = s_part_node(x->part);
         fb_result_set_ids(r, rid, task_id, node);
-        r->verdict = x->state == FB_BISECT_CLEARED ? FB_VERDICT_PASS : FB_VERDICT_FAIL;
+        bool good = x->state == FB_BISECT_CLEARED || x->state == FB_BISECT_PASSED;
+        r->verdict = good ? FB_VERDICT_PASS : FB_VERDICT_FAIL;
         r->started_ms = r->finished_ms = now;
         fb_result_set_error(r, "%s", x->summary);
-        fb_result_add_metric(r, "confidence", x->confidence, "");
+        if (isfinite(x->confidence)) /* a part that passed makes no claim */
+            fb_result_add_metric(r, "confidence", x->confidence, "");
         fb_result_add_metric(r, "undecided", x->state == FB_BISECT_UNDECIDED ? 1.0 : 0.0, "");
+        if (x->state == FB_BISECT_PASSED)
+            fb_result_add_metric(r, "passed", 1.0, "");
+        if (x->unit) /* the node or one of its NICs: a stage with rails may name the NIC */
+            fb_result_add_metric(r, "unit", 1.0, "");
         fb_result_add_finding(r, x->part, x->kind, x->summary);
-        size_t ne = x->state == FB_BISECT_CLEARED && x->n_evidence > S_CLEARED_EVIDENCE
-                        ? S_CLEARED_EVIDENCE
-                        : x->n_evidence;
+        size_t ne = good && x->n_evidence > S_CLEARED_EVIDENCE ? S_CLEARED_EVIDENCE : x->n_evidence;
         for (size_t k = 0; k < ne; k++)
             fb_result_add_finding(r, x->evidence[k].test_id, "evidence", x->evidence[k].what);
         if (store_result_insert(store, r, now))
@@ -353,17 +409,26 @@ static void s_store_diagnosis(runner_t *self, const fb_bisect_verdict_t *v, size
         free(rid);
         free(node);
     }
+    s_store_session(self, task_id, now);
     free(task_id);
 }
 
-/* Timeline events for the verdicts: one per bad or undecided part, one for the cleared. */
+/* Undecided parts that get an event of their own; the rest are counted. */
+#define S_UNDECIDED_EVENTS 32
+
+/* Timeline events for the verdicts: one per bad or undecided part (the most suspect undecided
+ * ones), one for the cleared. */
 static void s_diagnosis_events(runner_t *self, const fb_bisect_verdict_t *v, size_t n)
 {
     const char *stage = rn_stage(self)->name;
-    size_t cleared = 0, len = 0;
+    size_t cleared = 0, len = 0, undecided = 0;
     char names[512] = "";
     for (size_t i = 0; i < n; i++) {
         const fb_bisect_verdict_t *x = &v[i];
+        if (x->state == FB_BISECT_PASSED)
+            continue;
+        if (x->state == FB_BISECT_UNDECIDED && ++undecided > S_UNDECIDED_EVENTS)
+            continue;
         if (x->state == FB_BISECT_CLEARED) {
             if (len < sizeof names - 80)
                 len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
@@ -379,38 +444,73 @@ static void s_diagnosis_events(runner_t *self, const fb_bisect_verdict_t *v, siz
                  x->kind, x->summary);
         free(node);
     }
+    if (undecided > S_UNDECIDED_EVENTS)
+        coord_event(self->coord, self->id, NULL, NULL, "diagnosis",
+                    "%s: %zu more part(s) undecided (in the report)", stage,
+                    undecided - S_UNDECIDED_EVENTS);
     if (cleared)
         coord_event(self->coord, self->id, NULL, NULL, "diagnosis",
                     "%s: cleared %zu suspect(s): %s%s", stage, cleared, names,
                     len >= sizeof names - 80 ? ", ..." : "");
 }
 
+/* Whether the undecided parts lean towards a fault: some node's undecided parts together hold
+ * P(bad) >= 0.5 (more likely bad than not), or a group a split could not narrow. Undecided parts
+ * that lean towards good (the tail of spurious failures a budget leaves) do not fail a stage;
+ * the report lists them. */
+static bool s_undecided_fault(const fb_bisect_verdict_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].state != FB_BISECT_UNDECIDED)
+            continue;
+        if (!strcmp(v[i].kind, "group") || isnan(v[i].confidence))
+            return true;
+        size_t len = strcspn(v[i].part, "/");
+        double sum = 0.0;
+        for (size_t k = 0; k < n; k++)
+            if (v[k].state == FB_BISECT_UNDECIDED && !strncmp(v[k].part, v[i].part, len) &&
+                (v[k].part[len] == '\0' || v[k].part[len] == '/') && isfinite(v[k].confidence))
+                sum += v[k].confidence;
+        if (sum >= 0.5)
+            return true;
+    }
+    return false;
+}
+
 /* The end of a bisect stage: its verdicts on the timeline and in the store, and the stage's
- * verdict: failing when a part is bad or undecided; otherwise the failed tests were explained
- * away (spurious, or a partner of a part since cleared) and only lost, timed-out or erred tasks
- * can fail it. */
+ * verdict: failing when a part is bad or the undecided ones lean towards a fault; otherwise the
+ * failed tests were explained away (spurious, or a partner of a part since cleared) and only
+ * lost, timed-out or erred tasks can fail it. */
 fb_verdict_t rn_bisect_finish(runner_t *self, fb_verdict_t *verdicts, size_t n)
 {
     fb_bisect_verdict_t *v;
-    size_t nv = fb_bisect_verdicts(self->bisect, &v), open = 0, cleared = 0;
+    size_t nv = fb_bisect_verdicts(self->bisect, &v), bad = 0, undecided = 0, cleared = 0;
     for (size_t i = 0; i < nv; i++) {
-        open += v[i].state != FB_BISECT_CLEARED;
+        bad += v[i].state == FB_BISECT_BAD;
+        undecided += v[i].state == FB_BISECT_UNDECIDED;
         cleared += v[i].state == FB_BISECT_CLEARED;
     }
+    bool fault = bad || s_undecided_fault(v, nv);
     s_diagnosis_events(self, v, nv);
     if (nv)
         s_store_diagnosis(self, v, nv);
     coord_event(self->coord, self->id, NULL, NULL, "diagnosis",
-                "%s: %zu part(s) bad or undecided, %zu suspect(s) cleared, after %u follow-up "
-                "round(s)",
-                rn_stage(self)->name, open, cleared, fb_bisect_follow_ups(self->bisect));
+                "%s: %zu part(s) bad, %zu undecided, %zu suspect(s) cleared, after %u follow-up "
+                "round(s) (ended: %s)",
+                rn_stage(self)->name, bad, undecided, cleared, fb_bisect_follow_ups(self->bisect),
+                fb_bisect_end_name(fb_bisect_end(self->bisect)));
     fb_bisect_verdicts_free(&v, nv);
-    if (open)
+    if (fault)
         return FB_VERDICT_FAIL;
     for (size_t i = 0; i < n; i++)
         if (verdicts[i] == FB_VERDICT_FAIL)
             verdicts[i] = FB_VERDICT_PASS;
     return fb_stage_verdict(verdicts, n);
+}
+
+void rn_bisect_resumed(runner_t *self, uint64_t follow_started_ms)
+{
+    self->bisect_follow_ms = follow_started_ms;
 }
 
 /* A round of the diagnosis session (self->bround): a sweep of a bisect pairs stage
@@ -424,6 +524,8 @@ void rn_begin_bisect_round(runner_t *self)
     self->bisect_next = false;
     self->round_first = self->n_tasks;
     self->round = self->bisect_plans ? br->round - 1 : br->round;
+    if (br->follow_up && !self->bisect_follow_ms)
+        self->bisect_follow_ms = fb_now_ms();
     unsigned k = fb_bisect_follow_ups(self->bisect);
     coord_event(self->coord, self->id, NULL, NULL, br->follow_up ? "bisect" : "round", "%s %s",
                 stage->name, br->why);

@@ -90,6 +90,8 @@ struct runner {
     bool bisect_plans;        /* pairs: every round comes from the session */
     bool bisect_next;         /* the next round to begin is bround */
     fb_bisect_round_t bround; /* the session's round being placed */
+    uint64_t bisect_follow_ms; /* epoch ms the session's first follow-up round began (0: not
+                                * yet): its time budget counts from there */
     rlocal_t *locals;         /* per stage, for bisect_prior */
     /* resumed after a coordinator restart (runner_resume.c) */
     bool resuming;           /* waiting for the agents to register again; nothing advances */
@@ -152,5 +154,7 @@ void rn_bisect_record_round(runner_t *self);
 bool rn_bisect_continue(runner_t *self);
 fb_verdict_t rn_bisect_finish(runner_t *self, fb_verdict_t *verdicts, size_t n);
 void rn_begin_bisect_round(runner_t *self);
+/* A resumed stage: its session's follow-up rounds began at this epoch ms (stored). */
+void rn_bisect_resumed(runner_t *self, uint64_t follow_started_ms);
 
 #endif

@@ -190,6 +190,8 @@ static int s_rebuild_stage(runner_t *self, const store_stage_t *ss, char *err, s
         rc = s_replay_round(self, ss, &rounds[i], err, errlen);
         if (rc == 0 && i + 1 < n && self->bisect)
             rn_bisect_record_round(self);
+        if (rc == 0 && rounds[i].kind == 'b' && !self->bisect_follow_ms)
+            rn_bisect_resumed(self, ss->tasks[rounds[i].first].started_ms);
     }
     self->n_rounds_stored = n;
     free(rounds);

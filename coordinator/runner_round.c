@@ -85,6 +85,7 @@ void rn_clear_tasks(runner_t *self)
     fb_bisect_destroy(&self->bisect);
     fb_bisect_round_clear(&self->bround);
     self->bisect_plans = self->bisect_next = false;
+    self->bisect_follow_ms = 0;
 }
 
 size_t rn_rank_of(const rtask_t *t, const char *node)

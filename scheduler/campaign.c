@@ -8,9 +8,12 @@
 #include "campaign.h"
 
 #include "actions.h"
+#include "bisect_budget.h"
 #include "expect.h"
 #include "slurm.h"
 #include "regress_config.h"
+#include "routes.h"
+#include "stage_routes.h"
 #include "topology.h"
 #include "workload.h"
 #include "common/conffile.h"
@@ -34,7 +37,7 @@
 #define S_TOP_KEYS "name, nodes, expect, stages, regress, actions"
 #define S_STAGE_KEYS                                                                               \
     "name, workload, timeout, on_fail, nodes, params, scope, group_size, pairing, seed, "          \
-    "topology, rounds, bisect_rounds, bisect_repeat, rails, bisect_prior"
+    "topology, routes, rounds, bisect_budget, bisect_rounds, bisect_repeat, rails, bisect_prior"
 #define S_BISECT_ROUNDS_MAX 1000
 #define S_BISECT_REPEAT_MAX 100
 #define S_GROUP_SIZE_MAX 4096
@@ -229,6 +232,8 @@ static void s_stage_fini(fb_stage_t *st)
     free(st->params);
     free(st->topology_path);
     fb_topology_destroy(&st->topology);
+    free(st->routes_path);
+    fb_routes_destroy(&st->routes);
     fb_hostlist_free(st->rails, st->n_rails);
     free(st->bisect_prior);
     memset(st, 0, sizeof *st);
@@ -251,8 +256,8 @@ static yaml_node_t *s_lookup(fb_yaml_t *ctx, const yaml_node_t *map, const char 
 /* Where each multi-node key of a stage was written (0 = absent). Whether a key applies depends
  * on scope and pairing, which may be written after it, so those checks run on the whole stage. */
 typedef struct {
-    int scope, group_size, pairing, seed, topology, rounds;
-    int on_fail, bisect_rounds, bisect_repeat, rails, bisect_prior;
+    int scope, group_size, pairing, seed, topology, routes, rounds;
+    int on_fail, bisect_rounds, bisect_repeat, rails, bisect_prior, bisect_budget;
 } s_scope_lines_t;
 
 static int *s_scope_line(s_scope_lines_t *lines, const char *key)
@@ -262,11 +267,13 @@ static int *s_scope_line(s_scope_lines_t *lines, const char *key)
            : !strcmp(key, "pairing")       ? &lines->pairing
            : !strcmp(key, "seed")          ? &lines->seed
            : !strcmp(key, "topology")      ? &lines->topology
+           : !strcmp(key, "routes")        ? &lines->routes
            : !strcmp(key, "rounds")        ? &lines->rounds
            : !strcmp(key, "bisect_rounds") ? &lines->bisect_rounds
            : !strcmp(key, "bisect_repeat") ? &lines->bisect_repeat
            : !strcmp(key, "rails")         ? &lines->rails
            : !strcmp(key, "bisect_prior")  ? &lines->bisect_prior
+           : !strcmp(key, "bisect_budget") ? &lines->bisect_budget
                                            : NULL;
 }
 
@@ -362,6 +369,8 @@ static int s_scope_value(fb_yaml_t *ctx, const char *key, const yaml_node_t *v, 
             return -EINVAL;
         st->topology_path = xstrdup(text);
         st->topology_line = fb_yaml_line(v);
+    } else if (!strcmp(key, "routes")) {
+        return fb_stage_routes_key(ctx, v, kpath, st);
     } else if (!strcmp(key, "rounds")) {
         if (s_uint_value(ctx, v, kpath, 1, S_ROUNDS_MAX, "expected an integer from 1 to 10000", &n))
             return -EINVAL;
@@ -383,6 +392,8 @@ static int s_scope_value(fb_yaml_t *ctx, const char *key, const yaml_node_t *v, 
                            &text))
             return -EINVAL;
         st->bisect_prior = xstrdup(text);
+    } else if (!strcmp(key, "bisect_budget")) {
+        return fb_bisect_budget_parse(ctx, v, kpath, &st->bisect_rounds, &st->bisect_budget_ms);
     }
     return 0;
 }
@@ -419,6 +430,8 @@ static int s_scope_check(fb_yaml_t *ctx, const char *path, int stage_line,
         return s_not_applicable(ctx, lines->seed, path, "seed", "pairing: random", now);
     if (lines->topology && !(pairs && st->pairing == FB_PAIRING_TOPOLOGY))
         return s_not_applicable(ctx, lines->topology, path, "topology", "pairing: topology", now);
+    if (lines->routes && !lines->topology)
+        return s_not_applicable(ctx, lines->routes, path, "routes", "a stage with topology", now);
     if (pairs && st->pairing == FB_PAIRING_TOPOLOGY && !lines->topology) {
         char *kpath = fb_yaml_path(path, "topology");
         fb_yaml_fail(
@@ -450,13 +463,23 @@ static int s_bisect_check(fb_yaml_t *ctx, const char *path, const s_scope_lines_
         free(kpath);
         return -EINVAL;
     }
-    const char *keys[] = {"bisect_rounds", "bisect_repeat", "rails", "bisect_prior"};
-    const int at[] = {lines->bisect_rounds, lines->bisect_repeat, lines->rails,
-                      lines->bisect_prior};
-    for (size_t i = 0; i < 4; i++)
+    const char *keys[] = {"bisect_rounds", "bisect_repeat", "rails", "bisect_prior",
+                          "bisect_budget"};
+    const int at[] = {lines->bisect_rounds, lines->bisect_repeat, lines->rails, lines->bisect_prior,
+                      lines->bisect_budget};
+    for (size_t i = 0; i < 5; i++)
         if (at[i] && !bisect)
             return s_not_applicable(ctx, at[i], path, keys[i], "on_fail: bisect",
                                     "no on_fail: bisect");
+    if (lines->bisect_rounds && lines->bisect_budget) {
+        char *kpath = fb_yaml_path(path, "bisect_rounds");
+        fb_yaml_fail(ctx, lines->bisect_rounds, kpath,
+                     "given with bisect_budget (line %d), which holds the rounds too; expected "
+                     "bisect_budget: {rounds: N} alone",
+                     lines->bisect_budget);
+        free(kpath);
+        return -EINVAL;
+    }
     if (lines->bisect_repeat && st->scope != FB_SCOPE_GROUP)
         return s_not_applicable(ctx, lines->bisect_repeat, path, "bisect_repeat", "scope: group",
                                 now);
@@ -511,7 +534,7 @@ static int s_stage(fb_yaml_t *ctx, const yaml_node_t *node, size_t index, fb_str
     st->scope = FB_SCOPE_NODE;
     st->pairing = FB_PAIRING_ROUND_ROBIN;
     st->rounds = 1;
-    st->bisect_rounds = 12;
+    st->bisect_rounds = 24;
     st->bisect_repeat = 2;
     if (node->type != YAML_MAPPING_NODE)
         return fb_yaml_fail(ctx, fb_yaml_line(node), path,
@@ -803,14 +826,21 @@ int fb_campaign_parse(const char *text, size_t len, const char *source, fb_campa
 
 /* ---- the files a campaign names ---- */
 
+/* The file a stage names: its topology (which 0) or its routes (1); NULL when none. */
+static const char *s_file_of(const fb_stage_t *st, int which)
+{
+    return which ? st->routes_path : st->topology_path;
+}
+
 size_t fb_campaign_file_names(const fb_campaign_t *c, const char **names, size_t cap)
 {
     size_t n = 0;
-    for (size_t i = 0; i < c->n_stages; i++) {
-        const char *name = c->stages[i].topology_path;
+    for (size_t k = 0; k < 2 * c->n_stages; k++) { /* a stage's topology, then its routes */
+        const char *name = s_file_of(&c->stages[k / 2], k % 2);
         bool seen = false;
-        for (size_t j = 0; name && j < i && !seen; j++)
-            seen = c->stages[j].topology_path && !strcmp(c->stages[j].topology_path, name);
+        for (size_t j = 0; name && j < k && !seen; j++)
+            seen = s_file_of(&c->stages[j / 2], j % 2) &&
+                   !strcmp(s_file_of(&c->stages[j / 2], j % 2), name);
         if (!name || seen)
             continue;
         if (names && n < cap)
@@ -859,15 +889,15 @@ int fb_campaign_attach_files(fb_campaign_t *c, const fb_campaign_file_t *files, 
                 return -EINVAL;
             }
         bool named = false;
-        for (size_t i = 0; i < c->n_stages && !named; i++)
-            named =
-                c->stages[i].topology_path && !strcmp(c->stages[i].topology_path, files[f].name);
+        for (size_t k = 0; k < 2 * c->n_stages && !named; k++)
+            named = s_file_of(&c->stages[k / 2], k % 2) &&
+                    !strcmp(s_file_of(&c->stages[k / 2], k % 2), files[f].name);
         if (!named) {
             if (error_out)
                 *error_out =
                     xasprintf("%s: the file '%s' is attached but the campaign does not "
                               "name it; expected only the files its stages name "
-                              "(topology)",
+                              "(topology, routes)",
                               c->source, fb_show_value(files[f].name, shown, sizeof shown));
             return -EINVAL;
         }
@@ -902,6 +932,10 @@ int fb_campaign_attach_files(fb_campaign_t *c, const fb_campaign_file_t *files, 
                                "'leaf01: node[01-04]') or ibnetdiscover output",
                                shown, err);
     }
+    for (size_t i = 0; i < c->n_stages; i++)
+        if (c->stages[i].routes_path && !c->stages[i].routes &&
+            fb_stage_routes_attach(c, i, files, n, error_out))
+            return -EINVAL;
     return 0;
 }
 

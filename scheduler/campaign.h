@@ -47,6 +47,7 @@
 #include <stdint.h>
 
 struct fb_topology;
+struct fb_routes;
 struct fb_expect;
 struct fb_regress_config;
 
@@ -78,8 +79,14 @@ typedef struct fb_stage {
     char *topology_path;          /* pairing topology: the file's name as written; NULL otherwise */
     int topology_line;            /* where topology_path was written */
     struct fb_topology *topology; /* owned; set by fb_campaign_attach_files, NULL before */
+    char *routes_path;            /* routes: the subnet manager's routes (with topology); or NULL */
+    int routes_line;              /* where routes_path was written */
+    struct fb_routes *routes;     /* owned; set by fb_campaign_attach_files, NULL before */
     /* on_fail: bisect (docs/campaign-file.md) */
-    unsigned bisect_rounds; /* follow-up rounds at most (default 12) */
+    unsigned bisect_rounds;     /* follow-up rounds at most: bisect_budget.rounds, or its
+                                 * older spelling bisect_rounds (default 24) */
+    uint64_t bisect_budget_ms;  /* bisect_budget.time: time the follow-up rounds may take (0:
+                                 * none; scheduler/bisect_budget.h) */
     unsigned bisect_repeat; /* scope group: runs of every part of a split (default 2) */
     char **rails;           /* scope pairs: rails every node has (the workload's device), or NULL */
     size_t n_rails;
@@ -116,8 +123,8 @@ typedef struct fb_campaign {
 int fb_campaign_parse(const char *text, size_t len, const char *source, fb_campaign_t **out,
                       char **error_out);
 
-/* A file a campaign names (the topology of a stage with pairing: topology), handed to the
- * scheduler by whoever read it: the CLI reads it from disk relative to the campaign file
+/* A file a campaign names (the topology of a stage with pairing: topology, its routes), handed to
+ * the scheduler by whoever read it: the CLI reads it from disk relative to the campaign file
  * (coordinator/campaign_file.h), the coordinator takes it from the submission (Submit.files).
  * The scheduler never opens a file. */
 typedef struct {
@@ -131,7 +138,8 @@ typedef struct {
 size_t fb_campaign_file_names(const fb_campaign_t *c, const char **names, size_t cap);
 
 /* Resolves the files c names from files[0..n) only, and parses them: every stage with pairing
- * topology gets its topology from the file of that name. Returns 0, or -EINVAL with a one-line
+ * topology gets its topology from the file of that name, and its routes (scheduler/routes.h,
+ * checked against the topology: stage_routes.c) from theirs. Returns 0, or -EINVAL with a one-line
  * heap message in *error_out (when not NULL) in the parser's format, for a name no file was
  * attached for, a file attached twice or not named by the campaign, a topology with a NUL byte
  * or one that does not parse:

@@ -1,65 +1,31 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Diagnosis engine core: Bayesian suspicion per node and per (node, rail) from group/pair test
- * results and port counters, round planning on every rail with trusted partners for suspects and
- * fresh matchings for everyone else, fleet estimates of q and of the false-fail rate, the
- * bad/cleared stopping rule with its evidence, and split planning for faults that show only at
- * scale. The coordinator (and bench/diagnosis) feed it results and run what it plans; this file
- * does no I/O. The model and its approximations are in docs/diagnosis.md. */
-#include "diagnosis.h"
+/* Diagnosis engine core: results recorded per round, posteriors over single-fault hypotheses per
+ * node unit (the node or one of its rails, each with a q from a grid) recomputed over every result
+ * at each round's end, the fleet's own estimates of the false-fail rate and of the mixture over q,
+ * and the one naming standard: bad (posterior threshold, independent confirmations, fleet
+ * significance), cleared (its own tests rule a fault out), undecided, passed. Round planning is
+ * in diagnosis_plan.c, splits in diagnosis_split.c. The model and why are in docs/diagnosis.md;
+ * this file does no I/O. */
+#include "diagnosis_internal.h"
 
-#include "common/rng.h"
-#include "common/strmap.h"
 #include "common/util.h"
-#include "pairing.h"
-#include "topology.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define S_P_MIN 1e-12
-#define S_P_MAX (1.0 - 1e-12)
+const double diag__qgrid[DIAG_NQ] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.97};
+const double diag__agrid[DIAG_NA] = {0.1, 0.2, 0.35, 0.5, 0.7};
 
-typedef struct {
-    int *v;
-    size_t n, cap;
-} s_ivec_t;
+/* Posterior iterations: converged when no hypothesis moves more than this. */
+#define S_CONVERGED 1e-9
+#define S_MAX_ITER 200
+#define S_MAX_EM 5
 
-typedef struct {
-    char *name;
-    int parent;        /* index of the node of a rail, -1 for a node */
-    int rail;          /* a rail: its index in fb_diag.rails; -1 for a node */
-    s_ivec_t children; /* rails of a node */
-    double *post;      /* node only: P(all good), P(node bad), P(rail c bad)... (sum 1) */
-    size_t n_post;
-    double p; /* posterior P(bad) */
-    unsigned n_tests, n_failed;
-    bool in_failed;         /* has been in a failed test */
-    bool bad;               /* named bad (sticky) */
-    unsigned n_counters;    /* port-counter increases recorded against it (rails) */
-    bool ambiguous;         /* a node named for itself or its only NIC */
-    s_ivec_t partners;      /* nodes it was tested with (any result) */
-    s_ivec_t fail_partners; /* distinct nodes, trusted at the time, in its failed tests */
-    fb_diag_evidence_t *ev;
-    size_t n_ev, cap_ev;
-} s_ent_t;
-
-struct fb_diag {
-    fb_diag_params_t par;
-    s_ent_t *ents;
-    size_t n_ents, cap_ents;
-    fb_strmap_t *index;           /* name -> (index + 1) */
-    double ff_tests, ff_fails; /* tests whose members were all cleared, and their failures */
-    double q_tests, q_fails;   /* tests of named-bad parts with trusted partners (fb_diag_q) */
-    char **rails;              /* rail names over all nodes, in the order first added */
-    size_t n_rails;
-    bool unsettled; /* results came in since the last fb_diag_settle */
-    size_t n_nodes; /* node entities (the rest are rails) */
-};
-
-static void s_ivec_push(s_ivec_t *v, int x)
+void diag__ivec_push(diag_ivec_t *v, int x)
 {
     if (v->n == v->cap) {
         v->cap = v->cap ? 2 * v->cap : 4;
@@ -68,7 +34,7 @@ static void s_ivec_push(s_ivec_t *v, int x)
     v->v[v->n++] = x;
 }
 
-static bool s_ivec_has(const s_ivec_t *v, int x)
+bool diag__ivec_has(const diag_ivec_t *v, int x)
 {
     for (size_t i = 0; i < v->n; i++)
         if (v->v[i] == x)
@@ -76,23 +42,25 @@ static bool s_ivec_has(const s_ivec_t *v, int x)
     return false;
 }
 
-static void s_ivec_add_unique(s_ivec_t *v, int x)
+static void s_ivec_add_unique(diag_ivec_t *v, int x)
 {
-    if (!s_ivec_has(v, x))
-        s_ivec_push(v, x);
+    if (!diag__ivec_has(v, x))
+        diag__ivec_push(v, x);
 }
 
 void fb_diag_params_default(fb_diag_params_t *p)
 {
     assert(p);
-    p->q = 0.5;
-    p->q_weight = 5.0;
-    p->false_fail_rate = 0.01;
-    p->false_fail_weight = 200.0;
     p->prior_bad = 0.01;
+    p->false_fail_rate = 0.05;
+    p->false_fail_weight = 20.0;
+    p->mixture_weight = 1.0;
     p->bad_threshold = 0.99;
+    p->implicate_ratio = 3.0;
     p->clear_threshold = 0.001;
-    p->min_trusted_partners = 2;
+    p->clear_q = 0.25;
+    p->clear_confidence = 0.99;
+    p->min_confirmations = 2;
     p->fleet_error = 0.001;
     p->counter_lr = 100.0;
 }
@@ -102,6 +70,16 @@ static bool s_prob_ok(double x)
     return x > 0.0 && x < 1.0;
 }
 
+static bool s_params_ok(const fb_diag_params_t *p)
+{
+    return p->false_fail_rate >= 0.0 && p->false_fail_rate < 1.0 && p->false_fail_weight >= 0.0 &&
+           p->mixture_weight > 0.0 && s_prob_ok(p->prior_bad) && s_prob_ok(p->bad_threshold) &&
+           s_prob_ok(p->clear_threshold) && p->clear_threshold < p->prior_bad &&
+           p->prior_bad < p->bad_threshold && p->implicate_ratio >= 1.0 && s_prob_ok(p->clear_q) &&
+           s_prob_ok(p->clear_confidence) && p->min_confirmations >= 1 && p->fleet_error >= 0.0 &&
+           p->fleet_error < 1.0 && p->counter_lr >= 1.0;
+}
+
 fb_diag_t *fb_diag_new(const fb_diag_params_t *params)
 {
     fb_diag_params_t par;
@@ -109,19 +87,32 @@ fb_diag_t *fb_diag_new(const fb_diag_params_t *params)
         par = *params;
     else
         fb_diag_params_default(&par);
-    if (!(par.q > 0.0 && par.q <= 1.0) ||
-        !(par.false_fail_rate >= 0.0 && par.false_fail_rate < 1.0) ||
-        !(par.false_fail_weight >= 0.0) || !s_prob_ok(par.prior_bad) ||
-        !s_prob_ok(par.bad_threshold) || !s_prob_ok(par.clear_threshold) ||
-        par.clear_threshold >= par.prior_bad || par.prior_bad >= par.bad_threshold ||
-        !(par.q_weight >= 0.0) || !(par.counter_lr >= 1.0) ||
-        !(par.fleet_error >= 0.0 && par.fleet_error < 1.0))
+    if (!s_params_ok(&par))
         return NULL;
     fb_diag_t *d = xcalloc(1, sizeof *d);
     d->par = par;
     d->index = fb_strmap_new();
+    d->f_multi = d->f_local = par.false_fail_rate;
+    d->f_multi_hi = d->f_local_hi = par.false_fail_rate;
+    for (size_t j = 0; j < DIAG_NQ; j++)
+        d->mix[j] = 1.0 / DIAG_NQ;
+    d->q_clear = par.clear_q;
     return d;
 }
+
+static void s_test_free(diag_test_t *t)
+{
+    free(t->id);
+    free(t->mem);
+    free(t->inv);
+    free(t->units);
+    free(t->unit_rail);
+    free(t->trusted);
+    free(t->p_before);
+    free(t->p_after);
+}
+
+static void s_evidence_free(diag_ent_t *e);
 
 void fb_diag_destroy(fb_diag_t **self_p)
 {
@@ -130,20 +121,26 @@ void fb_diag_destroy(fb_diag_t **self_p)
     if (!d)
         return;
     for (size_t i = 0; i < d->n_ents; i++) {
-        s_ent_t *e = &d->ents[i];
+        diag_ent_t *e = &d->ents[i];
         free(e->name);
         free(e->children.v);
         free(e->post);
+        free(e->rpass);
+        free(e->tests.v);
+        free(e->ufails.v);
+        free(e->counters.v);
         free(e->partners.v);
-        free(e->fail_partners.v);
-        for (size_t k = 0; k < e->n_ev; k++) {
-            free((char *)e->ev[k].test_id);
-            free((char *)e->ev[k].partners);
-            free((char *)e->ev[k].counter);
-        }
-        free(e->ev);
+        s_evidence_free(e);
     }
     free(d->ents);
+    for (size_t i = 0; i < d->n_tests; i++)
+        s_test_free(&d->tests[i]);
+    free(d->tests);
+    for (size_t i = 0; i < d->n_counters; i++) {
+        free(d->counters[i].test_id);
+        free(d->counters[i].what);
+    }
+    free(d->counters);
     for (size_t i = 0; i < d->n_rails; i++)
         free(d->rails[i]);
     free(d->rails);
@@ -152,12 +149,17 @@ void fb_diag_destroy(fb_diag_t **self_p)
     *self_p = NULL;
 }
 
-static int s_find(const fb_diag_t *d, const char *name)
+int diag__find(const fb_diag_t *d, const char *name)
 {
     if (!name)
         return -1;
     void *v = fb_strmap_get(d->index, name);
     return v ? (int)((uintptr_t)v - 1) : -1;
+}
+
+int diag__node_of(const fb_diag_t *d, int i)
+{
+    return d->ents[i].parent >= 0 ? d->ents[i].parent : i;
 }
 
 static int s_add_ent(fb_diag_t *d, const char *name, int parent)
@@ -167,12 +169,13 @@ static int s_add_ent(fb_diag_t *d, const char *name, int parent)
         d->ents = xrealloc(d->ents, d->cap_ents * sizeof *d->ents);
     }
     int idx = (int)d->n_ents++;
-    s_ent_t *e = &d->ents[idx];
+    diag_ent_t *e = &d->ents[idx];
     memset(e, 0, sizeof *e);
     e->name = xstrdup(name);
     e->parent = parent;
     e->rail = -1;
-    e->p = d->par.prior_bad;
+    e->trusted = true;
+    e->chance = 1.0;
     fb_strmap_put(d->index, e->name, (void *)(uintptr_t)(idx + 1));
     return idx;
 }
@@ -198,320 +201,104 @@ static bool s_name_ok(const char *s, size_t len)
     return true;
 }
 
+static bool s_rails_ok(const char *rails_csv)
+{
+    if (!rails_csv || !*rails_csv)
+        return true;
+    for (const char *p = rails_csv;;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (!s_name_ok(p, len))
+            return false;
+        if (!c)
+            return true;
+        p = c + 1;
+    }
+}
+
+/* Hypotheses of a unit with R rails: 0 all good; 1 + p * DIAG_NQ + j: part p (0 the node,
+ * 1 + c its rail c) is the bad one and shows with q = diag__qgrid[j]. */
+static size_t s_hyp(size_t part, size_t j)
+{
+    return 1 + part * DIAG_NQ + j;
+}
+
+/* After them, a unit with R rails: the node is bad in bursts, active in a share diag__agrid[b] of
+ * rounds. */
+static size_t s_hyp_burst(size_t R, size_t b)
+{
+    return 1 + (1 + R) * DIAG_NQ + b;
+}
+
 int fb_diag_add_node(fb_diag_t *d, const char *node, const char *rails_csv)
 {
     assert(d);
-    if (!node || !s_name_ok(node, strlen(node)))
+    if (!node || !s_name_ok(node, strlen(node)) || !s_rails_ok(rails_csv))
         return -EINVAL;
-    if (s_find(d, node) >= 0)
+    if (diag__find(d, node) >= 0)
         return -EEXIST;
-    /* Validate every rail before adding anything. */
-    if (rails_csv && *rails_csv) {
-        const char *p = rails_csv;
-        for (;;) {
-            const char *c = strchr(p, ',');
-            size_t len = c ? (size_t)(c - p) : strlen(p);
-            if (!s_name_ok(p, len))
-                return -EINVAL;
-            if (!c)
-                break;
-            p = c + 1;
-        }
-    }
     int ni = s_add_ent(d, node, -1);
     d->n_nodes++;
-    if (rails_csv && *rails_csv) {
-        const char *p = rails_csv;
-        for (;;) {
-            const char *c = strchr(p, ',');
-            size_t len = c ? (size_t)(c - p) : strlen(p);
-            char *rail = xasprintf("%s/%.*s", node, (int)len, p);
-            if (s_find(d, rail) < 0) { /* a rail listed twice is added once */
-                int ri = s_add_ent(d, rail, ni);
-                d->ents[ri].rail = s_rail_index(d, p, len);
-                s_ivec_push(&d->ents[ni].children, ri);
-            }
-            free(rail);
-            if (!c)
-                break;
-            p = c + 1;
+    for (const char *p = rails_csv && *rails_csv ? rails_csv : NULL; p;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        char *rail = xasprintf("%s/%.*s", node, (int)len, p);
+        if (diag__find(d, rail) < 0) { /* a rail listed twice is added once */
+            int ri = s_add_ent(d, rail, ni);
+            d->ents[ri].rail = s_rail_index(d, p, len);
+            diag__ivec_push(&d->ents[ni].children, ri);
         }
+        free(rail);
+        p = c ? c + 1 : NULL;
     }
-    s_ent_t *ne = &d->ents[ni];
-    ne->n_post = 2 + ne->children.n;
-    ne->post = xmalloc(ne->n_post * sizeof *ne->post);
+    diag_ent_t *ne = &d->ents[ni];
+    size_t R = ne->children.n;
     /* The node and its NICs together: prior_bad for the node, and as much again shared by its
      * rails (a NIC of eight is not as likely to be bad as the whole node). */
-    double prior = d->par.prior_bad;
-    double rail_prior = ne->children.n ? prior / (double)ne->children.n : 0.0;
-    ne->post[0] = 1.0 - prior - rail_prior * (double)ne->children.n;
-    ne->post[1] = prior;
-    for (size_t h = 2; h < ne->n_post; h++)
-        ne->post[h] = rail_prior;
-    ne->p = prior;
-    for (size_t c = 0; c < ne->children.n; c++)
-        d->ents[ne->children.v[c]].p = rail_prior;
+    double bursty = d->par.prior_bad * DIAG_BURSTY_SHARE;
+    ne->prior = d->par.prior_bad + bursty;
+    ne->n_post = 1 + (1 + R) * DIAG_NQ + DIAG_NA;
+    ne->post = xcalloc(ne->n_post, sizeof *ne->post);
+    ne->post[0] = 1.0 - d->par.prior_bad * (R ? 2.0 : 1.0) - bursty;
+    for (size_t b = 0; b < DIAG_NA; b++)
+        ne->post[s_hyp_burst(R, b)] = bursty / DIAG_NA;
+    for (size_t part = 0; part <= R; part++) {
+        double pr = part ? d->par.prior_bad / (double)R : d->par.prior_bad;
+        if (part)
+            d->ents[ne->children.v[part - 1]].prior = d->ents[ne->children.v[part - 1]].p = pr;
+        for (size_t j = 0; j < DIAG_NQ; j++)
+            ne->post[s_hyp(part, j)] = pr * d->mix[j];
+    }
+    ne->p = ne->prior;
     return 0;
 }
 
-static int s_node_of(const fb_diag_t *d, int i)
-{
-    return d->ents[i].parent >= 0 ? d->ents[i].parent : i;
-}
+/* ---- recording ---- */
 
-/* Undecided: in a failed test, neither bad nor cleared; a part of a unit whose bad part was
- * named is decided with it (one bad part per unit). */
-static bool s_undecided(const fb_diag_t *d, int i)
+static diag_test_t *s_new_test(fb_diag_t *d)
 {
-    const s_ent_t *e = &d->ents[i];
-    if (e->bad || !e->in_failed || e->p <= d->par.clear_threshold)
-        return false;
-    const s_ent_t *u = &d->ents[e->parent >= 0 ? e->parent : i];
-    if (u->bad)
-        return false;
-    for (size_t c = 0; c < u->children.n; c++)
-        if (d->ents[u->children.v[c]].bad)
-            return false;
-    return true;
-}
-
-/* Trusted: neither named bad nor undecided (cleared, never in a failed test, or a healthy part
- * of a unit whose bad part is named). */
-static bool s_ent_trusted(const fb_diag_t *d, int i)
-{
-    return !d->ents[i].bad && !s_undecided(d, i);
-}
-
-/* A test member is trusted when it and (for a rail) its node are. */
-static bool s_member_trusted(const fb_diag_t *d, int i)
-{
-    return s_ent_trusted(d, i) && s_ent_trusted(d, s_node_of(d, i));
-}
-
-/* A node is a trusted pair partner when it and all its rails are trusted; a rail named bad only
- * keeps it out of tests on that rail. */
-static bool s_node_trusted(const fb_diag_t *d, int ni)
-{
-    if (!s_ent_trusted(d, ni))
-        return false;
-    const s_ivec_t *ch = &d->ents[ni].children;
-    for (size_t k = 0; k < ch->n; k++)
-        if (!d->ents[ch->v[k]].bad && !s_ent_trusted(d, ch->v[k]))
-            return false;
-    return true;
-}
-
-double fb_diag_false_fail_rate(const fb_diag_t *d)
-{
-    assert(d);
-    double w = d->par.false_fail_weight;
-    double tests = w + d->ff_tests;
-    if (tests <= 0.0)
-        return d->par.false_fail_rate;
-    return (d->par.false_fail_rate * w + d->ff_fails) / tests;
-}
-
-double fb_diag_q(const fb_diag_t *d)
-{
-    assert(d);
-    double w = d->par.q_weight;
-    if (w <= 0.0 || w + d->q_tests <= 0.0)
-        return d->par.q;
-    double q = (d->par.q * w + d->q_fails) / (w + d->q_tests);
-    return q < 0.01 ? 0.01 : q; /* a part named bad does show, now and then */
-}
-
-bool fb_diag_trusted(const fb_diag_t *d, const char *node)
-{
-    assert(d);
-    int i = s_find(d, node);
-    return i >= 0 && d->ents[i].parent < 0 && s_node_trusted(d, i);
-}
-
-/* Whether evidence e counts towards the estimate of q: a test (not a counter) whose partners
- * were all trusted. */
-static bool s_q_evidence(const fb_diag_evidence_t *e)
-{
-    return !e->counter && e->n_trusted == e->n_partners;
-}
-
-/* A part was just named bad: its tests with trusted partners join the estimate of q, except its
- * first failed one (the test that made it a suspect was selected for failing). */
-static void s_q_add_part(fb_diag_t *d, const s_ent_t *e)
-{
-    bool skipped = false;
-    for (size_t k = 0; k < e->n_ev; k++) {
-        const fb_diag_evidence_t *ev = &e->ev[k];
-        if (!skipped && ev->failed && !ev->counter) {
-            skipped = true;
-            continue;
-        }
-        if (!s_q_evidence(ev))
-            continue;
-        d->q_tests += 1.0;
-        d->q_fails += ev->failed ? 1.0 : 0.0;
+    if (d->n_tests == d->cap_tests) {
+        d->cap_tests = d->cap_tests ? 2 * d->cap_tests : 256;
+        d->tests = xrealloc(d->tests, d->cap_tests * sizeof *d->tests);
     }
+    diag_test_t *t = &d->tests[d->n_tests++];
+    memset(t, 0, sizeof *t);
+    return t;
 }
 
-double fb_diag_p_bad(const fb_diag_t *d, const char *suspect)
+/* The members' entities; -ENOENT for an unknown one, -EINVAL for two of one node. */
+static int s_members(const fb_diag_t *d, const char *const *members, size_t n, int *mem)
 {
-    assert(d);
-    int i = s_find(d, suspect);
-    return i < 0 ? NAN : d->ents[i].p;
-}
-
-static void s_push_evidence(s_ent_t *e, const fb_diag_evidence_t *ev)
-{
-    if (e->n_ev == e->cap_ev) {
-        e->cap_ev = e->cap_ev ? 2 * e->cap_ev : 8;
-        e->ev = xrealloc(e->ev, e->cap_ev * sizeof *e->ev);
+    for (size_t k = 0; k < n; k++) {
+        mem[k] = diag__find(d, members[k]);
+        if (mem[k] < 0)
+            return -ENOENT;
     }
-    e->ev[e->n_ev++] = *ev;
-}
-
-/* Comma-joined names of the members whose node differs from node `self_node`; counts them
- * (distinct nodes) and the trusted ones. */
-static char *s_join_others(const fb_diag_t *d, const int *mem, size_t n, int self_node,
-                           unsigned *n_partners, unsigned *n_trusted, const bool *trusted)
-{
-    size_t len = 1;
     for (size_t k = 0; k < n; k++)
-        if (s_node_of(d, mem[k]) != self_node)
-            len += strlen(d->ents[mem[k]].name) + 1;
-    char *s = xmalloc(len);
-    s[0] = '\0';
-    size_t at = 0;
-    *n_trusted = *n_partners = 0;
-    for (size_t k = 0; k < n; k++) {
-        int on = s_node_of(d, mem[k]);
-        if (on == self_node)
-            continue;
-        bool again = false;
-        for (size_t j = 0; j < k && !again; j++)
-            again = s_node_of(d, mem[j]) == on;
-        if (!again)
-            (*n_partners)++;
-        size_t l = strlen(d->ents[mem[k]].name);
-        if (at)
-            s[at++] = ',';
-        memcpy(s + at, d->ents[mem[k]].name, l);
-        at += l;
-        s[at] = '\0';
-        if (trusted[k])
-            (*n_trusted)++;
-    }
-    return s;
-}
-
-/* Does hypothesis h of node unit `unit` (1 = the node, 2 + c = its rail c) put the fault in a
- * test with these members? A node fault shows in the node's own tests and its rails' tests; a
- * rail fault only in tests of that rail. */
-static bool s_hyp_in_test(const fb_diag_t *d, int unit, size_t h, const int *mem, size_t n)
-{
-    if (h == 0)
-        return false;
-    int target = h == 1 ? unit : d->ents[unit].children.v[h - 2];
-    for (size_t k = 0; k < n; k++) {
-        if (h == 1 ? s_node_of(d, mem[k]) == unit : mem[k] == target)
-            return true;
-    }
-    return false;
-}
-
-/* P(X >= k) for X ~ Binomial(n, f): the chance that a healthy part fails k of n tests. */
-static double s_binom_tail(unsigned n, unsigned k, double f)
-{
-    if (k == 0)
-        return 1.0;
-    if (k > n || f <= 0.0)
-        return 0.0;
-    double sum = 0.0;
-    for (unsigned j = k; j <= n; j++)
-        sum += exp(lgamma(n + 1.0) - lgamma(j + 1.0) - lgamma(n - j + 1.0) + j * log(f) +
-                   (n - j) * log1p(-f));
-    return sum > 1.0 ? 1.0 : sum;
-}
-
-/* Whether entity i's failures are too many to be chance anywhere in the fleet: over its tests
- * with trusted partners after the first failed one (which chose it as a suspect), the chance that
- * a healthy part fails as often, times the number of parts of its kind, is at most fleet_error.
- * A part with a port counter against it is exempt (the counter is direct evidence). */
-static bool s_significant(const fb_diag_t *d, int i)
-{
-    const s_ent_t *e = &d->ents[i];
-    if (d->par.fleet_error <= 0.0 || e->n_counters)
-        return true;
-    unsigned n = 0, k = 0;
-    bool skipped = false;
-    for (size_t j = 0; j < e->n_ev; j++) {
-        const fb_diag_evidence_t *ev = &e->ev[j];
-        if (!s_q_evidence(ev))
-            continue;
-        if (!skipped && ev->failed) {
-            skipped = true;
-            continue;
-        }
-        n++;
-        k += ev->failed;
-    }
-    size_t parts = e->parent < 0 ? d->n_nodes : d->n_ents - d->n_nodes;
-    return s_binom_tail(n, k, fb_diag_false_fail_rate(d)) * (double)parts <= d->par.fleet_error;
-}
-
-/* Enough evidence to name entity i: distinct trusted partners in its failed tests (a port
- * counter pointing at it counts as one), and failures that chance does not explain. */
-static bool s_witnessed(const fb_diag_t *d, int i)
-{
-    const s_ent_t *e = &d->ents[i];
-    return e->fail_partners.n + (e->n_counters > 0 ? 1 : 0) >= d->par.min_trusted_partners &&
-           s_significant(d, i);
-}
-
-static void s_name_bad(fb_diag_t *d, int i)
-{
-    d->ents[i].bad = true;
-    s_q_add_part(d, &d->ents[i]);
-}
-
-/* Names the bad part of node unit u, if any: the smallest part that holds P >= bad_threshold
- * and is witnessed, a rail before its node. A node with a single rail is a special case: its
- * pair tests cannot tell the node from its NIC (only node-local tests can, and weakly), so once
- * the unit as a whole holds P >= bad_threshold the node is named, as the part that holds both
- * (its verdict says so). */
-static void s_check_unit(fb_diag_t *d, int u)
-{
-    s_ent_t *ue = &d->ents[u];
-    const double thr = d->par.bad_threshold;
-    for (size_t c = 0; c < ue->children.n; c++) {
-        int r = ue->children.v[c];
-        if (d->ents[r].bad)
-            return; /* one bad part per unit */
-        if (ue->post[2 + c] >= thr && s_witnessed(d, r)) {
-            s_name_bad(d, r);
-            return;
-        }
-    }
-    if (ue->bad)
-        return;
-    if (ue->post[1] >= thr && s_witnessed(d, u)) {
-        s_name_bad(d, u);
-        return;
-    }
-    if (ue->children.n == 1 && 1.0 - ue->post[0] >= thr && s_witnessed(d, u)) {
-        ue->ambiguous = true;
-        s_name_bad(d, u);
-    }
-}
-
-void fb_diag_settle(fb_diag_t *d)
-{
-    assert(d);
-    if (!d->unsettled)
-        return;
-    d->unsettled = false;
-    for (size_t i = 0; i < d->n_ents; i++)
-        if (d->ents[i].parent < 0)
-            s_check_unit(d, (int)i);
+        for (size_t j = 0; j < k; j++)
+            if (diag__node_of(d, mem[j]) == diag__node_of(d, mem[k]))
+                return -EINVAL;
+    return 0;
 }
 
 int fb_diag_record(fb_diag_t *d, const char *test_id, const char *const *members, size_t n,
@@ -521,578 +308,812 @@ int fb_diag_record(fb_diag_t *d, const char *test_id, const char *const *members
     if (!test_id || !members || n == 0)
         return -EINVAL;
     int *mem = xmalloc(n * sizeof *mem);
-    bool *trusted = xmalloc(n * sizeof *trusted);
-    /* involved: members plus the nodes of rail members, without repeats */
-    int *inv = xmalloc(2 * n * sizeof *inv);
-    size_t n_inv = 0;
-    int rc = 0;
-    for (size_t k = 0; k < n && rc == 0; k++) {
-        mem[k] = s_find(d, members[k]);
-        if (mem[k] < 0) {
-            rc = -ENOENT;
-            break;
-        }
-        for (size_t j = 0; j < k; j++)
-            if (mem[j] == mem[k])
-                rc = -EINVAL;
-    }
+    int rc = s_members(d, members, n, mem);
     if (rc) {
         free(mem);
-        free(trusted);
-        free(inv);
         return rc;
     }
+    diag_test_t *t = s_new_test(d);
+    t->id = xstrdup(test_id);
+    t->mem = mem;
+    t->n_mem = n;
+    t->failed = failed;
+    t->inv = xmalloc(2 * n * sizeof *t->inv);
+    t->units = xmalloc(n * sizeof *t->units);
+    t->unit_rail = xmalloc(n * sizeof *t->unit_rail);
+    for (size_t k = 0; k < n; k++)
+        t->inv[t->n_inv++] = mem[k];
     for (size_t k = 0; k < n; k++) {
-        trusted[k] = s_member_trusted(d, mem[k]);
-        int cand[2] = {mem[k], s_node_of(d, mem[k])};
-        for (int c = 0; c < 2; c++) {
-            bool seen = false;
-            for (size_t j = 0; j < n_inv; j++)
-                seen = seen || inv[j] == cand[c];
-            if (!seen)
-                inv[n_inv++] = cand[c];
-        }
-    }
-
-    /* Bayes per node unit. A node with rails R keeps an exact posterior over single-fault
-     * hypotheses {all good, node bad, rail r bad (r in R)}; a faulty part shows in a test that
-     * involves it with probability q (a node fault shows in its rail tests too). Other units of
-     * the test enter through their current marginal chance to show (mean field):
-     *   P(pass | h) = (1 - s_h) * prod_{other units v} (1 - q * P(v has a part in the test bad))
-     *                 * (1 - f),      s_h = q if hypothesis h puts the fault in this test, else 0.
-     * For a node without rails this is the two-hypothesis rule of docs/diagnosis.md. All units
-     * are updated from the posteriors as they were before this result. */
-    const double q = fb_diag_q(d);
-    const double f = fb_diag_false_fail_rate(d);
-    bool all_cleared = true;
-    for (size_t i = 0; i < n_inv; i++)
-        if (d->ents[inv[i]].p > d->par.clear_threshold)
-            all_cleared = false;
-    int *units = xmalloc(n * sizeof *units);
-    size_t n_units = 0;
-    for (size_t k = 0; k < n; k++) {
-        int u = s_node_of(d, mem[k]);
-        bool seen = false;
-        for (size_t j = 0; j < n_units; j++)
-            seen = seen || units[j] == u;
-        if (!seen)
-            units[n_units++] = u;
-    }
-    double *show = xmalloc(n_units * sizeof *show);
-    double **post_new = xmalloc(n_units * sizeof *post_new);
-    for (size_t j = 0; j < n_units; j++) {
-        const s_ent_t *u = &d->ents[units[j]];
-        double m = 0.0;
-        for (size_t h = 1; h < u->n_post; h++)
-            if (s_hyp_in_test(d, units[j], h, mem, n))
-                m += u->post[h];
-        show[j] = q * m;
-    }
-    for (size_t j = 0; j < n_units; j++) {
-        const s_ent_t *u = &d->ents[units[j]];
-        double others = 1.0;
-        for (size_t o = 0; o < n_units; o++)
-            if (o != j)
-                others *= 1.0 - show[o];
-        double *pn = xmalloc(u->n_post * sizeof *pn);
-        double sum = 0.0;
-        for (size_t h = 0; h < u->n_post; h++) {
-            double sh = (h > 0 && s_hyp_in_test(d, units[j], h, mem, n)) ? q : 0.0;
-            double pass = (1.0 - sh) * others * (1.0 - f);
-            double lik = failed ? 1.0 - pass : pass;
-            if (lik < 1e-12)
-                lik = 1e-12; /* never rule a hypothesis out for good */
-            pn[h] = u->post[h] * lik;
-            sum += pn[h];
-        }
-        for (size_t h = 0; h < u->n_post; h++)
-            pn[h] /= sum;
-        post_new[j] = pn;
-    }
-    /* new marginals: entity p = posterior of "this part is the bad one" */
-    double *p_new = xmalloc(n_inv * sizeof *p_new);
-    for (size_t i = 0; i < n_inv; i++) {
-        int ei = inv[i], un = s_node_of(d, ei);
-        size_t h = 1;
-        if (ei != un) {
-            const s_ivec_t *ch = &d->ents[un].children;
-            for (size_t c = 0; c < ch->n; c++)
-                if (ch->v[c] == ei)
-                    h = 2 + c;
-        }
-        double pn = d->ents[ei].p;
-        for (size_t j = 0; j < n_units; j++)
-            if (units[j] == un)
-                pn = post_new[j][h];
-        p_new[i] = pn < S_P_MIN ? S_P_MIN : (pn > S_P_MAX ? S_P_MAX : pn);
-    }
-    double *p_old = xmalloc(n_inv * sizeof *p_old);
-    for (size_t i = 0; i < n_inv; i++)
-        p_old[i] = d->ents[inv[i]].p;
-    /* commit the unit posteriors; rails of a unit that were not in the test move too */
-    for (size_t j = 0; j < n_units; j++) {
-        s_ent_t *u = &d->ents[units[j]];
-        free(u->post);
-        u->post = post_new[j];
-        u->p = u->post[1];
-        for (size_t c = 0; c < u->children.n; c++)
-            d->ents[u->children.v[c]].p = u->post[2 + c];
-    }
-    free(post_new);
-    free(show);
-    free(units);
-    if (all_cleared) {
-        d->ff_tests += 1.0;
-        if (failed)
-            d->ff_fails += 1.0;
-    }
-
-    for (size_t i = 0; i < n_inv; i++) {
-        int ei = inv[i];
-        s_ent_t *e = &d->ents[ei];
-        int self_node = s_node_of(d, ei);
-        if (e->in_failed || failed) { /* see fb_diag_evidence_t: from the first failure on */
-            fb_diag_evidence_t ev = {0};
-            ev.test_id = xstrdup(test_id);
-            ev.partners =
-                s_join_others(d, mem, n, self_node, &ev.n_partners, &ev.n_trusted, trusted);
-            ev.failed = failed;
-            ev.p_before = p_old[i];
-            ev.p_after = p_new[i];
-            s_push_evidence(e, &ev);
-            if (e->bad && s_q_evidence(&ev)) { /* a named part tested again */
-                d->q_tests += 1.0;
-                d->q_fails += failed ? 1.0 : 0.0;
-            }
-        }
-        e->p = p_new[i];
-        e->n_tests++;
-        for (size_t k = 0; k < n; k++) {
-            int on = s_node_of(d, mem[k]);
-            if (on == self_node)
-                continue;
-            s_ivec_add_unique(&e->partners, on);
-            if (failed && trusted[k])
-                s_ivec_add_unique(&e->fail_partners, on);
-        }
-        if (failed) {
-            e->n_failed++;
-            e->in_failed = true;
-        }
+        int u = diag__node_of(d, mem[k]);
+        if (u != mem[k])
+            t->inv[t->n_inv++] = u;
+        int c = -1;
+        for (size_t x = 0; u != mem[k] && x < d->ents[u].children.n; x++)
+            if (d->ents[u].children.v[x] == mem[k])
+                c = (int)x;
+        t->units[t->n_units] = u;
+        t->unit_rail[t->n_units++] = c;
     }
     d->unsettled = true;
-    free(p_old);
-    free(p_new);
-    free(mem);
-    free(trusted);
-    free(inv);
     return 0;
 }
 
 int fb_diag_record_counter(fb_diag_t *d, const char *test_id, const char *rail, const char *what)
 {
     assert(d);
-    int ri = s_find(d, rail);
+    int ri = diag__find(d, rail);
     if (!test_id)
         return -EINVAL;
     if (ri < 0)
         return -ENOENT;
     if (d->ents[ri].parent < 0)
         return -EINVAL;
-    s_ent_t *u = &d->ents[d->ents[ri].parent], *e = &d->ents[ri];
-    size_t h = 0;
-    for (size_t c = 0; c < u->children.n; c++)
-        if (u->children.v[c] == ri)
-            h = 2 + c;
-    double sum = 0.0;
-    for (size_t k = 0; k < u->n_post; k++) {
-        if (k == h)
-            u->post[k] *= d->par.counter_lr;
-        sum += u->post[k];
-    }
-    for (size_t k = 0; k < u->n_post; k++)
-        u->post[k] /= sum;
-    fb_diag_evidence_t ev = {0};
-    ev.test_id = xstrdup(test_id);
-    ev.partners = xstrdup("");
-    ev.failed = true;
-    ev.p_before = e->p;
-    ev.counter = xstrdup(what ? what : "port counter increased");
-    u->p = u->post[1];
-    for (size_t c = 0; c < u->children.n; c++)
-        d->ents[u->children.v[c]].p = u->post[2 + c];
-    ev.p_after = e->p;
-    s_push_evidence(e, &ev);
-    e->n_counters++;
-    e->in_failed = u->in_failed = true;
+    d->counters = xrealloc(d->counters, (d->n_counters + 1) * sizeof *d->counters);
+    d->counters[d->n_counters++] = (diag_counter_t){
+        xstrdup(test_id), xstrdup(what ? what : "port counter increased"), ri, 0, false};
     d->unsettled = true;
     return 0;
 }
 
-static int s_cmp_p_desc_ctx_p(const void *a, const void *b, const double *p)
+/* ---- states ---- */
+
+bool diag__undecided(const fb_diag_t *d, int i)
 {
-    int x = *(const int *)a, y = *(const int *)b;
-    if (p[x] != p[y])
-        return p[x] < p[y] ? 1 : -1;
-    return (x > y) - (x < y);
+    const diag_ent_t *e = &d->ents[i];
+    return e->implicated && !e->bad && !e->cleared && !d->ents[diag__node_of(d, i)].bad;
 }
 
-/* qsort has no context argument in C11: a small insertion sort is enough for suspect lists. */
-static void s_sort_by_p(const fb_diag_t *d, int *v, size_t n)
+bool diag__ent_trusted(const fb_diag_t *d, int i)
 {
-    double *p = xmalloc((d->n_ents ? d->n_ents : 1) * sizeof *p);
-    for (size_t i = 0; i < d->n_ents; i++)
-        p[i] = d->ents[i].p;
-    for (size_t i = 1; i < n; i++) {
-        int x = v[i];
-        size_t j = i;
-        while (j > 0 && s_cmp_p_desc_ctx_p(&v[j - 1], &x, p) > 0) {
-            v[j] = v[j - 1];
-            j--;
-        }
-        v[j] = x;
-    }
-    free(p);
+    return !d->ents[i].bad && !diag__undecided(d, i);
 }
 
-int fb_diag_plan_pairs(fb_diag_t *d, uint64_t seed, fb_pair_t **pairs, size_t *n_pairs,
-                       char ***rest, size_t *n_rest)
+bool diag__node_trusted(const fb_diag_t *d, int ni)
 {
-    assert(d && pairs && n_pairs && rest && n_rest);
-    fb_diag_settle(d);
-    size_t ne = d->n_ents;
-    int *sus = xmalloc((ne ? ne : 1) * sizeof *sus);
-    int *pool = xmalloc((ne ? ne : 1) * sizeof *pool);
-    bool *used = xcalloc(ne ? ne : 1, sizeof *used);
-    size_t n_sus = 0, n_pool = 0;
-    for (size_t i = 0; i < ne; i++) {
-        if (s_undecided(d, (int)i))
-            sus[n_sus++] = (int)i;
-        if (d->ents[i].parent < 0 && s_node_trusted(d, (int)i))
-            pool[n_pool++] = (int)i;
-    }
-    s_sort_by_p(d, sus, n_sus);
-    uint64_t st = seed;
-    for (size_t i = n_pool; i > 1; i--) {
-        size_t j = (size_t)(fb_splitmix64(&st) % i);
-        int t = pool[i - 1];
-        pool[i - 1] = pool[j];
-        pool[j] = t;
-    }
-    fb_pair_t *out = xmalloc((n_sus ? n_sus : 1) * sizeof *out);
-    size_t n_out = 0;
-    for (size_t k = 0; k < n_sus; k++) {
-        int s = sus[k], sn = s_node_of(d, s);
-        if (used[sn])
-            continue; /* another suspect of this node is tested this round */
-        if (s != sn && s_undecided(d, sn))
-            s = sn; /* node and rail both suspect: test the node on another rail first */
-        const char *rail = NULL;
-        if (s != sn) {
-            rail = strchr(d->ents[s].name, '/') + 1;
-        } else if (d->ents[sn].children.n) {
-            const s_ivec_t *ch = &d->ents[sn].children;
-            int best = ch->v[0];
-            for (size_t c = 1; c < ch->n; c++)
-                if (d->ents[ch->v[c]].p < d->ents[best].p)
-                    best = ch->v[c];
-            rail = strchr(d->ents[best].name, '/') + 1;
-        }
-        int pick = -1;
-        for (int pass = 0; pass < 2 && pick < 0; pass++)
-            for (size_t j = 0; j < n_pool && pick < 0; j++) {
-                int t = pool[j];
-                if (used[t] || t == sn)
-                    continue;
-                if (pass == 0 && s_ivec_has(&d->ents[s].partners, t))
-                    continue;
-                pick = t;
-            }
-        if (pick < 0)
-            continue;
-        used[sn] = used[pick] = true;
-        out[n_out].suspect = xstrdup(d->ents[s].name);
-        out[n_out].partner = xstrdup(d->ents[pick].name);
-        out[n_out].rail = xstrdup(rail);
-        n_out++;
-    }
-    char **r = xmalloc((ne ? ne : 1) * sizeof *r);
-    size_t n_r = 0;
-    for (size_t i = 0; i < ne; i++)
-        if (d->ents[i].parent < 0 && !used[i] && !d->ents[i].bad)
-            r[n_r++] = xstrdup(d->ents[i].name);
-    free(sus);
-    free(pool);
-    free(used);
-    *pairs = out;
-    *n_pairs = n_out;
-    *rest = r;
-    *n_rest = n_r;
-    return 0;
-}
-
-void fb_diag_pairs_free(fb_pair_t **pairs, size_t n)
-{
-    assert(pairs);
-    if (!*pairs)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        free((*pairs)[i].suspect);
-        free((*pairs)[i].partner);
-        free((*pairs)[i].rail);
-    }
-    free(*pairs);
-    *pairs = NULL;
-}
-
-void fb_diag_names_free(char ***names, size_t n)
-{
-    assert(names);
-    if (!*names)
-        return;
-    for (size_t i = 0; i < n; i++)
-        free((*names)[i]);
-    free(*names);
-    *names = NULL;
-}
-
-/* ---- a whole round, on every rail ---- */
-
-size_t fb_diag_rails(const fb_diag_t *d, const char *const **rails)
-{
-    assert(d && rails);
-    *rails = (const char *const *)d->rails;
-    return d->n_rails;
-}
-
-/* The entity of node ni's rail k, or -1 when it has none. */
-static int s_rail_of(const fb_diag_t *d, int ni, size_t k)
-{
-    const s_ivec_t *ch = &d->ents[ni].children;
-    for (size_t c = 0; c < ch->n; c++)
-        if (d->ents[ch->v[c]].rail == (int)k)
-            return ch->v[c];
-    return -1;
-}
-
-/* Whether node ni takes part in rail pass k: not named bad, and it has that rail and the rail is
- * not named bad (a node without rails takes part in the first pass only). */
-static bool s_on_pass(const fb_diag_t *d, int ni, size_t k)
-{
-    if (d->ents[ni].bad)
+    if (!diag__ent_trusted(d, ni))
         return false;
-    if (d->ents[ni].children.n == 0)
-        return k == 0;
-    int r = s_rail_of(d, ni, k);
-    return r >= 0 && !d->ents[r].bad;
+    const diag_ivec_t *ch = &d->ents[ni].children;
+    for (size_t k = 0; k < ch->n; k++)
+        if (!d->ents[ch->v[k]].bad && diag__undecided(d, ch->v[k]))
+            return false;
+    return true;
 }
 
-static uint64_t s_mix2(uint64_t a, uint64_t b)
+/* ---- settling a round: taking the results in ---- */
+
+static const fb_diag_t *s_sort_d; /* qsort has no context argument in C11 */
+
+static int s_cmp_test_id(const void *a, const void *b)
 {
-    uint64_t st = a ^ (b * 0x9e3779b97f4a7c15ULL);
-    return fb_splitmix64(&st);
+    const diag_test_t *x = &s_sort_d->tests[*(const int *)a];
+    const diag_test_t *y = &s_sort_d->tests[*(const int *)b];
+    int c = strcmp(x->id, y->id);
+    return c ? c : (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
 }
 
-/* The largest P of a node and its rails: the order in which suspects get their partners. */
-static double s_unit_p(const fb_diag_t *d, int ni)
+/* The pending tests join the round: each entity's list stays ordered by (round, id) whatever
+ * the order they were recorded in; trust as of the plan (the last settle); passes counted. */
+static void s_take_tests(fb_diag_t *d, unsigned round)
 {
-    double p = d->ents[ni].p;
-    const s_ivec_t *ch = &d->ents[ni].children;
-    for (size_t c = 0; c < ch->n; c++)
-        if (d->ents[ch->v[c]].p > p)
-            p = d->ents[ch->v[c]].p;
-    return p;
-}
-
-typedef struct {
-    fb_diag_t *d;
-    const fb_diag_round_opts_t *o;
-    fb_diag_round_t *out;
-    size_t cap;
-    int *retest; /* nodes re-tested with trusted partners, most suspected first */
-    size_t n_retest;
-    s_ivec_t *met; /* per retest node: partners of this round (a new one on every rail) */
-    bool *is_retest, *got_partner;
-    int *pool; /* trusted nodes */
-    size_t n_pool;
-} s_round_t;
-
-static void s_push_test(s_round_t *r, int a, int b, size_t k, const char *suspect)
-{
-    fb_diag_round_t *out = r->out;
-    if (out->n_tests == r->cap) {
-        r->cap = r->cap ? 2 * r->cap : 64;
-        out->tests = xrealloc(out->tests, r->cap * sizeof *out->tests);
-    }
-    const fb_diag_t *d = r->d;
-    bool rails = d->n_rails && s_rail_of(d, a, k) >= 0 && s_rail_of(d, b, k) >= 0;
-    fb_diag_test_t *t = &out->tests[out->n_tests++];
-    t->a = xstrdup(d->ents[a].name);
-    t->b = xstrdup(d->ents[b].name);
-    t->rail = rails ? xstrdup(d->rails[k]) : NULL;
-    t->suspect = suspect ? xstrdup(suspect) : NULL;
-}
-
-/* The trusted partner of retest node s on pass k: unused on this pass, not met this round, and
- * (while there is one) never tested with s before. -1 when none is left. */
-static int s_pick_partner(s_round_t *r, size_t i, size_t k, const bool *used)
-{
-    const fb_diag_t *d = r->d;
-    int s = r->retest[i];
-    for (int pass = 0; pass < 2; pass++)
-        for (size_t j = 0; j < r->n_pool; j++) {
-            int t = r->pool[j];
-            if (used[t] || t == s || !s_on_pass(d, t, k) || s_ivec_has(&r->met[i], t))
-                continue;
-            int tr = s_rail_of(d, t, k);
-            if (tr >= 0 && !s_ent_trusted(d, tr))
-                continue;
-            if (pass == 0 && s_ivec_has(&d->ents[s].partners, t))
-                continue;
-            return t;
+    size_t first = d->settled_tests, n = d->n_tests - first;
+    int *order = xmalloc((n ? n : 1) * sizeof *order);
+    for (size_t i = 0; i < n; i++)
+        order[i] = (int)(first + i);
+    s_sort_d = d;
+    qsort(order, n, sizeof *order, s_cmp_test_id);
+    for (size_t o = 0; o < n; o++) {
+        int ti = order[o];
+        diag_test_t *t = &d->tests[ti];
+        t->round = round;
+        t->settled = true;
+        t->trusted = xmalloc(t->n_mem * sizeof *t->trusted);
+        for (size_t k = 0; k < t->n_mem; k++) {
+            int u = diag__node_of(d, t->mem[k]);
+            t->trusted[k] = d->ents[u].trusted && diag__ent_trusted(d, t->mem[k]);
         }
-    return -1;
-}
-
-/* Matches the nodes of pass k that are left (trusted, unused) by the fresh pairing. */
-static int s_fresh_pass(s_round_t *r, size_t k, size_t n_pass, const bool *used)
-{
-    const fb_diag_t *d = r->d;
-    const fb_diag_round_opts_t *o = r->o;
-    const char **names = xmalloc((r->n_pool + 1) * sizeof *names);
-    size_t n = 0;
-    for (size_t i = 0; i < d->n_ents; i++) /* in the order added: planners want a stable list */
-        if (d->ents[i].parent < 0 && !used[i] && !r->is_retest[i] && s_on_pass(d, (int)i, k) &&
-            s_node_trusted(d, (int)i))
-            names[n++] = d->ents[i].name;
-    fb_plan_t plan = {0};
-    unsigned at = o->round * (unsigned)n_pass + (unsigned)k;
-    int rc;
-    if (o->pairing == FB_PAIRING_TOPOLOGY)
-        rc = o->topology ? fb_plan_pairs_topology(o->topology, names, n, at, &plan) : -EINVAL;
-    else if (o->pairing == FB_PAIRING_ROUND_ROBIN)
-        rc = fb_plan_pairs_round_robin(names, n, at, &plan);
-    else
-        rc = fb_plan_pairs_random(names, n, s_mix2(o->seed, at + 1), &plan);
-    for (size_t g = 0; rc == 0 && g < plan.n_groups; g++) {
-        if (plan.groups[g].n_members != 2)
-            continue;
-        int a = s_find(d, plan.groups[g].members[0]), b = s_find(d, plan.groups[g].members[1]);
-        s_push_test(r, a, b, k, NULL);
+        t->p_before = xmalloc(t->n_inv * sizeof *t->p_before);
+        t->p_after = xmalloc(t->n_inv * sizeof *t->p_after);
+        for (size_t k = 0; k < t->n_inv; k++) {
+            diag_ent_t *e = &d->ents[t->inv[k]];
+            t->p_before[k] = e->p;
+            diag__ivec_push(&e->tests, ti);
+            e->n_pass += !t->failed;
+            if (e->parent < 0) {
+                if (e->n_rpass <= round) {
+                    e->rpass = xrealloc(e->rpass, (round + 1) * sizeof *e->rpass);
+                    memset(e->rpass + e->n_rpass, 0, (round + 1 - e->n_rpass) * sizeof *e->rpass);
+                    e->n_rpass = round + 1;
+                }
+                e->rpass[round] += !t->failed;
+            }
+            int self = diag__node_of(d, t->inv[k]);
+            for (size_t s = 0; s < t->n_units; s++)
+                if (t->units[s] != self)
+                    s_ivec_add_unique(&e->partners, t->units[s]);
+        }
+        for (size_t s = 0; t->failed && s < t->n_units; s++)
+            diag__ivec_push(&d->ents[t->units[s]].ufails, ti);
     }
-    fb_plan_clear(&plan);
-    free(names);
-    return rc;
-}
-
-/* Pass k: every retest node gets a trusted partner, then (fresh) everyone else a matching. */
-static int s_plan_pass(s_round_t *r, size_t k, size_t n_pass)
-{
-    fb_diag_t *d = r->d;
-    bool *used = xcalloc(d->n_ents ? d->n_ents : 1, sizeof *used);
-    for (size_t i = 0; i < r->n_retest; i++) {
-        int s = r->retest[i];
-        if (!s_on_pass(d, s, k))
-            continue;
-        int t = s_pick_partner(r, i, k, used);
-        if (t < 0)
-            continue;
-        used[s] = used[t] = true;
-        s_ivec_push(&r->met[i], t);
-        r->got_partner[s] = true;
-        int rail = s_rail_of(d, s, k);
-        bool rail_suspect = rail >= 0 && s_undecided(d, rail) && !s_undecided(d, s);
-        s_push_test(r, s, t, k, d->ents[rail_suspect ? rail : s].name);
-        r->out->n_retests++;
+    d->settled_tests = d->n_tests;
+    free(order);
+    for (size_t i = d->settled_counters; i < d->n_counters; i++) {
+        diag_counter_t *c = &d->counters[i];
+        c->round = round;
+        c->settled = true;
+        diag__ivec_push(&d->ents[c->rail].counters, (int)i);
     }
-    int rc = r->o->fresh ? s_fresh_pass(r, k, n_pass, used) : 0;
-    free(used);
-    return rc;
+    d->settled_counters = d->n_counters;
 }
 
-int fb_diag_plan_round(fb_diag_t *d, const fb_diag_round_opts_t *o, fb_diag_round_t *out)
+/* Whether test t holds a part named bad other than entity self. */
+static bool s_explained(const fb_diag_t *d, const diag_test_t *t, int self)
 {
-    assert(d && o && out);
-    memset(out, 0, sizeof *out);
-    fb_diag_settle(d);
-    size_t ne = d->n_ents ? d->n_ents : 1;
-    s_round_t r = {.d = d, .o = o, .out = out};
-    r.retest = xmalloc(ne * sizeof *r.retest);
-    r.pool = xmalloc(ne * sizeof *r.pool);
-    r.is_retest = xcalloc(ne, sizeof *r.is_retest);
-    r.got_partner = xcalloc(ne, sizeof *r.got_partner);
-    for (size_t i = 0; i < o->n_extra; i++) {
-        int x = s_find(d, o->extra[i]);
-        if (x >= 0 && d->ents[x].parent < 0 && !d->ents[x].bad)
-            r.is_retest[x] = true;
+    for (size_t k = 0; k < t->n_inv; k++)
+        if (t->inv[k] != self && d->ents[t->inv[k]].bad)
+            return true;
+    return false;
+}
+
+/* Whether a part in test t is named bad or probably bad (P >= 0.5): its failures are that part's,
+ * not the fleet's false fails. */
+static bool s_holds_fault(const fb_diag_t *d, const diag_test_t *t)
+{
+    for (size_t k = 0; k < t->n_inv; k++)
+        if (d->ents[t->inv[k]].bad || d->ents[t->inv[k]].p >= 0.5)
+            return true;
+    return false;
+}
+
+/* The false-fail rates: tests whose members were all trusted when their round was planned and
+ * that hold no part named or probably bad, node-local ones apart. Trust when planned keeps the
+ * estimate free of the selection a failure makes (the members of a failed test are suspects
+ * after it); leaving out the tests of probable faults keeps a fault's own failures out, even in a
+ * small fleet where they would be most of the failures. The upper bound (two standard errors
+ * above) is what fleet significance uses: a rate underestimated names healthy parts. */
+static void s_estimate_f(fb_diag_t *d)
+{
+    double n[2] = {0, 0}, k[2] = {0, 0};
+    for (size_t i = 0; i < d->settled_tests; i++) {
+        const diag_test_t *t = &d->tests[i];
+        bool all = true;
+        for (size_t m = 0; m < t->n_mem && all; m++)
+            all = t->trusted[m];
+        if (!all || s_holds_fault(d, t))
+            continue;
+        int cls = t->n_mem == 1;
+        n[cls] += 1.0;
+        k[cls] += t->failed;
+    }
+    double w = d->par.false_fail_weight, f0 = d->par.false_fail_rate;
+    double f[2], hi[2];
+    for (int c = 0; c < 2; c++) {
+        f[c] = w + n[c] > 0.0 ? (f0 * w + k[c]) / (w + n[c]) : f0;
+        hi[c] = f[c] + 2.0 * sqrt(f[c] * (1.0 - f[c]) / (w + n[c] > 1.0 ? w + n[c] : 1.0));
+        if (hi[c] > 0.999)
+            hi[c] = 0.999;
+    }
+    d->f_multi = f[0];
+    d->f_local = f[1];
+    d->f_multi_hi = hi[0];
+    d->f_local_hi = hi[1];
+}
+
+/* ---- settling a round: the posteriors ---- */
+
+/* Log-weights of unit u's hypotheses from its prior, the mixture, its passes (a passing test
+ * says the same about every hypothesis except those that put the fault in it: under mean field
+ * the other members' part cancels) and the port counters against its rails. */
+static void s_base(const fb_diag_t *d, int u, double *lw)
+{
+    double log_miss[DIAG_NQ], log_mix[DIAG_NQ];
+    for (size_t j = 0; j < DIAG_NQ; j++) {
+        log_miss[j] = log1p(-diag__qgrid[j]);
+        log_mix[j] = log(d->mix[j]);
+    }
+    const diag_ent_t *ue = &d->ents[u];
+    size_t R = ue->children.n;
+    lw[0] = log(1.0 - d->par.prior_bad * (R ? 2.0 : 1.0) - d->par.prior_bad * DIAG_BURSTY_SHARE);
+    for (size_t part = 0; part <= R; part++) {
+        const diag_ent_t *pe = part ? &d->ents[ue->children.v[part - 1]] : ue;
+        double lp = log(pe->prior) + (double)pe->counters.n * log(d->par.counter_lr);
+        for (size_t j = 0; j < DIAG_NQ; j++)
+            lw[s_hyp(part, j)] = lp + log_mix[j] + (double)pe->n_pass * log_miss[j];
+    }
+}
+
+/* The chance that unit slot s of failed test t shows a fault in it, under post. */
+static double s_show(const fb_diag_t *d, const diag_test_t *t, size_t s, const double *post)
+{
+    double m = 0.0;
+    for (size_t j = 0; j < DIAG_NQ; j++) {
+        m += post[s_hyp(0, j)] * diag__qgrid[j];
+        if (t->unit_rail[s] >= 0)
+            m += post[s_hyp(1 + (size_t)t->unit_rail[s], j)] * diag__qgrid[j];
+    }
+    /* a bursty node shows in the tests of the rounds it was active in (s_burst) */
+    return m + post[d->ents[t->units[s]].n_post + t->round];
+}
+
+static void s_normalise(double *lw, size_t n, double *out)
+{
+    double mx = lw[0];
+    for (size_t h = 1; h < n; h++)
+        mx = lw[h] > mx ? lw[h] : mx;
+    double sum = 0.0;
+    for (size_t h = 0; h < n; h++) {
+        out[h] = exp(lw[h] - mx);
+        sum += out[h];
+    }
+    for (size_t h = 0; h < n; h++)
+        out[h] /= sum;
+}
+
+/* Unit u's bursty hypotheses, round by round: in a round the fault is active (share a), and then
+ * each of the node's tests fails with DIAG_Q_ON, or quiet, and then its tests fail as they would
+ * with the node good (its failed test i with 1 - keeps[i]). Rounds multiply:
+ *   L(a) = prod_r (a * P(round r | active) + (1 - a) * P(round r | quiet)),
+ * passes entering as in s_base (the other members' part cancels). Then the posterior (out, from
+ * the log-weights lw) and, after its hypotheses, per round the chance that the node showed a
+ * fault in it: sum_b P(bursty with a_b) * P(active in r | a_b, round r) * DIAG_Q_ON. */
+static void s_burst(const fb_diag_t *d, int u, const double *keeps, double *lw, double *out,
+                    double *act)
+{
+    const diag_ent_t *ue = &d->ents[u];
+    size_t R = ue->children.n, rounds = d->rounds;
+    double lprior = log(d->par.prior_bad * DIAG_BURSTY_SHARE / DIAG_NA);
+    for (size_t b = 0; b < DIAG_NA; b++)
+        lw[s_hyp_burst(R, b)] = lprior;
+    size_t f = 0;
+    for (size_t r = 0; r < rounds; r++) {
+        double on = 0.0, off = 0.0; /* log P(round r | active), log P(round r | quiet) */
+        unsigned passes = r < ue->n_rpass ? ue->rpass[r] : 0;
+        on += (double)passes * log1p(-DIAG_Q_ON);
+        bool tested = passes > 0;
+        for (; f < ue->ufails.n && d->tests[ue->ufails.v[f]].round == r; f++) {
+            double miss = 1.0 - keeps[f];
+            on += log(1.0 - (1.0 - DIAG_Q_ON) * keeps[f]);
+            off += log(miss > 1e-12 ? miss : 1e-12);
+            tested = true;
+        }
+        for (size_t b = 0; b < DIAG_NA; b++) {
+            double a = diag__agrid[b];
+            double x = log(a) + on, y = log1p(-a) + off, mx = x > y ? x : y;
+            double l = mx + log(exp(x - mx) + exp(y - mx));
+            lw[s_hyp_burst(R, b)] += tested ? l : 0.0;
+            act[b * rounds + r] = tested ? exp(x - l) : a;
+        }
+    }
+    s_normalise(lw, ue->n_post, out);
+    for (size_t r = 0; r < rounds; r++) {
+        double show = 0.0;
+        for (size_t b = 0; b < DIAG_NA; b++)
+            show += out[s_hyp_burst(R, b)] * act[b * rounds + r] * DIAG_Q_ON;
+        out[ue->n_post + r] = show;
+    }
+}
+
+/* Unit u's posterior from its base log-weights and its failed tests, the other members of each
+ * entering through how likely they are to show a fault in it (mean field):
+ *   P(fail | h) = 1 - (1 - s_h) * prod_{other units v} (1 - show_v) * (1 - f),
+ *   s_h = q of h when h puts the fault in the test, else 0. */
+static void s_unit_post(const fb_diag_t *d, int u, double *const *posts, double *lw, double *out,
+                        double *keeps, double *act)
+{
+    const diag_ent_t *ue = &d->ents[u];
+    s_base(d, u, lw);
+    size_t steady = 1 + (1 + ue->children.n) * DIAG_NQ;
+    for (size_t i = 0; i < ue->ufails.n; i++) {
+        const diag_test_t *t = &d->tests[ue->ufails.v[i]];
+        double others = 1.0;
+        int rail = -1;
+        for (size_t s = 0; s < t->n_units; s++) {
+            if (t->units[s] == u)
+                rail = t->unit_rail[s];
+            else
+                others *= 1.0 - s_show(d, t, s, posts[t->units[s]]);
+        }
+        double keep = others * (1.0 - (t->n_mem == 1 ? d->f_local : d->f_multi));
+        keeps[i] = keep;
+        for (size_t h = 0; h < steady; h++) {
+            double sh = 0.0;
+            if (h > 0) {
+                size_t part = (h - 1) / DIAG_NQ;
+                if (part == 0 || (int)part - 1 == rail)
+                    sh = diag__qgrid[(h - 1) % DIAG_NQ];
+            }
+            double lik = 1.0 - (1.0 - sh) * keep;
+            lw[h] += log(lik > 1e-12 ? lik : 1e-12); /* never rule a hypothesis out for good */
+        }
+    }
+    s_burst(d, u, keeps, lw, out, act);
+}
+
+/* Every unit's posterior over every result so far: closed form for units in no failed test,
+ * a fixed point (Jacobi iterations from the last round's posteriors, every unit moving at once,
+ * so that the order units and results come in never matters) for the others. */
+static void s_posteriors(fb_diag_t *d)
+{
+    size_t ne = d->n_ents ? d->n_ents : 1, maxh = 1;
+    for (size_t i = 0; i < d->n_ents; i++)
+        maxh = d->ents[i].n_post > maxh ? d->ents[i].n_post : maxh;
+    double **posts = xcalloc(ne, sizeof *posts), **next = xcalloc(ne, sizeof *next);
+    double *lw = xmalloc(maxh * sizeof *lw);
+    size_t maxf = 1, rounds = d->rounds;
+    for (size_t i = 0; i < d->n_ents; i++)
+        maxf = d->ents[i].ufails.n > maxf ? d->ents[i].ufails.n : maxf;
+    double *keeps = xmalloc(maxf * sizeof *keeps);
+    double *act = xmalloc((DIAG_NA * rounds + 1) * sizeof *act);
+    for (size_t i = 0; i < d->n_ents; i++) {
+        const diag_ent_t *e = &d->ents[i];
+        if (e->parent >= 0)
+            continue;
+        /* its hypotheses, then per round the chance a bursty fault of it showed (s_burst) */
+        posts[i] = xcalloc(e->n_post + rounds + 1, sizeof *posts[i]);
+        memcpy(posts[i], e->post, e->n_post * sizeof *posts[i]);
+        next[i] = xcalloc(e->n_post + rounds + 1, sizeof *next[i]);
+    }
+    for (unsigned it = 0; it < S_MAX_ITER; it++) {
+        double moved = 0.0;
+        for (size_t i = 0; i < d->n_ents; i++) {
+            const diag_ent_t *e = &d->ents[i];
+            if (e->parent >= 0 || (it > 0 && e->ufails.n == 0))
+                continue;
+            s_unit_post(d, (int)i, posts, lw, next[i], keeps, act);
+            for (size_t h = 0; h < e->n_post; h++) {
+                /* damped once past the easy cases, against oscillation */
+                double x = it < 20 ? next[i][h] : 0.5 * (next[i][h] + posts[i][h]);
+                double dx = fabs(x - posts[i][h]);
+                moved = dx > moved ? dx : moved;
+                next[i][h] = x;
+            }
+        }
+        for (size_t i = 0; i < d->n_ents; i++)
+            if (d->ents[i].parent < 0 && (it == 0 || d->ents[i].ufails.n)) {
+                double *tmp = posts[i];
+                posts[i] = next[i];
+                next[i] = tmp;
+            }
+        if (moved < S_CONVERGED)
+            break;
     }
     for (size_t i = 0; i < d->n_ents; i++) {
-        if (d->ents[i].parent >= 0 || d->ents[i].bad)
+        if (d->ents[i].parent >= 0)
             continue;
-        if (!s_node_trusted(d, (int)i))
-            r.is_retest[i] = true;
-        if (r.is_retest[i])
-            r.retest[r.n_retest++] = (int)i;
-        else
-            r.pool[r.n_pool++] = (int)i;
+        memcpy(d->ents[i].post, posts[i], d->ents[i].n_post * sizeof *posts[i]);
+        free(posts[i]);
+        free(next[i]);
     }
-    /* most suspected first (insertion sort: suspects are few) */
-    for (size_t i = 1; i < r.n_retest; i++) {
-        int x = r.retest[i];
-        size_t j = i;
-        while (j > 0 && s_unit_p(d, r.retest[j - 1]) < s_unit_p(d, x)) {
-            r.retest[j] = r.retest[j - 1];
-            j--;
-        }
-        r.retest[j] = x;
-    }
-    uint64_t st = s_mix2(o->seed, 0x5eedULL + o->round);
-    for (size_t i = r.n_pool; i > 1; i--) {
-        size_t j = (size_t)(fb_splitmix64(&st) % i);
-        int t = r.pool[i - 1];
-        r.pool[i - 1] = r.pool[j];
-        r.pool[j] = t;
-    }
-    r.met = xcalloc(r.n_retest ? r.n_retest : 1, sizeof *r.met);
-    size_t n_pass = d->n_rails ? d->n_rails : 1;
-    int rc = 0;
-    for (size_t k = 0; k < n_pass && rc == 0; k++)
-        rc = s_plan_pass(&r, k, n_pass);
-    for (size_t i = 0; i < r.n_retest; i++) {
-        out->n_suspects += r.got_partner[r.retest[i]];
-        free(r.met[i].v);
-    }
-    free(r.met);
-    free(r.retest);
-    free(r.pool);
-    free(r.is_retest);
-    free(r.got_partner);
-    if (rc)
-        fb_diag_round_clear(out);
-    return rc;
+    free(posts);
+    free(next);
+    free(lw);
+    free(keeps);
+    free(act);
 }
 
-void fb_diag_round_clear(fb_diag_round_t *r)
+/* P(part bad) from its unit's posterior, and its posterior mass per q (w, may be NULL). */
+static double s_part_mass(const fb_diag_t *d, int i, double *w)
 {
-    if (!r)
-        return;
-    for (size_t i = 0; i < r->n_tests; i++) {
-        free(r->tests[i].a);
-        free(r->tests[i].b);
-        free(r->tests[i].rail);
-        free(r->tests[i].suspect);
+    int u = diag__node_of(d, i);
+    const diag_ent_t *ue = &d->ents[u];
+    size_t part = 0;
+    for (size_t c = 0; i != u && c < ue->children.n; c++)
+        if (ue->children.v[c] == i)
+            part = 1 + c;
+    double m = 0.0;
+    for (size_t j = 0; j < DIAG_NQ; j++) {
+        double x = ue->post[s_hyp(part, j)];
+        if (w)
+            w[j] = x;
+        m += x;
     }
-    free(r->tests);
-    memset(r, 0, sizeof *r);
+    for (size_t b = 0; part == 0 && b < DIAG_NA; b++) /* a node bad in bursts is bad */
+        m += ue->post[s_hyp_burst(ue->children.n, b)];
+    return m;
 }
+
+/* The mixture over q from the parts that are probably bad, each by its posterior over q.
+ * Returns how far it moved. */
+static double s_update_mixture(fb_diag_t *d)
+{
+    double c[DIAG_NQ] = {0}, w[DIAG_NQ], total = 0.0;
+    for (size_t i = 0; i < d->n_ents; i++) {
+        double m = s_part_mass(d, (int)i, w);
+        if (m < 0.5)
+            continue;
+        for (size_t j = 0; j < DIAG_NQ; j++) {
+            c[j] += w[j] / m;
+            total += w[j] / m;
+        }
+    }
+    double a = d->par.mixture_weight, moved = 0.0;
+    for (size_t j = 0; j < DIAG_NQ; j++) {
+        double x = (a + c[j]) / (a * DIAG_NQ + total);
+        moved = fabs(x - d->mix[j]) > moved ? fabs(x - d->mix[j]) : moved;
+        d->mix[j] = x;
+    }
+    return moved;
+}
+
+static void s_marginals(fb_diag_t *d)
+{
+    for (size_t i = 0; i < d->n_ents; i++)
+        d->ents[i].p = s_part_mass(d, (int)i, NULL);
+    for (size_t i = 0; i < d->n_tests; i++) {
+        diag_test_t *t = &d->tests[i];
+        if (t->round + 1 != d->rounds)
+            continue;
+        for (size_t k = 0; k < t->n_inv; k++)
+            t->p_after[k] = d->ents[t->inv[k]].p;
+    }
+}
+
+/* ---- the standard ---- */
+
+/* P(X >= k) for X ~ Binomial(n, p): the first term from log-gamma, the rest by the ratio of
+ * successive terms. */
+static double s_binom_tail(unsigned n, unsigned k, double p)
+{
+    if (k == 0)
+        return 1.0;
+    if (k > n || p <= 0.0)
+        return 0.0;
+    if (p >= 1.0)
+        return 1.0;
+    double term = exp(lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0) + k * log(p) +
+                      (n - k) * log1p(-p));
+    double sum = 0.0, odds = p / (1.0 - p);
+    for (unsigned j = k; j <= n; j++) {
+        sum += term;
+        term *= (double)(n - j) / (double)(j + 1) * odds;
+    }
+    return sum > 1.0 ? 1.0 : sum;
+}
+
+/* P(X <= k) for X ~ Binomial(n, p). */
+static double s_binom_cdf(unsigned n, unsigned k, double p)
+{
+    return k >= n ? 1.0 : 1.0 - s_binom_tail(n, k + 1, p);
+}
+
+/* Whether every other member of t was trusted when its round was planned and is trusted now:
+ * a test that says something about entity i alone. */
+static bool s_informative(const fb_diag_t *d, const diag_test_t *t, int i)
+{
+    int self = diag__node_of(d, i);
+    for (size_t k = 0; k < t->n_mem; k++) {
+        int u = diag__node_of(d, t->mem[k]);
+        if (u != self && !(t->trusted[k] && d->ents[u].trusted))
+            return false;
+    }
+    return true;
+}
+
+/* The standard as it stands for entity i (docs/diagnosis.md "Naming"): confirmations, the
+ * informative tests since its first unexplained failure and the failures among them, fleet
+ * significance, and the passes it still needs to be cleared. Returns whether it has an
+ * unexplained failure. */
+static bool s_standard(fb_diag_t *d, int i)
+{
+    diag_ent_t *e = &d->ents[i];
+    diag_ivec_t partners = {0};
+    bool local_fail = false, started = false, any_local = false;
+    unsigned n = 0, k = 0;
+    for (size_t x = 0; x < e->tests.n; x++) {
+        const diag_test_t *t = &d->tests[e->tests.v[x]];
+        bool expl = t->failed && s_explained(d, t, i);
+        bool inf = s_informative(d, t, i);
+        bool selecting = !started && t->failed && !expl;
+        started |= selecting;
+        if (t->failed && !expl && inf) {
+            local_fail |= t->n_mem == 1;
+            for (size_t s = 0; s < t->n_units; s++)
+                if (t->units[s] != diag__node_of(d, i))
+                    s_ivec_add_unique(&partners, t->units[s]);
+        }
+        if (!started || selecting || !inf || expl)
+            continue;
+        n++;
+        k += t->failed;
+        any_local |= t->n_mem == 1;
+    }
+    e->confirmations = (unsigned)partners.n + (local_fail ? 1u : 0u) + (e->counters.n ? 1u : 0u);
+    free(partners.v);
+    e->n_inf = n;
+    e->k_inf = k;
+    double f = any_local && d->f_local_hi > d->f_multi_hi ? d->f_local_hi : d->f_multi_hi;
+    size_t parts = e->parent < 0 ? d->n_nodes : d->n_ents - d->n_nodes;
+    e->chance = started ? s_binom_tail(n, k, f) * (double)parts : 1.0;
+    double room = 1.0 - d->par.clear_confidence;
+    unsigned more = 0;
+    while (started && s_binom_cdf(n + more, k, d->q_clear) > room && more < 10000)
+        more++;
+    e->clear_more = more;
+    return started || e->counters.n;
+}
+
+static bool s_witnessed(const fb_diag_t *d, const diag_ent_t *e)
+{
+    return e->confirmations >= d->par.min_confirmations &&
+           (e->counters.n > 0 || d->par.fleet_error <= 0.0 || e->chance <= d->par.fleet_error);
+}
+
+/* Names the bad part of node unit u, if the standard names one: a rail before its node. A node
+ * with a single rail is a special case: its pair tests cannot tell the node from its NIC, so
+ * once the unit as a whole holds P >= bad_threshold the node is named, as the part that holds
+ * both (its verdict says so). */
+static void s_name(diag_ent_t *e)
+{
+    e->bad = true;
+    e->chance_named = e->counters.n ? 0.0 : e->chance;
+    e->confirmations_named = e->confirmations;
+}
+
+static bool s_name_unit(fb_diag_t *d, int u)
+{
+    diag_ent_t *ue = &d->ents[u];
+    const double thr = d->par.bad_threshold;
+    if (ue->bad)
+        return false;
+    for (size_t c = 0; c < ue->children.n; c++) {
+        diag_ent_t *re = &d->ents[ue->children.v[c]];
+        if (!re->bad && re->p >= thr && s_witnessed(d, re)) {
+            s_name(re);
+            return true;
+        }
+    }
+    if (ue->p >= thr && s_witnessed(d, ue)) {
+        s_name(ue);
+        return true;
+    }
+    if (ue->children.n == 1 && 1.0 - ue->post[0] >= thr && s_witnessed(d, ue)) {
+        ue->ambiguous = true;
+        s_name(ue);
+        return true;
+    }
+    return false;
+}
+
+/* The 5% quantile of a part's posterior over q, given it is bad. */
+static double s_q_low(const fb_diag_t *d, int i)
+{
+    double w[DIAG_NQ], m = 0.0, acc = 0.0;
+    s_part_mass(d, i, w);
+    for (size_t j = 0; j < DIAG_NQ; j++)
+        m += w[j]; /* its steady fault's q (a bursty one shows in every test while active) */
+    for (size_t j = 0; m > 0.0 && j < DIAG_NQ; j++) {
+        acc += w[j] / m;
+        if (acc >= 0.05)
+            return diag__qgrid[j];
+    }
+    return diag__qgrid[DIAG_NQ - 1];
+}
+
+/* Implicated (sticky until cleared or explained), cleared, and the trust of every node for the
+ * next round. */
+static void s_classify(fb_diag_t *d)
+{
+    d->q_clear = d->par.clear_q;
+    for (size_t i = 0; i < d->n_ents; i++)
+        if (d->ents[i].bad) {
+            double ql = s_q_low(d, (int)i);
+            d->q_clear = ql < d->q_clear ? ql : d->q_clear;
+        }
+    for (size_t i = 0; i < d->n_ents; i++) {
+        diag_ent_t *e = &d->ents[i];
+        bool unexplained = s_standard(d, (int)i);
+        if (e->bad)
+            continue;
+        if (!unexplained)
+            e->implicated = false;
+        else if (e->p >= d->par.implicate_ratio * e->prior || e->counters.n)
+            e->implicated = true;
+        e->cleared = e->implicated && e->p <= d->par.clear_threshold && e->clear_more == 0;
+    }
+    for (size_t i = 0; i < d->n_ents; i++)
+        if (d->ents[i].parent < 0)
+            d->ents[i].trusted = diag__node_trusted(d, (int)i);
+}
+
+void fb_diag_settle(fb_diag_t *d)
+{
+    assert(d);
+    if (!d->unsettled)
+        return;
+    d->unsettled = false;
+    s_take_tests(d, d->rounds++);
+    /* The fleet's estimates and the posteriors depend on each other: alternate until they
+     * settle (a few rounds of expectation-maximisation). */
+    for (unsigned em = 0; em < S_MAX_EM; em++) {
+        double f_before = d->f_multi + d->f_local;
+        s_estimate_f(d);
+        s_posteriors(d);
+        s_marginals(d);
+        double moved = s_update_mixture(d);
+        if (moved < 1e-4 && fabs(d->f_multi + d->f_local - f_before) < 1e-6)
+            break;
+    }
+    s_marginals(d);
+    /* The standard on the trust the round was planned with; every unit is judged on the names
+     * as they were before this round, so the order units are looked at in does not matter. */
+    for (size_t i = 0; i < d->n_ents; i++)
+        s_standard(d, (int)i);
+    for (size_t i = 0; i < d->n_ents; i++)
+        if (d->ents[i].parent < 0)
+            s_name_unit(d, (int)i);
+    s_classify(d);
+}
+
+/* ---- accessors ---- */
 
 bool fb_diag_done(const fb_diag_t *d)
 {
     assert(d);
     for (size_t i = 0; i < d->n_ents; i++)
-        if (s_undecided(d, (int)i))
+        if (diag__undecided(d, (int)i))
             return false;
     return true;
+}
+
+double fb_diag_false_fail_rate(const fb_diag_t *d)
+{
+    assert(d);
+    return d->f_multi;
+}
+
+size_t fb_diag_q_mixture(const fb_diag_t *d, const double **q, const double **w)
+{
+    assert(d && q && w);
+    *q = diag__qgrid;
+    *w = d->mix;
+    return DIAG_NQ;
+}
+
+double fb_diag_q(const fb_diag_t *d)
+{
+    assert(d);
+    double m = 0.0;
+    for (size_t j = 0; j < DIAG_NQ; j++)
+        m += d->mix[j] * diag__qgrid[j];
+    return m;
+}
+
+double fb_diag_q_clear(const fb_diag_t *d)
+{
+    assert(d);
+    return d->q_clear;
+}
+
+bool fb_diag_trusted(const fb_diag_t *d, const char *node)
+{
+    assert(d);
+    int i = diag__find(d, node);
+    return i >= 0 && d->ents[i].parent < 0 && diag__node_trusted(d, i);
+}
+
+double fb_diag_p_bad(const fb_diag_t *d, const char *suspect)
+{
+    assert(d);
+    int i = diag__find(d, suspect);
+    return i < 0 ? NAN : d->ents[i].p;
+}
+
+unsigned fb_diag_rounds(const fb_diag_t *d)
+{
+    assert(d);
+    return d->rounds;
+}
+
+size_t fb_diag_bad_parts(const fb_diag_t *d, const char *const **parts)
+{
+    assert(d && parts);
+    const char **v = xcalloc(d->n_ents + 1, sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < d->n_ents; i++)
+        if (d->ents[i].bad)
+            v[n++] = d->ents[i].name;
+    *parts = v;
+    return n;
+}
+
+const char *fb_diag_state_name(fb_diag_state_t s)
+{
+    static const char *const names[] = {"undecided", "cleared", "bad", "passed"};
+    return (unsigned)s < 4 ? names[s] : "?";
+}
+
+/* ---- verdicts ---- */
+
+static void s_evidence_free(diag_ent_t *e)
+{
+    for (size_t k = 0; k < e->n_ev; k++)
+        free((char *)e->ev[k].partners);
+    free(e->ev);
+    e->ev = NULL;
+    e->n_ev = 0;
+}
+
+/* The other members of t as seen from entity i, comma-separated; counts the distinct nodes
+ * among them and those trusted when the round was planned. */
+static char *s_partners(const fb_diag_t *d, const diag_test_t *t, int i, unsigned *n,
+                        unsigned *trusted)
+{
+    int self = diag__node_of(d, i);
+    size_t len = 1;
+    for (size_t k = 0; k < t->n_mem; k++)
+        len += strlen(d->ents[t->mem[k]].name) + 1;
+    char *s = xmalloc(len), *at = s;
+    *at = '\0';
+    *n = *trusted = 0;
+    for (size_t k = 0; k < t->n_mem; k++) {
+        if (diag__node_of(d, t->mem[k]) == self)
+            continue;
+        at += sprintf(at, "%s%s", at == s ? "" : ",", d->ents[t->mem[k]].name);
+        (*n)++; /* members are of distinct nodes */
+        *trusted += t->trusted[k];
+    }
+    return s;
+}
+
+static void s_ev_push(diag_ent_t *e, size_t *cap, const fb_diag_evidence_t *ev)
+{
+    if (e->n_ev == *cap) {
+        *cap = *cap ? 2 * *cap : 8;
+        e->ev = xrealloc(e->ev, *cap * sizeof *e->ev);
+    }
+    e->ev[e->n_ev++] = *ev;
+}
+
+/* Entity i's evidence: its tests from its first failed one on, and the counters against it,
+ * in round order (a round's counters after its tests). */
+static void s_build_evidence(const fb_diag_t *d, int i)
+{
+    diag_ent_t *e = &d->ents[i];
+    s_evidence_free(e);
+    size_t cap = 0, c = 0;
+    bool started = false;
+    for (size_t x = 0; x <= e->tests.n; x++) {
+        const diag_test_t *t = x < e->tests.n ? &d->tests[e->tests.v[x]] : NULL;
+        for (; c < e->counters.n; c++) { /* counters of the rounds before t's */
+            const diag_counter_t *k = &d->counters[e->counters.v[c]];
+            if (t && k->round >= t->round)
+                break;
+            fb_diag_evidence_t ev = {.test_id = k->test_id,
+                                     .partners = xstrdup(""),
+                                     .failed = true,
+                                     .p_before = e->p,
+                                     .p_after = e->p,
+                                     .counter = k->what,
+                                     .round = k->round,
+                                     .informative = true};
+            s_ev_push(e, &cap, &ev);
+            started = true;
+        }
+        if (!t)
+            break;
+        started |= t->failed;
+        if (!started)
+            continue;
+        fb_diag_evidence_t ev = {.test_id = t->id, .failed = t->failed, .round = t->round};
+        ev.partners = s_partners(d, t, i, &ev.n_partners, &ev.n_trusted);
+        for (size_t k = 0; k < t->n_inv; k++)
+            if (t->inv[k] == i) {
+                ev.p_before = t->p_before[k];
+                ev.p_after = t->p_after[k];
+            }
+        ev.informative = s_informative(d, t, i);
+        ev.explained = t->failed && s_explained(d, t, i);
+        s_ev_push(e, &cap, &ev);
+    }
+}
+
+static fb_diag_state_t s_state(const fb_diag_t *d, int i)
+{
+    const diag_ent_t *e = &d->ents[i];
+    if (e->bad)
+        return FB_DIAG_BAD;
+    if (diag__undecided(d, i))
+        return FB_DIAG_UNDECIDED;
+    return e->implicated && e->cleared ? FB_DIAG_CLEARED : FB_DIAG_PASSED;
 }
 
 size_t fb_diag_verdicts(const fb_diag_t *d, fb_diag_verdict_t **out)
@@ -1100,211 +1121,41 @@ size_t fb_diag_verdicts(const fb_diag_t *d, fb_diag_verdict_t **out)
     assert(d && out);
     fb_diag_verdict_t *v = xcalloc(d->n_ents ? d->n_ents : 1, sizeof *v);
     for (size_t i = 0; i < d->n_ents; i++) {
-        const s_ent_t *e = &d->ents[i];
+        const diag_ent_t *e = &d->ents[i];
         fb_diag_verdict_t *x = &v[i];
+        s_build_evidence(d, (int)i);
         x->suspect = e->name;
         x->parent = e->parent >= 0 ? d->ents[e->parent].name : NULL;
-        x->state =
-            e->bad ? FB_DIAG_BAD : (s_undecided(d, (int)i) ? FB_DIAG_UNDECIDED : FB_DIAG_CLEARED);
+        x->state = s_state(d, (int)i);
         x->p_bad = e->p;
-        x->n_tests = e->n_tests;
-        x->n_failed = e->n_failed;
-        x->n_trusted_fail_partners = (unsigned)e->fail_partners.n;
-        x->n_counters = e->n_counters;
-        x->kind = e->parent < 0 ? "node" : (e->n_counters ? "link" : "nic");
+        for (size_t k = 0; k < e->tests.n; k++) {
+            x->n_tests++;
+            x->n_failed += d->tests[e->tests.v[k]].failed;
+        }
+        x->n_counters = (unsigned)e->counters.n;
+        unsigned conf = e->bad ? e->confirmations_named : e->confirmations;
+        x->n_trusted_fail_partners = conf - (e->counters.n ? 1u : 0u); /* with a local failure */
+        x->kind = e->parent < 0 ? "node" : (e->counters.n ? "link" : "nic");
         x->ambiguous = e->ambiguous;
         x->p_unit = e->parent < 0 && e->post ? 1.0 - e->post[0] : e->p;
         x->evidence = e->ev;
         x->n_evidence = e->n_ev;
+        x->n_confirmations = conf;
+        x->n_informative = e->n_inf;
+        x->k_informative = e->k_inf;
+        x->clear_more = x->state == FB_DIAG_UNDECIDED ? e->clear_more : 0;
+        x->chance = e->bad ? e->chance_named : e->chance;
+        x->q_est = NAN;
+        double w[DIAG_NQ], m = 0.0;
+        s_part_mass(d, (int)i, w);
+        for (size_t j = 0; j < DIAG_NQ; j++)
+            m += w[j]; /* of its steady fault (a bursty one shows whenever active) */
+        if (e->bad && m > 0.0) {
+            x->q_est = 0.0;
+            for (size_t j = 0; j < DIAG_NQ; j++)
+                x->q_est += w[j] / m * diag__qgrid[j];
+        }
     }
     *out = v;
     return d->n_ents;
-}
-
-/* ---- split planning ---- */
-
-int fb_diag_split(size_t n, size_t k, size_t *starts)
-{
-    if (n == 0 || k < 2 || !starts)
-        return -EINVAL;
-    size_t parts = k < n ? k : n;
-    size_t base = n / parts, extra = n % parts, at = 0;
-    for (size_t i = 0; i < parts; i++) {
-        starts[i] = at;
-        at += base + (i < extra ? 1 : 0);
-    }
-    starts[parts] = n;
-    return (int)parts;
-}
-
-typedef struct {
-    char **names; /* borrowed from fb_split's own copies */
-    size_t n;
-    unsigned runs, fails;
-    int group; /* index of the group it was split from */
-} s_part_t;
-
-struct fb_split {
-    char **all; /* owned copies of the member names */
-    size_t n_all;
-    size_t k;
-    unsigned repeat, levels;
-    s_part_t *parts;
-    size_t n_parts;
-    s_part_t *groups; /* the failing groups being split at this level */
-    size_t n_groups;
-    s_part_t *found;
-    size_t n_found, cap_found;
-};
-
-static void s_split_level(fb_split_t *s)
-{
-    free(s->parts);
-    s->parts = xcalloc(s->n_groups * s->k + 1, sizeof *s->parts);
-    s->n_parts = 0;
-    size_t *starts = xmalloc((s->k + 1) * sizeof *starts);
-    for (size_t g = 0; g < s->n_groups; g++) {
-        int np = fb_diag_split(s->groups[g].n, s->k, starts);
-        for (int i = 0; i < np; i++) {
-            s_part_t *p = &s->parts[s->n_parts++];
-            p->names = s->groups[g].names + starts[i];
-            p->n = starts[i + 1] - starts[i];
-            p->group = (int)g;
-        }
-    }
-    free(starts);
-    s->levels++;
-}
-
-static void s_split_found(fb_split_t *s, const s_part_t *p)
-{
-    if (s->n_found == s->cap_found) {
-        s->cap_found = s->cap_found ? 2 * s->cap_found : 4;
-        s->found = xrealloc(s->found, s->cap_found * sizeof *s->found);
-    }
-    s->found[s->n_found++] = *p;
-}
-
-fb_split_t *fb_split_new(const char *const *members, size_t n, size_t k, unsigned repeat)
-{
-    if (!members || n == 0 || k < 2 || repeat == 0)
-        return NULL;
-    fb_split_t *s = xcalloc(1, sizeof *s);
-    s->all = xmalloc(n * sizeof *s->all);
-    for (size_t i = 0; i < n; i++)
-        s->all[i] = xstrdup(members[i]);
-    s->n_all = n;
-    s->k = k;
-    s->repeat = repeat;
-    s->groups = xcalloc(1, sizeof *s->groups);
-    s->groups[0].names = s->all;
-    s->groups[0].n = n;
-    s->n_groups = 1;
-    if (n == 1) { /* nothing to split: the member is the finding */
-        s_split_found(s, &s->groups[0]);
-        s->n_groups = 0;
-        return s;
-    }
-    s_split_level(s);
-    return s;
-}
-
-void fb_split_destroy(fb_split_t **self_p)
-{
-    assert(self_p);
-    fb_split_t *s = *self_p;
-    if (!s)
-        return;
-    for (size_t i = 0; i < s->n_all; i++)
-        free(s->all[i]);
-    free(s->all);
-    free(s->parts);
-    free(s->groups);
-    free(s->found);
-    free(s);
-    *self_p = NULL;
-}
-
-size_t fb_split_n_parts(const fb_split_t *s)
-{
-    assert(s);
-    return s->n_groups ? s->n_parts : 0;
-}
-
-const char *const *fb_split_part(const fb_split_t *s, size_t i, size_t *size)
-{
-    assert(s);
-    if (i >= fb_split_n_parts(s))
-        return NULL;
-    if (size)
-        *size = s->parts[i].n;
-    return (const char *const *)s->parts[i].names;
-}
-
-int fb_split_record(fb_split_t *s, size_t part, bool failed)
-{
-    assert(s);
-    if (part >= fb_split_n_parts(s) || s->parts[part].runs >= s->repeat)
-        return -EINVAL;
-    s->parts[part].runs++;
-    if (failed)
-        s->parts[part].fails++;
-    return 0;
-}
-
-int fb_split_next(fb_split_t *s)
-{
-    assert(s);
-    if (s->n_groups == 0)
-        return 0;
-    for (size_t i = 0; i < s->n_parts; i++)
-        if (s->parts[i].runs < s->repeat)
-            return -EAGAIN;
-    s_part_t *next = xcalloc(s->n_parts + 1, sizeof *next);
-    size_t n_next = 0;
-    for (size_t g = 0; g < s->n_groups; g++) {
-        bool any = false;
-        for (size_t i = 0; i < s->n_parts; i++) {
-            s_part_t *p = &s->parts[i];
-            if (p->group != (int)g || p->fails == 0)
-                continue;
-            any = true;
-            s_part_t np = {p->names, p->n, 0, 0, 0};
-            if (p->n == 1)
-                s_split_found(s, &np);
-            else
-                next[n_next++] = np;
-        }
-        if (!any) /* no part fails alone: the fault needs this scale, or it hid */
-            s_split_found(s, &s->groups[g]);
-    }
-    free(s->groups);
-    s->groups = next;
-    s->n_groups = n_next;
-    if (n_next == 0)
-        return 0;
-    s_split_level(s);
-    return 1;
-}
-
-unsigned fb_split_levels(const fb_split_t *s)
-{
-    assert(s);
-    return s->levels;
-}
-
-size_t fb_split_n_findings(const fb_split_t *s)
-{
-    assert(s);
-    return s->n_found;
-}
-
-const char *const *fb_split_finding(const fb_split_t *s, size_t i, size_t *size)
-{
-    assert(s);
-    if (i >= s->n_found)
-        return NULL;
-    if (size)
-        *size = s->found[i].n;
-    return (const char *const *)s->found[i].names;
 }

@@ -2,16 +2,22 @@
 /* The diagnosis engine's core: from test results it keeps a posterior P(bad) per suspect (a
  * node "n17" or one of its rails "n17/mlx5_2"), plans the next round (on every rail, each
  * undecided suspect with a trusted partner it has not had before, everyone else in fresh
- * matchings), decides bad / cleared / undecided, estimates from the fleet how often a fault shows
- * and how often a healthy test fails, takes port-counter increases as evidence against a rail's
- * cable, and plans splits of groups that fail only at scale. Slow parts are judged from measured
- * flows by flowjudge.h. Pure logic: no I/O, no clocks, deterministic for a given seed.
+ * matchings), and decides, by one standard for every route, which parts are bad, which suspects
+ * are cleared, which stay undecided and which were never implicated. How often a fault shows
+ * (a mixture over q, per part) and how often a healthy test fails (f) are estimated from the
+ * fleet's own results. Port-counter increases are evidence against a rail's cable. Slow parts are
+ * judged from measured flows by flowjudge.h; splits of groups that fail only at scale are below.
+ * Pure logic: no I/O, no clocks, deterministic for a given seed.
+ *
+ * Results of one round are concurrent: they are recorded in any order and take effect together
+ * at fb_diag_settle() (one call per round; planning calls it first). What the engine concludes
+ * is a function of the results of each round, not of the order they were recorded in.
  * docs/diagnosis.md has the model.
  *
  * Ownership: the engine copies every string it is given. Strings and evidence inside returned
  * verdict entries are borrowed from the engine and valid until the next fb_diag_record*() /
- * fb_diag_add_node() / fb_diag_verdicts() or fb_diag_destroy(); the entry array itself is the
- * caller's (free()). */
+ * fb_diag_add_node() / fb_diag_settle() / fb_diag_verdicts() or fb_diag_destroy(); the entry
+ * array itself is the caller's (free()). */
 #ifndef FB_DIAGNOSIS_H
 #define FB_DIAGNOSIS_H
 
@@ -23,46 +29,60 @@ struct fb_topology;
 typedef struct fb_diag fb_diag_t;
 
 typedef struct {
-    double q;                 /* prior P(a faulty part's fault shows in one test); 0 < q <= 1 */
-    double q_weight;          /* pseudo-tests behind that prior when q is estimated from the
-                               * parts named bad (0: q stays fixed) */
-    double false_fail_rate;   /* prior f: P(a test of good members fails anyway) */
-    double false_fail_weight; /* pseudo-tests behind that prior when f is estimated */
-    double prior_bad;         /* prior P(bad) of a node before any result; its rails share
-                               * as much again (each prior_bad / rails) */
-    double bad_threshold;     /* P >= this (and enough trusted partners): bad */
-    double clear_threshold;   /* P <= this: cleared (and trusted) */
-    unsigned min_trusted_partners; /* distinct trusted partners in failed tests to name bad */
-    double fleet_error;            /* a part is named only when (chance that a healthy part fails
-                                    * as often, after its first failure, at the estimated false-fail
-                                    * rate) x (parts of its kind in the fleet) <= this: the expected
-                                    * number of parts named by chance in the fleet (0: off) */
-    double counter_lr;             /* likelihood ratio of a port-counter increase on a rail:
-                                    * P(increase | its cable is bad) / P(increase | good) */
+    double prior_bad;           /* prior P(bad) of a node before any result; its rails share
+                                 * as much again (each prior_bad / rails) */
+    double false_fail_rate;     /* f before the fleet's own results: P(a test of good members
+                                 * fails anyway); a vague start, not a model of any fleet */
+    double false_fail_weight;   /* pseudo-tests behind it (the fleet's tests outweigh it soon) */
+    double mixture_weight;      /* pseudo-parts per q of the mixture before any part is bad */
+    double bad_threshold;       /* P >= this (with the confirmations and fleet significance): bad */
+    double implicate_ratio;     /* a part in an unexplained failed test whose P(bad) reaches this
+                                 * many times its prior is implicated (a suspect until cleared) */
+    double clear_threshold;     /* cleared needs P <= this, and the bound below */
+    double clear_q;             /* cleared needs its own tests to rule out a fault that shows in
+                                 * this share of tests (or in the smallest share a part named bad
+                                 * in this fleet shows in, when smaller) ... */
+    double clear_confidence;    /* ... with this confidence (0.99) */
+    unsigned min_confirmations; /* independent confirmations to name a part: distinct trusted
+                                 * partners in its failed tests, a failed node-local test and a
+                                 * port counter count one each */
+    double fleet_error;         /* a part is named only when (chance that a healthy part fails
+                                 * as often, after its first failure, at the fleet's false-fail
+                                 * rate) x (parts of its kind in the fleet) <= this: the expected
+                                 * number of parts named by chance in the fleet (0: off) */
+    double counter_lr;          /* likelihood ratio of a port-counter increase on a rail:
+                                 * P(increase | its cable is bad) / P(increase | good) */
 } fb_diag_params_t;
 
-/* q 0.5 (weight 5), f 0.01 (weight 200), prior 0.01, bad 0.99, cleared 0.001, 2 trusted
- * partners, fleet error 0.001, counter likelihood ratio 100. */
+/* prior 0.01, f 0.05 (weight 20), mixture weight 1, bad 0.99, implicated at 3 x prior, cleared
+ * at P <= 0.001 and q 0.25 ruled out with 0.99, 2 confirmations, fleet error 0.001, counter
+ * likelihood ratio 100. */
 void fb_diag_params_default(fb_diag_params_t *p);
 
 typedef enum {
-    FB_DIAG_UNDECIDED = 0, /* in a failed test, neither bad nor cleared yet */
-    FB_DIAG_CLEARED,       /* P <= clear_threshold, or never in a failed test */
+    FB_DIAG_UNDECIDED = 0, /* implicated, neither named bad nor cleared */
+    FB_DIAG_CLEARED,       /* implicated once, then its own tests ruled a fault out (the bound) */
     FB_DIAG_BAD,           /* named bad (sticky) */
+    FB_DIAG_PASSED,        /* never implicated: no failed test, or only failed tests that a part
+                            * named bad explains, or too little suspicion to implicate it */
 } fb_diag_state_t;
 
 /* One test (or counter reading) behind a verdict, as seen from one suspect. A suspect keeps
  * the evidence of every test from its first failed one on (earlier passes of a node that was
- * never suspected say nothing a report needs, and a fleet has millions of them). */
+ * never suspected say nothing a report needs, and a fleet has millions of them). Ordered by
+ * round, then test id. */
 typedef struct {
     const char *test_id;  /* the caller's test id */
     const char *partners; /* the other members, comma-separated ("" for a node-local test) */
     bool failed;
     unsigned n_partners; /* distinct other nodes in the test */
-    unsigned n_trusted;  /* how many of them were trusted when the result came in */
-    double p_before;     /* this suspect's P(bad) before and after the update */
+    unsigned n_trusted;  /* how many of them were trusted when the round was planned */
+    double p_before;     /* this suspect's P(bad) before and after the round of the test */
     double p_after;
     const char *counter; /* a port-counter reading ("symbol_error +12"), NULL for a test */
+    unsigned round;      /* the round (settle) the test belongs to, from 0 */
+    bool informative;    /* every partner trusted, then and now: it counts for the standard */
+    bool explained;      /* failed, and another part in it is named bad */
 } fb_diag_evidence_t;
 
 typedef struct {
@@ -71,27 +91,27 @@ typedef struct {
     fb_diag_state_t state;
     double p_bad;
     unsigned n_tests, n_failed;
-    unsigned n_trusted_fail_partners; /* distinct trusted partners in its failed tests */
+    unsigned n_trusted_fail_partners; /* distinct trusted partners in its unexplained failures */
     unsigned n_counters;              /* port-counter increases recorded against it */
     const char *kind; /* "node"; a rail: "nic", or "link" (its cable) when counters point at it */
     bool ambiguous;   /* a node named bad for itself or its only NIC (one rail cannot tell) */
     double p_unit;    /* a node: P(it or one of its rails is bad); a rail: p_bad */
     const fb_diag_evidence_t *evidence; /* its results from its first failed test on, in order */
     size_t n_evidence;
+    /* the standard, as it stands for this part */
+    unsigned n_confirmations; /* independent confirmations (see the params) */
+    unsigned n_informative;   /* informative tests since its first unexplained failure ... */
+    unsigned k_informative;   /* ... and the unexplained failures among them */
+    unsigned clear_more;      /* passes in a row it still needs to be cleared (0: cleared or bad) */
+    double q_est;             /* if bad: how often its fault shows (posterior mean); else NaN */
+    double chance;            /* fleet significance: the chance a healthy part of its kind fails
+                               * as often, times the parts of its kind (1: not computed) */
 } fb_diag_verdict_t;
 
-/* A suspect paired with a trusted node for the next round. Strings are the caller's (owned by
- * the array returned from fb_diag_plan_pairs; free with fb_diag_pairs_free). */
-typedef struct {
-    char *suspect; /* "node" or "node/rail" */
-    char *partner; /* a trusted node */
-    char *rail;    /* NULL for nodes without rails; else the rail to test on both nodes: the
-                    * suspect's rail, or for a node suspect its least suspected rail, so that a
-                    * node fault and a rail fault can be told apart */
-} fb_pair_t;
-
-/* NULL when params are out of range: q not in (0,1], f not in [0,1), or not
- * 0 < clear_threshold < prior_bad < bad_threshold < 1. params NULL = defaults. */
+/* NULL when params are out of range: f not in [0,1), weights negative, not
+ * 0 < clear_threshold < prior_bad < bad_threshold < 1, implicate_ratio < 1, clear_q or
+ * clear_confidence not in (0,1), min_confirmations 0, fleet_error not in [0,1), counter_lr < 1.
+ * params NULL = defaults. */
 fb_diag_t *fb_diag_new(const fb_diag_params_t *params);
 void fb_diag_destroy(fb_diag_t **self_p);
 
@@ -100,33 +120,22 @@ void fb_diag_destroy(fb_diag_t **self_p);
  * '/'). */
 int fb_diag_add_node(fb_diag_t *d, const char *node, const char *rails_csv);
 /* One test result over members ("node" or "node/rail", all known: -ENOENT otherwise; -EINVAL
- * for n == 0, a NULL test id or a member listed twice). A single member is a node-local test.
- * A rail member also involves its node. Updates every involved suspect by Bayes. */
+ * for n == 0, a NULL test id, or two members of one node). A single member is a node-local
+ * test. A rail member also involves its node. Takes effect at the next fb_diag_settle(). */
 int fb_diag_record(fb_diag_t *d, const char *test_id, const char *const *members, size_t n,
                    bool failed);
-/* Names the parts that the results so far prove bad (the stopping rule below). Results of one
- * round are concurrent and come in in no meaningful order, so a part is named on the evidence of
- * whole rounds: call this after the results of a round (planning does it first). Naming is
- * sticky. */
+/* Closes the round: every result recorded since the last call takes effect together (the
+ * posteriors over all results so far, the fleet's estimates of f and q), then parts are named,
+ * cleared or implicated by the standard (docs/diagnosis.md). Naming is sticky. Nothing to do
+ * when nothing was recorded since the last call. */
 void fb_diag_settle(fb_diag_t *d);
 /* A port error counter of a rail ("node/rail") increased while test_id ran (symbol errors,
  * link downs: what a bad cable or transceiver does). Multiplies the odds that this rail is the
- * unit's bad part by counter_lr, and counts as one witness towards naming it (a cable that
- * counts its own errors needs one trusted partner, not two). what ("symbol_error +12") is kept
- * as evidence. 0, -ENOENT (unknown rail), -EINVAL (not a rail, NULL test id). */
+ * unit's bad part by counter_lr, implicates it, and counts as one confirmation (a cable that
+ * counts its own errors needs one trusted partner, not two); exempt from fleet significance.
+ * what ("symbol_error +12") is kept as evidence. Takes effect at the next fb_diag_settle().
+ * 0, -ENOENT (unknown rail), -EINVAL (not a rail, NULL test id). */
 int fb_diag_record_counter(fb_diag_t *d, const char *test_id, const char *rail, const char *what);
-
-/* Plans the next pair round. Each undecided suspect (highest P first) gets a trusted node it has
- * not been tested with before (a repeat only when none is left); partners are drawn in an order
- * shuffled by seed. One test per node per round: where a node and one of its rails are both
- * undecided, the node is tested first, on its least suspected rail (fb_pair_t.rail). *rest gets
- * every other node that is not named bad, for the caller to match freely (a node with a rail
- * named bad stays in: the caller leaves that rail out); a suspect with no trusted node left goes
- * there too. Returns 0; arrays are the caller's (fb_diag_pairs_free, fb_diag_names_free). */
-int fb_diag_plan_pairs(fb_diag_t *d, uint64_t seed, fb_pair_t **pairs, size_t *n_pairs,
-                       char ***rest, size_t *n_rest);
-void fb_diag_pairs_free(fb_pair_t **pairs, size_t n);
-void fb_diag_names_free(char ***names, size_t n);
 
 /* ---- a whole round, on every rail ---- */
 
@@ -140,6 +149,9 @@ typedef struct {
     const char *const *extra; /* nodes to re-test with trusted partners although the engine
                                * itself does not suspect them (slow ones, flowjudge.h) */
     size_t n_extra;
+    const char *const *busy; /* nodes the caller tests otherwise this round (parts of a split):
+                              * neither partners nor re-tested here */
+    size_t n_busy;
 } fb_diag_round_opts_t;
 
 typedef struct {
@@ -171,22 +183,36 @@ size_t fb_diag_rails(const fb_diag_t *d, const char *const **rails);
 
 /* True when no suspect is undecided (as of the last fb_diag_settle). */
 bool fb_diag_done(const fb_diag_t *d);
-/* Current false-fail rate estimate: prior f with false_fail_weight pseudo-tests, plus the
- * tests whose members were all cleared (P <= clear_threshold) when their result came in. */
+/* The fleet's false-fail rate of tests between nodes (node-local tests have their own), as of
+ * the last settle: the start value with its weight, plus the tests whose members were all
+ * trusted when the round was planned and that hold no part named bad since. */
 double fb_diag_false_fail_rate(const fb_diag_t *d);
-/* Current estimate of q: prior q with q_weight pseudo-tests, plus the tests of the parts named
- * bad whose partners were all trusted when the result came in (the failed test that made a part
- * a suspect is left out: it was chosen for having failed). */
+/* The fleet's mixture of how often a fault shows: *q and *w get the grid of q values and their
+ * weights (borrowed, summing to 1); returns the grid's size. Estimated from the parts that are
+ * probably bad (P >= 0.5), each by its own posterior over q. */
+size_t fb_diag_q_mixture(const fb_diag_t *d, const double **q, const double **w);
+/* The mixture's mean q. */
 double fb_diag_q(const fb_diag_t *d);
-/* Whether a node is a trusted partner: not named bad, and it and its rails cleared or never in
- * a failed test. False for an unknown name. */
+/* The q the clearing bound rules out: clear_q, or the smallest share a part named bad in this
+ * fleet shows in (5% quantile of its posterior), when smaller. */
+double fb_diag_q_clear(const fb_diag_t *d);
+/* Whether a node is a trusted partner: not named bad, and it and its rails not undecided (as of
+ * the last settle). False for an unknown name. */
 bool fb_diag_trusted(const fb_diag_t *d, const char *node);
-/* P(bad) of a suspect; NaN when unknown. */
+/* P(bad) of a suspect as of the last settle; NaN when unknown. */
 double fb_diag_p_bad(const fb_diag_t *d, const char *suspect);
-/* Verdicts of all suspects, in the order they were added. *out is a heap array the caller
- * frees with free(); its strings and evidence are borrowed (see the top of this header).
- * Returns the count. */
+/* Rounds settled so far. */
+unsigned fb_diag_rounds(const fb_diag_t *d);
+/* Verdicts of all suspects, in the order they were added, as of the last settle. *out is a heap
+ * array the caller frees with free(); its strings and evidence are borrowed (see the top of this
+ * header). Returns the count. */
 size_t fb_diag_verdicts(const fb_diag_t *d, fb_diag_verdict_t **out);
+/* The parts named bad so far, in the order they were added: *parts is a heap array of borrowed
+ * names (valid until fb_diag_destroy) the caller frees with free(). Returns the count. Cheaper
+ * than fb_diag_verdicts, for callers that ask after every round. */
+size_t fb_diag_bad_parts(const fb_diag_t *d, const char *const **parts);
+/* "undecided", "cleared", "bad", "passed". */
+const char *fb_diag_state_name(fb_diag_state_t s);
 
 /* ---- faults that show only at scale: split and recurse ---- */
 
@@ -202,6 +228,15 @@ typedef struct fb_split fb_split_t;
  * A group none of whose parts fails is irreducible (the fault needs that scale, or it hid) and is
  * reported as is. NULL for n == 0, k < 2 or repeat == 0. Copies the member names. */
 fb_split_t *fb_split_new(const char *const *members, size_t n, size_t k, unsigned repeat);
+/* The same, never below `floor` members a part (the smallest group that exercises the fault: two
+ * nodes for a test between nodes): a failing group smaller than 2 x floor is not split but is a
+ * finding of its own (its members are then tested with trusted partners). floor 1 is
+ * fb_split_new. NULL also for floor 0. */
+fb_split_t *fb_split_new_floor(const char *const *members, size_t n, size_t k, unsigned repeat,
+                               size_t floor);
+/* Whether finding i failed in some part of its own (a failing part at the floor, or a single
+ * node); false for an irreducible group (no part of it failed alone). */
+bool fb_split_finding_failed(const fb_split_t *s, size_t i);
 void fb_split_destroy(fb_split_t **self_p);
 /* Parts of the current level (0 once the search is finished). */
 size_t fb_split_n_parts(const fb_split_t *s);

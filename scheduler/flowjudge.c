@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Slow parts from measured flows: class medians and robust scores per flow, parts every flow of
- * which is slow (consistent), and a greedy explanation that names the part explaining the most
- * slow flows with enough distinct partners, then the next. The rules and why are in flowjudge.h
- * and docs/diagnosis.md ("Slow, not failing"). Names are interned once: a 4096-node stage on 8
- * rails records hundreds of thousands of flows. */
+/* Slow parts from measured flows: log ratios to the class median per flow and the class's robust
+ * spread, the median of every part's flows tested against chance at the fleet's size, and a
+ * greedy explanation that names the part explaining the most flows, then the next. The rules and
+ * why are in flowjudge.h and docs/diagnosis.md ("Slow, not failing"). Names are interned once: a
+ * 4096-node stage on 8 rails records hundreds of thousands of flows. */
 #include "flowjudge.h"
 
 #include "common/strmap.h"
@@ -76,8 +76,9 @@ void fb_flow_params_default(fb_flow_params_t *p)
 {
     assert(p);
     p->slow_score = 3.5;
-    p->slow_fraction = 0.8;
-    p->min_partners = 3;
+    p->slow_fraction = 0.93;
+    p->min_partners = 2;
+    p->fleet_error = 0.001;
 }
 
 fb_flowjudge_t *fb_flowjudge_new(const fb_flow_params_t *params)
@@ -88,7 +89,7 @@ fb_flowjudge_t *fb_flowjudge_new(const fb_flow_params_t *params)
     else
         fb_flow_params_default(&par);
     if (!(par.slow_score > 0.0) || !(par.slow_fraction > 0.0 && par.slow_fraction < 1.0) ||
-        par.min_partners < 1)
+        par.min_partners < 1 || !(par.fleet_error > 0.0 && par.fleet_error < 1.0))
         return NULL;
     fb_flowjudge_t *fj = xcalloc(1, sizeof *fj);
     fj->par = par;
@@ -174,16 +175,35 @@ size_t fb_flowjudge_flows(const fb_flowjudge_t *fj)
 
 /* ---- judging ---- */
 
+/* The spread of log ratios is floored: identical measurements must not make any difference
+ * infinitely significant. */
+#define S_MIN_SIGMA 0.002
+/* One-sided 99%: pending parts, and the bound that rules a slowdown out. */
+#define S_Z99 2.326
+
 /* The working state of one judgment. Parts are numbered: node n sending 2n, receiving 2n + 1;
  * rail r of node n sending base_rail + 2 (n * R + r), receiving + 1; link l base_link + l. */
 typedef struct {
     const fb_flowjudge_t *fj;
-    size_t n_parts, base_rail, base_link;
-    double *median, *score; /* per flow */
+    size_t n_parts, base_rail, base_link, n_kind[3];
+    double *median, *lr, *sigma; /* per flow: class median, log ratio, class spread */
     bool *slow, *explained;
-    size_t *n_fast;           /* per part: flows through it that are not slow */
-    size_t *slow_at, *slow_v; /* per part: its slow flows, slow_v[slow_at[p] .. slow_at[p+1]) */
+    size_t *flows_at, *flows_v; /* per part: its flows, flows_v[flows_at[p] .. flows_at[p+1]) */
+    double *vals;               /* scratch */
+    uint64_t *keys;             /* scratch */
+    struct s_stat *stat0;       /* per part, on all its flows (before any was explained) */
+    double *own_sigma;          /* per node part (node and direction): the spread of its own
+                                 * flows, 0 when too few; its NICs share it */
+    bool dirty;                 /* flows were explained since stat0 */
 } s_judge_t;
+
+/* A part's unexplained flows, summarised. */
+typedef struct s_stat {
+    size_t n;
+    unsigned partners;
+    double m, se; /* median log ratio and its standard error */
+    double chance;
+} s_stat_t;
 
 static size_t s_parts_of(const s_judge_t *j, const s_flow_t *f, size_t *parts)
 {
@@ -257,7 +277,13 @@ static double s_median(double *v, size_t n)
     return (lo + hi) / 2.0;
 }
 
-/* Median and robust score of every flow against its class (the classes of its two ends). */
+static double s_log_ratio(double value, double median)
+{
+    double r = median > 0.0 ? value / median : 1.0;
+    return log(r > 1e-6 ? r : 1e-6);
+}
+
+/* Median, log ratio and spread of every flow against its class (the classes of its two ends). */
 static void s_score_flows(s_judge_t *j)
 {
     const fb_flowjudge_t *fj = j->fj;
@@ -274,7 +300,7 @@ static void s_score_flows(s_judge_t *j)
     for (size_t i = 0; i < nf; i++)
         order[fill[(size_t)fj->node_class[fj->flows[i].src] * nc +
                    (size_t)fj->node_class[fj->flows[i].dst]]++] = i;
-    double *vals = xmalloc((nf ? nf : 1) * sizeof *vals);
+    double *vals = j->vals;
     for (size_t c = 0; c < ncp; c++) {
         size_t n = at[c + 1] - at[c];
         if (n == 0)
@@ -283,49 +309,48 @@ static void s_score_flows(s_judge_t *j)
             vals[k] = fj->flows[order[at[c] + k]].value;
         double med = s_median(vals, n);
         for (size_t k = 0; k < n; k++)
-            vals[k] = fabs(vals[k] - med);
-        double mad = s_median(vals, n);
+            vals[k] = fabs(s_log_ratio(fj->flows[order[at[c] + k]].value, med));
+        double sigma = 1.4826 * s_median(vals, n);
+        sigma = sigma > S_MIN_SIGMA ? sigma : S_MIN_SIGMA;
         for (size_t k = 0; k < n; k++) {
             size_t i = order[at[c] + k];
             double v = fj->flows[i].value;
             j->median[i] = med;
-            j->score[i] = n >= 3 ? fb_robust_score_from(v, med, mad) : NAN;
-            j->slow[i] =
-                n >= 3 && j->score[i] >= fj->par.slow_score && v <= fj->par.slow_fraction * med;
+            j->lr[i] = n >= 3 ? s_log_ratio(v, med) : NAN;
+            j->sigma[i] = sigma;
+            j->slow[i] = n >= 3 && -j->lr[i] / sigma >= fj->par.slow_score &&
+                         v <= fj->par.slow_fraction * med;
         }
     }
-    free(vals);
     free(fill);
     free(order);
     free(at);
 }
 
-/* Fast counts and slow-flow lists per part. */
+/* Every part's flows (those with a class to judge them by). */
 static void s_index_parts(s_judge_t *j)
 {
     const fb_flowjudge_t *fj = j->fj;
     size_t parts[4 + S_MAX_LINKS];
-    j->slow_at = xcalloc(j->n_parts + 1, sizeof *j->slow_at);
+    j->flows_at = xcalloc(j->n_parts + 1, sizeof *j->flows_at);
     for (size_t i = 0; i < fj->n_flows; i++) {
-        size_t n = s_parts_of(j, &fj->flows[i], parts);
-        for (size_t k = 0; k < n; k++) {
-            if (j->slow[i])
-                j->slow_at[parts[k] + 1]++;
-            else
-                j->n_fast[parts[k]]++;
-        }
-    }
-    for (size_t p = 0; p < j->n_parts; p++)
-        j->slow_at[p + 1] += j->slow_at[p];
-    j->slow_v = xmalloc((j->slow_at[j->n_parts] + 1) * sizeof *j->slow_v);
-    size_t *fill = xmalloc((j->n_parts + 1) * sizeof *fill);
-    memcpy(fill, j->slow_at, (j->n_parts + 1) * sizeof *fill);
-    for (size_t i = 0; i < fj->n_flows; i++) {
-        if (!j->slow[i])
+        if (isnan(j->lr[i]))
             continue;
         size_t n = s_parts_of(j, &fj->flows[i], parts);
         for (size_t k = 0; k < n; k++)
-            j->slow_v[fill[parts[k]]++] = i;
+            j->flows_at[parts[k] + 1]++;
+    }
+    for (size_t p = 0; p < j->n_parts; p++)
+        j->flows_at[p + 1] += j->flows_at[p];
+    j->flows_v = xmalloc((j->flows_at[j->n_parts] + 1) * sizeof *j->flows_v);
+    size_t *fill = xmalloc((j->n_parts + 1) * sizeof *fill);
+    memcpy(fill, j->flows_at, (j->n_parts + 1) * sizeof *fill);
+    for (size_t i = 0; i < fj->n_flows; i++) {
+        if (isnan(j->lr[i]))
+            continue;
+        size_t n = s_parts_of(j, &fj->flows[i], parts);
+        for (size_t k = 0; k < n; k++)
+            j->flows_v[fill[parts[k]]++] = i;
     }
     free(fill);
 }
@@ -342,21 +367,100 @@ static uint64_t s_partner(const s_judge_t *j, size_t p, size_t i)
     return sending ? b : a;
 }
 
-/* Unexplained slow flows of part p and their distinct partners. */
-static size_t s_unexplained(const s_judge_t *j, size_t p, unsigned *partners, uint64_t *scratch)
+/* The node part (node and direction) of a node or rail part; a link's own index (its spread is
+ * never computed: 0). */
+static size_t s_node_part(const s_judge_t *j, size_t p)
 {
-    size_t u = 0;
-    for (size_t k = j->slow_at[p]; k < j->slow_at[p + 1]; k++) {
-        size_t i = j->slow_v[k];
-        if (!j->explained[i])
-            scratch[u++] = s_partner(j, p, i);
+    if (p < j->base_rail)
+        return p;
+    if (p < j->base_link) {
+        size_t q = (p - j->base_rail) / 2;
+        return 2 * (q / j->fj->rails.n) + (p - j->base_rail) % 2;
     }
-    qsort(scratch, u, sizeof *scratch, s_cmp_u64);
+    return p;
+}
+
+/* Every node part's own spread: 1.4826 x the median absolute deviation of its flows' log ratios
+ * from their median, over all its flows (at least 8 of them; else 0). */
+static void s_own_spreads(s_judge_t *j)
+{
+    j->own_sigma = xcalloc(j->n_parts + 1, sizeof *j->own_sigma);
+    for (size_t p = 0; p < j->base_rail; p++) {
+        size_t n = 0;
+        for (size_t k = j->flows_at[p]; k < j->flows_at[p + 1]; k++)
+            j->vals[n++] = j->lr[j->flows_v[k]];
+        if (n < 8)
+            continue;
+        double m = s_median(j->vals, n);
+        for (size_t k = 0; k < n; k++)
+            j->vals[k] = fabs(j->vals[k] - m);
+        j->own_sigma[p] = 1.4826 * s_median(j->vals, n);
+    }
+}
+
+/* Part p on its unexplained flows: upper median log ratio, its standard error (the median of n
+ * normal values has 1.2533 times the mean's), and the chance that a healthy part of its kind
+ * anywhere in the fleet has a median that low. */
+static s_stat_t s_stat(const s_judge_t *j, size_t p)
+{
+    s_stat_t st = {0};
+    double sig_sum = 0.0;
+    for (size_t k = j->flows_at[p]; k < j->flows_at[p + 1]; k++) {
+        size_t i = j->flows_v[k];
+        if (j->explained[i])
+            continue;
+        j->vals[st.n++] = j->lr[i];
+        sig_sum += j->sigma[i];
+    }
+    if (st.n == 0) {
+        st.chance = 1.0;
+        return st;
+    }
+    /* The upper median: a part is slow when more than half of its flows are (of two flows, one
+     * slow one is a partner's doing, not its own). */
+    st.m = s_select(j->vals, st.n, st.n / 2);
+    /* The spread: its class's, or its node's own (its flows that way) where that is wider. A
+     * noisy node's medians, and its NICs', wander as far as its measurements scatter: judged by
+     * the class's spread alone, the fleet's noisiest NIC would be named slow after a few flows. */
+    double sigma = sig_sum / (double)st.n;
+    double own = j->own_sigma[s_node_part(j, p)];
+    sigma = own > sigma ? own : sigma;
+    st.se = 1.2533 * sigma / sqrt((double)st.n);
+    double tail = 0.5 * erfc(-st.m / st.se / sqrt(2.0)); /* P(Z >= -m / se) */
+    st.chance = tail * (double)j->n_kind[s_part_kind(j, p)];
+    return st;
+}
+
+/* Distinct partners among part p's unexplained flows (only asked of parts slow enough to
+ * matter: the sort is the costly part of a judgment). */
+static unsigned s_partners(const s_judge_t *j, size_t p)
+{
+    size_t n = 0;
+    for (size_t k = j->flows_at[p]; k < j->flows_at[p + 1]; k++)
+        if (!j->explained[j->flows_v[k]])
+            j->keys[n++] = s_partner(j, p, j->flows_v[k]);
+    qsort(j->keys, n, sizeof *j->keys, s_cmp_u64);
     unsigned d = 0;
-    for (size_t k = 0; k < u; k++)
-        d += k == 0 || scratch[k] != scratch[k - 1];
-    *partners = d;
-    return u;
+    for (size_t k = 0; k < n; k++)
+        d += k == 0 || j->keys[k] != j->keys[k - 1];
+    return d;
+}
+
+/* s_stat, from the judgment's first look while no flow has been explained since. */
+static s_stat_t s_stat_now(const s_judge_t *j, size_t p)
+{
+    return j->dirty ? s_stat(j, p) : j->stat0[p];
+}
+
+static bool s_material(const s_judge_t *j, const s_stat_t *st)
+{
+    return st->n > 0 && st->m <= log(j->fj->par.slow_fraction);
+}
+
+static bool s_proven(const s_judge_t *j, const s_stat_t *st)
+{
+    return s_material(j, st) && st->partners >= j->fj->par.min_partners &&
+           st->chance <= j->fj->par.fleet_error;
 }
 
 /* "n17", "n17/mlx5_2" or the link's name, and the direction of a node or rail part. */
@@ -378,8 +482,19 @@ static char *s_part_name(const s_judge_t *j, size_t p, const char **direction)
 
 static const char *const s_kind_names[] = {"node", "nic", "link"};
 
-/* Names part p: a finding of its unexplained slow flows, which become explained. */
-static void s_name_part(s_judge_t *j, size_t p, unsigned partners, fb_flow_judgment_t *out)
+static int s_cmp_sample(const void *a, const void *b)
+{
+    const fb_flow_sample_t *x = a, *y = b;
+    double rx = x->median > 0 ? x->value / x->median : 0,
+           ry = y->median > 0 ? y->value / y->median : 0;
+    if (rx != ry)
+        return rx < ry ? -1 : 1;
+    int c = strcmp(x->test_id, y->test_id);
+    return c ? c : strcmp(x->src, y->src);
+}
+
+/* Names part p: a finding of its unexplained flows, which become explained. */
+static void s_name_part(s_judge_t *j, size_t p, const s_stat_t *st, fb_flow_judgment_t *out)
 {
     const fb_flowjudge_t *fj = j->fj;
     out->findings = xrealloc(out->findings, (out->n_findings + 1) * sizeof *out->findings);
@@ -387,27 +502,27 @@ static void s_name_part(s_judge_t *j, size_t p, unsigned partners, fb_flow_judgm
     memset(fd, 0, sizeof *fd);
     fd->part = s_part_name(j, p, &fd->direction);
     fd->kind = s_kind_names[s_part_kind(j, p)];
-    fd->n_partners = partners;
-    fd->n_flows = j->slow_at[p + 1] - j->slow_at[p];
-    fd->slow = xmalloc((fd->n_flows + 1) * sizeof *fd->slow);
-    double *ratios = xmalloc((fd->n_flows + 1) * sizeof *ratios);
-    for (size_t k = j->slow_at[p]; k < j->slow_at[p + 1]; k++) {
-        size_t i = j->slow_v[k];
+    fd->n_partners = st->partners;
+    fd->n_flows = st->n;
+    fd->ratio = exp(st->m);
+    fd->chance = st->chance;
+    fd->confidence = 1.0 - (st->chance < 1.0 ? st->chance : 1.0);
+    fd->slow = xmalloc((st->n + 1) * sizeof *fd->slow);
+    for (size_t k = j->flows_at[p]; k < j->flows_at[p + 1]; k++) {
+        size_t i = j->flows_v[k];
         if (j->explained[i])
             continue;
         j->explained[i] = true;
         const s_flow_t *f = &fj->flows[i];
-        ratios[fd->n_slow] = j->median[i] > 0.0 ? f->value / j->median[i] : NAN;
         fd->slow[fd->n_slow++] = (fb_flow_sample_t){fj->tests.names[f->test],
                                                     fj->nodes.names[f->src],
                                                     fj->nodes.names[f->dst],
                                                     f->rail >= 0 ? fj->rails.names[f->rail] : NULL,
                                                     f->value,
                                                     j->median[i],
-                                                    j->score[i]};
+                                                    -j->lr[i] / j->sigma[i]};
     }
-    fd->ratio = fb_robust_median(ratios, fd->n_slow);
-    free(ratios);
+    qsort(fd->slow, fd->n_slow, sizeof *fd->slow, s_cmp_sample);
 }
 
 /* A node or NIC named slow both ways is one finding: the receiving one joins the sending one. */
@@ -424,7 +539,11 @@ static void s_merge_directions(fb_flow_judgment_t *out)
             x->n_slow += y->n_slow;
             x->n_flows += y->n_flows;
             x->n_partners = x->n_partners > y->n_partners ? x->n_partners : y->n_partners;
+            x->ratio = x->ratio > y->ratio ? x->ratio : y->ratio;
+            x->chance = x->chance > y->chance ? x->chance : y->chance;
+            x->confidence = x->confidence < y->confidence ? x->confidence : y->confidence;
             x->direction = "both";
+            qsort(x->slow, x->n_slow, sizeof *x->slow, s_cmp_sample);
             free(y->part);
             free(y->slow);
             memmove(y, y + 1, (out->n_findings - b - 1) * sizeof *y);
@@ -439,69 +558,98 @@ static int s_cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Nodes that more partners could still name or clear: an end of an unexplained slow flow
- * through a part every flow of which is still slow (a stray slow flow between two nodes that are
- * fast with everyone else leaves nobody pending: nothing could explain it). */
-static void s_pending(const s_judge_t *j, fb_flow_judgment_t *out)
+static void s_push_name(char ***v, size_t *n, const char *name)
+{
+    *v = xrealloc(*v, (*n + 1) * sizeof **v);
+    (*v)[(*n)++] = xstrdup(name);
+}
+
+/* Pending: nodes of parts slow enough to matter, one-sided 99% beyond chance for one part, but
+ * not proven at the fleet's size or without enough partners. Fast: nodes whose flows each way
+ * put the lower 99% bound of the median ratio above slow_fraction. */
+static void s_pending_fast(s_judge_t *j, fb_flow_judgment_t *out)
 {
     const fb_flowjudge_t *fj = j->fj;
     bool *mark = xcalloc(fj->nodes.n + 1, sizeof *mark);
-    size_t parts[4 + S_MAX_LINKS];
-    for (size_t i = 0; i < fj->n_flows; i++) {
-        if (!j->slow[i] || j->explained[i])
+    double thr = log(fj->par.slow_fraction);
+    for (size_t p = 0; p < j->n_parts; p++) {
+        if (j->flows_at[p + 1] == j->flows_at[p])
             continue;
-        const s_flow_t *f = &fj->flows[i];
-        size_t n = s_parts_of(j, f, parts);
-        for (size_t k = 0; k < n; k++) {
-            if (j->n_fast[parts[k]])
-                continue;
-            size_t p = parts[k];
-            bool receiving =
-                p < j->base_rail ? p % 2 : (p < j->base_link ? (p - j->base_rail) % 2 : 0);
-            if (s_part_kind(j, p) == S_LINK)
-                mark[f->src] = mark[f->dst] = true;
-            else
-                mark[receiving ? f->dst : f->src] = true;
+        s_stat_t st = s_stat_now(j, p);
+        if (!s_material(j, &st) || -st.m / st.se < S_Z99)
+            continue;
+        if (s_part_kind(j, p) != S_LINK) {
+            size_t node = p < j->base_rail ? p / 2 : (p - j->base_rail) / 2 / fj->rails.n;
+            mark[node] = true;
+            continue;
+        }
+        for (size_t k = j->flows_at[p]; k < j->flows_at[p + 1]; k++) {
+            size_t i = j->flows_v[k];
+            if (!j->explained[i] && j->lr[i] <= thr)
+                mark[fj->flows[i].src] = mark[fj->flows[i].dst] = true;
         }
     }
-    for (size_t n = 0; n < fj->nodes.n; n++)
-        if (mark[n]) {
-            out->pending = xrealloc(out->pending, (out->n_pending + 1) * sizeof *out->pending);
-            out->pending[out->n_pending++] = xstrdup(fj->nodes.names[n]);
+    bool *stray = xcalloc(fj->nodes.n + 1, sizeof *stray);
+    for (size_t i = 0; i < fj->n_flows; i++)
+        if (j->slow[i] && !j->explained[i])
+            stray[fj->flows[i].src] = stray[fj->flows[i].dst] = true;
+    for (size_t n = 0; n < fj->nodes.n; n++) {
+        if (stray[n])
+            s_push_name(&out->stray, &out->n_stray, fj->nodes.names[n]);
+        if (mark[n])
+            s_push_name(&out->pending, &out->n_pending, fj->nodes.names[n]);
+        bool fast = true;
+        for (size_t dir = 0; dir < 2 && fast; dir++) {
+            s_stat_t st = s_stat_now(j, 2 * n + dir);
+            fast = st.n > 0 && st.m - S_Z99 * st.se >= thr;
         }
+        if (fast && !mark[n])
+            s_push_name(&out->fast, &out->n_fast, fj->nodes.names[n]);
+    }
     if (out->n_pending)
         qsort(out->pending, out->n_pending, sizeof *out->pending, s_cmp_str);
+    if (out->n_fast)
+        qsort(out->fast, out->n_fast, sizeof *out->fast, s_cmp_str);
+    if (out->n_stray)
+        qsort(out->stray, out->n_stray, sizeof *out->stray, s_cmp_str);
+    free(stray);
     free(mark);
 }
 
-/* The greedy explanation (flowjudge.h). */
+/* The greedy explanation (flowjudge.h). Only parts slow enough to matter on all their flows can
+ * become so on fewer: explaining flows away removes the slow ones. */
 static void s_explain(s_judge_t *j, fb_flow_judgment_t *out)
 {
     size_t *cand = xmalloc((j->n_parts + 1) * sizeof *cand), n_cand = 0;
-    for (size_t p = 0; p < j->n_parts; p++)
-        if (j->n_fast[p] == 0 && j->slow_at[p + 1] > j->slow_at[p])
+    for (size_t p = 0; p < j->n_parts; p++) {
+        j->stat0[p] = s_stat(j, p);
+        if (s_material(j, &j->stat0[p]))
             cand[n_cand++] = p;
-    uint64_t *scratch = xmalloc((j->slow_at[j->n_parts] + 1) * sizeof *scratch);
+    }
     for (;;) {
-        size_t best = SIZE_MAX, best_u = 0;
-        unsigned best_partners = 0;
+        size_t best = SIZE_MAX;
+        s_stat_t best_st = {0};
         for (size_t c = 0; c < n_cand; c++) {
-            unsigned partners;
-            size_t u = s_unexplained(j, cand[c], &partners, scratch);
-            if (u == 0 || partners < j->fj->par.min_partners)
+            s_stat_t st = s_stat_now(j, cand[c]);
+            if (!s_material(j, &st) || st.chance > j->fj->par.fleet_error)
                 continue;
-            if (best == SIZE_MAX || u > best_u ||
-                (u == best_u && s_part_kind(j, cand[c]) < s_part_kind(j, best))) {
+            st.partners = s_partners(j, cand[c]);
+            if (!s_proven(j, &st))
+                continue;
+            bool more = st.n > best_st.n, same = st.n == best_st.n;
+            bool kind = s_part_kind(j, cand[c]) < s_part_kind(j, best);
+            if (best == SIZE_MAX || more || (same && kind) ||
+                (same && s_part_kind(j, cand[c]) == s_part_kind(j, best) &&
+                 st.chance < best_st.chance)) {
                 best = cand[c];
-                best_u = u;
-                best_partners = partners;
+                best_st = st;
             }
         }
         if (best == SIZE_MAX)
             break;
-        s_name_part(j, best, best_partners, out);
+        s_name_part(j, best, &best_st, out);
+        j->dirty = true;
     }
-    free(scratch);
     free(cand);
 }
 
@@ -514,27 +662,37 @@ int fb_flowjudge_judge(const fb_flowjudge_t *fj, fb_flow_judgment_t *out)
     j.base_rail = 2 * fj->nodes.n;
     j.base_link = j.base_rail + 2 * fj->nodes.n * fj->rails.n;
     j.n_parts = j.base_link + fj->links.n;
+    j.n_kind[S_NODE] = j.base_rail;
+    j.n_kind[S_RAIL] = j.base_link - j.base_rail;
+    j.n_kind[S_LINK] = fj->links.n;
     j.median = xmalloc((nf + 1) * sizeof *j.median);
-    j.score = xmalloc((nf + 1) * sizeof *j.score);
+    j.lr = xmalloc((nf + 1) * sizeof *j.lr);
+    j.sigma = xmalloc((nf + 1) * sizeof *j.sigma);
     j.slow = xcalloc(nf + 1, sizeof *j.slow);
     j.explained = xcalloc(nf + 1, sizeof *j.explained);
-    j.n_fast = xcalloc(j.n_parts + 1, sizeof *j.n_fast);
+    j.vals = xmalloc((nf + 1) * sizeof *j.vals);
+    j.keys = xmalloc((nf + 1) * sizeof *j.keys);
+    j.stat0 = xcalloc(j.n_parts + 1, sizeof *j.stat0);
     s_score_flows(&j);
     s_index_parts(&j);
+    s_own_spreads(&j);
     out->n_flows = nf;
     for (size_t i = 0; i < nf; i++)
         out->n_slow += j.slow[i];
-    if (out->n_slow)
-        s_explain(&j, out);
+    s_explain(&j, out);
     s_merge_directions(out);
-    s_pending(&j, out);
+    s_pending_fast(&j, out);
     free(j.median);
-    free(j.score);
+    free(j.lr);
+    free(j.sigma);
     free(j.slow);
     free(j.explained);
-    free(j.n_fast);
-    free(j.slow_at);
-    free(j.slow_v);
+    free(j.vals);
+    free(j.keys);
+    free(j.stat0);
+    free(j.own_sigma);
+    free(j.flows_at);
+    free(j.flows_v);
     return (int)out->n_findings;
 }
 
@@ -550,5 +708,31 @@ void fb_flow_judgment_clear(fb_flow_judgment_t *j)
     for (size_t i = 0; i < j->n_pending; i++)
         free(j->pending[i]);
     free(j->pending);
+    for (size_t i = 0; i < j->n_fast; i++)
+        free(j->fast[i]);
+    free(j->fast);
+    for (size_t i = 0; i < j->n_stray; i++)
+        free(j->stray[i]);
+    free(j->stray);
     memset(j, 0, sizeof *j);
+}
+
+static bool s_listed(char *const *v, size_t n, const char *node)
+{
+    return node && n && bsearch(&node, v, n, sizeof *v, s_cmp_str);
+}
+
+bool fb_flow_judgment_pending(const fb_flow_judgment_t *j, const char *node)
+{
+    return j && s_listed(j->pending, j->n_pending, node);
+}
+
+bool fb_flow_judgment_fast(const fb_flow_judgment_t *j, const char *node)
+{
+    return j && s_listed(j->fast, j->n_fast, node);
+}
+
+bool fb_flow_judgment_stray(const fb_flow_judgment_t *j, const char *node)
+{
+    return j && s_listed(j->stray, j->n_stray, node);
 }

@@ -4,24 +4,26 @@
  * fabric links of its route (leaf-spine uplinks, where the route is known), the receiving NIC and
  * node. A slow part slows every flow through it, in the direction it is slow in. So:
  *
- *  - Each flow is scored against the median of its class (flows between nodes of the same two
- *    hardware classes) by its robust score (robust.h: deviations of 1.4826 * MAD): it is slow when
- *    the score is at least slow_score AND the value is at most slow_fraction of the median (the
- *    first keeps ordinary spread from counting, the second keeps a noisy class from naming
- *    anyone).
- *  - A part is consistent when every flow through it (in one direction, for nodes and NICs) is
- *    slow: a slow node slows all its flows, a bad uplink all flows routed over it, a bad NIC all
- *    flows on its rail; a healthy node with one slow partner has fast flows with the others.
- *  - Naming is a greedy explanation: the consistent part that explains the most slow flows not yet
- *    explained is named, if those flows involve at least min_partners distinct partners (the
- *    other node; for a link, distinct node pairs); its flows are explained; repeat. The flows of a
- *    healthy node that met a slow node are explained by that node, and those of the nodes behind
- *    a slow uplink by the uplink (explaining away). A node is preferred over its NIC and a NIC
- *    over a link when they explain the same flows.
- *  - Nodes with slow flows that nothing named explains, through a part that is still consistent,
- *    are pending: they need more partners (callers re-pair them with trusted nodes, diagnosis.h
- *    fb_diag_round_opts_t.extra). A stray slow flow between two nodes that are fast with everyone
- *    else leaves nobody pending.
+ *  - Each flow is compared with the median of its class (flows between nodes of the same two
+ *    hardware classes): its log ratio, and the class's robust spread of log ratios
+ *    (1.4826 * MAD). A flow whose ratio is at most slow_fraction and whose robust score is at
+ *    least slow_score counts as slow (evidence, and the fleet's count of slow flows).
+ *  - A part is judged on all its flows (in one direction, for nodes and NICs): it is slow when
+ *    the median of their log ratios is at most log(slow_fraction) (a slowdown that matters), by
+ *    the same standard as failing parts (diagnosis.h): the chance that a healthy part's flows
+ *    have a median that low (normal tail of the median, from the class spread), times the parts
+ *    of its kind in the fleet, is at most fleet_error, and the flows come from at least
+ *    min_partners distinct partners (the other node; for a link, distinct node pairs). A slow NIC
+ *    slows only its rail's flows, so its node's median stays healthy; a healthy node that met a
+ *    slow one has a few slow flows among many fast ones.
+ *  - Naming is a greedy explanation: the part that explains the most unexplained flows is named
+ *    first, its flows become explained, the others are judged again on what is left; a node is
+ *    preferred over its NIC and a NIC over a link when they explain as many.
+ *  - Parts slow enough to matter but not proven yet (too few flows or partners) make their nodes
+ *    pending: callers re-pair them with trusted nodes (diagnosis.h fb_diag_round_opts_t.extra).
+ *    A node whose flows rule a slowdown that matters out (the lower 99% bound of its median
+ *    ratio, each way, above slow_fraction) is fast: a pending node that turns fast is cleared;
+ *    one whose slow flows a named part explains is not implicated any more.
  *
  * Pure logic: no I/O. Names are copied; judgments own their strings except the borrowed ones
  * marked below, which live as long as the judge (and until its next record). */
@@ -32,9 +34,12 @@
 #include <stddef.h>
 
 typedef struct {
-    double slow_score;     /* robust score at or above which a flow is slow (3.5) */
-    double slow_fraction;  /* ... and at most this fraction of its class median (0.8) */
-    unsigned min_partners; /* distinct partners that must agree to name a part (3) */
+    double slow_score;     /* robust score at or above which one flow counts as slow (3.5) */
+    double slow_fraction;  /* a part (and a flow) is slow at most at this fraction of its class
+                            * median (0.93) */
+    unsigned min_partners; /* distinct partners among a part's flows to name it (2) */
+    double fleet_error;    /* (chance of a healthy part's flows being as slow) x (parts of its
+                            * kind) at most this to name it (0.001) */
 } fb_flow_params_t;
 
 void fb_flow_params_default(fb_flow_params_t *p);
@@ -42,7 +47,7 @@ void fb_flow_params_default(fb_flow_params_t *p);
 typedef struct fb_flowjudge fb_flowjudge_t;
 
 /* NULL params = defaults; NULL when out of range (slow_score > 0, 0 < slow_fraction < 1,
- * min_partners >= 1). */
+ * min_partners >= 1, 0 < fleet_error < 1). */
 fb_flowjudge_t *fb_flowjudge_new(const fb_flow_params_t *params);
 void fb_flowjudge_destroy(fb_flowjudge_t **self_p);
 
@@ -68,19 +73,26 @@ typedef struct {
     char *part;             /* "n17", "n17/mlx5_2", "leaf02<->spine01" */
     const char *kind;       /* "node", "nic", "link" (static) */
     const char *direction;  /* "both", "send", "receive" (static); links: "both" */
-    double ratio;           /* median of value / class median over its slow flows */
+    double ratio;           /* median of value / class median over the flows it explains */
     unsigned n_partners;    /* distinct partners (links: node pairs) among them */
-    size_t n_flows;         /* flows through it, all slow (the part is consistent) */
-    fb_flow_sample_t *slow; /* its slow flows it explains (owned array) */
+    size_t n_flows;         /* the flows it explains */
+    fb_flow_sample_t *slow; /* those flows, slowest first (owned array) */
     size_t n_slow;
+    double chance;     /* fleet significance: chance of a healthy part's flows being as slow,
+                        * times the parts of its kind */
+    double confidence; /* 1 - chance */
 } fb_flow_finding_t;
 
 typedef struct {
     fb_flow_finding_t *findings; /* in the order named */
     size_t n_findings;
-    char **pending; /* nodes with slow flows that no finding explains but a part still could
-                     * (every flow through it slow so far): more partners will tell; name order */
+    char **pending; /* nodes of parts slow enough to matter that are not proven yet: more
+                     * partners will tell; name order */
     size_t n_pending;
+    char **fast; /* nodes whose flows, each way, rule a slowdown that matters out; name order */
+    size_t n_fast;
+    char **stray; /* nodes at an end of a slow flow that no finding explains; name order */
+    size_t n_stray;
     size_t n_flows, n_slow; /* flows judged, and slow ones */
 } fb_flow_judgment_t;
 
@@ -89,5 +101,9 @@ typedef struct {
 int fb_flowjudge_judge(const fb_flowjudge_t *fj, fb_flow_judgment_t *out);
 /* NULL-safe; empties j. */
 void fb_flow_judgment_clear(fb_flow_judgment_t *j);
+/* Whether node is among j's pending (fast, stray) nodes. */
+bool fb_flow_judgment_pending(const fb_flow_judgment_t *j, const char *node);
+bool fb_flow_judgment_fast(const fb_flow_judgment_t *j, const char *node);
+bool fb_flow_judgment_stray(const fb_flow_judgment_t *j, const char *node);
 
 #endif

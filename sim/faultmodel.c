@@ -1,44 +1,40 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The simulated fleet's fault model: a fault file in, and for any test over any members a
- * verdict and bandwidth factors out. It has to be deterministic in what members can agree on
- * without talking (seed, test id, sorted member names), because every member of a simulated
- * group computes the group's verdict by itself; and it has to route flows the way a fat tree
- * does, because telling a bad uplink from a bad node is what the diagnosis it feeds is tested on.
- * The YAML reading shares common/yamldoc.h with scheduler/campaign.c: the same limits (size,
- * nesting depth, alias expansion), libyaml's document API for line numbers, one error line
- * naming the key path and what was expected. */
-#include "faultmodel.h"
+/* The simulated fleet's fault model: for any test over any members, at any simulated time, a
+ * verdict, what each member reports and what it measures. It has to be deterministic in what
+ * members can agree on without talking (seed, test id, sorted member names, the test's simulated
+ * start), because every member of a simulated group computes the group's verdict by itself, and
+ * independent of the order tests are judged in, because the engine it tests must be judged on
+ * results, not on timing; and it has to route flows the way a fat tree does, because telling a
+ * bad uplink or leaf from a bad node is what the diagnosis it feeds is tested on. The fault file
+ * is read by sim/faultmodel_parse.c. */
+#include "faultmodel_impl.h"
 
-#include "scheduler/topology.h"
 #include "common/rng.h"
-#include "common/strmap.h"
-#include "common/units.h"
 #include "common/util.h"
 #include "common/yamldoc.h"
 
 #include <errno.h>
-#include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
-#define S_TOP_KEYS "seed, false_fail_rate, rails, faults"
-#define S_FAULT_KEYS "node, nic, link, kind, q, factor"
-#define S_RAILS_MAX 64
-#define S_NAME_MAX 128
-#define S_LINK_SEP "<->"
+/* Salts of the draws that are not per fault (fault i draws with i + 1, the false fail with 0):
+ * constants far above any fault index. */
+#define S_SALT_DISAGREE 0x6469736167726565ull /* "disagree" */
+#define S_SALT_WHO 0x77686f2d64697361ull      /* which member disagrees */
+#define S_SALT_LOST 0x6c6f73742d726573ull     /* a member's result lost */
+#define S_SALT_BURST 0x6275727374000000ull    /* a bursty fault's periods */
+#define S_SALT_RADIUS 0x6e6f726d616c2d72ull   /* Box-Muller: radius */
+#define S_SALT_ANGLE 0x6e6f726d616c2d61ull    /* Box-Muller: angle */
+#define S_TWO_PI 6.283185307179586476925
 
-struct fb_faultmodel {
-    char *source;
-    uint64_t seed;
-    double false_fail_rate;
-    unsigned rails;
-    fb_fault_t *faults;
-    size_t n_faults;
-    const fb_topology_t *topo; /* borrowed; NULL until bound */
-    fb_strmap_t *leaf_index;      /* leaf name -> index + 1 */
-};
+/* A bursty fault's process starts afresh (from its stationary state) every this many mean
+ * cycles (active + quiet), so that its state at any instant takes a bounded walk to compute
+ * without history; the period cut at each restart shortens the mean active period by under 1%. */
+#define S_BURST_EPOCH_CYCLES 64.0
+/* Steps of one such walk at most: the expected count is 2 x S_BURST_EPOCH_CYCLES. */
+#define S_BURST_MAX_STEPS 100000
 
 /* ---- hashing: the one source of randomness ------------------------------------------------ */
 
@@ -50,362 +46,89 @@ static uint64_t s_hash_str(uint64_t h, const char *s)
     return (h ^ 0xff) * 0x100000001b3ull;
 }
 
+static uint64_t s_base(const fb_faultmodel_t *self)
+{
+    return 0xcbf29ce484222325ull ^ fb_mix64(self->seed);
+}
+
 static double s_unit(uint64_t h)
 {
     return fb_rng_unit(fb_mix64(h));
 }
 
+/* A standard normal draw from h (Box-Muller over two independent uniforms). */
+static double s_normal(uint64_t h)
+{
+    double radius = sqrt(-2.0 * log(1.0 - s_unit(h ^ fb_mix64(S_SALT_RADIUS))));
+    return radius * cos(S_TWO_PI * s_unit(h ^ fb_mix64(S_SALT_ANGLE)));
+}
+
 double fb_faultmodel_uniform(const fb_faultmodel_t *self, const char *key, const char *salt)
 {
-    uint64_t h = s_hash_str(s_hash_str(0xcbf29ce484222325ull ^ fb_mix64(self->seed), key), salt);
-    return s_unit(h);
+    return s_unit(s_hash_str(s_hash_str(s_base(self), key), salt));
 }
 
-static const char *s_show(const char *text, char *buf, size_t len)
+double fb_faultmodel_noise(const fb_faultmodel_t *self, const char *key, const char *salt,
+                           const char *const *nodes, size_t n)
 {
-    return fb_show_value(text, buf, len);
-}
-
-/* ---- values -------------------------------------------------------------------------------- */
-
-static bool s_valid_name(const char *s)
-{
-    size_t n = strlen(s);
-    return n > 0 && n <= S_NAME_MAX &&
-           strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
-
-static int s_probability(fb_yaml_t *ctx, const yaml_node_t *node, const char *path, bool zero_ok,
-                         bool one_ok, double *out)
-{
-    const char *expected = zero_ok  ? "expected a probability from 0 to below 1"
-                           : one_ok ? "expected a probability above 0 and at most 1"
-                                    : "expected a number above 0 and below 1";
-    const char *text;
-    if (fb_yaml_scalar(ctx, node, path, expected, &text))
-        return -EINVAL;
-    double v;
-    char shown[64];
-    if (fb_parse_double(text, &v))
-        return fb_yaml_fail(ctx, fb_yaml_line(node), path, "'%s' is not a number; %s",
-                            s_show(text, shown, sizeof shown), expected);
-    if (v < 0 || (v == 0 && !zero_ok) || v > 1 || (v == 1 && !one_ok))
-        return fb_yaml_fail(ctx, fb_yaml_line(node), path, "%s is out of range; %s",
-                            s_show(text, shown, sizeof shown), expected);
-    *out = v;
-    return 0;
-}
-
-static int s_uint(fb_yaml_t *ctx, const yaml_node_t *node, const char *path, uint64_t min,
-                  uint64_t max, uint64_t *out)
-{
-    char expected[96];
-    snprintf(expected, sizeof expected, "expected an integer from %llu to %llu",
-             (unsigned long long)min, (unsigned long long)max);
-    const char *text;
-    if (fb_yaml_scalar(ctx, node, path, expected, &text))
-        return -EINVAL;
-    char shown[64];
-    if (fb_parse_uint(text, max, out) || *out < min)
-        return fb_yaml_fail(ctx, fb_yaml_line(node), path, "'%s' is not in range; %s",
-                            s_show(text, shown, sizeof shown), expected);
-    return 0;
-}
-
-/* ---- one fault ----------------------------------------------------------------------------- */
-
-typedef struct {
-    const yaml_node_t *site, *kind, *q, *factor;
-    const char *site_key;
-} s_fault_nodes_t;
-
-/* Sorts a fault mapping's values into fields; unknown and repeated keys are errors. */
-static int s_fault_keys(fb_yaml_t *ctx, const yaml_node_t *map, const char *path,
-                        s_fault_nodes_t *f)
-{
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
-         p++) {
-        yaml_node_t *k = yaml_document_get_node(ctx->doc, p->key);
-        yaml_node_t *v = yaml_document_get_node(ctx->doc, p->value);
-        if (k->type != YAML_SCALAR_NODE || fb_yaml_is_null(k))
-            return fb_yaml_fail(ctx, fb_yaml_line(k), path, "a key is %s; expected one of %s",
-                                k->type == YAML_SCALAR_NODE ? "not a name" : fb_yaml_kind(k),
-                                S_FAULT_KEYS);
-        const char *key = (const char *)k->data.scalar.value;
-        const yaml_node_t **slot = NULL;
-        if (!strcmp(key, "node") || !strcmp(key, "nic") || !strcmp(key, "link")) {
-            if (f->site)
-                return fb_yaml_fail(ctx, fb_yaml_line(k), path,
-                                    "%s and %s both given; expected one of node, nic, link",
-                                    f->site_key, key);
-            f->site_key = key;
-            slot = &f->site;
-        } else if (!strcmp(key, "kind")) {
-            slot = &f->kind;
-        } else if (!strcmp(key, "q")) {
-            slot = &f->q;
-        } else if (!strcmp(key, "factor")) {
-            slot = &f->factor;
-        } else {
-            char shown[64];
-            return fb_yaml_fail(ctx, fb_yaml_line(k), path, "unknown key '%s'; expected one of %s",
-                                s_show(key, shown, sizeof shown), S_FAULT_KEYS);
-        }
-        if (*slot)
-            return fb_yaml_fail(ctx, fb_yaml_line(k), path, "%s given twice; expected it once",
-                                key);
-        *slot = v;
+    uint64_t h = s_hash_str(s_hash_str(s_base(self), key), salt);
+    double x = self->noise_dist == FB_NOISE_LOGNORMAL
+                   ? exp(self->noise_param * s_normal(h))
+                   : 1.0 + self->noise_param * (2.0 * s_unit(h) - 1.0);
+    for (size_t i = 0; i < self->n_faults; i++) {
+        const fb_fault_t *f = &self->faults[i];
+        if (f->kind != FB_FAULT_NOISY)
+            continue;
+        for (size_t k = 0; k < n; k++)
+            if (!strcmp(nodes[k], f->a))
+                x *= exp(f->sigma * s_normal(s_hash_str(h ^ fb_mix64(i + 1), nodes[k])));
     }
-    return 0;
+    return x;
 }
 
-static int s_fault_site(fb_yaml_t *ctx, const s_fault_nodes_t *n, const char *path, fb_fault_t *f)
+bool fb_faultmodel_lost(const fb_faultmodel_t *self, const char *test_id, const char *member)
 {
-    char *p = xasprintf("%s.%s", path, n->site_key);
-    const char *text;
-    char shown[64];
-    int rc = 0;
-    if (!strcmp(n->site_key, "node")) {
-        f->site = FB_FAULT_AT_NODE;
-        rc = fb_yaml_scalar(ctx, n->site, p, "expected a node name", &text);
-        if (!rc && !s_valid_name(text))
-            rc = fb_yaml_fail(ctx, fb_yaml_line(n->site), p,
-                              "'%s' is not a node name; expected letters, "
-                              "digits, '.', '_' and '-'",
-                              s_show(text, shown, sizeof shown));
-        if (!rc)
-            f->a = xstrdup(text);
-    } else if (!strcmp(n->site_key, "nic")) {
-        f->site = FB_FAULT_AT_NIC;
-        const char *expected = "expected NODE/RAIL, e.g. sim-0100/1";
-        rc = fb_yaml_scalar(ctx, n->site, p, expected, &text);
-        const char *slash = rc ? NULL : strrchr(text, '/');
-        uint64_t rail = 0;
-        char *node = slash ? xstrndup(text, (size_t)(slash - text)) : NULL;
-        if (!rc &&
-            (!slash || !s_valid_name(node) || fb_parse_uint(slash + 1, S_RAILS_MAX - 1, &rail)))
-            rc = fb_yaml_fail(ctx, fb_yaml_line(n->site), p, "'%s' is not a NIC; %s",
-                              s_show(text, shown, sizeof shown), expected);
-        if (!rc) {
-            f->a = node;
-            node = NULL;
-            f->rail = (unsigned)rail;
-        }
-        free(node);
-    } else {
-        f->site = FB_FAULT_AT_LINK;
-        const char *expected = "expected NODE<->LEAF or LEAF<->SPINE, e.g. leaf02<->spine01";
-        rc = fb_yaml_scalar(ctx, n->site, p, expected, &text);
-        const char *sep = rc ? NULL : strstr(text, S_LINK_SEP);
-        char *a = sep ? xstrndup(text, (size_t)(sep - text)) : NULL;
-        const char *b = sep ? sep + strlen(S_LINK_SEP) : NULL;
-        if (!rc && (!sep || !s_valid_name(a) || !s_valid_name(b) || !strcmp(a, b)))
-            rc = fb_yaml_fail(ctx, fb_yaml_line(n->site), p, "'%s' is not a link; %s",
-                              s_show(text, shown, sizeof shown), expected);
-        if (!rc) {
-            f->a = a;
-            a = NULL;
-            f->b = xstrdup(b);
-        }
-        free(a);
-    }
-    if (!rc)
-        f->part = xstrdup(text);
-    free(p);
-    return rc;
+    if (self->lost_rate <= 0.0)
+        return false;
+    uint64_t h = s_hash_str(s_hash_str(s_base(self), test_id), member);
+    return s_unit(h ^ fb_mix64(S_SALT_LOST)) < self->lost_rate;
 }
 
-static int s_fault_kind(fb_yaml_t *ctx, const s_fault_nodes_t *n, const char *path, fb_fault_t *f)
+/* ---- bursts -------------------------------------------------------------------------------- */
+
+/* Whether bursty fault i is active at t: an alternating process of active periods (exponential,
+ * mean burst_s) and quiet ones (exponential, mean burst_s (1 - q) / q), so active a share q of
+ * the time; a two-state Markov process, started in its stationary state at every epoch. */
+static bool s_burst_active(const fb_faultmodel_t *self, size_t i, double t)
 {
-    const char *expected = "expected hard, intermittent or slow";
-    char *p = xasprintf("%s.kind", path);
-    const char *text;
-    char shown[64];
-    int rc = fb_yaml_scalar(ctx, n->kind, p, expected, &text);
-    if (!rc) {
-        if (!strcmp(text, "hard"))
-            f->kind = FB_FAULT_HARD;
-        else if (!strcmp(text, "intermittent"))
-            f->kind = FB_FAULT_INTERMITTENT;
-        else if (!strcmp(text, "slow"))
-            f->kind = FB_FAULT_SLOW;
-        else
-            rc = fb_yaml_fail(ctx, fb_yaml_line(n->kind), p, "unknown kind '%s'; %s",
-                              s_show(text, shown, sizeof shown), expected);
+    const fb_fault_t *f = &self->faults[i];
+    if (f->q >= 1.0)
+        return true;
+    double on = f->burst_s, off = f->burst_s * (1.0 - f->q) / f->q;
+    double epoch = S_BURST_EPOCH_CYCLES * (on + off);
+    if (!(t > 0.0))
+        t = 0.0;
+    double e = floor(t / epoch);
+    uint64_t state =
+        fb_mix64(s_base(self) ^ fb_mix64(i + 1)) ^ fb_mix64((uint64_t)e + S_SALT_BURST);
+    bool active = fb_rng_unit(fb_splitmix64(&state)) < f->q;
+    double at = e * epoch;
+    for (int step = 0; step < S_BURST_MAX_STEPS; step++) {
+        at += -(active ? on : off) * log(1.0 - fb_rng_unit(fb_splitmix64(&state)));
+        if (at > t)
+            return active;
+        active = !active;
     }
-    free(p);
-    return rc;
+    return active;
 }
 
-/* q belongs to intermittent faults and factor to slow ones, and each is required there. */
-static int s_fault_numbers(fb_yaml_t *ctx, const s_fault_nodes_t *n, const yaml_node_t *map,
-                           const char *path, fb_fault_t *f)
+bool fb_faultmodel_active(const fb_faultmodel_t *self, size_t i, double t_s)
 {
-    f->q = f->kind == FB_FAULT_HARD ? 1.0 : 0.0;
-    f->factor = 1.0;
-    const char *kind = fb_fault_kind_name(f->kind);
-    char *p = NULL;
-    int rc = 0;
-    if (n->q && f->kind != FB_FAULT_INTERMITTENT) {
-        p = xasprintf("%s.q", path);
-        rc = fb_yaml_fail(ctx, fb_yaml_line(n->q), p,
-                          "does not apply to kind %s; expected q only with kind "
-                          "intermittent",
-                          kind);
-    } else if (n->factor && f->kind != FB_FAULT_SLOW) {
-        p = xasprintf("%s.factor", path);
-        rc = fb_yaml_fail(ctx, fb_yaml_line(n->factor), p,
-                          "does not apply to kind %s; expected factor only "
-                          "with kind slow",
-                          kind);
-    } else if (f->kind == FB_FAULT_INTERMITTENT) {
-        p = xasprintf("%s.q", path);
-        rc = n->q ? s_probability(ctx, n->q, p, false, true, &f->q)
-                  : fb_yaml_fail(ctx, fb_yaml_line(map), p,
-                                 "missing; expected q (the probability that the "
-                                 "fault shows in a test) with kind intermittent");
-    } else if (f->kind == FB_FAULT_SLOW) {
-        p = xasprintf("%s.factor", path);
-        rc = n->factor ? s_probability(ctx, n->factor, p, false, false, &f->factor)
-                       : fb_yaml_fail(ctx, fb_yaml_line(map), p,
-                                      "missing; expected factor (the bandwidth "
-                                      "multiplier, e.g. 0.6) with kind slow");
-    }
-    free(p);
-    return rc;
-}
-
-static int s_fault(fb_yaml_t *ctx, const yaml_node_t *map, const char *path, fb_fault_t *f)
-{
-    if (map->type != YAML_MAPPING_NODE)
-        return fb_yaml_fail(ctx, fb_yaml_line(map), path,
-                            "is %s; expected a mapping such as {node: NAME, "
-                            "kind: hard}",
-                            fb_yaml_kind(map));
-    f->line = fb_yaml_line(map);
-    s_fault_nodes_t n = {0};
-    if (s_fault_keys(ctx, map, path, &n))
-        return -EINVAL;
-    if (!n.site)
-        return fb_yaml_fail(ctx, fb_yaml_line(map), path,
-                            "no part; expected one of node, nic, link");
-    if (!n.kind) {
-        char *p = xasprintf("%s.kind", path);
-        fb_yaml_fail(ctx, fb_yaml_line(map), p, "missing; expected hard, intermittent or slow");
-        free(p);
-        return -EINVAL;
-    }
-    if (s_fault_site(ctx, &n, path, f) || s_fault_kind(ctx, &n, path, f))
-        return -EINVAL;
-    return s_fault_numbers(ctx, &n, map, path, f);
-}
-
-static int s_faults(fb_yaml_t *ctx, const yaml_node_t *seq, fb_faultmodel_t *m)
-{
-    if (fb_yaml_is_null(seq))
-        return 0;
-    if (seq->type != YAML_SEQUENCE_NODE)
-        return fb_yaml_fail(ctx, fb_yaml_line(seq), "faults", "is %s; expected a list of faults",
-                            fb_yaml_kind(seq));
-    size_t n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
-    m->faults = xcalloc(n ? n : 1, sizeof *m->faults);
-    for (size_t i = 0; i < n; i++) {
-        yaml_node_t *item = yaml_document_get_node(ctx->doc, seq->data.sequence.items.start[i]);
-        char path[32];
-        snprintf(path, sizeof path, "faults[%zu]", i);
-        fb_fault_t *f = &m->faults[m->n_faults++];
-        if (s_fault(ctx, item, path, f))
-            return -EINVAL;
-    }
-    return 0;
-}
-
-/* ---- the file ------------------------------------------------------------------------------ */
-
-static int s_top(fb_yaml_t *ctx, const yaml_node_t *root, fb_faultmodel_t *m)
-{
-    if (root->type != YAML_MAPPING_NODE)
-        return fb_yaml_fail(ctx, fb_yaml_line(root), "(top level)",
-                            "is %s; expected a mapping with keys %s", fb_yaml_kind(root),
-                            S_TOP_KEYS);
-    bool seen[4] = {false, false, false, false};
-    static const char *const keys[] = {"seed", "false_fail_rate", "rails", "faults"};
-    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
-         p++) {
-        yaml_node_t *k = yaml_document_get_node(ctx->doc, p->key);
-        yaml_node_t *v = yaml_document_get_node(ctx->doc, p->value);
-        const char *key = k->type == YAML_SCALAR_NODE ? (const char *)k->data.scalar.value : "";
-        size_t which = 0;
-        while (which < 4 && strcmp(key, keys[which]))
-            which++;
-        char shown[64];
-        if (which == 4)
-            return fb_yaml_fail(ctx, fb_yaml_line(k), "(top level)",
-                                "unknown key '%s'; expected one of %s",
-                                s_show(key, shown, sizeof shown), S_TOP_KEYS);
-        if (seen[which])
-            return fb_yaml_fail(ctx, fb_yaml_line(k), key, "given twice; expected it once");
-        seen[which] = true;
-        uint64_t u = 0;
-        int rc = 0;
-        switch (which) {
-        case 0:
-            rc = s_uint(ctx, v, key, 0, UINT64_MAX, &m->seed);
-            break;
-        case 1:
-            rc = s_probability(ctx, v, key, true, false, &m->false_fail_rate);
-            break;
-        case 2:
-            rc = s_uint(ctx, v, key, 1, S_RAILS_MAX, &u);
-            m->rails = (unsigned)u;
-            break;
-        default:
-            rc = s_faults(ctx, v, m);
-        }
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-static fb_faultmodel_t *s_model_new(const char *source)
-{
-    fb_faultmodel_t *m = xcalloc(1, sizeof *m);
-    m->source = xstrdup(source);
-    m->seed = 1;
-    m->rails = 8;
-    return m;
-}
-
-int fb_faultmodel_parse(const char *text, size_t len, const char *source, fb_faultmodel_t **out,
-                        char **error_out)
-{
-    *out = NULL;
-    if (error_out)
-        *error_out = NULL;
-    fb_yaml_t ctx = {source ? source : "<faults>", text ? text : "", text ? len : 0, NULL, NULL, 0};
-    yaml_document_t doc;
-    fb_faultmodel_t *m = s_model_new(ctx.source);
-    int rc = fb_yaml_load(&ctx, &doc, FB_FAULTMODEL_MAX_BYTES, "fault file");
-    if (rc == 0) {
-        yaml_node_t *root = yaml_document_get_root_node(&doc);
-        if (!root || fb_yaml_is_null(root))
-            rc = fb_yaml_fail(&ctx, fb_yaml_line(root), "(top level)",
-                              "empty fault file; expected a mapping with keys %s", S_TOP_KEYS);
-        else
-            rc = s_top(&ctx, root, m);
-        yaml_document_delete(&doc);
-    }
-    if (rc) {
-        fb_faultmodel_destroy(&m);
-        if (error_out)
-            *error_out = ctx.error;
-        else
-            free(ctx.error);
-        return rc;
-    }
-    *out = m;
-    return 0;
+    if (i >= self->n_faults)
+        return false;
+    const fb_fault_t *f = &self->faults[i];
+    return f->kind == FB_FAULT_INTERMITTENT && f->burst_s > 0.0 ? s_burst_active(self, i, t_s)
+                                                                : true;
 }
 
 void fb_faultmodel_destroy(fb_faultmodel_t **self_p)
@@ -457,6 +180,16 @@ static int s_check_fault(const fb_faultmodel_t *self, fb_yaml_t *ctx, size_t i)
     const fb_fault_t *f = &self->faults[i];
     char path[48];
     snprintf(path, sizeof path, "faults[%zu].%s", i, fb_fault_site_name(f->site));
+    if (f->site == FB_FAULT_AT_LEAF) {
+        if (s_leaf_index(self, f->a))
+            return 0;
+        return fb_yaml_fail(ctx, f->line, path,
+                            "%s is not a leaf of the topology; expected one of its %zu leaf "
+                            "switches, e.g. %s",
+                            f->a, fb_topology_n_leaves(self->topo),
+                            fb_topology_n_leaves(self->topo) ? fb_topology_leaf_name(self->topo, 0)
+                                                             : "(none)");
+    }
     if (f->site != FB_FAULT_AT_LINK) {
         if (!fb_topology_leaf_of(self->topo, f->a))
             return fb_yaml_fail(ctx, f->line, path,
@@ -509,6 +242,23 @@ typedef struct {
 } s_hop_t;
 
 /* The links of the flow src -> dst (at most 4), or 0 when not bound or a node is unknown. */
+/* The spine the routes give the flow src -> dst, as the topology's name (one of common[]), or
+ * NULL when they give none of them. */
+static const char *s_routed_spine(const fb_faultmodel_t *self, const char *src, const char *dst,
+                                  const char *const *common, size_t nc)
+{
+    const char *spine = fb_routes_spine(self->routes, src, dst, NULL);
+    for (size_t i = 0; spine && i < nc; i++)
+        if (!strcmp(common[i], spine))
+            return common[i];
+    return NULL;
+}
+
+void fb_faultmodel_set_routes(fb_faultmodel_t *self, const fb_routes_t *routes)
+{
+    self->routes = routes;
+}
+
 static size_t s_route(const fb_faultmodel_t *self, const char *src, const char *dst, s_hop_t *hops)
 {
     if (!self->topo)
@@ -532,7 +282,10 @@ static size_t s_route(const fb_faultmodel_t *self, const char *src, const char *
                     break;
                 }
         if (nc) {
-            const char *spine = common[fb_mix64(s_hash_str(0, dst)) % nc];
+            /* the routes a subnet manager set where the world has them, else by destination */
+            const char *spine = self->routes ? s_routed_spine(self, src, dst, common, nc) : NULL;
+            if (!spine)
+                spine = common[fb_mix64(s_hash_str(0, dst)) % nc];
             hops[n++] = (s_hop_t){ls, spine};
             hops[n++] = (s_hop_t){ld, spine};
         }
@@ -561,6 +314,8 @@ static bool s_on_flow(const fb_fault_t *f, const char *src, const char *dst, int
         return !strcmp(f->a, src) || !strcmp(f->a, dst);
     case FB_FAULT_AT_NIC:
         return s_rail_matches(f, rail) && (!strcmp(f->a, src) || !strcmp(f->a, dst));
+    case FB_FAULT_AT_LEAF: /* the first hop ends at src's leaf, the last at dst's */
+        return n_hops > 0 && (!strcmp(f->a, hops[0].b) || !strcmp(f->a, hops[n_hops - 1].b));
     default:
         for (size_t i = 0; i < n_hops; i++)
             if (s_link_is(f, &hops[i]))
@@ -645,7 +400,34 @@ static double s_faults_in(const fb_faultmodel_t *self, const fb_sim_test_t *t,
     return factor;
 }
 
-int fb_faultmodel_judge(const fb_faultmodel_t *self, const fb_sim_test_t *t, fb_sim_outcome_t *out)
+/* Whether fault i, in a test with draw key `key` that starts at start_s, shows. */
+static bool s_shows(const fb_faultmodel_t *self, size_t i, uint64_t key, double start_s)
+{
+    const fb_fault_t *f = &self->faults[i];
+    switch (f->kind) {
+    case FB_FAULT_HARD:
+        return true;
+    case FB_FAULT_INTERMITTENT:
+        return f->burst_s > 0.0 ? s_burst_active(self, i, start_s)
+                                : s_unit(key ^ fb_mix64(i + 1)) < f->q;
+    default: /* slow and noisy parts never fail a test by themselves */
+        return false;
+    }
+}
+
+/* The member (of sorted[0..n)) that reports the opposite verdict, or NULL. */
+static const char *s_disagreeing(const fb_faultmodel_t *self, uint64_t key,
+                                 const char *const *sorted, size_t n)
+{
+    if (n < 2 || self->disagree_rate <= 0.0 ||
+        s_unit(key ^ fb_mix64(S_SALT_DISAGREE)) >= self->disagree_rate)
+        return NULL;
+    size_t who = (size_t)(s_unit(key ^ fb_mix64(S_SALT_WHO)) * (double)n);
+    return sorted[who < n ? who : n - 1];
+}
+
+int fb_faultmodel_judge_at(const fb_faultmodel_t *self, const fb_sim_test_t *t, double start_s,
+                           fb_sim_outcome_t *out)
 {
     memset(out, 0, sizeof *out);
     out->factor = 1.0;
@@ -655,27 +437,36 @@ int fb_faultmodel_judge(const fb_faultmodel_t *self, const fb_sim_test_t *t, fb_
     memcpy(sorted, t->members, t->n_members * sizeof *sorted);
     qsort(sorted, t->n_members, sizeof *sorted, s_cmp_str);
     /* Every draw of this test hashes the same key: seed, test id and the sorted members. */
-    uint64_t key = s_hash_str(0xcbf29ce484222325ull ^ fb_mix64(self->seed), t->test_id);
+    uint64_t key = s_hash_str(s_base(self), t->test_id);
     for (size_t i = 0; i < t->n_members; i++)
         key = s_hash_str(key, sorted[i]);
     bool *in = xcalloc(self->n_faults ? self->n_faults : 1, sizeof *in);
     out->factor = s_faults_in(self, t, sorted, in);
     for (size_t i = 0; i < self->n_faults; i++) {
-        const fb_fault_t *f = &self->faults[i];
-        if (!in[i] || f->kind == FB_FAULT_SLOW)
+        if (!in[i] || !s_shows(self, i, key, start_s))
             continue;
-        if (f->kind == FB_FAULT_HARD || s_unit(key ^ fb_mix64(i + 1)) < f->q) {
-            if (out->n_causes < FB_SIM_CAUSES_MAX)
-                out->causes[out->n_causes] = i;
-            out->n_causes++;
-        }
+        if (out->n_causes < FB_SIM_CAUSES_MAX)
+            out->causes[out->n_causes] = i;
+        out->n_causes++;
     }
     bool spurious = s_unit(key ^ fb_mix64(0)) < self->false_fail_rate;
     out->failed = out->n_causes > 0 || spurious;
     out->spurious = spurious && out->n_causes == 0;
+    out->disagreeing = s_disagreeing(self, key, sorted, t->n_members);
     free(in);
     free(sorted);
     return 0;
+}
+
+int fb_faultmodel_judge(const fb_faultmodel_t *self, const fb_sim_test_t *t, fb_sim_outcome_t *out)
+{
+    return fb_faultmodel_judge_at(self, t, 0.0, out);
+}
+
+bool fb_sim_member_failed(const fb_sim_outcome_t *out, const char *member)
+{
+    bool flip = out->disagreeing && member && !strcmp(out->disagreeing, member);
+    return out->failed != flip;
 }
 
 /* ---- accessors ----------------------------------------------------------------------------- */
@@ -693,6 +484,23 @@ void fb_faultmodel_set_seed(fb_faultmodel_t *self, uint64_t seed)
 double fb_faultmodel_false_fail_rate(const fb_faultmodel_t *self)
 {
     return self->false_fail_rate;
+}
+
+double fb_faultmodel_lost_rate(const fb_faultmodel_t *self)
+{
+    return self->lost_rate;
+}
+
+double fb_faultmodel_disagree_rate(const fb_faultmodel_t *self)
+{
+    return self->disagree_rate;
+}
+
+fb_noise_dist_t fb_faultmodel_noise_dist(const fb_faultmodel_t *self, double *param)
+{
+    if (param)
+        *param = self->noise_param;
+    return self->noise_dist;
 }
 
 unsigned fb_faultmodel_rails(const fb_faultmodel_t *self)
@@ -717,8 +525,10 @@ const char *fb_fault_kind_name(fb_fault_kind_t kind)
         return "hard";
     case FB_FAULT_INTERMITTENT:
         return "intermittent";
-    default:
+    case FB_FAULT_SLOW:
         return "slow";
+    default:
+        return "noisy";
     }
 }
 
@@ -729,7 +539,14 @@ const char *fb_fault_site_name(fb_fault_site_t site)
         return "node";
     case FB_FAULT_AT_NIC:
         return "nic";
-    default:
+    case FB_FAULT_AT_LINK:
         return "link";
+    default:
+        return "leaf";
     }
+}
+
+const char *fb_noise_dist_name(fb_noise_dist_t dist)
+{
+    return dist == FB_NOISE_LOGNORMAL ? "lognormal" : "uniform";
 }

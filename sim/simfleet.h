@@ -13,6 +13,7 @@
 #include "coordinator/campaign_file.h"
 #include "common/result.h"
 #include "common/zsock.h"
+#include "scheduler/routes.h"
 #include "scheduler/topology.h"
 
 #include <stdbool.h>
@@ -30,7 +31,7 @@
 
 typedef struct {
     unsigned agents;
-    const char *topology, *faults, *campaign, *db, *report, *stats;
+    const char *topology, *routes, *faults, *campaign, *db, *report, *stats;
     bool has_seed;
     uint64_t seed;
     uint32_t delay_min_ms, delay_max_ms;
@@ -78,6 +79,7 @@ typedef struct {
     struct sqlite3_stmt *fleet_count; /* alive agents among this fleet's names */
     /* the fleet */
     fb_topology_t *topo;
+    fb_routes_t *routes; /* --routes: how the simulated fabric routes flows, or NULL */
     fb_faultmodel_t *model;
     simtask_exec_t *exec;
     void *zctx;

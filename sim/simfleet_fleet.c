@@ -89,6 +89,32 @@ static int s_load_topology(fleet_t *f)
     return 0;
 }
 
+/* --routes: the simulated fabric routes flows as these tables say (the campaign may name the
+ * same file, as an operator's names the subnet manager's). */
+static int s_load_routes(fleet_t *f)
+{
+    const char *path = f->cli->routes;
+    if (!path)
+        return 0;
+    char *text = NULL, *why = NULL, err[512];
+    if (fb_load_file(path, CAMPAIGN_FILE_MAX_ATTACHED, &text, NULL, &why)) {
+        fprintf(stderr,
+                "fleetburn-simfleet: %s; expected ibnetdiscover output with forwarding "
+                "tables\n",
+                why);
+        free(why);
+        return -EINVAL;
+    }
+    int rc = fb_routes_parse(text, &f->routes, err, sizeof err);
+    free(text);
+    if (rc) {
+        fprintf(stderr, "fleetburn-simfleet: %s: %s\n", path, err);
+        return -EINVAL;
+    }
+    fb_faultmodel_set_routes(f->model, f->routes);
+    return 0;
+}
+
 int simfleet_load_inputs(fleet_t *f)
 {
     const simfleet_cli_t *cli = f->cli;
@@ -126,7 +152,7 @@ int simfleet_load_inputs(fleet_t *f)
         free(err);
         return -EINVAL;
     }
-    return 0;
+    return s_load_routes(f);
 }
 
 /* What a simulated node reports: 8 GPUs, its rails as InfiniBand HCAs. Built as a message, then
@@ -336,4 +362,5 @@ void simfleet_free_fleet(fleet_t *f)
     fb_faultmodel_destroy(&f->model);
     fb_topology_destroy(&f->topo);
     memset(&f->agent_keys, 0, sizeof f->agent_keys);
+    fb_routes_destroy(&f->routes);
 }

@@ -60,6 +60,8 @@ static void s_usage(FILE *out)
         "  --report-json OUT     write the JSON report here (- for stdout)\n"
         "  --topology FILE       fabric (leaf/spine text or ibnetdiscover output); default:\n"
         "                        leaves of %d nodes, each on %d spines\n"
+        "  --routes FILE         the fabric's routing: ibnetdiscover output with ibroute or\n"
+        "                        ibdiagnet2.fdbs tables (default: by destination)\n"
         "  --db PATH             the coordinator's database (default: a temporary one)\n"
         "  --seed S              overrides the fault file's seed\n"
         "  --delay-ms MIN[-MAX]  real time a simulated task takes (default 0-50)\n"
@@ -124,7 +126,8 @@ enum {
     S_OPT_FLEET,
     S_OPT_NO_SUBMIT,
     S_OPT_PID,
-    S_OPT_WINDOW
+    S_OPT_WINDOW,
+    S_OPT_ROUTES
 };
 
 static int s_check_cli(simfleet_cli_t *cli);
@@ -156,6 +159,7 @@ static int s_parse_cli(int argc, char **argv, simfleet_cli_t *cli)
                                              {"no-submit", no_argument, 0, S_OPT_NO_SUBMIT},
                                              {"coordinator-pid", required_argument, 0, S_OPT_PID},
                                              {"connect-window", required_argument, 0, S_OPT_WINDOW},
+                                             {"routes", required_argument, 0, S_OPT_ROUTES},
                                              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->delay_max_ms = 50;
@@ -171,6 +175,9 @@ static int s_parse_cli(int argc, char **argv, simfleet_cli_t *cli)
             break;
         case 't':
             cli->topology = optarg;
+            break;
+        case S_OPT_ROUTES:
+            cli->routes = optarg;
             break;
         case 'f':
             cli->faults = optarg;

@@ -106,7 +106,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (rc == 0) {
             FZ_CHECK(error == NULL);
             for (size_t i = 0; i < c->n_stages; i++)
-                FZ_CHECK(!c->stages[i].topology_path || c->stages[i].topology != NULL);
+                FZ_CHECK((!c->stages[i].topology_path || c->stages[i].topology != NULL) &&
+                         (!c->stages[i].routes_path || c->stages[i].routes != NULL));
         } else {
             FZ_CHECK(rc == -EINVAL && error != NULL && strchr(error, '\n') == NULL);
             free(error);

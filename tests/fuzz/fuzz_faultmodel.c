@@ -37,9 +37,14 @@ static void s_judge(const fb_faultmodel_t *m, const char *id, const char *const 
                     int rail)
 {
     fb_sim_test_t test = {id, members, n, rail};
-    fb_sim_outcome_t out;
+    fb_sim_outcome_t out, later;
     FZ_CHECK(fb_faultmodel_judge(m, &test, &out) == 0);
+    FZ_CHECK(fb_faultmodel_judge_at(m, &test, 1e6, &later) == 0);
     FZ_CHECK(out.n_causes == 0 || out.failed);
+    FZ_CHECK(!out.disagreeing || n >= 2);
+    FZ_CHECK(fb_sim_member_failed(&out, members[0]) ==
+             (out.failed != (out.disagreeing == members[0])));
+    (void)fb_faultmodel_lost(m, id, members[0]);
     FZ_CHECK(out.factor > 0 && out.factor <= 1);
     for (size_t i = 0; i < out.n_causes && i < FB_SIM_CAUSES_MAX; i++)
         FZ_CHECK(out.causes[i] < fb_faultmodel_count(m));
@@ -70,6 +75,10 @@ static void s_use(fb_faultmodel_t *m)
     f = fb_faultmodel_node_factor(m, "node07");
     FZ_CHECK(f > 0 && f <= 1);
     (void)fb_faultmodel_spine(m, "node01", "node13");
+    double noise = fb_faultmodel_noise(m, "k", "tx", pair, 2);
+    FZ_CHECK(noise > 0 && isfinite(noise));
+    for (size_t i = 0; i < fb_faultmodel_count(m); i++)
+        (void)fb_faultmodel_active(m, i, 12345.0);
     double u = fb_faultmodel_uniform(m, "node01", "delay");
     FZ_CHECK(u >= 0 && u < 1);
 }

@@ -13,7 +13,7 @@ corpus=tests/fuzz/corpus
 fix=tests/fixtures
 
 cmake --build "$build" --target fb-fuzz-seeds >/dev/null
-for h in wire result spool exline peer keys campaign hostlist topology kmsg faultmodel edac inventory units dimmdecode; do
+for h in wire result spool exline peer keys campaign hostlist topology routes kmsg faultmodel edac inventory units dimmdecode; do
     mkdir -p "$corpus/$h"
     find "$corpus/$h" -type f ! -name 'crash-*' -delete
 done
@@ -38,6 +38,14 @@ done
     cat "$fix/topology/fabric-2s4l16n.ibnetdiscover"
 } >"$corpus/campaign/submit-with-ibnetdiscover"
 
+{
+    printf 'name: rack\nstages:\n  - {name: net, workload: rdmabw, scope: pairs, pairing: topology,\n'
+    printf '     topology: fabric.topo, routes: fabric.routes, on_fail: bisect}\n\0'
+    cat "$fix/topology/fabric-2s4l16n.topo"
+    printf '\0'
+    cat "$fix/routes/fabric-2s4l16n.routes"
+} >"$corpus/campaign/submit-with-routes"
+
 # Fault files: the example, the simulator tests' forms, and the keys one by one.
 cp deploy/campaigns/sim-faults.yaml "$corpus/faultmodel/sim-faults.yaml"
 printf 'seed: 7\nfalse_fail_rate: 0\nfaults:\n  - {node: node05, kind: hard}\n' >"$corpus/faultmodel/node-hard.yaml"
@@ -45,10 +53,14 @@ printf 'faults:\n  - {link: leaf02<->spine01, kind: hard}\n' >"$corpus/faultmode
 printf 'rails: 2\nfaults:\n  - {nic: node03/1, kind: intermittent, q: 0.25}\n  - {link: node09<->leaf03, kind: slow, factor: 0.4}\n' >"$corpus/faultmodel/nic-link.yaml"
 printf 'seed: 1\nfalse_fail_rate: 0.001\nfaults: []\n' >"$corpus/faultmodel/empty.yaml"
 printf 'faults:\n  - node: node12\n    kind: slow\n    factor: 0.6\n' >"$corpus/faultmodel/block.yaml"
+printf 'lost_rate: 0.002\ndisagree_rate: 0.01\nnoise: {dist: lognormal, sigma: 0.05}\nfaults:\n  - {node: node05, kind: intermittent, q: 0.3, burst: 600}\n  - {node: node05, kind: slow, factor: 0.9}\n  - {node: node07, kind: noisy, sigma: 0.2}\n  - {leaf: leaf03, kind: hard}\n' >"$corpus/faultmodel/messy.yaml"
 
 # Topologies in both formats.
 cp "$fix"/topology/* "$corpus/topology/"
 printf 'leaf01: a[1-3]\nleaf02: b[1-3]\nspine01: leaf01,leaf02\n' >"$corpus/topology/small.topo"
+
+# Routes: ibnetdiscover output with ibroute or ibdiagnet2.fdbs tables, good and malformed.
+cp "$fix"/routes/*.routes "$corpus/routes/"
 
 # Kernel logs: every fixture log, and one record of each kind with its dictionary.
 cp "$fix"/kmsg/*.txt "$corpus/kmsg/"

@@ -1,13 +1,26 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# on_fail: bisect through the real coordinator, with simulated agents (fleetburn-simfleet): a
-# pairs stage on 8 rails names a hard node, an intermittent node and a hard NIC and nothing else,
-# with follow-up tasks on the timeline; a group stage splits its failing group down to the bad
-# node; slow parts (a node, a NIC, a leaf-spine uplink on a single-spine fabric) are named from
-# the flows the pairs measured.
+# on_fail: bisect through the real coordinator, with simulated agents (fleetburn-simfleet), against
+# the same session in one process (fleetburn-simengine) on the same seeded faults, 2% of tests
+# failing spuriously: the runner's diagnosis must be the engine's, part for part and verdict for
+# verdict, and say why it ended, over several seeds. Pairs on 8 rails name a hard node, an
+# intermittent node and a hard NIC and no healthy part; a group stage names a hard node and the
+# node of a hard NIC (in twos with trusted partners: a node alone never shows a NIC fault); a group
+# as large as the fleet is split, never below two nodes; slow parts (a node, a NIC, a leaf-spine
+# uplink on a single-spine fabric) are named from the flows the pairs measured.
 . "$(dirname "$0")/lib.sh"
 
+SIMFLEET="$FB_BIN/bin/fleetburn-simfleet"
+SIMENGINE="$FB_BIN/bin/fleetburn-simengine"
 export TMPDIR="$WORK"
+
+collect_logs() {
+    for d in "$WORK"/fleetburn-simfleet-*; do
+        [ -d "$d" ] || continue
+        cat "$d/coordinator.log" >>"$WORK/coordinator.log" 2>/dev/null || true
+        rm -rf "$d"
+    done
+}
 
 simfleet() { # name agents faults campaign [more args]
     local name=$1 agents=$2 faults=$3 campaign=$4
@@ -17,41 +30,88 @@ simfleet() { # name agents faults campaign [more args]
         --report-json "$WORK/$name.json" --delay-ms 0-5 --keep "$@" >"$WORK/$name.out" 2>"$WORK/$name.log"
     SIM_RC=$?
     set -e
-    collect_simfleet_logs
+    collect_logs
 }
 
 bad_parts() { json_q "$WORK/$1.json" 'sorted(b["part"] for b in d["diagnosis"]["bad"])'; }
 
+# The runner's diagnosis of stage $3 in report $1 against the in-process engine's $2: the same
+# parts in every verdict, the same end and the same follow-up rounds. Prints a one-line summary.
+same_diagnosis() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+report, engine, stage = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+e = [s for s in engine["stages"] if s["stage"] == stage][0]
+d = report["diagnosis"]
+ok = True
+for state in ("bad", "undecided", "cleared", "passed"):
+    runner = sorted(x["part"] for x in d[state] if x["method"] == "bisect")
+    if runner != sorted(e[state]):
+        ok = False
+        print(f"{state}: runner {runner} engine {sorted(e[state])}", file=sys.stderr)
+s = [x for x in d["sessions"] if x["stage"] == stage][0]
+if (s["ended"], s["follow_up_rounds"]) != (e["ended"], e["follow_up_rounds"]):
+    ok = False
+    print(f"ended: runner {s['ended']} after {s['follow_up_rounds']}, engine {e['ended']} after "
+          f"{e['follow_up_rounds']}", file=sys.stderr)
+print(f"{len(e['bad'])} bad, {len(e['undecided'])} undecided, {len(e['cleared'])} cleared, "
+      f"{len(e['passed'])} passed, ended {e['ended']} after {e['follow_up_rounds']} follow-up "
+      f"round(s)")
+sys.exit(0 if ok else 1)
+PY
+}
+
 # --- pairs on 8 rails: node-local round first, then the sweep and follow-up rounds ------------
-cp "$FB_SRC/tests/fixtures/campaigns/sim-bisect-rails.yaml" "$WORK/pairs.yaml"
-cat >"$WORK/pairs-faults.yaml" <<'YAML'
-seed: 21
-false_fail_rate: 0
+cat >"$WORK/pairs.yaml" <<'YAML'
+name: sim-bisect-pairs
+stages:
+  - name: node-local
+    workload: memtest
+    params: {size: 1GiB}
+  - name: pairs
+    workload: rdmabw
+    timeout: 10m
+    scope: pairs
+    pairing: random
+    seed: 11
+    on_fail: bisect
+    rails: mlx5_[0-7]
+    bisect_prior: node-local
+YAML
+for seed in 21 22 23; do
+    cat >"$WORK/pairs-faults.yaml" <<YAML
+seed: $seed
+false_fail_rate: 0.02
 rails: 8
 faults:
   - {node: sim-17, kind: hard}
   - {node: sim-42, kind: intermittent, q: 0.5}
   - {nic: sim-05/3, kind: hard}
 YAML
-simfleet pairs 64 "$WORK/pairs-faults.yaml" "$WORK/pairs.yaml"
-[ $SIM_RC -eq 1 ] || fail "pairs run exited $SIM_RC, expected 1"
-got=$(json_q "$WORK/pairs.json" 'sorted(b["part"] for b in d["diagnosis"]["bad"] if b["stage"] == "pairs" or b["method"] == "bisect")')
-[ "$got" = "['sim-05/mlx5_3', 'sim-17', 'sim-42']" ] || fail "pairs named $got"
-[ "$(json_q "$WORK/pairs.json" 'd["diagnosis"]["undecided"]')" = "[]" ] || fail "undecided parts left"
+    simfleet pairs 64 "$WORK/pairs-faults.yaml" "$WORK/pairs.yaml"
+    [ $SIM_RC -eq 1 ] || fail "pairs run (seed $seed) exited $SIM_RC, expected 1"
+    "$SIMENGINE" --agents 64 --faults "$WORK/pairs-faults.yaml" --campaign "$WORK/pairs.yaml" \
+        >"$WORK/pairs-engine.json" || fail "fleetburn-simengine failed (seed $seed)"
+    summary=$(same_diagnosis "$WORK/pairs.json" "$WORK/pairs-engine.json" pairs) \
+        || fail "seed $seed: the runner's diagnosis is not the engine's"
+    got=$(json_q "$WORK/pairs.json" 'sorted(b["part"] for b in d["diagnosis"]["bad"] if b["method"] == "bisect")')
+    [ "$got" = "['sim-05/mlx5_3', 'sim-17', 'sim-42']" ] || fail "seed $seed: pairs named $got"
+    pass "pairs on 8 rails, seed $seed: runner = engine ($summary); sim-17, sim-42, sim-05/mlx5_3 named"
+done
 [ "$(json_q "$WORK/pairs.json" '[b["kind"] for b in d["diagnosis"]["bad"] if b["part"] == "sim-05/mlx5_3"][0]')" = nic ] \
     || fail "the NIC is not named as one"
-follow=$(json_q "$WORK/pairs.json" 'len([t for t in d["stages"][1]["tasks"] if "/b" in t["id"]])')
-[ "$follow" -ge 1 ] || fail "no follow-up tasks on the timeline"
 json_q "$WORK/pairs.json" '[t["id"] for t in d["stages"][1]["tasks"] if "/b" in t["id"]][0]' \
     | grep -qE '/1/b1\.g0$' || fail "follow-up ids are not <campaign>/<stage>/b<k>.g<j>"
-rails=$(json_q "$WORK/pairs.json" 'len([t for t in d["stages"][1]["tasks"] if t["id"].endswith("/r0.g0")])')
-[ "$rails" = 1 ] || fail "no sweep round"
 json_q "$WORK/pairs.json" '[e["partners"] for b in d["diagnosis"]["bad"] if b["part"] == "sim-17"
     for e in b["evidence"] if e["task"].split("/")[-1] != "sim-17"][0]' | grep -q "sim-" \
     || fail "evidence without partners"
-pass "pairs on 8 rails: sim-17, sim-42 and sim-05/mlx5_3 named, nothing else; $follow follow-up tasks"
+# A part that passed makes no claim; undecided ones say what they still need.
+[ "$(json_q "$WORK/pairs.json" 'set(x["confidence"] for x in d["diagnosis"]["passed"])')" = "{None}" ] \
+    || fail "passed parts carry a confidence"
+json_q "$WORK/pairs.json" '[x["summary"] for x in d["diagnosis"]["undecided"]][:1]' \
+    | grep -qE "more pass|^\[\]$" || fail "undecided parts do not say what clearing them needs"
 
-# --- a group stage: the failing group of 16 is split down to its bad node ---------------------
+# --- groups: re-tested in twos with trusted partners, a NIC fault found at its node -----------
 cat >"$WORK/groups.yaml" <<'YAML'
 name: sim-bisect-groups
 stages:
@@ -59,19 +119,53 @@ stages:
     workload: allreduce
     timeout: 10m
     scope: group
-    group_size: 16
+    group_size: 4
     on_fail: bisect
-    bisect_repeat: 2
 YAML
-printf 'seed: 4\nfaults:\n  - {node: sim-37, kind: hard}\n' >"$WORK/groups-faults.yaml"
-simfleet groups 64 "$WORK/groups-faults.yaml" "$WORK/groups.yaml"
-[ $SIM_RC -eq 1 ] || fail "groups run exited $SIM_RC, expected 1"
-[ "$(bad_parts groups)" = "['sim-37']" ] || fail "groups named $(bad_parts groups)"
-cleared=$(json_q "$WORK/groups.json" 'len(d["diagnosis"]["cleared"])')
-[ "$cleared" = 15 ] || fail "$cleared cleared, expected the 15 others of the failing group"
-parts=$(json_q "$WORK/groups.json" 'sorted(len(t["nodes"]) for t in d["stages"][0]["tasks"] if "/b" in t["id"])')
-[ "$parts" = "[1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 4, 4, 4, 4, 4, 4]" ] || fail "split parts were $parts"
-pass "a failing group of 16 split into 4 x 4 then 4 x 1 (twice each), sim-37 named, 15 cleared"
+for seed in 4 5; do
+    cat >"$WORK/groups-faults.yaml" <<YAML
+seed: $seed
+false_fail_rate: 0.02
+rails: 8
+faults:
+  - {node: sim-37, kind: hard}
+  - {nic: sim-50/2, kind: hard}
+YAML
+    simfleet groups 64 "$WORK/groups-faults.yaml" "$WORK/groups.yaml"
+    [ $SIM_RC -eq 1 ] || fail "groups run (seed $seed) exited $SIM_RC, expected 1"
+    "$SIMENGINE" --agents 64 --faults "$WORK/groups-faults.yaml" --campaign "$WORK/groups.yaml" \
+        >"$WORK/groups-engine.json" || fail "fleetburn-simengine failed (groups, seed $seed)"
+    summary=$(same_diagnosis "$WORK/groups.json" "$WORK/groups-engine.json" groups) \
+        || fail "groups, seed $seed: the runner's diagnosis is not the engine's"
+    [ "$(bad_parts groups)" = "['sim-37', 'sim-50']" ] || fail "groups named $(bad_parts groups)"
+    small=$(json_q "$WORK/groups.json" 'min(len(t["nodes"]) for t in d["stages"][0]["tasks"] if "/b" in t["id"])')
+    [ "$small" -ge 2 ] || fail "a follow-up test of $small node(s): below the floor of two"
+    pass "groups of 4, seed $seed: runner = engine ($summary); sim-37 and sim-50 (its NIC) named"
+done
+
+# --- the whole fleet in one group: split, never below two nodes --------------------------------
+cat >"$WORK/one-group.yaml" <<'YAML'
+name: sim-bisect-one-group
+stages:
+  - name: everyone
+    workload: allreduce
+    timeout: 10m
+    scope: group
+    group_size: 0
+    on_fail: bisect
+YAML
+printf 'seed: 6\nfalse_fail_rate: 0.02\nfaults:\n  - {node: sim-22, kind: hard}\n' >"$WORK/one-faults.yaml"
+simfleet one 64 "$WORK/one-faults.yaml" "$WORK/one-group.yaml"
+[ $SIM_RC -eq 1 ] || fail "one-group run exited $SIM_RC, expected 1"
+"$SIMENGINE" --agents 64 --faults "$WORK/one-faults.yaml" --campaign "$WORK/one-group.yaml" \
+    >"$WORK/one-engine.json" || fail "fleetburn-simengine failed (one group)"
+summary=$(same_diagnosis "$WORK/one.json" "$WORK/one-engine.json" everyone) \
+    || fail "one group: the runner's diagnosis is not the engine's"
+[ "$(bad_parts one)" = "['sim-22']" ] || fail "one group named $(bad_parts one)"
+sizes=$(json_q "$WORK/one.json" 'sorted(set(len(t["nodes"]) for t in d["stages"][0]["tasks"] if "/b" in t["id"]))')
+json_q "$WORK/one.json" 'min(len(t["nodes"]) for t in d["stages"][0]["tasks"] if "/b" in t["id"])' \
+    | grep -qx 2 || fail "split test sizes $sizes: expected down to two, never one"
+pass "one group of 64: split into parts of sizes $sizes, never one node; runner = engine ($summary)"
 
 # --- slow parts, from the flows: a node, a NIC and an uplink of a single-spine fabric ---------
 # One spine, so that the topology alone knows every route; eight leaves, so that a slow uplink

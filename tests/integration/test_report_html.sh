@@ -195,8 +195,11 @@ replace = dom[dom.index('id="replace"'):]
 replace = replace[:replace.index("</table>")]
 assert re.findall(r'<td class="part">([^<]*)</td>', replace) == ["sim-17"], replace[:800]
 assert 'class="evidence"' in replace, "no evidence"
-# Partners that failed with sim-17 and were cleared by their own passes are shown as such, and
-# are not listed among the outliers: only sim-17 is.
+sessions = dom[dom.index('id="sessions"'):]
+assert re.search(r"diagnosis of stage pairs: ended: decided after \d+ follow-up round", sessions), sessions[:300]
+# Partners that failed with sim-17 and were found not at fault (cleared by their own passes, or
+# passed: each failure explained by sim-17) are shown as such, and are not listed among the
+# outliers: only sim-17 is.
 hm = dom[dom.index('id="fleet-heatmap"'):dom.index('id="outliers"')]
 cleared = re.findall(r'class="v-cleared"><title>([^ <]*)', hm)
 assert cleared and "sim-17" not in cleared, cleared

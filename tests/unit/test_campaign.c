@@ -247,8 +247,8 @@ static void test_fixture_errors(void **state)
     s_expect_fixture_error("unknown-key.yaml",
                            "unknown-key.yaml:6: stages[0].retries: unknown key; expected one of "
                            "name, workload, timeout, on_fail, nodes, params, scope, group_size, "
-                           "pairing, seed, topology, rounds, bisect_rounds, bisect_repeat, rails, "
-                           "bisect_prior");
+                           "pairing, seed, topology, routes, rounds, bisect_budget, bisect_rounds, "
+                           "bisect_repeat, rails, bisect_prior");
     s_expect_fixture_error("unknown-top-key.yaml", "unknown-top-key.yaml:2: node: unknown key; "
                                                    "expected one of name, nodes, expect, stages, regress, actions");
     s_expect_fixture_error("duplicate-stage.yaml",
@@ -680,12 +680,17 @@ static void test_bisect_keys(void **state)
                    "     on_fail: bisect, bisect_rounds: 20, rails: 'mlx5_[0-3]',\n"
                    "     bisect_prior: mem}\n"
                    "  - {name: ar, workload: allreduce, scope: group, group_size: 8,\n"
-                   "     on_fail: bisect, bisect_repeat: 3}\n");
+                   "     on_fail: bisect, bisect_repeat: 3}\n"
+                   "  - {name: ib, workload: rdmabw, scope: pairs, on_fail: bisect,\n"
+                   "     bisect_budget: {rounds: 40, time: 2h}}\n"
+                   "  - {name: ib2, workload: rdmabw, scope: pairs, on_fail: bisect,\n"
+                   "     bisect_budget: {time: 90m}}\n");
     const fb_stage_t *s = c->stages;
     assert_int_equal(s[0].on_fail, FB_ON_FAIL_CONTINUE);
     assert_int_equal(s[1].on_fail, FB_ON_FAIL_BISECT);
     assert_string_equal(fb_on_fail_name(s[1].on_fail), "bisect");
-    assert_int_equal(s[1].bisect_rounds, 12);
+    assert_int_equal(s[1].bisect_rounds, 24);
+    assert_int_equal(s[1].bisect_budget_ms, 0);
     assert_int_equal(s[1].n_rails, 0);
     assert_null(s[1].bisect_prior);
     assert_int_equal(s[2].bisect_rounds, 20);
@@ -693,6 +698,10 @@ static void test_bisect_keys(void **state)
     assert_string_equal(s[2].rails[3], "mlx5_3");
     assert_string_equal(s[2].bisect_prior, "mem");
     assert_int_equal(s[3].bisect_repeat, 3);
+    assert_int_equal(s[4].bisect_rounds, 40);
+    assert_int_equal(s[4].bisect_budget_ms, 2 * 3600 * 1000);
+    assert_int_equal(s[5].bisect_rounds, 24); /* time only: the default rounds stand */
+    assert_int_equal(s[5].bisect_budget_ms, 90 * 60 * 1000);
     fb_campaign_destroy(&c);
 
     const char *head = "name: x\nstages:\n  - name: mem\n    workload: memtest\n"
@@ -711,6 +720,33 @@ static void test_bisect_keys(void **state)
     S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_rounds: 0\n",
              "t.yaml:9: stages[1].bisect_rounds: '0' is out of range; expected an integer from 1 "
              "to 1000");
+    /* bisect_budget: a mapping of rounds and time, each in range, not with bisect_rounds */
+    S_BISECT("    scope: pairs\n    bisect_budget: {rounds: 3}\n",
+             "t.yaml:8: stages[1].bisect_budget: applies only to on_fail: bisect, and this stage "
+             "has no on_fail: bisect; expected bisect_budget removed, or on_fail: bisect");
+    S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_budget: 12\n",
+             "t.yaml:9: stages[1].bisect_budget: is a single value; expected a mapping with "
+             "rounds, time or both, e.g. {rounds: 24, time: 2h}");
+    S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_budget: {}\n",
+             "t.yaml:9: stages[1].bisect_budget: names no budget; expected rounds, time or both, "
+             "e.g. {rounds: 24, time: 2h}");
+    S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_budget: {rounds: 0}\n",
+             "t.yaml:9: stages[1].bisect_budget.rounds: '0' is out of range; expected an integer "
+             "from 1 to 1000 (follow-up rounds at most)");
+    S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_budget: {time: soon}\n",
+             "t.yaml:9: stages[1].bisect_budget.time: 'soon' is not a duration; expected a "
+             "duration above zero and at most 30d, e.g. 30m, 2h, 1d");
+    S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_budget: {time: 31d}\n",
+             "t.yaml:9: stages[1].bisect_budget.time: '31d' is out of range; expected a "
+             "duration above zero and at most 30d, e.g. 30m, 2h, 1d");
+    S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_budget: {rounds: 3, days: 2}\n",
+             "t.yaml:9: stages[1].bisect_budget.days: unknown key; expected one of rounds, time");
+    S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_budget: {rounds: 3, rounds: 4}\n",
+             "t.yaml:9: stages[1].bisect_budget.rounds: key given twice; expected each key once");
+    S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_rounds: 3\n"
+             "    bisect_budget: {time: 1h}\n",
+             "t.yaml:9: stages[1].bisect_rounds: given with bisect_budget (line 10), which holds "
+             "the rounds too; expected bisect_budget: {rounds: N} alone");
     S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_repeat: 2\n",
              "t.yaml:9: stages[1].bisect_repeat: applies only to scope: group, and this stage has "
              "scope: pairs; expected bisect_repeat removed, or scope: group");
@@ -848,7 +884,7 @@ static void test_topology_files(void **state)
     fb_campaign_file_t other = {"other.topo", fabric, strlen(fabric)};
     assert_int_equal(fb_campaign_attach_files(c, &other, 1, &err), -EINVAL);
     assert_string_equal(err, "sub.yaml: the file 'other.topo' is attached but the campaign does "
-                             "not name it; expected only the files its stages name (topology)");
+                             "not name it; expected only the files its stages name (topology, routes)");
     free(err);
     fb_campaign_file_t twice[2] = {{"fabric.topo", fabric, strlen(fabric)},
                                    {"fabric.topo", fabric, strlen(fabric)}};

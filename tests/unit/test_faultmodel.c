@@ -3,7 +3,8 @@
  * as its exact one-line message, binding errors against a topology, mutated files never crash),
  * determinism (same draws for the same test whatever the member order, different draws for other
  * seeds), the statistics of intermittent faults and false fails, slow factors, NIC rails, and
- * link faults on the routes of a 2-spine 4-leaf fabric. */
+ * link faults on the routes of a 2-spine 4-leaf fabric. The messy world (bursts, leaves, several
+ * faults on a node, noise, lost results, disagreeing members) is test_faultmodel_world.c. */
 #include "common/fileload.h"
 #include "sim/faultmodel.h"
 #include "scheduler/topology.h"
@@ -108,10 +109,48 @@ static void test_good_file(void **state)
     fb_faultmodel_destroy(&m);
     assert_null(m);
 
-    /* Defaults: seed 1, no false fails, 8 rails; an empty fault list is a healthy fleet. */
+    /* The messy world's keys, read back. */
+    m = s_parse("lost_rate: 0.002\n"
+                "disagree_rate: 0.005\n"
+                "noise: {dist: lognormal, sigma: 0.05}\n"
+                "faults:\n"
+                "  - {node: n1, kind: intermittent, q: 0.2, burst: 600}\n"
+                "  - {node: n1, kind: slow, factor: 0.9}\n"
+                "  - {node: n2, kind: noisy, sigma: 0.2}\n"
+                "  - {leaf: leaf03, kind: intermittent, q: 0.5}\n");
+    assert_true(fb_faultmodel_lost_rate(m) == 0.002);
+    assert_true(fb_faultmodel_disagree_rate(m) == 0.005);
+    double param = 0;
+    assert_int_equal(fb_faultmodel_noise_dist(m, &param), FB_NOISE_LOGNORMAL);
+    assert_true(param == 0.05);
+    assert_int_equal(fb_faultmodel_count(m), 4);
+    f = fb_faultmodel_fault(m, 0);
+    assert_true(f->kind == FB_FAULT_INTERMITTENT && f->q == 0.2 && f->burst_s == 600.0);
+    f = fb_faultmodel_fault(m, 1);
+    assert_true(f->kind == FB_FAULT_SLOW && f->factor == 0.9 && !strcmp(f->a, "n1"));
+    f = fb_faultmodel_fault(m, 2);
+    assert_true(f->kind == FB_FAULT_NOISY && f->sigma == 0.2 && f->q == 0.0);
+    f = fb_faultmodel_fault(m, 3);
+    assert_int_equal(f->site, FB_FAULT_AT_LEAF);
+    assert_string_equal(f->a, "leaf03");
+    assert_string_equal(f->part, "leaf03");
+    assert_string_equal(fb_fault_site_name(f->site), "leaf");
+    assert_string_equal(fb_fault_kind_name(FB_FAULT_NOISY), "noisy");
+    assert_string_equal(fb_noise_dist_name(FB_NOISE_LOGNORMAL), "lognormal");
+    fb_faultmodel_destroy(&m);
+    m = s_parse("noise: {dist: uniform, width: 0.03}\n");
+    assert_int_equal(fb_faultmodel_noise_dist(m, &param), FB_NOISE_UNIFORM);
+    assert_true(param == 0.03);
+    fb_faultmodel_destroy(&m);
+
+    /* Defaults: seed 1, no false fails, nothing lost, no disagreement, +-1% uniform noise, 8
+     * rails; an empty fault list is a healthy fleet. */
     m = s_parse("faults: []\n");
     assert_int_equal(fb_faultmodel_seed(m), 1);
     assert_true(fb_faultmodel_false_fail_rate(m) == 0.0);
+    assert_true(fb_faultmodel_lost_rate(m) == 0.0 && fb_faultmodel_disagree_rate(m) == 0.0);
+    assert_int_equal(fb_faultmodel_noise_dist(m, &param), FB_NOISE_UNIFORM);
+    assert_true(param == 0.01);
     assert_int_equal(fb_faultmodel_rails(m), 8);
     assert_int_equal(fb_faultmodel_count(m), 0);
     const char *one[] = {"a"};
@@ -135,11 +174,13 @@ static void test_bad_files(void **state)
 {
     (void)state;
     s_expect_error("", "f.yaml:1: (top level): empty fault file; expected a mapping with keys "
-                       "seed, false_fail_rate, rails, faults");
-    s_expect_error("- a\n", "f.yaml:1: (top level): is a list; expected a mapping with keys "
-                            "seed, false_fail_rate, rails, faults");
+                       "seed, false_fail_rate, lost_rate, disagree_rate, noise, rails, faults");
+    s_expect_error("- a\n",
+                   "f.yaml:1: (top level): is a list; expected a mapping with keys "
+                   "seed, false_fail_rate, lost_rate, disagree_rate, noise, rails, faults");
     s_expect_error("seed: 1\nsede: 2\n", "f.yaml:2: (top level): unknown key 'sede'; expected one "
-                                         "of seed, false_fail_rate, rails, faults");
+                                         "of seed, false_fail_rate, lost_rate, disagree_rate, "
+                                         "noise, rails, faults");
     s_expect_error("seed: 1\nseed: 2\n", "f.yaml:2: seed: given twice; expected it once");
     s_expect_error("seed: -3\n", "f.yaml:1: seed: '-3' is not in range; expected an integer "
                                  "from 0 to 18446744073709551615");
@@ -154,19 +195,20 @@ static void test_bad_files(void **state)
     s_expect_error("faults:\n  - sim-1\n", "f.yaml:2: faults[0]: is a single value; expected a "
                                            "mapping such as {node: NAME, kind: hard}");
     s_expect_error("faults:\n  - {kind: hard}\n", "f.yaml:2: faults[0]: no part; expected one of "
-                                                  "node, nic, link");
+                                                  "node, nic, link, leaf");
     s_expect_error("faults:\n  - {node: a}\n", "f.yaml:2: faults[0].kind: missing; expected hard, "
-                                               "intermittent or slow");
+                                               "intermittent, slow or noisy");
     s_expect_error("faults:\n  - {node: a, nic: a/1, kind: hard}\n",
-                   "f.yaml:2: faults[0]: node and nic both given; expected one of node, nic, link");
+                   "f.yaml:2: faults[0]: node and nic both given; expected one of node, nic, link, "
+                   "leaf");
     s_expect_error("faults:\n  - {node: a, kind: hard, kind: slow}\n",
                    "f.yaml:2: faults[0]: kind given twice; expected it once");
     s_expect_error("faults:\n  - {node: a, kind: broken}\n",
-                   "f.yaml:2: faults[0].kind: unknown kind 'broken'; expected hard, intermittent "
-                   "or slow");
+                   "f.yaml:2: faults[0].kind: unknown kind 'broken'; expected hard, intermittent, "
+                   "slow or noisy");
     s_expect_error("faults:\n  - {node: a, kind: hard, colour: red}\n",
                    "f.yaml:2: faults[0]: unknown key 'colour'; expected one of node, nic, link, "
-                   "kind, q, factor");
+                   "leaf, kind, q, burst, factor, sigma");
     s_expect_error("faults:\n  - {node: 'a b', kind: hard}\n",
                    "f.yaml:2: faults[0].node: 'a b' is not a node name; expected letters, digits, "
                    "'.', '_' and '-'");
@@ -205,6 +247,62 @@ static void test_bad_files(void **state)
                                   "column 1); expected valid YAML (check indentation, quoting "
                                   "and ': ' after keys)");
 
+    /* The keys of the messy world (docs/simfleet.md). */
+    s_expect_error("lost_rate: 1\n", "f.yaml:1: lost_rate: 1 is out of range; expected a "
+                                     "probability from 0 to below 1");
+    s_expect_error("disagree_rate: -0.1\n", "f.yaml:1: disagree_rate: -0.1 is out of range; "
+                                            "expected a probability from 0 to below 1");
+    s_expect_error("disagree_rate: often\n", "f.yaml:1: disagree_rate: 'often' is not a number; "
+                                             "expected a probability from 0 to below 1");
+    s_expect_error("noise: lognormal\n", "f.yaml:1: noise: is a single value; expected a "
+                                         "mapping such as {dist: lognormal, sigma: 0.05}");
+    s_expect_error("noise: {sigma: 0.05}\n", "f.yaml:1: noise.dist: missing; expected uniform "
+                                             "or lognormal");
+    s_expect_error("noise: {dist: gauss}\n", "f.yaml:1: noise.dist: unknown distribution "
+                                             "'gauss'; expected uniform or lognormal");
+    s_expect_error("noise: {dist: lognormal}\n",
+                   "f.yaml:1: noise.sigma: missing; expected sigma (the standard deviation of "
+                   "the logarithm of a measurement) with dist lognormal");
+    s_expect_error("noise: {dist: lognormal, sigma: 0}\n",
+                   "f.yaml:1: noise.sigma: 0 is out of range; expected a number above 0 and at "
+                   "most 1");
+    s_expect_error("noise: {dist: lognormal, sigma: 0.05, width: 0.01}\n",
+                   "f.yaml:1: noise.width: does not apply to dist lognormal; expected width only "
+                   "with dist uniform");
+    s_expect_error("noise: {dist: uniform, sigma: 0.05}\n",
+                   "f.yaml:1: noise.sigma: does not apply to dist uniform; expected sigma only "
+                   "with dist lognormal");
+    s_expect_error("noise: {dist: uniform, width: 0.7}\n",
+                   "f.yaml:1: noise.width: 0.7 is out of range; expected a number from 0 to 0.5");
+    s_expect_error("noise: {dist: uniform, shape: 2}\n",
+                   "f.yaml:1: noise: unknown key 'shape'; expected one of dist, sigma, width");
+    s_expect_error("noise: {dist: uniform, dist: lognormal}\n",
+                   "f.yaml:1: noise: dist given twice; expected it once");
+    s_expect_error("faults:\n  - {node: a, kind: hard, burst: 60}\n",
+                   "f.yaml:2: faults[0].burst: does not apply to kind hard; expected burst only "
+                   "with kind intermittent");
+    s_expect_error("faults:\n  - {node: a, kind: intermittent, q: 0.3, burst: 0}\n",
+                   "f.yaml:2: faults[0].burst: 0 is out of range; expected seconds above 0 and at "
+                   "most 10000000");
+    s_expect_error("faults:\n  - {node: a, kind: intermittent, q: 0.3, burst: 10m}\n",
+                   "f.yaml:2: faults[0].burst: '10m' is not a number; expected seconds above 0 "
+                   "and at most 10000000");
+    s_expect_error("faults:\n  - {node: a, kind: noisy}\n",
+                   "f.yaml:2: faults[0].sigma: missing; expected sigma (the spread of its "
+                   "measurements, e.g. 0.2) with kind noisy");
+    s_expect_error("faults:\n  - {node: a, kind: slow, factor: 0.9, sigma: 0.2}\n",
+                   "f.yaml:2: faults[0].sigma: does not apply to kind slow; expected sigma only "
+                   "with kind noisy");
+    s_expect_error("faults:\n  - {nic: a/1, kind: noisy, sigma: 0.2}\n",
+                   "f.yaml:2: faults[0].kind: noisy does not apply to a nic; expected kind noisy "
+                   "only at a node");
+    s_expect_error("faults:\n  - {leaf: 'leaf 1', kind: hard}\n",
+                   "f.yaml:2: faults[0].leaf: 'leaf 1' is not a leaf name; expected letters, "
+                   "digits, '.', '_' and '-'");
+    s_expect_error("faults:\n  - {leaf: leaf01, node: a, kind: hard}\n",
+                   "f.yaml:2: faults[0]: leaf and node both given; expected one of node, nic, "
+                   "link, leaf");
+
     /* The YAML limits of campaign files hold here too (common/yamldoc.h). */
     char deep[200] = "faults: ";
     for (int i = 0; i < 40; i++)
@@ -240,6 +338,15 @@ static void test_bind_errors(void **state)
                         "f.yaml:3: faults[1].link: node01<->leaf02 is not a link of the topology; "
                         "expected NODE<->LEAF (a node and its leaf) or LEAF<->SPINE (a leaf and "
                         "one of its spines)");
+    s_expect_bind_error(topo, "faults:\n  - {leaf: leaf09, kind: hard}\n",
+                        "f.yaml:2: faults[0].leaf: leaf09 is not a leaf of the topology; "
+                        "expected one of its 4 leaf switches, e.g. leaf01");
+    s_expect_bind_error(topo, "faults:\n  - {leaf: spine01, kind: hard}\n",
+                        "f.yaml:2: faults[0].leaf: spine01 is not a leaf of the topology; "
+                        "expected one of its 4 leaf switches, e.g. leaf01");
+    s_expect_bind_error(topo, "faults:\n  - {node: node99, kind: noisy, sigma: 0.1}\n",
+                        "f.yaml:2: faults[0].node: node99 is not a node of the fleet; expected a "
+                        "node of the topology");
     s_expect_bind_error(topo, "faults:\n  - {link: leaf01<->spine07, kind: hard}\n",
                         "f.yaml:2: faults[0].link: leaf01<->spine07 is not a link of the "
                         "topology; expected NODE<->LEAF (a node and its leaf) or LEAF<->SPINE (a "

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The diagnosis benchmark in short (bench/diagnosis.sh runs it in full): its world has the
+# statistics it claims (the fault mix's shares, false fails, lost results, disagreements, the
+# noise's sigma: --check-world); a clean world of hard node faults is diagnosed exactly by the
+# engine and the two-pass baseline (the benchmark hands the engine what it should); a messy run
+# replays identically for its seed and prints every table; a fault file with the messy world's keys
+# runs; bad options exit 2.
+. "$(dirname "$0")/lib.sh"
+
+BENCH="$FB_BIN/bin/fleetburn-bench-diagnosis"
+
+# --- the world's own statistics ----------------------------------------------------------------
+"$BENCH" --check-world --nodes 1024 --rails 8 --false-fail 0.02 --noise-sigma 0.05 --lost 0.002 \
+    --disagree 0.005 --noisy-share 0.01 --second-share 0.1 >"$WORK/world.out" \
+    || fail "the world is off: $(grep OFF "$WORK/world.out")"
+grep -q "^world ok$" "$WORK/world.out" || fail "no verdict on the world"
+[ "$(grep -cE " {2,}ok$" "$WORK/world.out")" -eq 17 ] || fail "expected 17 measures: $(cat "$WORK/world.out")"
+# the old world's noise: uniform +-1%, an sd of 0.01 / sqrt(3) in the logarithm
+"$BENCH" --check-world --nodes 256 --rails 2 --noise-width 0.01 --false-fail 0.02 >"$WORK/w2.out" \
+    || fail "uniform world off: $(grep OFF "$WORK/w2.out")"
+grep -qE "sd of log\(measured / nominal\) +0.0057[0-9] +0.00577" "$WORK/w2.out" \
+    || fail "uniform +-1% is not sd 0.0058: $(grep 'sd of log' "$WORK/w2.out")"
+pass "the benchmark's world has the mix, false fails, losses, disagreements and noise it claims"
+
+# --- a clean world: the engine and two-pass name exactly the hard nodes ------------------------
+"$BENCH" --nodes 256 --rails 2 --trials 5 --mix node-hard --faults 1-4 --false-fail 0 --lost 0 \
+    --disagree 0 --noise-width 0.01 --noisy-share 0 --second-share 0 --follow-ups 8 \
+    >"$WORK/clean.out" 2>"$WORK/clean.log"
+line() { grep -E "^$1 " "$WORK/$2" | head -n 1; }
+read -r _ trials faults recall precision _ <<<"$(line engine clean.out)"
+[ "$trials" = 5 ] && [ "$faults" -ge 5 ] || fail "clean run: $(line engine clean.out)"
+[ "$recall" = 1.0000 ] && [ "$precision" = 1.0000 ] || fail "engine in a clean world: $(line engine clean.out)"
+read -r _ _ _ recall precision _ <<<"$(line two-pass clean.out)"
+[ "$recall" = 1.0000 ] && [ "$precision" = 1.0000 ] || fail "two-pass in a clean world: $(line two-pass clean.out)"
+pass "a clean world of hard nodes: engine and two-pass recall and precision 1.0"
+
+# --- a messy run: every table, and the same output for the same seed ---------------------------
+messy=(--nodes 256 --rails 4 --trials 3 --faults 2-4 --seed 9 --disagree 0.01 --order-check 2)
+"$BENCH" "${messy[@]}" >"$WORK/m1.out" 2>"$WORK/m1.log"
+"$BENCH" "${messy[@]}" >"$WORK/m2.out" 2>"$WORK/m2.log"
+for section in "## summary" "## per kind of fault" "named bad, by confidence" \
+    "cleared, by P(good)" "## goals" "## order"; do
+    grep -qF "$section" "$WORK/m1.out" || fail "no '$section' in the report"
+done
+for method in engine two-pass random-15; do
+    line "$method" m1.out | grep -q . || fail "no $method row"
+done
+grep -q "(control: 0 of them differed when re-run in the same order)" "$WORK/m1.out" \
+    || fail "a re-run in the same order differed: $(grep -A1 '## order' "$WORK/m1.out")"
+diff <(grep -v "trials in" "$WORK/m1.out") <(grep -v "trials in" "$WORK/m2.out") >"$WORK/diff.log" \
+    || fail "the same seed gave another report"
+pass "a messy run prints every table and replays identically for its seed"
+
+# --- a fault file with the messy world's keys ----------------------------------------------------
+cat >"$WORK/faults.yaml" <<'YAML'
+seed: 3
+false_fail_rate: 0.01
+lost_rate: 0.001
+noise: {dist: lognormal, sigma: 0.05}
+rails: 2
+faults:
+  - {node: sim-017, kind: hard}
+  - {node: sim-100, kind: intermittent, q: 0.4, burst: 300}
+  - {leaf: leaf004, kind: hard}
+YAML
+"$BENCH" --nodes 256 --faults-file "$WORK/faults.yaml" --follow-ups 6 >"$WORK/file.out"
+grep -q "^truth: sim-017 sim-100 leaf004$" "$WORK/file.out" || fail "truth: $(cat "$WORK/file.out")"
+grep -q "^found [0-9]* of 3," "$WORK/file.out" || fail "no count: $(cat "$WORK/file.out")"
+pass "a fault file with bursts and a leaf runs"
+
+# --- bad options ---------------------------------------------------------------------------------
+for bad in "--mix gpu" "--lost 2" "--faults 9-3" "--nodes 3"; do
+    set +e
+    # shellcheck disable=SC2086
+    "$BENCH" $bad >/dev/null 2>"$WORK/bad.log"
+    rc=$?
+    set -e
+    [ $rc -eq 2 ] || fail "$bad exited $rc, expected 2"
+    grep -q "usage:" "$WORK/bad.log" || fail "$bad: no usage"
+done
+pass "bad options exit 2 with the usage"
