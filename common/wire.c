@@ -284,6 +284,22 @@ static int s_validate_campaign_list(const Fleetburn__CampaignList *m, char *err,
     return 0;
 }
 
+/* The relay's envelope: the frame inside is decoded and validated on its own by whoever uses it
+ * (fb_wire_decode again); here only the tag is held to its bounds. */
+static int s_validate_relayed(const Fleetburn__Relayed *m, char *err, size_t errlen)
+{
+    CHECK(fb_wire_valid_name(m->node), "relayed: invalid node name");
+    size_t klen = strlen(m->agent_key);
+    CHECK(klen == 0 || klen == FB_WIRE_KEY_LEN, "relayed: agent key of %zu characters (expected "
+          "%d or none)", klen, FB_WIRE_KEY_LEN);
+    for (size_t i = 0; i < klen; i++)
+        CHECK(m->agent_key[i] > ' ' && m->agent_key[i] < 127,
+              "relayed: agent key has a character outside Z85");
+    CHECK(m->frame.len > 0 && m->frame.len <= FB_WIRE_MAX_RELAYED,
+          "relayed: frame of %zu bytes (expected 1 to %u)", m->frame.len, FB_WIRE_MAX_RELAYED);
+    return 0;
+}
+
 int fb_wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen)
 {
     switch (env->body_case) {
@@ -331,6 +347,8 @@ int fb_wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen)
         return s_validate_campaign_request(env->campaign_request, err, errlen);
     case FLEETBURN__ENVELOPE__BODY_CAMPAIGN_LIST:
         return s_validate_campaign_list(env->campaign_list, err, errlen);
+    case FLEETBURN__ENVELOPE__BODY_RELAYED:
+        return s_validate_relayed(env->relayed, err, errlen);
     default:
         return fb_errf(err, errlen, -EINVAL, "envelope: no known body (case %d)",
                        (int)env->body_case);

@@ -121,6 +121,9 @@ static void s_usage(FILE *out)
             "  campaigns [--format text|json]\n"
             "      List the coordinator's campaigns: id, name, state (queued, running,\n"
             "      finished, cancelled, interrupted), verdict, start, duration, nodes held.\n"
+            "  relay --coordinator EP --bind EP [--keys DIR --key FILE --server-key FILE]\n"
+            "      Hold the connections of many agents and speak for them to the coordinator\n"
+            "      over one connection (docs/operations.md \"Relays\"; fleetburn relay --help).\n"
             "  keygen PATH\n"
             "      Write a CURVE key pair: PATH (secret, mode 0600) and PATH.pub; never\n"
             "      overwrites.\n"
@@ -798,6 +801,8 @@ int main(int argc, char **argv)
         s_usage(stderr);
         return EXIT_USAGE;
     }
+    if (!strcmp(cmd, "relay"))
+        return cli_relay(argc, argv); /* cli_relay.c: options of its own */
     cli_t cli;
     if (s_parse_cli(argc, argv, &cli)) {
         if (!s_command_usage(cmd, stderr)) {
