@@ -300,6 +300,16 @@ static int s_validate_relayed(const Fleetburn__Relayed *m, char *err, size_t err
     return 0;
 }
 
+static int s_validate_relay_status(const Fleetburn__RelayStatus *m, char *err, size_t errlen)
+{
+    CHECK(m->n_nodes <= FB_WIRE_MAX_ITEMS, "relay_status: more than %d nodes", FB_WIRE_MAX_ITEMS);
+    CHECK(m->n_links == m->n_nodes, "relay_status: %zu links for %zu nodes", m->n_links,
+          m->n_nodes);
+    for (size_t i = 0; i < m->n_nodes; i++)
+        CHECK(fb_wire_valid_name(m->nodes[i]), "relay_status: node %zu is not a node name", i);
+    return 0;
+}
+
 int fb_wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen)
 {
     switch (env->body_case) {
@@ -349,6 +359,8 @@ int fb_wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen)
         return s_validate_campaign_list(env->campaign_list, err, errlen);
     case FLEETBURN__ENVELOPE__BODY_RELAYED:
         return s_validate_relayed(env->relayed, err, errlen);
+    case FLEETBURN__ENVELOPE__BODY_RELAY_STATUS:
+        return s_validate_relay_status(env->relay_status, err, errlen);
     default:
         return fb_errf(err, errlen, -EINVAL, "envelope: no known body (case %d)",
                        (int)env->body_case);

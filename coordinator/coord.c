@@ -495,6 +495,20 @@ const char *coord_node_address(const coord_t *self, const char *name)
     return node && node->address ? node->address : "";
 }
 
+void coord_node_heard(coord_t *self, node_t *node)
+{
+    node->last_seen = fb_mono_ms();
+    if (node->last_seen - node->last_seen_stored >= COORD_SEEN_STORE_MS) {
+        node->last_seen_stored = node->last_seen;
+        store_agent_seen(self->store, node->name, fb_now_ms());
+    }
+    if (!node->alive) {
+        node->alive = true;
+        store_agent_set_state(self->store, node->name, "alive", fb_now_ms());
+        log_info("agent %s is back", node->name);
+    }
+}
+
 /* --- dispatch ------------------------------------------------------------------------------- */
 
 /* A message that never reaches a handler: any peer can send those at will (garbage makes one
@@ -574,16 +588,7 @@ void coord_handle_frame(coord_t *self, const char *identity, const uint8_t *data
             node->last_seen = fb_mono_ms();
             s_node_gone(self, node, env->heartbeat->goodbye);
         } else {
-            node->last_seen = fb_mono_ms();
-            if (node->last_seen - node->last_seen_stored >= COORD_SEEN_STORE_MS) {
-                node->last_seen_stored = node->last_seen;
-                store_agent_seen(self->store, node->name, fb_now_ms());
-            }
-            if (!node->alive) {
-                node->alive = true;
-                store_agent_set_state(self->store, node->name, "alive", fb_now_ms());
-                log_info("agent %s is back", node->name);
-            }
+            coord_node_heard(self, node);
             switch (env->body_case) {
             case FLEETBURN__ENVELOPE__BODY_HEARTBEAT:
                 s_on_heartbeat(self, identity);

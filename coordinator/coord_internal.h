@@ -130,6 +130,9 @@ int coord_send_to(coord_t *self, const char *identity, Fleetburn__Envelope *env)
 /* Decodes and handles one message of the peer self->peer describes, whose replies go to
  * identity (a ROUTER identity in hex, or a relayed peer's, coord_relay.c). */
 void coord_handle_frame(coord_t *self, const char *identity, const uint8_t *data, size_t len);
+/* The node was heard from (any message, or a relay's RelayStatus): liveness refreshed, and a
+ * node that was lost is alive again. */
+void coord_node_heard(coord_t *self, node_t *node);
 /* coord_relay.c: agents behind a `fleetburn relay` */
 /* True for the identity of a peer behind a relay ("RELAY/LINK/NODE"). */
 bool coord_relay_identity(const char *identity);

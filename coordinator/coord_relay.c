@@ -109,6 +109,51 @@ static void s_on_relayed(coord_t *self, const char *identity, const Fleetburn__R
     self->peer = relay;
 }
 
+static void s_send_status(coord_t *self, const char *identity, char **nodes, uint64_t *links,
+                          size_t n)
+{
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__RelayStatus st = FLEETBURN__RELAY_STATUS__INIT;
+    st.nodes = nodes;
+    st.n_nodes = n;
+    st.links = links;
+    st.n_links = n;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_RELAY_STATUS;
+    env.relay_status = &st;
+    coord_send_to(self, identity, &env);
+}
+
+/* A relay heard these agents (it answered their heartbeats): each is heard here as if its
+ * heartbeat had come through. The answer lists those this coordinator does not know on that
+ * link (it restarted, the agent said goodbye, its key was revoked), so that the relay stops
+ * answering for them and they register again. */
+static void s_on_status(coord_t *self, const char *identity, const Fleetburn__RelayStatus *m)
+{
+    if (self->auth && !auth_is_relay(self->auth, self->peer.key)) {
+        s_refused(self, "a relay status from %s, not a relay's key",
+                  s_key_file(self, self->peer.key));
+        return;
+    }
+    char **unknown = xcalloc(m->n_nodes + 1, sizeof *unknown);
+    uint64_t *unknown_links = xcalloc(m->n_nodes + 1, sizeof *unknown_links);
+    size_t n_unknown = 0;
+    char agent_identity[COORD_RELAY_IDENTITY_MAX];
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        snprintf(agent_identity, sizeof agent_identity, "%s/%" PRIu64 "/%s", identity,
+                 m->links[i], m->nodes[i]);
+        node_t *node = fb_strmap_get(self->identities, agent_identity);
+        if (node) {
+            coord_node_heard(self, node);
+        } else {
+            unknown[n_unknown] = m->nodes[i];
+            unknown_links[n_unknown++] = m->links[i];
+        }
+    }
+    s_send_status(self, identity, unknown, unknown_links, n_unknown);
+    free(unknown);
+    free(unknown_links);
+}
+
 bool coord_relay_filter(coord_t *self, const char *identity, const Fleetburn__Envelope *env)
 {
     if (self->peer.node) { /* the frame inside a Relayed */
@@ -122,6 +167,10 @@ bool coord_relay_filter(coord_t *self, const char *identity, const Fleetburn__En
     }
     if (env->body_case == FLEETBURN__ENVELOPE__BODY_RELAYED) {
         s_on_relayed(self, identity, env->relayed);
+        return true;
+    }
+    if (env->body_case == FLEETBURN__ENVELOPE__BODY_RELAY_STATUS) {
+        s_on_status(self, identity, env->relay_status);
         return true;
     }
     if (self->auth && auth_is_relay(self->auth, self->peer.key)) {

@@ -31,6 +31,11 @@
  * its nodes is that many messages in one pipe. */
 #define RELAY_UPSTREAM_HWM 200000
 #define RELAY_LISTEN_BACKLOG 8192
+/* Until an accepted Welcome passing through says otherwise: the coordinator's defaults. */
+#define RELAY_HEARTBEAT_MS 1000
+#define RELAY_LIVENESS 5
+/* How often the status timer looks whether a RelayStatus is due. */
+#define RELAY_TICK_MS 100
 
 typedef struct {
     uint64_t id;
@@ -40,6 +45,12 @@ typedef struct {
     char *key; /* its CURVE key (Z85), or NULL without keys */
     char *node;
     int fd; /* its connection's descriptor, to end it when its key is revoked; -1 unknown */
+    bool heard; /* a heartbeat answered here since the last RelayStatus */
+    /* monotonic ms of the Hello forwarded and not answered yet; 0: none. The agent repeats its
+     * Hello every second until Welcome: while one is on its way, repeats are not forwarded
+     * (thousands of agents registering at once would otherwise queue several Hellos each at
+     * the coordinator, and each makes the coordinator's answers later still). */
+    uint64_t hello_sent;
 } link_t;
 
 struct relay {
@@ -57,6 +68,11 @@ struct relay {
     fb_strmap_t *by_node; /* node -> link_t */
     uint64_t next_link;
     uint64_t n_dropped;
+    /* Heartbeats of registered agents are answered here and summed up to the coordinator in
+     * one RelayStatus a heartbeat interval; its answers name the agents it does not know. */
+    uint32_t heartbeat_ms, liveness;
+    uint64_t last_status; /* monotonic ms of the last RelayStatus sent */
+    uv_timer_t status_timer;
     fb_ratelimit_t drop_log, refusal_log, handshake_log;
 };
 
@@ -204,6 +220,92 @@ static void s_forward_up(relay_t *self, const link_t *link, const uint8_t *data,
                   zmq_strerror(-rc));
 }
 
+/* How long a forwarded Hello may stay unanswered before a repeat of it is forwarded again (it
+ * may have been lost with the relay's connection to the coordinator). */
+static uint64_t s_patience_ms(const relay_t *self)
+{
+    return (uint64_t)self->heartbeat_ms * self->liveness;
+}
+
+/* A heartbeat answered here, as the coordinator would answer it; the coordinator hears of it in
+ * the next RelayStatus. */
+static void s_answer_heartbeat(relay_t *self, link_t *link)
+{
+    link->heard = true;
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__Heartbeat hb = FLEETBURN__HEARTBEAT__INIT;
+    hb.time_ms = fb_now_ms();
+    env.body_case = FLEETBURN__ENVELOPE__BODY_HEARTBEAT;
+    env.heartbeat = &hb;
+    size_t len = 0;
+    uint8_t *buf = fb_wire_encode(&env, &len);
+    s_send_down(self, link->rid, link->rid_len, buf, len);
+    free(buf);
+}
+
+static void s_send_status(relay_t *self, char **nodes, uint64_t *links, size_t n)
+{
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__RelayStatus st = FLEETBURN__RELAY_STATUS__INIT;
+    st.nodes = nodes;
+    st.n_nodes = n;
+    st.links = links;
+    st.n_links = n;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_RELAY_STATUS;
+    env.relay_status = &st;
+    size_t len = 0;
+    uint8_t *buf = fb_wire_encode(&env, &len);
+    const void *frames[] = {buf};
+    int rc = fb_zsock_send(self->up, frames, &len, 1);
+    free(buf);
+    if (rc)
+        s_dropped(self, "cannot send a status to the coordinator: %s", zmq_strerror(-rc));
+}
+
+/* Once a heartbeat interval: the agents heard since the last one, in messages of at most
+ * FB_WIRE_MAX_ITEMS (at least one, so that the coordinator's answers keep coming). */
+static void s_on_status_tick(uv_timer_t *h)
+{
+    relay_t *self = h->data;
+    uint64_t now = fb_mono_ms();
+    if (now - self->last_status < self->heartbeat_ms)
+        return;
+    self->last_status = now;
+    size_t cap = fb_strmap_size(self->by_node) + 1, n = 0, pos = 0;
+    char **nodes = xcalloc(cap, sizeof *nodes);
+    uint64_t *links = xcalloc(cap, sizeof *links);
+    void *value;
+    while (fb_strmap_next(self->by_node, &pos, NULL, &value)) {
+        link_t *link = value;
+        if (!link->heard)
+            continue;
+        link->heard = false;
+        nodes[n] = link->node;
+        links[n++] = link->id;
+    }
+    size_t sent = 0;
+    do {
+        size_t chunk = n - sent < FB_WIRE_MAX_ITEMS ? n - sent : FB_WIRE_MAX_ITEMS;
+        s_send_status(self, nodes + sent, links + sent, chunk);
+        sent += chunk;
+    } while (sent < n);
+    free(nodes);
+    free(links);
+}
+
+/* The coordinator's answer to a RelayStatus: the links it does not know stop being answered
+ * for, so that their agents register again. */
+static void s_on_status_answer(relay_t *self, const Fleetburn__RelayStatus *m)
+{
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        link_t *link = fb_strmap_get(self->by_node, m->nodes[i]);
+        if (link && link->id == m->links[i]) {
+            log_debug("agent %s: unknown to the coordinator; it registers again", link->node);
+            s_unlink(self, link);
+        }
+    }
+}
+
 /* The link a Hello binds, or NULL when the Hello was refused (and answered). */
 static link_t *s_on_hello(relay_t *self, const char *hex, const uint8_t *rid, size_t rid_len,
                           link_t *link, const Fleetburn__Hello *m)
@@ -261,12 +363,18 @@ static void s_on_agent(fb_zsock_t *zs, const uint8_t *const *frames, const size_
                   (int)env->body_case, fb_zsock_peer_address(self->down));
     } else if (env->body_case == FLEETBURN__ENVELOPE__BODY_HELLO) {
         link = s_on_hello(self, hex, frames[0], lens[0], link, env->hello);
-        if (link)
+        uint64_t now = fb_mono_ms();
+        if (link && (!link->hello_sent || now - link->hello_sent >= s_patience_ms(self))) {
+            link->hello_sent = now;
             s_forward_up(self, link, frames[1], lens[1]);
+        }
     } else if (!link) {
-        /* Not registered here (the relay restarted): the agent says Hello again when its
-         * heartbeats go unanswered, as with a coordinator that restarted. */
+        /* Not registered here (the relay restarted, or the coordinator does not know it): the
+         * agent says Hello again when its heartbeats go unanswered. */
         log_debug("ignored a message from an unregistered agent connection");
+    } else if (env->body_case == FLEETBURN__ENVELOPE__BODY_HEARTBEAT &&
+               !env->heartbeat->goodbye[0]) {
+        s_answer_heartbeat(self, link);
     } else {
         s_forward_up(self, link, frames[1], lens[1]);
     }
@@ -274,6 +382,25 @@ static void s_on_agent(fb_zsock_t *zs, const uint8_t *const *frames, const size_
 }
 
 /* --- towards the coordinator ---------------------------------------------------------------- */
+
+/* A Welcome on its way to an agent answers its Hello; an accepted one says how often agents
+ * heartbeat and how many the coordinator lets them miss: the relay's status interval and its
+ * patience with an unanswered Hello. */
+static void s_on_welcome(relay_t *self, link_t *link, const Fleetburn__Relayed *m)
+{
+    Fleetburn__Envelope *inner = fleetburn__envelope__unpack(NULL, m->frame.len, m->frame.data);
+    if (link && inner && inner->body_case == FLEETBURN__ENVELOPE__BODY_WELCOME)
+        link->hello_sent = 0; /* answered: the next Hello (a re-registration) goes up */
+    if (inner && inner->body_case == FLEETBURN__ENVELOPE__BODY_WELCOME && inner->welcome &&
+        inner->welcome->accepted && inner->welcome->heartbeat_interval_ms >= 10 &&
+        inner->welcome->heartbeat_interval_ms <= 600000 && inner->welcome->liveness >= 1 &&
+        inner->welcome->liveness <= 100) {
+        self->heartbeat_ms = inner->welcome->heartbeat_interval_ms;
+        self->liveness = inner->welcome->liveness;
+    }
+    if (inner)
+        fleetburn__envelope__free_unpacked(inner, NULL);
+}
 
 static void s_on_coordinator(fb_zsock_t *zs, const uint8_t *const *frames, const size_t *lens,
                              size_t n, void *arg)
@@ -292,6 +419,11 @@ static void s_on_coordinator(fb_zsock_t *zs, const uint8_t *const *frames, const
         fb_wire_free(&env);
         return;
     }
+    if (env->body_case == FLEETBURN__ENVELOPE__BODY_RELAY_STATUS) {
+        s_on_status_answer(self, env->relay_status);
+        fb_wire_free(&env);
+        return;
+    }
     if (env->body_case != FLEETBURN__ENVELOPE__BODY_RELAYED) {
         s_dropped(self, "dropped a message (body %d) from the coordinator: not a Relayed",
                   (int)env->body_case);
@@ -300,10 +432,13 @@ static void s_on_coordinator(fb_zsock_t *zs, const uint8_t *const *frames, const
     }
     const Fleetburn__Relayed *m = env->relayed;
     link_t *link = fb_strmap_get(self->by_node, m->node);
+    if (link && link->id != m->link)
+        link = NULL;
+    s_on_welcome(self, link, m);
     /* A message for an older connection of the node is not for the newer one (an Ack of a
      * result the newer connection may have re-sent is harmless, but a Welcome or a RunTask
      * meant for the old one would confuse it). */
-    if (link && link->id == m->link) {
+    if (link) {
         s_send_down(self, link->rid, link->rid_len, m->frame.data, m->frame.len);
     } else {
         log_debug("dropped a message for %s (link %llu): that connection is gone", m->node,
@@ -394,6 +529,8 @@ relay_t *relay_new(uv_loop_t *loop, const relay_options_t *opts, char *err, size
     self->loop = loop;
     self->keyed = opts->key_file != NULL;
     self->coordinator = xstrdup(opts->coordinator);
+    self->heartbeat_ms = RELAY_HEARTBEAT_MS;
+    self->liveness = RELAY_LIVENESS;
     self->links = fb_strmap_new();
     self->by_node = fb_strmap_new();
     self->drop_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
@@ -427,6 +564,9 @@ relay_t *relay_new(uv_loop_t *loop, const relay_options_t *opts, char *err, size
                                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH,
                                           s_on_handshake, self);
+    uv_timer_init(loop, &self->status_timer);
+    self->status_timer.data = self;
+    uv_timer_start(&self->status_timer, s_on_status_tick, RELAY_TICK_MS, RELAY_TICK_MS);
     return self;
 }
 
@@ -436,6 +576,8 @@ void relay_destroy(relay_t **self_p)
         return;
     relay_t *self = *self_p;
     *self_p = NULL;
+    if (self->status_timer.data)
+        uv_close((uv_handle_t *)&self->status_timer, NULL);
     fb_zsock_close(&self->monitor);
     conns_destroy(&self->conns); /* its monitor goes before the socket it watches */
     fb_zsock_close(&self->down);

@@ -138,6 +138,32 @@ status_of rc wait "$hold_pid"
 grep -q "dropped a result from n3 for task $task" "$WORK/coordinator.log" || fail "the forged result was not logged"
 pass "a result forged through a relay for another node's task is dropped, never acknowledged"
 
+# --- liveness: the relay answers heartbeats and reports who it heard ------------------------------
+# A dead agent behind a live relay is lost all the same; its neighbour is not.
+kill_hard "$N2_PID"
+wait_for_log "$WORK/coordinator.log" "agent n2 lost: no heartbeat" 10
+sleep 1.5 # more than liveness x heartbeat
+grep -q "agent n1 lost" "$WORK/coordinator.log" && fail "n1 was lost with n2"
+relay_agent n2
+N2_PID=$AGENT_PID
+wait_for_log "$WORK/coordinator.log" "agent n2 reconnected"
+pass "a dead agent behind a live relay is lost, its neighbour stays alive; it comes back through the relay"
+
+# A coordinator restarted on the same database: the relay's status names agents it does not know,
+# the relay stops answering for them, and they register again.
+registrations() { grep -c "agent $1 registered" "$WORK/coordinator.log" || true; }
+before=$(registrations n1)
+before2=$(registrations n2)
+kill_hard "$COORD_PID"
+"$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 --keys "$K" \
+    >>"$WORK/coordinator.log" 2>&1 &
+COORD_PID=$!
+PIDS+=("$COORD_PID")
+for _ in $(seq 1 200); do [ "$(registrations n1)" -gt "$before" ] && [ "$(registrations n2)" -gt "$before2" ] && break; sleep 0.1; done
+[ "$(registrations n1)" -gt "$before" ] || fail "n1 did not register with the restarted coordinator"
+[ "$(registrations n2)" -gt "$before2" ] || fail "n2 did not register with the restarted coordinator"
+pass "after a coordinator restart the relay's agents register again"
+
 # --- the relay killed mid-campaign ----------------------------------------------------------------
 cat >"$WORK/long.yaml" <<'YAML'
 name: relay-lost
@@ -184,13 +210,23 @@ done
     || fail "a campaign after the relay's restart failed: $(cat "$WORK/quick2.log")"
 pass "the agents come back through the restarted relay and run a campaign"
 
+# --- SIGHUP with a narrower nodes: line drops the node taken out, and only it ---------------------
+{ cat "$OWN/rack1.pub"; echo "nodes: n1,n3"; } >"$K/relays/rack1.pub"
+kill -HUP "$COORD_PID"
+wait_for_log "$WORK/coordinator.log" "agent n2: its key or its relay's is no longer allowed"
+"$FLEETBURN" nodes --db "$WORK/fb.db" | grep -E '^n2 ' | grep -q lost || fail "n2 not lost after leaving rack1's nodes: line"
+sleep 1.5 # more than liveness x heartbeat: n1 is still heard through the relay
+"$FLEETBURN" nodes --db "$WORK/fb.db" | grep -E '^n1 ' | grep -q alive || fail "n1 was dropped with n2"
+grep -q "agent n1: its key or its relay's" "$WORK/coordinator.log" && fail "n1 was dropped with n2"
+pass "SIGHUP with a narrower nodes: line drops the node taken out; the relay's other node stays"
+
 # --- SIGHUP without the relay's key: every node it carried is dropped -----------------------------
 rm "$K/relays/rack1.pub"
 kill -HUP "$COORD_PID"
-for n in n1 n2; do
+for n in n1; do
     wait_for_log "$WORK/coordinator.log" "agent $n: its key or its relay's is no longer allowed"
     "$FLEETBURN" nodes --db "$WORK/fb.db" | grep -E "^$n " | grep -q lost || fail "$n not lost after its relay's key was removed"
 done
 wait_for_log "$WORK/relay.log" "refused this relay's connection"
 "$FLEETBURN" nodes --db "$WORK/fb.db" | grep -E '^d1 ' | grep -q alive || fail "the direct agent d1 was dropped too"
-pass "SIGHUP without the relay's key drops every node it carried (and only those)"
+pass "SIGHUP without the relay's key drops every node it still carried (and only those)"
