@@ -28,7 +28,8 @@
 # relay` processes the script starts (N/R agents each, in contiguous name ranges; with CURVE=1
 # each relay has its own key, in the coordinator's keys/relays/ with a nodes: line for its range),
 # and only the relays connect to the coordinator (docs/operations.md "Relays"). The relays' peak
-# resident memory (VmHWM) is read from /proc before they stop, and reported summed.
+# resident memory (VmHWM) is read from /proc before they stop, and reported summed. RELAY_ARGS:
+# more `fleetburn relay` options (e.g. "--handshake-timeout 30s").
 # SIM_ARGS: more fleetburn-simfleet options for every process (e.g. "--connect-window 1024");
 # SERVE_ARGS: more `fleetburn serve` options with PROCS > 1 (e.g. "--handshake-timeout 30s").
 # A run that does not finish (a simfleet process gives up) is listed and left out of the medians.
@@ -103,7 +104,7 @@ start_relay() { # r dir coordinator-endpoint
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     [ "$CURVE" = 1 ] && rkeys=(--keys "$d/keys" --key "$d/relay$r" --server-key "$d/keys/coordinator.pub")
     "$FLEETBURN" relay --coordinator "$ep" --bind "tcp://127.0.0.1:$port" --max-connections-per-address 0 \
-        "${rkeys[@]}" >"$d/relay$r.log" 2>&1 &
+        "${rkeys[@]}" ${RELAY_ARGS:-} >"$d/relay$r.log" 2>&1 &
     RELAY_PIDS+=($!)
     echo "tcp://127.0.0.1:$port"
 }
@@ -267,7 +268,7 @@ mkdir -p "$(dirname "$RESULTS")"
     echo "#   load average before the runs: $LOAD (other work on the machine moves elapsed times); open-file limit $(ulimit -n) per process"
     echo "# commit: $(git -C "$HERE/.." rev-parse --short HEAD)$(git -C "$HERE/.." diff --quiet HEAD -- . ':!bench/results' || echo ' with uncommitted changes'); libzmq $(pkg-config --modversion libzmq)"
     [ "$RELAYS" -gt 0 ] && echo "#   and $RELAYS fleetburn relay processes ($((N / RELAYS)) agents each); the agents connect to the relays, only the relays to the coordinator"
-    echo "# command: $([ "$PROCS" -gt 1 ] && echo "PROCS=$PROCS ")$([ "$RELAYS" -gt 0 ] && echo "RELAYS=$RELAYS ")CURVE=$CURVE REPEAT=$REPEAT$([ -n "${SIM_ARGS:-}" ] && echo " SIM_ARGS=\"$SIM_ARGS\"")$([ -n "${SERVE_ARGS:-}" ] && echo " SERVE_ARGS=\"$SERVE_ARGS\"") bench/scale.sh BUILD $N; connections: $([ "$CURVE" = 1 ] && echo "CURVE (keyed coordinator, ZAP handler; secrets in ${FLEETBURN_SECUREMEM:-the locked pool})" || echo "plain, loopback")"
+    echo "# command: $([ "$PROCS" -gt 1 ] && echo "PROCS=$PROCS ")$([ "$RELAYS" -gt 0 ] && echo "RELAYS=$RELAYS ")CURVE=$CURVE REPEAT=$REPEAT$([ -n "${SIM_ARGS:-}" ] && echo " SIM_ARGS=\"$SIM_ARGS\"")$([ -n "${SERVE_ARGS:-}" ] && echo " SERVE_ARGS=\"$SERVE_ARGS\"")$([ -n "${RELAY_ARGS:-}" ] && echo " RELAY_ARGS=\"$RELAY_ARGS\"") bench/scale.sh BUILD $N; connections: $([ "$CURVE" = 1 ] && echo "CURVE (keyed coordinator, ZAP handler; secrets in ${FLEETBURN_SECUREMEM:-the locked pool})" || echo "plain, loopback")"
     echo "# campaign: node-local memtest on every agent, then one round of netbw pairs; results at once (--delay-ms 0)"
     [ "$PROCS" -gt 1 ] && echo "# registration: from the first process starting its agents to the last agent welcomed, over all $PROCS processes"
     sed 's/^/# /' "$TMP/runs"
