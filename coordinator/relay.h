@@ -9,9 +9,13 @@
  * nodes: line (auth_agent_may). A refused Hello is answered here and never forwarded. An
  * allowed one binds the agent's connection (its link) to the node, and from then on every
  * message of that connection goes up in a Relayed tagged with the node, the agent's key and the
- * link's number; what the coordinator sends back in a Relayed goes to that link only. The relay
- * keeps nothing an agent does not keep as well: heartbeats, results and acknowledgements pass
- * through, so the coordinator judges each agent's liveness and results as if it were direct. */
+ * link's number; what the coordinator sends back in a Relayed goes to that link only. Results
+ * and acknowledgements pass through (the relay keeps nothing an agent does not keep as well).
+ * Heartbeats of registered agents are answered here and summed up to the coordinator in one
+ * RelayStatus a heartbeat interval, naming the agents heard since the last one: the coordinator
+ * judges each agent's liveness by it as if its heartbeats had come through, and its answer names
+ * the agents it does not know (it restarted), which the relay then stops answering for so that
+ * they register again. */
 #ifndef FB_RELAY_H
 #define FB_RELAY_H
 

@@ -305,6 +305,15 @@ static void s_wire_seeds(void)
     env.relayed = &relayed;
     s_frame("relayed_welcome", &env);
     free(inner);
+    Fleetburn__RelayStatus status = FLEETBURN__RELAY_STATUS__INIT;
+    char *status_nodes[] = {"node01", "node02"};
+    uint64_t status_links[] = {42, 43};
+    status.nodes = status_nodes;
+    status.n_nodes = status.n_links = 2;
+    status.links = status_links;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_RELAY_STATUS;
+    env.relay_status = &status;
+    s_frame("relay_status", &env);
 
     /* Another protocol version: decodes, then refused with both versions named. */
     env.body_case = FLEETBURN__ENVELOPE__BODY_HEARTBEAT;

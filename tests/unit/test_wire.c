@@ -132,6 +132,26 @@ static void test_relayed(void **state)
     assert_non_null(strstr(err, "relayed: frame of"));
     free(big);
     free(hello);
+
+    /* A relay's status: as many links as nodes, every node a node name. */
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__RelayStatus st = FLEETBURN__RELAY_STATUS__INIT;
+    char *nodes[] = {"node01", "node02"};
+    uint64_t links[] = {3, 4};
+    st.nodes = nodes;
+    st.n_nodes = 2;
+    st.links = links;
+    st.n_links = 2;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_RELAY_STATUS;
+    env.relay_status = &st;
+    assert_int_equal(fb_wire_validate(&env, err, sizeof err), 0);
+    st.n_links = 1;
+    assert_int_equal(fb_wire_validate(&env, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "relay_status: 1 links for 2 nodes"));
+    st.n_links = 2;
+    nodes[1] = "node 02";
+    assert_int_equal(fb_wire_validate(&env, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "relay_status: node 1 is not a node name"));
 }
 
 static void test_version_mismatch_names_both(void **state)
