@@ -24,6 +24,12 @@
 # timed from the first process starting its agents to the last agent welcomed (each process's
 # stats file, epoch ms); the coordinator's memory and CPU are read from /proc by the submitting
 # process (--coordinator-pid).
+# RELAYS=R (with PROCS > 1; R a multiple of PROCS dividing N): the agents connect to R `fleetburn
+# relay` processes the script starts (N/R agents each, in contiguous name ranges; with CURVE=1
+# each relay has its own key, in the coordinator's keys/relays/ with a nodes: line for its range),
+# and only the relays connect to the coordinator (docs/operations.md "Relays"). The relays' peak
+# resident memory (VmHWM) is read from /proc before they stop, and reported summed. RELAY_ARGS:
+# more `fleetburn relay` options (e.g. "--handshake-timeout 30s").
 # SIM_ARGS: more fleetburn-simfleet options for every process (e.g. "--connect-window 1024");
 # SERVE_ARGS: more `fleetburn serve` options with PROCS > 1 (e.g. "--handshake-timeout 30s").
 # A run that does not finish (a simfleet process gives up) is listed and left out of the medians.
@@ -39,11 +45,16 @@ SIM="$BUILD/bin/fleetburn-simfleet"
 HERE=$(cd "$(dirname "$0")" && pwd)
 CURVE=${CURVE:-0}
 PROCS=${PROCS:-1}
+RELAYS=${RELAYS:-0}
+if [ "$RELAYS" -gt 0 ] && { [ "$PROCS" -lt 2 ] || [ $((RELAYS % PROCS)) != 0 ] || [ $((N % RELAYS)) != 0 ]; }; then
+    echo "RELAYS=$RELAYS needs PROCS > 1, a multiple of PROCS ($PROCS) that divides N ($N)" >&2
+    exit 2
+fi
 CURVE_ARGS=()
 [ "$CURVE" = 1 ] && CURVE_ARGS=(--curve)
 SIZE=""
 [ "$PROCS" -gt 1 ] && SIZE=$([ $((N % 1024)) = 0 ] && echo "$((N / 1024))k" || echo "$N")
-RESULTS=${RESULTS:-"$HERE/results/scale$SIZE$([ "$CURVE" = 1 ] && echo -curve)-$(date -u +%Y-%m-%d).txt"}
+RESULTS=${RESULTS:-"$HERE/results/scale$SIZE$([ "$CURVE" = 1 ] && echo -curve)$([ "$RELAYS" -gt 0 ] && echo -relay)-$(date -u +%Y-%m-%d).txt"}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/fbscale-XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
@@ -72,11 +83,48 @@ stat() { grep "^$1=" "$2" | cut -d= -f2; }
 FLEETBURN="$BUILD/bin/fleetburn"
 SERVE_PID=""
 SIM_PIDS=()
+RELAY_PIDS=()
 stop_all() {
-    for p in "${SIM_PIDS[@]}" $SERVE_PID; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${SIM_PIDS[@]}" $SERVE_PID; do wait "$p" 2>/dev/null || true; done
+    for p in "${SIM_PIDS[@]}" "${RELAY_PIDS[@]}" $SERVE_PID; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${SIM_PIDS[@]}" "${RELAY_PIDS[@]}" $SERVE_PID; do wait "$p" 2>/dev/null || true; done
     SIM_PIDS=()
+    RELAY_PIDS=()
     SERVE_PID=""
+}
+# RELAYS: relay r's (0-based) key, for agents r*N/R ... (r+1)*N/R-1, in the coordinator's keys.
+relay_key() { # r dir
+    local r=$1 d=$2 chunk=$((N / RELAYS))
+    "$FLEETBURN" keygen "$d/relay$r" >/dev/null
+    { cat "$d/relay$r.pub"; echo "nodes: sim-[$(printf "%0${#LAST}d" $((r * chunk)))-$(printf "%0${#LAST}d" $(((r + 1) * chunk - 1)))]"; } \
+        >"$d/keys/relays/r$r.pub"
+}
+# Starts relay r and prints its endpoint.
+start_relay() { # r dir coordinator-endpoint
+    local r=$1 d=$2 ep=$3 port rkeys=()
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    [ "$CURVE" = 1 ] && rkeys=(--keys "$d/keys" --key "$d/relay$r" --server-key "$d/keys/coordinator.pub")
+    "$FLEETBURN" relay --coordinator "$ep" --bind "tcp://127.0.0.1:$port" --max-connections-per-address 0 \
+        "${rkeys[@]}" ${RELAY_ARGS:-} >"$d/relay$r.log" 2>&1 &
+    RELAY_PIDS+=($!)
+    echo "tcp://127.0.0.1:$port"
+}
+# The --relay (and with CURVE=1 --relay-key) options of simfleet process p (1-based).
+relay_args() { # p dir
+    local p=$1 d=$2 per_proc=$((RELAYS / PROCS)) r
+    for r in $(seq $(((p - 1) * per_proc)) $((p * per_proc - 1))); do
+        echo "--relay $(cat "$d/relay$r.ep")"
+        [ "$CURVE" = 1 ] && echo "--relay-key $d/relay$r.pub"
+    done
+}
+# Peak resident memory of every relay, summed, and the largest, MiB (before they stop).
+relays_hwm() { # dir
+    local sum=0 max=0 p kb
+    for p in "${RELAY_PIDS[@]}"; do
+        kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
+        sum=$((sum + kb)); [ "$kb" -gt "$max" ] && max=$kb
+    done
+    echo "relays_peak_rss_sum_mb=$((sum / 1024))"
+    echo "relays_peak_rss_max_mb=$((max / 1024))"
 }
 trap 'stop_all; [ "${KEEP:-0}" = 1 ] && echo "kept $TMP" >&2 || rm -rf "$TMP"' EXIT
 run_multi() {
@@ -84,7 +132,7 @@ run_multi() {
     mkdir -p "$d"
     local keys=() skeys=() akeys=()
     if [ "$CURVE" = 1 ]; then
-        mkdir -p "$d/keys/agents" "$d/keys/operators"
+        mkdir -p "$d/keys/agents" "$d/keys/operators" "$d/keys/relays"
         "$FLEETBURN" keygen "$d/keys/coordinator" >/dev/null
         "$FLEETBURN" keygen "$d/sim-agent" >/dev/null
         "$FLEETBURN" keygen "$d/operator" >/dev/null
@@ -104,18 +152,34 @@ run_multi() {
     SERVE_PID=$!
     for _ in $(seq 1 100); do grep -q "coordinator on" "$d/coordinator.log" && break; sleep 0.1; done
     grep -q "coordinator on" "$d/coordinator.log" || { echo "serve did not start:" >&2; cat "$d/coordinator.log" >&2; exit 1; }
-    local p
+    local p r
+    if [ "$RELAYS" -gt 0 ]; then
+        # Keys first, then one reload: the coordinator knows every relay before any connects.
+        if [ "$CURVE" = 1 ]; then
+            for r in $(seq 0 $((RELAYS - 1))); do relay_key "$r" "$d"; done
+            kill -HUP "$SERVE_PID"
+            for _ in $(seq 1 100); do grep -q "reloaded" "$d/coordinator.log" && break; sleep 0.1; done
+        fi
+        for r in $(seq 0 $((RELAYS - 1))); do start_relay "$r" "$d" "$ep" >"$d/relay$r.ep"; done
+        for r in $(seq 0 $((RELAYS - 1))); do
+            for _ in $(seq 1 100); do grep -q "relay on" "$d/relay$r.log" && break; sleep 0.1; done
+            grep -q "relay on" "$d/relay$r.log" || { echo "relay $r did not start:" >&2; cat "$d/relay$r.log" >&2; exit 1; }
+        done
+    fi
     for p in $(seq 1 $((PROCS - 1))); do
-        "$SIM" --coordinator "$ep" "${akeys[@]}" --agents "$per" --first $(((p - 1) * per)) \
+        # shellcheck disable=SC2046
+        "$SIM" --coordinator "$ep" "${akeys[@]}" $([ "$RELAYS" -gt 0 ] && relay_args "$p" "$d") --agents "$per" --first $(((p - 1) * per)) \
             --fleet "$N" --faults "$TMP/faults.yaml" --delay-ms 0 --no-submit ${SIM_ARGS:-} \
             --stats "$d/stats.$p" 2>"$d/run.$p.log" >/dev/null &
         SIM_PIDS+=($!)
     done
-    "$SIM" --coordinator "$ep" "${skeys[@]}" --agents $((N - (PROCS - 1) * per)) \
+    # shellcheck disable=SC2046
+    "$SIM" --coordinator "$ep" "${skeys[@]}" $([ "$RELAYS" -gt 0 ] && relay_args "$PROCS" "$d") --agents $((N - (PROCS - 1) * per)) \
         --first $(((PROCS - 1) * per)) --fleet "$N" --faults "$TMP/faults.yaml" --delay-ms 0 ${SIM_ARGS:-} \
         --campaign "$CAMPAIGN" --db "$d/fb.db" --coordinator-pid "$SERVE_PID" \
         --report-json "$d/report.json" --stats "$d/stats.$PROCS" \
         2>"$d/run.$PROCS.log" >/dev/null || true
+    [ "$RELAYS" -gt 0 ] && relays_hwm "$d" >"$d/relays.hwm"
     stop_all
     cp "$d/run.$PROCS.log" "$TMP/run.$i.log"
     [ -s "$d/stats.$PROCS" ] || return 0
@@ -133,6 +197,10 @@ run_multi() {
     # Connections the coordinator accepted: more than N+1 (the agents and the submission) are
     # reconnections, e.g. handshakes that ran past the coordinator's handshake timeout.
     echo "coordinator_accepted=$(grep -o 'connections: [0-9]* accepted' "$d/coordinator.log" | tail -1 | cut -d' ' -f2)" >>"$TMP/stats.$i"
+    if [ "$RELAYS" -gt 0 ]; then
+        cat "$d/relays.hwm" >>"$TMP/stats.$i"
+        echo "relays_accepted=$(cat "$d"/relay*.log | grep -o 'connections: [0-9]* accepted' | cut -d' ' -f2 | awk '{s += $1} END {print s}')" >>"$TMP/stats.$i"
+    fi
     # Peak resident memory of the largest simfleet process (each writes its own), KiB.
     cat "$d"/stats.* | grep '^simfleet_peak_rss_mb=' | cut -d= -f2 | sort -g | tail -1 \
         | awk '{printf "%d\n", $1 * 1024}' >"$TMP/sim-rss.$i"
@@ -165,6 +233,7 @@ for i in $(seq 1 "$REPEAT"); do
          "coordinator peak $(stat coordinator_peak_rss_mb "$TMP/stats.$i") MiB," \
          "CPU $(stat coordinator_cpu_register_s "$TMP/stats.$i") s registering," \
          "$(stat coordinator_accepted "$TMP/stats.$i" || true) connections accepted" \
+         "$([ "$RELAYS" -gt 0 ] && echo "(relays: $(stat relays_accepted "$TMP/stats.$i" || true) accepted, peak $(stat relays_peak_rss_sum_mb "$TMP/stats.$i") MiB summed)")" \
          "(load $LOAD_BEFORE before, $(cut -d' ' -f1 /proc/loadavg) after)" | tee -a "$TMP/runs" >&2
 done
 
@@ -198,7 +267,8 @@ mkdir -p "$(dirname "$RESULTS")"
     fi
     echo "#   load average before the runs: $LOAD (other work on the machine moves elapsed times); open-file limit $(ulimit -n) per process"
     echo "# commit: $(git -C "$HERE/.." rev-parse --short HEAD)$(git -C "$HERE/.." diff --quiet HEAD -- . ':!bench/results' || echo ' with uncommitted changes'); libzmq $(pkg-config --modversion libzmq)"
-    echo "# command: $([ "$PROCS" -gt 1 ] && echo "PROCS=$PROCS ")CURVE=$CURVE REPEAT=$REPEAT$([ -n "${SIM_ARGS:-}" ] && echo " SIM_ARGS=\"$SIM_ARGS\"")$([ -n "${SERVE_ARGS:-}" ] && echo " SERVE_ARGS=\"$SERVE_ARGS\"") bench/scale.sh BUILD $N; connections: $([ "$CURVE" = 1 ] && echo "CURVE (keyed coordinator, ZAP handler; secrets in ${FLEETBURN_SECUREMEM:-the locked pool})" || echo "plain, loopback")"
+    [ "$RELAYS" -gt 0 ] && echo "#   and $RELAYS fleetburn relay processes ($((N / RELAYS)) agents each); the agents connect to the relays, only the relays to the coordinator"
+    echo "# command: $([ "$PROCS" -gt 1 ] && echo "PROCS=$PROCS ")$([ "$RELAYS" -gt 0 ] && echo "RELAYS=$RELAYS ")CURVE=$CURVE REPEAT=$REPEAT$([ -n "${SIM_ARGS:-}" ] && echo " SIM_ARGS=\"$SIM_ARGS\"")$([ -n "${SERVE_ARGS:-}" ] && echo " SERVE_ARGS=\"$SERVE_ARGS\"")$([ -n "${RELAY_ARGS:-}" ] && echo " RELAY_ARGS=\"$RELAY_ARGS\"") bench/scale.sh BUILD $N; connections: $([ "$CURVE" = 1 ] && echo "CURVE (keyed coordinator, ZAP handler; secrets in ${FLEETBURN_SECUREMEM:-the locked pool})" || echo "plain, loopback")"
     echo "# campaign: node-local memtest on every agent, then one round of netbw pairs; results at once (--delay-ms 0)"
     [ "$PROCS" -gt 1 ] && echo "# registration: from the first process starting its agents to the last agent welcomed, over all $PROCS processes"
     sed 's/^/# /' "$TMP/runs"
@@ -213,6 +283,10 @@ mkdir -p "$(dirname "$RESULTS")"
     echo "coordinator resident memory at the end   ${RSS} MiB"
     echo "coordinator peak resident memory         ${PEAK} MiB  (range $(range coordinator_peak_rss_mb); goal < $MEM_GOAL MB: $(verdict "$PEAK" "$MEM_GOAL_MIB"))"
     echo "coordinator CPU time (user+system)       ${CPU_REG} s until all registered, ${CPU_ALL} s in all"
+    if [ "$RELAYS" -gt 0 ]; then
+        echo "relays' peak resident memory, summed     $(pick relays_peak_rss_sum_mb) MiB (range $(range relays_peak_rss_sum_mb); $RELAYS relays, the largest $(pick relays_peak_rss_max_mb) MiB)"
+        echo "coordinator + relays, peak, summed       $(awk -v a="$PEAK" -v b="$(pick relays_peak_rss_sum_mb)" 'BEGIN {print a + b}') MiB (medians added)"
+    fi
     if [ "$PROCS" -gt 1 ]; then
         echo "fleetburn-simfleet peak resident memory  ${SIMRSS} MiB (the largest of the $PROCS processes)"
     else

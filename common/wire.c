@@ -284,6 +284,32 @@ static int s_validate_campaign_list(const Fleetburn__CampaignList *m, char *err,
     return 0;
 }
 
+/* The relay's envelope: the frame inside is decoded and validated on its own by whoever uses it
+ * (fb_wire_decode again); here only the tag is held to its bounds. */
+static int s_validate_relayed(const Fleetburn__Relayed *m, char *err, size_t errlen)
+{
+    CHECK(fb_wire_valid_name(m->node), "relayed: invalid node name");
+    size_t klen = strlen(m->agent_key);
+    CHECK(klen == 0 || klen == FB_WIRE_KEY_LEN, "relayed: agent key of %zu characters (expected "
+          "%d or none)", klen, FB_WIRE_KEY_LEN);
+    for (size_t i = 0; i < klen; i++)
+        CHECK(m->agent_key[i] > ' ' && m->agent_key[i] < 127,
+              "relayed: agent key has a character outside Z85");
+    CHECK(m->frame.len > 0 && m->frame.len <= FB_WIRE_MAX_RELAYED,
+          "relayed: frame of %zu bytes (expected 1 to %u)", m->frame.len, FB_WIRE_MAX_RELAYED);
+    return 0;
+}
+
+static int s_validate_relay_status(const Fleetburn__RelayStatus *m, char *err, size_t errlen)
+{
+    CHECK(m->n_nodes <= FB_WIRE_MAX_ITEMS, "relay_status: more than %d nodes", FB_WIRE_MAX_ITEMS);
+    CHECK(m->n_links == m->n_nodes, "relay_status: %zu links for %zu nodes", m->n_links,
+          m->n_nodes);
+    for (size_t i = 0; i < m->n_nodes; i++)
+        CHECK(fb_wire_valid_name(m->nodes[i]), "relay_status: node %zu is not a node name", i);
+    return 0;
+}
+
 int fb_wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen)
 {
     switch (env->body_case) {
@@ -331,6 +357,10 @@ int fb_wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen)
         return s_validate_campaign_request(env->campaign_request, err, errlen);
     case FLEETBURN__ENVELOPE__BODY_CAMPAIGN_LIST:
         return s_validate_campaign_list(env->campaign_list, err, errlen);
+    case FLEETBURN__ENVELOPE__BODY_RELAYED:
+        return s_validate_relayed(env->relayed, err, errlen);
+    case FLEETBURN__ENVELOPE__BODY_RELAY_STATUS:
+        return s_validate_relay_status(env->relay_status, err, errlen);
     default:
         return fb_errf(err, errlen, -EINVAL, "envelope: no known body (case %d)",
                        (int)env->body_case);

@@ -27,6 +27,9 @@
 #define FB_WIRE_MAX_PROGRESS_NODES 8  /* Progress.nodes: the slowest running nodes */
 #define FB_WIRE_MAX_EXCHANGE 65536      /* one rank's value in an Exchange */
 #define FB_WIRE_MAX_FILES FB_LIMIT_CAMPAIGN_FILES /* files attached to a Submit */
+/* The frame inside a Relayed: room is left for the tag, so a relayed frame fits a frame. */
+#define FB_WIRE_MAX_RELAYED (FB_WIRE_MAX_FRAME - 1024u)
+#define FB_WIRE_KEY_LEN 40 /* a CURVE public key in Z85 (Relayed.agent_key) */
 
 /* Decodes one frame into *out. Returns 0; -EBADMSG when it is not a protobuf Envelope (*out NULL);
  * -EPROTONOSUPPORT when it decoded but speaks another protocol version (*out is set, so the

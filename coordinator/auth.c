@@ -27,6 +27,7 @@ typedef struct {
     char *file;      /* where the key was first seen: "agents/g1.pub" */
     fb_strmap_t *names; /* node names it may register as (values unused); NULL: none */
     bool operator;
+    fb_strmap_t *relay_nodes; /* a relay's key: the nodes it may speak for; NULL: not a relay */
 } key_entry_t;
 
 typedef struct {
@@ -36,6 +37,8 @@ typedef struct {
 
 struct auth {
     char *dir;
+    char *server_key; /* the secret key file when not DIR/coordinator; NULL */
+    bool agents_only;
     keyring_t *ring;
     fb_zsock_t *zap;
     fb_ratelimit_t refusal_log;
@@ -48,6 +51,7 @@ static void s_entry_free(key_entry_t *e)
         return;
     free(e->file);
     fb_strmap_destroy(&e->names);
+    fb_strmap_destroy(&e->relay_nodes);
     free(e);
 }
 
@@ -151,8 +155,42 @@ static int s_list_pub(const char *dir, const char *sub, char ***out, size_t *n_o
     return 0;
 }
 
-static int s_load_sub(keyring_t *ring, const char *dir, const char *sub, bool operators, char *err,
-                      size_t errlen)
+/* A relay key (relays/NAME.pub) must say which nodes it speaks for: without a nodes: line a
+ * relay could not be held to any. */
+static int s_add_relay(keyring_t *ring, const char *file, const fb_key_t *key, const char *nodes,
+                       char *err, size_t errlen)
+{
+    if (!nodes) {
+        snprintf(err, errlen,
+                 "%s: a relay key needs a nodes: line (the nodes this relay may speak for)", file);
+        return -EINVAL;
+    }
+    char **names = NULL;
+    size_t n = 0;
+    char why[256];
+    if (fb_hostlist_expand(nodes, &names, &n, why, sizeof why)) {
+        snprintf(err, errlen, "%s: nodes: %s", file, why);
+        return -EINVAL;
+    }
+    key_entry_t *e = s_entry(ring, key->public_key, file);
+    if (e->names || e->operator) {
+        snprintf(err, errlen, "%s: this key is also %s; a relay needs a key of its own", file,
+                 e->file);
+        fb_hostlist_free(names, n);
+        return -EINVAL;
+    }
+    if (!e->relay_nodes)
+        e->relay_nodes = fb_strmap_new();
+    for (size_t i = 0; i < n; i++)
+        fb_strmap_put(e->relay_nodes, names[i], e);
+    fb_hostlist_free(names, n);
+    return 0;
+}
+
+typedef enum { S_AGENTS, S_OPERATORS, S_RELAYS } key_kind_t;
+
+static int s_load_sub(keyring_t *ring, const char *dir, const char *sub, key_kind_t kind,
+                      char *err, size_t errlen)
 {
     char **files = NULL;
     size_t n = 0;
@@ -163,7 +201,14 @@ static int s_load_sub(keyring_t *ring, const char *dir, const char *sub, bool op
         fb_key_t key;
         char *nodes = NULL;
         rc = fb_key_load_public(path, &key, &nodes, err, errlen);
-        if (rc == 0 && operators) {
+        const key_entry_t *seen = rc == 0 ? fb_strmap_get(ring->keys, key.public_key) : NULL;
+        if (rc == 0 && kind != S_RELAYS && seen && seen->relay_nodes) {
+            snprintf(err, errlen, "%s: this key is also %s; a relay needs a key of its own", path,
+                     seen->file);
+            rc = -EINVAL;
+        } else if (rc == 0 && kind == S_RELAYS) {
+            rc = s_add_relay(ring, label, &key, nodes, err, errlen);
+        } else if (rc == 0 && kind == S_OPERATORS) {
             if (nodes) {
                 snprintf(err, errlen, "%s: a nodes: line belongs in agents/, not operators/", path);
                 rc = -EINVAL;
@@ -184,20 +229,23 @@ static int s_load_sub(keyring_t *ring, const char *dir, const char *sub, bool op
     return rc;
 }
 
-static keyring_t *s_ring_load(const char *dir, char *err, size_t errlen)
+static keyring_t *s_ring_load(const auth_options_t *opts, char *err, size_t errlen)
 {
     keyring_t *ring = xcalloc(1, sizeof *ring);
     ring->keys = fb_strmap_new();
-    char *path = xasprintf("%s/coordinator", dir);
+    const char *dir = opts->dir;
+    char *path = opts->server_key ? xstrdup(opts->server_key) : xasprintf("%s/coordinator", dir);
     int rc = fb_key_load_secret(path, &ring->server, err, errlen);
     if (rc == -ENOENT)
-        snprintf(err, errlen, "%s: no coordinator key; make one with: fleetburn keygen %s", path,
-                 path);
+        snprintf(err, errlen, "%s: no %s key; make one with: fleetburn keygen %s", path,
+                 opts->server_key ? "such" : "coordinator", path);
     free(path);
     if (rc == 0)
-        rc = s_load_sub(ring, dir, "agents", false, err, errlen);
-    if (rc == 0)
-        rc = s_load_sub(ring, dir, "operators", true, err, errlen);
+        rc = s_load_sub(ring, dir, "agents", S_AGENTS, err, errlen);
+    if (rc == 0 && !opts->agents_only)
+        rc = s_load_sub(ring, dir, "operators", S_OPERATORS, err, errlen);
+    if (rc == 0 && !opts->agents_only)
+        rc = s_load_sub(ring, dir, "relays", S_RELAYS, err, errlen);
     if (rc)
         s_ring_free(&ring);
     return ring;
@@ -240,19 +288,33 @@ static void s_on_zap(fb_zsock_t *zs, const uint8_t *const *frames, const size_t 
     self->refused++;
     uint64_t held = 0;
     if (fb_ratelimit_ok(&self->refusal_log, fb_mono_ms(), &held))
-        log_warn("refused a connection from %s: %s%s (not in %s/agents or %s/operators; %lu "
+        log_warn("refused a connection from %s: %s%s (not in %s/agents%s; %lu "
                  "refused in all, %llu lines held back)",
                  address, key[0] ? "unknown key " : "no CURVE key, mechanism ",
-                 key[0] ? key : mechanism, self->dir, self->dir, self->refused,
+                 key[0] ? key : mechanism, self->dir,
+                 self->agents_only ? "" : ", operators or relays", self->refused,
                  (unsigned long long)held);
     s_zap_reply(zs, frames[1], lens[1], "400", "unknown key", "");
 }
 
 /* --- public --------------------------------------------------------------------------------- */
 
+static auth_options_t s_options(const auth_t *self)
+{
+    return (auth_options_t){self->dir, self->server_key, self->agents_only};
+}
+
 auth_t *auth_new(uv_loop_t *loop, void *zctx, const char *dir, char *err, size_t errlen)
 {
-    keyring_t *ring = s_ring_load(dir, err, errlen);
+    auth_options_t opts = {dir, NULL, false};
+    return auth_new_opts(loop, zctx, &opts, err, errlen);
+}
+
+auth_t *auth_new_opts(uv_loop_t *loop, void *zctx, const auth_options_t *opts, char *err,
+                      size_t errlen)
+{
+    const char *dir = opts->dir;
+    keyring_t *ring = s_ring_load(opts, err, errlen);
     if (!ring)
         return NULL;
     void *sock = fb_zsock_new_socket(zctx, ZMQ_REP);
@@ -266,6 +328,8 @@ auth_t *auth_new(uv_loop_t *loop, void *zctx, const char *dir, char *err, size_t
     }
     auth_t *self = xcalloc(1, sizeof *self);
     self->dir = xstrdup(dir);
+    self->server_key = opts->server_key ? xstrdup(opts->server_key) : NULL;
+    self->agents_only = opts->agents_only;
     self->ring = ring;
     self->refusal_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
     self->zap = fb_zsock_new(loop, sock, s_on_zap, self);
@@ -282,17 +346,19 @@ void auth_destroy(auth_t **self_p)
     fb_zsock_close(&self->zap);
     s_ring_free(&self->ring);
     free(self->dir);
+    free(self->server_key);
     free(self);
 }
 
 int auth_reload(auth_t *self, char *err, size_t errlen)
 {
-    keyring_t *ring = s_ring_load(self->dir, err, errlen);
+    auth_options_t opts = s_options(self);
+    keyring_t *ring = s_ring_load(&opts, err, errlen);
     if (!ring)
         return -EINVAL;
     if (strcmp(ring->server.public_key, self->ring->server.public_key))
-        log_warn("%s/coordinator changed; it takes effect when the coordinator restarts",
-                 self->dir);
+        log_warn("%s changed; it takes effect at the next start",
+                 self->server_key ? self->server_key : "the coordinator key");
     memcpy(&ring->server, &self->ring->server, sizeof ring->server);
     s_ring_free(&self->ring);
     self->ring = ring;
@@ -320,6 +386,18 @@ bool auth_agent_may(const auth_t *self, const char *key, const char *name)
 {
     const key_entry_t *e = key ? fb_strmap_get(self->ring->keys, key) : NULL;
     return e && e->names && fb_strmap_get(e->names, name);
+}
+
+bool auth_is_relay(const auth_t *self, const char *key)
+{
+    const key_entry_t *e = key ? fb_strmap_get(self->ring->keys, key) : NULL;
+    return e && e->relay_nodes;
+}
+
+bool auth_relay_may(const auth_t *self, const char *relay_key, const char *name)
+{
+    const key_entry_t *e = relay_key ? fb_strmap_get(self->ring->keys, relay_key) : NULL;
+    return e && e->relay_nodes && fb_strmap_get(e->relay_nodes, name);
 }
 
 bool auth_is_operator(const auth_t *self, const char *key)

@@ -5,6 +5,8 @@
  *   DIR/agents/NAME.pub      the key of the agent that may register as node NAME; with a
  *                            "nodes: HOSTLIST" line, the key of every node of the hostlist
  *   DIR/operators/NAME.pub   keys that may submit, cancel and follow campaigns
+ *   DIR/relays/NAME.pub      the key of a `fleetburn relay`, with a required "nodes: HOSTLIST"
+ *                            line: the nodes it may speak for (docs/security.md "Relays")
  *
  * libzmq asks the ZAP handler (an inproc REP socket read on the loop) about every CURVE
  * handshake: a key in neither directory is refused there, before any message of that peer is
@@ -23,6 +25,13 @@ typedef struct auth auth_t;
 /* Loads DIR and binds the ZAP handler in zctx; call before the coordinator's socket binds.
  * NULL with err when a key file is missing or bad. */
 auth_t *auth_new(uv_loop_t *loop, void *zctx, const char *dir, char *err, size_t errlen);
+typedef struct {
+    const char *dir;
+    const char *server_key; /* this side's secret key file; NULL: DIR/coordinator */
+    bool agents_only;       /* a relay's: only DIR/agents/ (operators and relays are refused) */
+} auth_options_t;
+auth_t *auth_new_opts(uv_loop_t *loop, void *zctx, const auth_options_t *opts, char *err,
+                      size_t errlen);
 /* Stops the handler (its socket closes on the loop). NULL-safe; nulls the pointer. */
 void auth_destroy(auth_t **self_p);
 /* Reads DIR again (SIGHUP). On an error the keys in use stay as they were. 0 or -errno with
@@ -35,6 +44,10 @@ const char *auth_server_public(const auth_t *self);
 const char *auth_dir(const auth_t *self);
 /* Whether the agent key (Z85) may register as node name. */
 bool auth_agent_may(const auth_t *self, const char *key, const char *name);
+/* Whether key (Z85) is a relay's (DIR/relays/), and whether that relay may speak for node name
+ * (its nodes: line). */
+bool auth_is_relay(const auth_t *self, const char *key);
+bool auth_relay_may(const auth_t *self, const char *relay_key, const char *name);
 /* Whether key (Z85) is an operator's. */
 bool auth_is_operator(const auth_t *self, const char *key);
 /* Where key is listed ("agents/g1.pub"), or NULL for an unknown key. Borrowed until reload. */

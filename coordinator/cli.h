@@ -165,6 +165,9 @@ int cli_check_injections(const cli_t *cli, const struct fb_campaign *campaign);
  * time order, its telemetry; trace is Chrome trace-event JSON for Perfetto. Returns the exit
  * status: 2 for an unknown campaign or format, 3 when the database cannot be read. */
 int cli_timeline(cli_t *cli);
+/* relay --coordinator EP --bind EP [--keys DIR --key FILE --server-key FILE] (cli_relay.c): parses
+ * its own options from argv[2] on; the exit status. */
+int cli_relay(int argc, char **argv);
 /* report --list [--format text|json] (cli_report.c): the campaigns of the database, newest first,
  * in the table of `fleetburn campaigns`. Returns the exit status. */
 int cli_report_list(cli_t *cli);

@@ -72,6 +72,8 @@ static size_t s_unhex(const char *hex, uint8_t *out, size_t max)
 
 int coord_send_to(coord_t *self, const char *identity, Fleetburn__Envelope *env)
 {
+    if (coord_relay_identity(identity))
+        return coord_relay_send(self, identity, env); /* an agent behind a relay */
     uint8_t id[256];
     size_t id_len = s_unhex(identity, id, sizeof id);
     size_t len = 0;
@@ -148,6 +150,7 @@ static void s_node_free(node_t *node)
     free(node->identity);
     free(node->address);
     free(node->key);
+    free(node->relay_key);
     free(node->task_id);
     free(node->phase);
     free(node);
@@ -247,14 +250,18 @@ static void s_send_welcome(coord_t *self, const char *identity, bool accepted, c
  * keeps its connection and its tasks. */
 static bool s_hello_allowed(coord_t *self, const char *identity, const Fleetburn__Hello *m)
 {
-    if (!self->auth)
+    const char *key = self->peer.key, *relay = self->peer.relay_key;
+    /* Through a relay, the Hello must also be for the node the relay tagged it with, and within
+     * the relay's nodes: line (coord_relay.c). */
+    bool relay_ok = !self->peer.node ||
+                    (!strcmp(self->peer.node, m->name) &&
+                     (!self->auth || auth_relay_may(self->auth, relay, m->name)));
+    if (relay_ok && (!self->auth || (key && auth_agent_may(self->auth, key, m->name))))
         return true;
-    const char *key = fb_zsock_peer_user_id(self->zs);
-    if (key && auth_agent_may(self->auth, key, m->name))
-        return true;
-    const char *file = key ? auth_key_file(self->auth, key) : NULL;
+    const char *file = key && self->auth ? auth_key_file(self->auth, key) : NULL;
     char *reason =
-        file ? xasprintf("this agent's key (%s in %s) may not register as node %s: that node's "
+        self->peer.node ? coord_relay_refusal(self, m->name)
+        : file ? xasprintf("this agent's key (%s in %s) may not register as node %s: that node's "
                          "key is %s/agents/%s.pub, or a nodes: line that lists it",
                          file, auth_dir(self->auth), m->name, auth_dir(self->auth), m->name)
              : xasprintf("this agent's key is not an agent key of this coordinator");
@@ -297,9 +304,10 @@ static void s_on_hello(coord_t *self, const char *identity, const Fleetburn__Hel
     free(node->address);
     node->address = xstrdup(m->address ? m->address : "");
     free(node->key);
-    const char *key = fb_zsock_peer_user_id(self->zs);
-    node->key = key ? xstrdup(key) : NULL;
-    node->fd = fb_zsock_peer_fd(self->zs);
+    node->key = self->peer.key ? xstrdup(self->peer.key) : NULL;
+    free(node->relay_key);
+    node->relay_key = self->peer.relay_key ? xstrdup(self->peer.relay_key) : NULL;
+    node->fd = self->peer.fd;
     bool was_alive = node->alive;
     node->alive = true;
     node->last_seen = node->last_seen_stored = fb_mono_ms();
@@ -487,6 +495,20 @@ const char *coord_node_address(const coord_t *self, const char *name)
     return node && node->address ? node->address : "";
 }
 
+void coord_node_heard(coord_t *self, node_t *node)
+{
+    node->last_seen = fb_mono_ms();
+    if (node->last_seen - node->last_seen_stored >= COORD_SEEN_STORE_MS) {
+        node->last_seen_stored = node->last_seen;
+        store_agent_seen(self->store, node->name, fb_now_ms());
+    }
+    if (!node->alive) {
+        node->alive = true;
+        store_agent_set_state(self->store, node->name, "alive", fb_now_ms());
+        log_info("agent %s is back", node->name);
+    }
+}
+
 /* --- dispatch ------------------------------------------------------------------------------- */
 
 /* A message that never reaches a handler: any peer can send those at will (garbage makes one
@@ -521,9 +543,16 @@ static void s_on_message(fb_zsock_t *zs, const uint8_t *const *frames, const siz
     }
     char identity[520];
     s_hex(frames[0], lens[0], identity, sizeof identity);
+    self->peer = (coord_peer_t){fb_zsock_peer_user_id(self->zs), NULL, NULL,
+                                fb_zsock_peer_fd(self->zs)};
+    coord_handle_frame(self, identity, frames[1], lens[1]);
+}
+
+void coord_handle_frame(coord_t *self, const char *identity, const uint8_t *data, size_t len)
+{
     char err[256];
     Fleetburn__Envelope *env = NULL;
-    int rc = fb_wire_decode(frames[1], lens[1], &env, err, sizeof err);
+    int rc = fb_wire_decode(data, len, &env, err, sizeof err);
     if (rc == -EPROTONOSUPPORT) {
         s_bad_message(self, "refused a peer: %s", err);
         if (env->body_case == FLEETBURN__ENVELOPE__BODY_HELLO)
@@ -536,6 +565,10 @@ static void s_on_message(fb_zsock_t *zs, const uint8_t *const *frames, const siz
     }
     if (rc) {
         s_bad_message(self, "dropped an invalid message: %s", err);
+        return;
+    }
+    if (coord_relay_filter(self, identity, env)) { /* Relayed, or what a relay may not send */
+        fb_wire_free(&env);
         return;
     }
     if (env->body_case == FLEETBURN__ENVELOPE__BODY_HELLO) {
@@ -555,16 +588,7 @@ static void s_on_message(fb_zsock_t *zs, const uint8_t *const *frames, const siz
             node->last_seen = fb_mono_ms();
             s_node_gone(self, node, env->heartbeat->goodbye);
         } else {
-            node->last_seen = fb_mono_ms();
-            if (node->last_seen - node->last_seen_stored >= COORD_SEEN_STORE_MS) {
-                node->last_seen_stored = node->last_seen;
-                store_agent_seen(self->store, node->name, fb_now_ms());
-            }
-            if (!node->alive) {
-                node->alive = true;
-                store_agent_set_state(self->store, node->name, "alive", fb_now_ms());
-                log_info("agent %s is back", node->name);
-            }
+            coord_node_heard(self, node);
             switch (env->body_case) {
             case FLEETBURN__ENVELOPE__BODY_HEARTBEAT:
                 s_on_heartbeat(self, identity);
@@ -603,6 +627,7 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     self->foreign_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
     self->refusal_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
     self->bad_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
+    self->relay_log = (fb_ratelimit_t)FB_RATELIMIT_INIT(10000);
     char *store_err = NULL;
     if (store_open(opts->db_path, &self->store, &store_err)) {
         snprintf(err, errlen, "cannot open database %s: %s", opts->db_path,
@@ -845,13 +870,17 @@ int coord_reload_keys(coord_t *self, char *err, size_t errlen)
     void *value;
     while (fb_strmap_next(self->nodes, &pos, NULL, &value)) {
         node_t *node = value;
-        if (!node->identity || auth_agent_may(self->auth, node->key, node->name))
+        if (!node->identity || (auth_agent_may(self->auth, node->key, node->name) &&
+                                (!node->relay_key ||
+                                 auth_relay_may(self->auth, node->relay_key, node->name))))
             continue;
-        log_warn("agent %s: its key is no longer allowed; dropping its connection", node->name);
+        log_warn("agent %s: its key%s no longer allowed; dropping its connection", node->name,
+                 node->relay_key ? " or its relay's is" : " is");
         fb_strmap_remove(self->identities, node->identity);
         free(node->identity);
         node->identity = NULL;
-        if (node->fd >= 0)
+        /* A relay's connection carries other nodes: it ends only when its key is gone. */
+        if (node->fd >= 0 && (!node->relay_key || !auth_is_relay(self->auth, node->relay_key)))
             shutdown(node->fd, SHUT_RDWR);
         node->fd = -1;
         if (node->alive)

@@ -31,7 +31,19 @@ typedef struct {
     uint64_t last_seen_stored; /* last time last_seen went to the store */
     char *key;                 /* the CURVE key it registered with (Z85); NULL without keys */
     int fd; /* its connection's descriptor, to end it when its key is revoked; -1 unknown */
+    char *relay_key; /* the key of the relay it registered through (Z85); NULL: direct */
 } node_t;
+
+/* Who the message being handled came from, set for every message: a direct peer's key and
+ * connection, or for a message a relay forwarded (coord_relay.c), the agent's key as the relay
+ * authenticated it, the relay's key, the node the relay tagged it with and the relay's
+ * connection. Valid during the message's handling only. */
+typedef struct {
+    const char *key;       /* the peer's CURVE key (Z85); NULL without keys */
+    const char *relay_key; /* NULL: a direct peer */
+    const char *node;      /* the relay's tag; NULL: a direct peer */
+    int fd;                /* the connection's descriptor; -1 unknown */
+} coord_peer_t;
 
 /* A client following a campaign (it submitted it, or `fleetburn follow`). */
 typedef struct watcher {
@@ -108,10 +120,30 @@ struct coord {
     fb_strmap_t *fingerprinted; /* node -> its fingerprint from its Hello and the campaign it was
                                 last recorded for (coord_expect.c) */
     struct coord_telemetry *telemetry; /* samples on their way to the store (coord_telemetry.c) */
+    coord_peer_t peer;                 /* the sender of the message being handled */
+    uint64_t n_relay_refused;          /* Relayed messages refused (coord_relay.c) */
+    fb_ratelimit_t relay_log;          /* their log lines */
 };
 
 /* Sends env to the peer with the given ROUTER identity (hex). 0 or -errno. */
 int coord_send_to(coord_t *self, const char *identity, Fleetburn__Envelope *env);
+/* Decodes and handles one message of the peer self->peer describes, whose replies go to
+ * identity (a ROUTER identity in hex, or a relayed peer's, coord_relay.c). */
+void coord_handle_frame(coord_t *self, const char *identity, const uint8_t *data, size_t len);
+/* The node was heard from (any message, or a relay's RelayStatus): liveness refreshed, and a
+ * node that was lost is alive again. */
+void coord_node_heard(coord_t *self, node_t *node);
+/* coord_relay.c: agents behind a `fleetburn relay` */
+/* True for the identity of a peer behind a relay ("RELAY/LINK/NODE"). */
+bool coord_relay_identity(const char *identity);
+/* Sends env to a peer behind a relay, wrapped in a Relayed. 0 or -errno. */
+int coord_relay_send(coord_t *self, const char *identity, Fleetburn__Envelope *env);
+/* Before a decoded message is dispatched: handles a Relayed (checked, then its frame handled as
+ * from its node) and refuses what a relay may not send and what a non-relay may not (Relayed).
+ * True when env was taken care of here. */
+bool coord_relay_filter(coord_t *self, const char *identity, const Fleetburn__Envelope *env);
+/* Why a relayed Hello as name is refused, for the Welcome (heap). */
+char *coord_relay_refusal(coord_t *self, const char *name);
 /* Commits what the store deferred and acknowledges the results it held. */
 void coord_flush(coord_t *self);
 /* coord_exchange.c */

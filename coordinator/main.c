@@ -628,6 +628,8 @@ int main(int argc, char **argv)
         cli_usage(stderr);
         return EXIT_USAGE;
     }
+    if (!strcmp(cmd, "relay"))
+        return cli_relay(argc, argv); /* cli_relay.c: options of its own */
     cli_t cli;
     if (s_parse_cli(argc, argv, &cli)) {
         if (!cli_command_usage(cmd, stderr)) {

@@ -126,11 +126,18 @@ static void s_fill_progress(const runner_t *self, coord_progress_t *out)
 
 void rn_progress(runner_t *self)
 {
+    self->last_progress = fb_mono_ms();
     if (!self->cb)
         return;
     coord_progress_t p;
     s_fill_progress(self, &p);
     self->cb(&p, self->arg);
+}
+
+void rn_progress_after_result(runner_t *self)
+{
+    if (fb_mono_ms() - self->last_progress >= RN_RESULT_PROGRESS_MS)
+        rn_progress(self);
 }
 
 void runner_progress(const runner_t *self, coord_progress_t *out)

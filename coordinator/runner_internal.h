@@ -66,6 +66,7 @@ struct runner {
     bool stop_waiting;    /* the deadline or the wind-down passed: members still out are left */
     bool next_is_round;   /* what the next timer begins: a round, else a stage */
     uint64_t started_mono;
+    uint64_t last_progress; /* monotonic ms of the last rn_progress */
     bool finished, any_failed, cancelled;
     /* actions.slurm ran (or is running: slurm_actions) before the campaign is reported finished */
     bool actions_started;
@@ -112,6 +113,11 @@ runner_t *rn_alloc(coord_t *coord, fb_campaign_t **campaign, const char *id, coo
 int rn_plan_stage(runner_t *self, char **names, size_t n, uint64_t seed, char *err, size_t errlen);
 const fb_stage_t *rn_stage(const runner_t *self);
 void rn_progress(runner_t *self);
+/* The same after a result: at most one every RN_RESULT_PROGRESS_MS (a progress looks at every
+ * running task, so one per result costs a 16384-node stage O(n^2)); the runner's 1 s tick and
+ * the stage's end send the rest. */
+#define RN_RESULT_PROGRESS_MS 100
+void rn_progress_after_result(runner_t *self);
 void rn_schedule_next(runner_t *self, bool round);
 void rn_end_stage(runner_t *self);
 

@@ -476,7 +476,7 @@ void runner_on_result(runner_t *self, const fb_result_t *r)
             s_member_result(self, t, rank, r);
     }
     /* a late result for a task already decided is stored, but the verdict stands */
-    rn_progress(self);
+    rn_progress_after_result(self);
     if (t->verdict != FB_VERDICT_NONE)
         rn_check_round_done(self);
 }

@@ -27,6 +27,7 @@
 #define SIMFLEET_MAX_AGENTS 65536
 #define SIMFLEET_LEAF_SIZE 32 /* nodes per leaf of the fabric made up when no topology is given */
 #define SIMFLEET_SPINES 4
+#define SIMFLEET_MAX_RELAYS 256
 #define SIMFLEET_TICK_MS 250 /* agents' timer and socket checks (a real agent's: 100 ms) */
 
 typedef struct {
@@ -47,6 +48,10 @@ typedef struct {
     bool no_submit;
     int coordinator_pid;     /* --coordinator-pid: whose /proc to read for memory and CPU */
     unsigned connect_window; /* at most this many agents waiting for Welcome; 0: no limit */
+    /* --relay: the agents connect to these relays in equal contiguous shares (agent i of this
+     * process to relay i * n_relays / agents); --relay-key: each relay's public key */
+    const char *relays[SIMFLEET_MAX_RELAYS], *relay_keys[SIMFLEET_MAX_RELAYS];
+    unsigned n_relays, n_relay_keys;
 } simfleet_cli_t;
 
 /* Starting (a spawned coordinator until it listens), registering (this process's agents until
@@ -102,6 +107,7 @@ typedef struct {
     bool tty;
     char *agent_key, *operator_key, *server_key; /* --curve: paths in the work directory */
     fb_key_t agent_keys, server_public; /* loaded once from agent_key and server_key */
+    fb_key_t *relay_public;             /* --relay-key, loaded once */
     campaign_file_t *campaign_file; /* the campaign and the files it names, as submitted */
 } fleet_t;
 

@@ -244,6 +244,10 @@ static int s_start_agent(fleet_t *f, unsigned i)
     const char *name = simfleet_agent_name(f, i);
     agent_options_t o = {0};
     o.coordinator = f->endpoint;
+    const simfleet_cli_t *cli = f->cli;
+    unsigned relay = cli->n_relays ? (unsigned)((uint64_t)i * cli->n_relays / cli->agents) : 0;
+    if (cli->n_relays)
+        o.coordinator = cli->relays[relay];
     o.name = name;
     o.address = "127.0.0.1";
     o.executor = simtask_exec_executor(f->exec);
@@ -252,7 +256,7 @@ static int s_start_agent(fleet_t *f, unsigned i)
     o.tick_ms = f->cli->tick_ms;
     if (f->agent_key) {
         o.key = &f->agent_keys;
-        o.server_key = &f->server_public;
+        o.server_key = cli->n_relays ? &f->relay_public[relay] : &f->server_public;
     }
     char err[512];
     f->agents[i] = agent_new(f->loop, &o, err, sizeof err);
@@ -273,6 +277,13 @@ static int s_load_agent_keys(fleet_t *f)
         fprintf(stderr, "fleetburn-simfleet: %s\n", err);
         return -EINVAL;
     }
+    f->relay_public = xcalloc(f->cli->n_relay_keys + 1, sizeof *f->relay_public);
+    for (unsigned r = 0; r < f->cli->n_relay_keys; r++)
+        if (fb_key_load_public(f->cli->relay_keys[r], &f->relay_public[r], NULL, err,
+                               sizeof err)) {
+            fprintf(stderr, "fleetburn-simfleet: --relay-key: %s\n", err);
+            return -EINVAL;
+        }
     return 0;
 }
 
@@ -306,7 +317,8 @@ int simfleet_start_agents(fleet_t *f)
     if (rc)
         return rc;
     if (n == f->cli->fleet)
-        fprintf(stderr, "started %u simulated agents against %s\n", f->started, f->endpoint);
+        fprintf(stderr, "started %u simulated agents against %s%s\n", f->started, f->endpoint,
+                f->cli->n_relays ? " through relays" : "");
     else
         fprintf(stderr, "started %u simulated agents (%s ... %s of %u) against %s\n", f->started,
                 simfleet_agent_name(f, 0), simfleet_agent_name(f, f->started - 1), f->cli->fleet,
@@ -355,6 +367,8 @@ void simfleet_free_fleet(fleet_t *f)
     f->inventories = NULL;
     free(f->agents);
     f->agents = NULL;
+    free(f->relay_public);
+    f->relay_public = NULL;
     for (unsigned i = 0; f->names && i < f->cli->fleet; i++)
         free(f->names[i]);
     free(f->names);

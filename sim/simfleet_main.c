@@ -89,7 +89,11 @@ static void s_usage(FILE *out)
         "  --db PATH             (to submit) the coordinator's database, read here: the fleet\n"
         "                        is counted in it before the campaign is submitted, and the\n"
         "                        report and timings come from it\n"
-        "  --coordinator-pid PID read the coordinator's memory and CPU from /proc/PID\n",
+        "  --coordinator-pid PID read the coordinator's memory and CPU from /proc/PID\n"
+        "  --relay EP            (repeated) this process's agents connect to these\n"
+        "                        `fleetburn relay`s instead, in equal contiguous shares\n"
+        "  --relay-key FILE      (with --key; one per --relay, same order) that relay's\n"
+        "                        public key, pinned by its agents\n",
         SIMFLEET_MAX_AGENTS, SIMFLEET_LEAF_SIZE, SIMFLEET_SPINES, SIMFLEET_TICK_MS);
 }
 
@@ -127,7 +131,9 @@ enum {
     S_OPT_NO_SUBMIT,
     S_OPT_PID,
     S_OPT_WINDOW,
-    S_OPT_ROUTES
+    S_OPT_ROUTES,
+    S_OPT_RELAY,
+    S_OPT_RELAY_KEY
 };
 
 static int s_check_cli(simfleet_cli_t *cli);
@@ -160,6 +166,8 @@ static int s_parse_cli(int argc, char **argv, simfleet_cli_t *cli)
                                              {"coordinator-pid", required_argument, 0, S_OPT_PID},
                                              {"connect-window", required_argument, 0, S_OPT_WINDOW},
                                              {"routes", required_argument, 0, S_OPT_ROUTES},
+                                             {"relay", required_argument, 0, S_OPT_RELAY},
+                                             {"relay-key", required_argument, 0, S_OPT_RELAY_KEY},
                                              {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->delay_max_ms = 50;
@@ -261,6 +269,18 @@ static int s_parse_cli(int argc, char **argv, simfleet_cli_t *cli)
                 return -EINVAL;
             cli->connect_window = v;
             break;
+        case S_OPT_RELAY:
+        case S_OPT_RELAY_KEY:
+            if ((c == S_OPT_RELAY ? cli->n_relays : cli->n_relay_keys) == SIMFLEET_MAX_RELAYS) {
+                fprintf(stderr, "fleetburn-simfleet: at most %d --relay and --relay-key\n",
+                        SIMFLEET_MAX_RELAYS);
+                return -EINVAL;
+            }
+            if (c == S_OPT_RELAY)
+                cli->relays[cli->n_relays++] = optarg;
+            else
+                cli->relay_keys[cli->n_relay_keys++] = optarg;
+            break;
         case 'h':
             s_usage(stdout);
             exit(0);
@@ -323,6 +343,14 @@ static int s_check_cli(simfleet_cli_t *cli)
     if ((uint64_t)cli->first + cli->agents > cli->fleet)
         return s_cli_error("--first + --agents is more than --fleet; expected this process's "
                            "agents to be part of the fleet");
+    if (cli->n_relays && !joined)
+        return s_cli_error("--relay goes with --coordinator (relays started elsewhere, joined to "
+                           "that coordinator)");
+    if (cli->key ? cli->n_relay_keys != cli->n_relays : cli->n_relay_keys != 0)
+        return s_cli_error("one --relay-key (the relay's public key) for each --relay, in the "
+                           "same order, with --key; none without");
+    if (cli->n_relays > cli->agents)
+        return s_cli_error("more --relay than --agents");
     if (strlen(cli->coordinator ? cli->coordinator : "") >= 200)
         return s_cli_error("--coordinator: the endpoint is too long");
     return 0;

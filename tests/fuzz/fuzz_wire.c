@@ -2,7 +2,8 @@
 /* Fuzzes fb_wire_decode: one ZeroMQ frame from a peer, as the coordinator and the agent receive it.
  * A frame that decodes and validates must encode again, and the encoding must decode and encode
  * to the same bytes; a Hello's inventory goes through the coordinator's summary and JSON, and a
- * TaskResult through the conversion to fb_result_t, as they do after a real decode. */
+ * TaskResult through the conversion to fb_result_t, as they do after a real decode; a Relayed's
+ * frame is decoded and used as the coordinator and the relay use it. */
 #include "fuzz.h"
 
 #include "common/inventory_format.h"
@@ -19,8 +20,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static void s_use(const Fleetburn__Envelope *env)
+static void s_use(const Fleetburn__Envelope *env, int depth)
 {
+    if (env->body_case == FLEETBURN__ENVELOPE__BODY_RELAYED && depth == 0) {
+        Fleetburn__Envelope *inner = NULL;
+        char err[256] = "";
+        int rc = fb_wire_decode(env->relayed->frame.data, env->relayed->frame.len, &inner, err,
+                                sizeof err);
+        FZ_CHECK((rc == 0 || rc == -EPROTONOSUPPORT) == (inner != NULL));
+        if (rc == 0)
+            s_use(inner, 1);
+        fb_wire_free(&inner);
+        return;
+    }
     if (env->body_case == FLEETBURN__ENVELOPE__BODY_HELLO) {
         free(fb_inventory_summary(env->hello->inventory));
         free(fb_inventory_to_json(env->hello->inventory));
@@ -43,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fb_wire_free(&env);
         return 0;
     }
-    s_use(env);
+    s_use(env, 0);
 
     /* What validated once validates again after a round trip, and encoding is stable. */
     size_t len1 = 0, len2 = 0;

@@ -280,6 +280,41 @@ static void s_wire_seeds(void)
     ex.n_values = 2, ex.values = vals;
     s_frame("exchange_reply", &env);
 
+    /* A relay's envelope around an agent's heartbeat (up) and around a Welcome (down). */
+    env.body_case = FLEETBURN__ENVELOPE__BODY_HEARTBEAT;
+    env.heartbeat = &hb;
+    size_t inner_len = 0;
+    uint8_t *inner = fb_wire_encode(&env, &inner_len);
+    Fleetburn__Relayed relayed = FLEETBURN__RELAYED__INIT;
+    relayed.node = "node01";
+    relayed.agent_key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+    relayed.link = 42;
+    relayed.frame.data = inner;
+    relayed.frame.len = inner_len;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_RELAYED;
+    env.relayed = &relayed;
+    s_frame("relayed_heartbeat", &env);
+    free(inner);
+    relayed.agent_key = "";
+    env.body_case = FLEETBURN__ENVELOPE__BODY_WELCOME;
+    env.welcome = &welcome;
+    inner = fb_wire_encode(&env, &inner_len);
+    relayed.frame.data = inner;
+    relayed.frame.len = inner_len;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_RELAYED;
+    env.relayed = &relayed;
+    s_frame("relayed_welcome", &env);
+    free(inner);
+    Fleetburn__RelayStatus status = FLEETBURN__RELAY_STATUS__INIT;
+    char *status_nodes[] = {"node01", "node02"};
+    uint64_t status_links[] = {42, 43};
+    status.nodes = status_nodes;
+    status.n_nodes = status.n_links = 2;
+    status.links = status_links;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_RELAY_STATUS;
+    env.relay_status = &status;
+    s_frame("relay_status", &env);
+
     /* Another protocol version: decodes, then refused with both versions named. */
     env.body_case = FLEETBURN__ENVELOPE__BODY_HEARTBEAT;
     env.heartbeat = &hb;

@@ -6,7 +6,12 @@
  * assert what the coordinator did.
  *
  *   fb_peer --coordinator EP --name NAME [--key F --server-key F]
- *           [--result TASK_ID,RESULT_ID,pass|fail]... [--event TASK_ID]... [--wait-ms N] */
+ *           [--result TASK_ID,RESULT_ID,pass|fail]... [--event TASK_ID]... [--wait-ms N]
+ *           [--relay-for AGENT.pub [--tag NODE]]
+ *
+ * With --relay-for it acts as a (hostile) `fleetburn relay`: everything it sends goes in a
+ * Relayed tagged with NODE (default: NAME) and the agent key of AGENT.pub ("-": none), and the
+ * Relayed answers are unwrapped before they are printed. */
 #include "common/keys.h"
 #include "common/util.h"
 #include "common/wire.h"
@@ -20,13 +25,48 @@
 
 #define MAX_POSTS 32
 
+/* --relay-for: the tag and agent key of every message; NULL tag: a plain agent. */
+static const char *s_tag;
+static char s_agent_key[FB_KEY_Z85_LEN + 1];
+
 static int s_send(void *sock, Fleetburn__Envelope *env)
 {
     size_t len = 0;
     uint8_t *buf = fb_wire_encode(env, &len);
+    if (s_tag) {
+        Fleetburn__Envelope outer = FLEETBURN__ENVELOPE__INIT;
+        Fleetburn__Relayed r = FLEETBURN__RELAYED__INIT;
+        r.node = (char *)s_tag;
+        r.agent_key = s_agent_key;
+        r.link = 1;
+        r.frame.data = buf;
+        r.frame.len = len;
+        outer.body_case = FLEETBURN__ENVELOPE__BODY_RELAYED;
+        outer.relayed = &r;
+        size_t outer_len = 0;
+        uint8_t *wrapped = fb_wire_encode(&outer, &outer_len);
+        free(buf);
+        buf = wrapped;
+        len = outer_len;
+    }
     int rc = zmq_send(sock, buf, len, 0);
     free(buf);
     return rc < 0 ? -1 : 0;
+}
+
+/* A Relayed answer's frame, decoded in place of the envelope (relay mode). */
+static void s_unwrap(Fleetburn__Envelope **env_p)
+{
+    Fleetburn__Envelope *env = *env_p;
+    if (!env || env->body_case != FLEETBURN__ENVELOPE__BODY_RELAYED)
+        return;
+    Fleetburn__Envelope *inner = NULL;
+    char err[256];
+    if (fb_wire_decode(env->relayed->frame.data, env->relayed->frame.len, &inner, err,
+                       sizeof err))
+        printf("bad relayed frame: %s\n", err);
+    fb_wire_free(env_p);
+    *env_p = inner;
 }
 
 /* Prints what the coordinator answered, for up to wait_ms. Returns 1 if a Welcome came. */
@@ -46,7 +86,8 @@ static int s_listen(void *sock, int wait_ms)
         }
         Fleetburn__Envelope *env = NULL;
         char err[256];
-        if (fb_wire_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &env, err, sizeof err) == 0) {
+        if (fb_wire_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &env, err, sizeof err) == 0 &&
+            (s_unwrap(&env), env)) {
             if (env->body_case == FLEETBURN__ENVELOPE__BODY_WELCOME) {
                 printf("welcome %s%s%s\n", env->welcome->accepted ? "accepted" : "refused",
                        env->welcome->accepted ? "" : ": ", env->welcome->reason);
@@ -108,7 +149,9 @@ int main(int argc, char **argv)
         {"coordinator", required_argument, 0, 'c'}, {"name", required_argument, 0, 'n'},
         {"key", required_argument, 0, 'k'},         {"server-key", required_argument, 0, 's'},
         {"result", required_argument, 0, 'r'},      {"event", required_argument, 0, 'e'},
-        {"wait-ms", required_argument, 0, 'w'},     {0, 0, 0, 0}};
+        {"wait-ms", required_argument, 0, 'w'},     {"relay-for", required_argument, 0, 'R'},
+        {"tag", required_argument, 0, 't'},         {0, 0, 0, 0}};
+    const char *relay_for = NULL, *tag = NULL;
     const char *endpoint = NULL, *name = NULL, *key = NULL, *server_key = NULL;
     const char *results[MAX_POSTS], *events[MAX_POSTS];
     size_t n_results = 0, n_events = 0;
@@ -138,6 +181,12 @@ int main(int argc, char **argv)
         case 'w':
             wait_ms = atoi(optarg);
             break;
+        case 'R':
+            relay_for = optarg;
+            break;
+        case 't':
+            tag = optarg;
+            break;
         default:
             return 2;
         }
@@ -146,6 +195,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: fb_peer --coordinator EP --name NAME [--key F --server-key F] "
                         "[--result TASK,RESULT_ID,VERDICT]... [--event TASK]... [--wait-ms N]\n");
         return 2;
+    }
+    if (relay_for) {
+        s_tag = tag ? tag : name;
+        if (strcmp(relay_for, "-")) {
+            fb_key_t agent;
+            char kerr[512];
+            if (fb_key_load_public(relay_for, &agent, NULL, kerr, sizeof kerr)) {
+                fprintf(stderr, "fb_peer: %s\n", kerr);
+                return 2;
+            }
+            memcpy(s_agent_key, agent.public_key, sizeof s_agent_key);
+        }
     }
     void *ctx = zmq_ctx_new();
     void *sock = fb_zsock_new_socket(ctx, ZMQ_DEALER);

@@ -79,6 +79,81 @@ static void test_heartbeat_goodbye(void **state)
     free(long_why);
 }
 
+/* A relay's envelope: round-trips with its frame intact; a bad node tag, an agent key that is not
+ * 40 printable characters, an empty or oversized frame are refused, each naming the field. */
+static int s_relayed(const char *node, const char *key, const uint8_t *frame, size_t frame_len,
+                     char *err, size_t errlen)
+{
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__Relayed r = FLEETBURN__RELAYED__INIT;
+    r.node = (char *)node;
+    r.agent_key = (char *)key;
+    r.link = 7;
+    r.frame.data = (uint8_t *)frame;
+    r.frame.len = frame_len;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_RELAYED;
+    env.relayed = &r;
+    size_t len;
+    uint8_t *buf = fb_wire_encode(&env, &len);
+    Fleetburn__Envelope *out = NULL;
+    int rc = fb_wire_decode(buf, len, &out, err, errlen);
+    if (rc == 0) {
+        assert_int_equal(out->relayed->link, 7);
+        assert_int_equal(out->relayed->frame.len, frame_len);
+        assert_memory_equal(out->relayed->frame.data, frame, frame_len);
+    }
+    fb_wire_free(&out);
+    free(buf);
+    return rc;
+}
+
+static void test_relayed(void **state)
+{
+    (void)state;
+    size_t hello_len;
+    uint8_t *hello = s_hello_frame("node01", &hello_len);
+    const char *key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+    char err[256];
+    assert_int_equal(s_relayed("node01", key, hello, hello_len, err, sizeof err), 0);
+    assert_int_equal(s_relayed("node01", "", hello, hello_len, err, sizeof err), 0);
+    assert_int_equal(s_relayed("node/01", key, hello, hello_len, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "relayed: invalid node name"));
+    assert_int_equal(s_relayed("node01", "short", hello, hello_len, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "agent key of 5 characters"));
+    assert_int_equal(s_relayed("node01", "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8] f7", hello,
+                               hello_len, err, sizeof err),
+                     -EINVAL);
+    assert_non_null(strstr(err, "outside Z85"));
+    assert_int_equal(s_relayed("node01", key, hello, 0, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "relayed: frame of 0 bytes"));
+    size_t big_len = FB_WIRE_MAX_RELAYED + 1;
+    uint8_t *big = xcalloc(1, big_len);
+    assert_int_equal(s_relayed("node01", key, big, big_len, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "relayed: frame of"));
+    free(big);
+    free(hello);
+
+    /* A relay's status: as many links as nodes, every node a node name. */
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__RelayStatus st = FLEETBURN__RELAY_STATUS__INIT;
+    char *nodes[] = {"node01", "node02"};
+    uint64_t links[] = {3, 4};
+    st.nodes = nodes;
+    st.n_nodes = 2;
+    st.links = links;
+    st.n_links = 2;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_RELAY_STATUS;
+    env.relay_status = &st;
+    assert_int_equal(fb_wire_validate(&env, err, sizeof err), 0);
+    st.n_links = 1;
+    assert_int_equal(fb_wire_validate(&env, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "relay_status: 1 links for 2 nodes"));
+    st.n_links = 2;
+    nodes[1] = "node 02";
+    assert_int_equal(fb_wire_validate(&env, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "relay_status: node 1 is not a node name"));
+}
+
 static void test_version_mismatch_names_both(void **state)
 {
     (void)state;
@@ -295,6 +370,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hello_round_trip),
         cmocka_unit_test(test_version_mismatch_names_both),
+        cmocka_unit_test(test_relayed),
         cmocka_unit_test(test_heartbeat_goodbye),
         cmocka_unit_test(test_invalid_fields_rejected),
         cmocka_unit_test(test_truncated_and_garbage_frames),
