@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The limits a campaign's values must stay within, in one place for every side that checks them:
- * the campaign checker (scheduler/campaign.c, scheduler/workload.c) refuses what is over them
+ * the campaign checker (scheduler/campaign_stage.c, scheduler/workload.c) refuses what is over them
  * with FILE:LINE naming the key and the limit, the wire (common/wire.c) refuses a message over
  * them, and an agent that still refuses a task answers with an `error` result, never silence.
  * docs/campaign-file.md ("Limits") lists the same table; tests/unit/test_limits.c checks both

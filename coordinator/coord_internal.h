@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The coordinator's state, shared by the files that make it up: coord.c (socket, registry,
- * message dispatch, agents' results), coord_exchange.c (the exchange relay of group tasks) and
- * coord_submit.c (campaigns handed in by clients, and their progress). Nothing outside
- * coordinator/coord*.c includes this. */
+/* The coordinator's state, shared by the files that make it up: coord.c (socket, message
+ * dispatch, agents' results), coord_registry.c (agents, registration, liveness),
+ * coord_exchange.c (the exchange relay of group tasks) and coord_submit.c (campaigns handed in
+ * by clients, and their progress), among others. Nothing outside coordinator/coord*.c includes
+ * this. */
 #ifndef FB_COORD_INTERNAL_H
 #define FB_COORD_INTERNAL_H
 
@@ -24,10 +25,10 @@ typedef struct {
     uint64_t last_seen;        /* monotonic ms */
     uint64_t last_progress_ms; /* last progress event stored */
     /* its running task as its worker last told (coord_progress.c): shown while a stage runs */
-    char *task_id;         /* the task of the latest started/progress event; NULL before */
-    uint64_t task_started; /* monotonic ms of that task's first event */
-    double fraction;       /* 0..1 */
-    char *phase;           /* the worker's words, made safe for a terminal */
+    char *task_id;             /* the task of the latest started/progress event; NULL before */
+    uint64_t task_started;     /* monotonic ms of that task's first event */
+    double fraction;           /* 0..1 */
+    char *phase;               /* the worker's words, made safe for a terminal */
     uint64_t last_seen_stored; /* last time last_seen went to the store */
     char *key;                 /* the CURVE key it registered with (Z85); NULL without keys */
     int fd; /* its connection's descriptor, to end it when its key is revoked; -1 unknown */
@@ -90,7 +91,7 @@ struct coord {
     fb_rendezvous_t *rendezvous; /* exchanges of group tasks */
     uv_timer_t exchange_timer;
     campaign_slot_t *campaigns;     /* in the order they came */
-    fb_strmap_t *held;                 /* node name -> the campaign_slot_t holding it */
+    fb_strmap_t *held;              /* node name -> the campaign_slot_t holding it */
     struct submit_job *submit_jobs; /* submissions being parsed on the thread pool */
     /* The store commits once per loop iteration (store_defer_commits), not once per record:
      * results stored since the last commit are acknowledged only after it. */
@@ -116,7 +117,7 @@ struct coord {
 
     /* webhook alerts (webhook_queue.h, coord_webhook.c) */
     webhook_queue_t *webhooks;
-    bool webhooks_queued; /* alerts were queued: posted after the next commit */
+    bool webhooks_queued;       /* alerts were queued: posted after the next commit */
     fb_strmap_t *fingerprinted; /* node -> its fingerprint from its Hello and the campaign it was
                                 last recorded for (coord_expect.c) */
     struct coord_telemetry *telemetry; /* samples on their way to the store (coord_telemetry.c) */
@@ -130,9 +131,23 @@ int coord_send_to(coord_t *self, const char *identity, Fleetburn__Envelope *env)
 /* Decodes and handles one message of the peer self->peer describes, whose replies go to
  * identity (a ROUTER identity in hex, or a relayed peer's, coord_relay.c). */
 void coord_handle_frame(coord_t *self, const char *identity, const uint8_t *data, size_t len);
+/* coord_registry.c */
 /* The node was heard from (any message, or a relay's RelayStatus): liveness refreshed, and a
  * node that was lost is alive again. */
 void coord_node_heard(coord_t *self, node_t *node);
+/* The registered node whose current connection has this identity, or NULL. */
+node_t *coord__node_by_identity(coord_t *self, const char *identity);
+/* A Hello: the node registers (or its refusal goes back in a Welcome). */
+void coord__on_hello(coord_t *self, const char *identity, const Fleetburn__Hello *m);
+/* A Welcome to identity: accepted, or refused saying why (reason may be NULL when accepted). */
+void coord__send_welcome(coord_t *self, const char *identity, bool accepted, const char *reason);
+/* The agent said goodbye (why: its words): it is `gone`, its tasks end as lost ones do. */
+void coord__node_gone(coord_t *self, node_t *node, const char *why);
+/* Frees a node that is no longer in the registry's maps. */
+void coord__node_free(node_t *node);
+/* The liveness timer's callback (h->data: the coordinator) and its period. */
+void coord__on_liveness(uv_timer_t *h);
+uint64_t coord__liveness_tick_ms(const coord_t *self);
 /* coord_relay.c: agents behind a `fleetburn relay` */
 /* True for the identity of a peer behind a relay ("RELAY/LINK/NODE"). */
 bool coord_relay_identity(const char *identity);
@@ -219,6 +234,6 @@ void coord_slurm_jobs_orphan(coord_t *self);
 /* A Progress to a client; p NULL for a refusal (error says why). 0, or -EHOSTUNREACH when the
  * client is gone. */
 int coord_send_progress(coord_t *self, const char *identity, const coord_progress_t *p,
-                         const char *error, const char *summary);
+                        const char *error, const char *summary);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The timeline store's insides, shared by the files that make it up: store.c (open, schema and
- * migrations, the statements, errors, transactions, deferred commits, close), store_write.c
+/* The timeline store's insides, shared by the files that make it up: store.c (open, the
+ * statements, errors, transactions, deferred commits, close), store_schema.c (the schema, its
+ * migrations and the setup of an opened database), store_write.c
  * (agents, campaigns, stages, tasks, results, events), store_read.c (campaign load, the
  * foreach readers, lookups) and store_stmt.c (statements of rare calls, prepared where they are
  * used by store_compare.c, store_fingerprint.c and store_selections.c). Nothing outside
@@ -26,8 +27,9 @@
  * value only indexes the statement cache); store__stmt prepares it on first use, caches it for
  * the life of the connection, and asserts that the name has its SQL. A statement needed only
  * while opening or migrating (PRAGMAs, meta) is prepared and finalized where it is used, as in
- * store.c's s_meta_set and s_pragma_int, not added here. Schema changes are new steps of
- * s_migrations in store.c (with STORE_SCHEMA_VERSION in store.h), never edits of a released step.
+ * store_schema.c's s_meta_set and s_pragma_int, not added here. Schema changes are new steps of
+ * s_migrations in store_schema.c (with STORE_SCHEMA_VERSION in store.h), never edits of a
+ * released step.
  */
 enum {
     /* agents (store_write.c; STMT_AGENT_LIST store_read.c) */
@@ -141,6 +143,13 @@ int store__end(store_t *self, int err);
 int store__commit(store_t *self);
 /* Rolls back the call's transaction (or its savepoint); nothing when none is open. */
 void store__rollback(store_t *self);
+
+/* ---- Schema and migrations (store_schema.c) ---------------------------------------------- */
+
+/* Sets up a newly opened connection: refuses another application's database or a newer schema,
+ * switches to WAL mode and migrates an older schema to STORE_SCHEMA_VERSION. 0 or -errno
+ * (message recorded). */
+int store__setup(store_t *self);
 
 /* ---- Lookups (store_read.c) -------------------------------------------------------------- */
 

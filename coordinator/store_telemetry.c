@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Telemetry in the timeline store (store_telemetry.h; tables telemetry_series and telemetry,
- * schema step s_schema_telemetry in store.c). Writes come from the coordinator's loop thread as
- * buckets close (coord_telemetry.c); retention merges old buckets into wider ones; readers get
- * the buckets of a campaign in series order. */
+ * schema step s_schema_telemetry in store_schema.c). Writes come from the coordinator's loop
+ * thread as buckets close (coord_telemetry.c); retention merges old buckets into wider ones;
+ * readers get the buckets of a campaign in series order. */
 #include "store_internal.h"
 #include "store_telemetry.h"
 #include "tseries.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The delivery queue of webhook alerts in the timeline store (table webhook_deliveries, schema
- * step s_schema_webhooks in store.c): an alert is queued once per campaign and URL, with the
+ * step s_schema_webhooks in store_schema.c): an alert is queued once per campaign and URL, with the
  * document it posts and its retry schedule; every attempt's outcome updates its row. Written and
  * read by coordinator/webhook_queue.c on the coordinator's loop thread, like every store call. */
 #include "store_internal.h"
