@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The diagnosis engine's insides, shared by the files that make it up: diagnosis.c (recording,
- * the posteriors, the fleet's estimates, the naming standard, verdicts) and diagnosis_plan.c
- * (round planning). Nothing outside scheduler/diagnosis*.c includes this. Functions shared
- * between them are named diag__name; helpers of one file stay static s_name. */
+/* The diagnosis engine's insides, shared by the files that make it up: diagnosis.c (the parts,
+ * recording, states, accessors), diagnosis_settle.c (a settle: the fleet's estimates and the
+ * posteriors), diagnosis_verdicts.c (the naming standard, verdicts) and diagnosis_plan.c (round
+ * planning). Nothing outside scheduler/diagnosis*.c includes this. Functions shared between them
+ * are named diag__name; helpers of one file stay static s_name. */
 #ifndef FB_DIAGNOSIS_INTERNAL_H
 #define FB_DIAGNOSIS_INTERNAL_H
 
@@ -29,6 +30,7 @@ typedef struct {
 
 void diag__ivec_push(diag_ivec_t *v, int x);
 bool diag__ivec_has(const diag_ivec_t *v, int x);
+void diag__ivec_add_unique(diag_ivec_t *v, int x);
 
 /* One recorded test. Members are entities (nodes or rails); involved entities are the members
  * and the nodes of rail members; units are the distinct nodes. */
@@ -62,9 +64,9 @@ typedef struct {
     int parent;           /* index of the node of a rail, -1 for a node */
     int rail;             /* a rail: its index in fb_diag.rails; -1 for a node */
     diag_ivec_t children; /* rails of a node */
-    double *post;         /* node only: its unit's hypotheses (diag.c: s_hyp, s_hyp_burst) */
+    double *post;         /* node only: its unit's hypotheses (diag__hyp, diag__hyp_burst) */
     size_t n_post;
-    unsigned *rpass;      /* node only: per settled round, its passing tests (any rail) */
+    unsigned *rpass; /* node only: per settled round, its passing tests (any rail) */
     size_t n_rpass;
     double prior;         /* prior P(this part is the bad one) */
     double p;             /* posterior P(bad), as of the last settle */
@@ -113,6 +115,20 @@ struct fb_diag {
 extern const double diag__qgrid[DIAG_NQ];
 extern const double diag__agrid[DIAG_NA];
 
+/* Hypotheses of a unit with R rails: 0 all good; 1 + p * DIAG_NQ + j: part p (0 the node,
+ * 1 + c its rail c) is the bad one and shows with q = diag__qgrid[j]. */
+static inline size_t diag__hyp(size_t part, size_t j)
+{
+    return 1 + part * DIAG_NQ + j;
+}
+
+/* After them, a unit with R rails: the node is bad in bursts, active in a share diag__agrid[b] of
+ * rounds. */
+static inline size_t diag__hyp_burst(size_t R, size_t b)
+{
+    return 1 + (1 + R) * DIAG_NQ + b;
+}
+
 /* The node of entity i (itself for a node). */
 int diag__node_of(const fb_diag_t *d, int i);
 /* Index of name, -1 when unknown. */
@@ -124,5 +140,20 @@ bool diag__undecided(const fb_diag_t *d, int i);
 bool diag__node_trusted(const fb_diag_t *d, int ni);
 /* Whether rail entity i may be a partner's rail: not named bad, not undecided. */
 bool diag__ent_trusted(const fb_diag_t *d, int i);
+
+/* diagnosis_settle.c: P(part i bad) from its unit's posterior, and its posterior mass per q (w,
+ * DIAG_NQ of them, may be NULL). */
+double diag__part_mass(const fb_diag_t *d, int i, double *w);
+
+/* diagnosis_verdicts.c, the standard (docs/diagnosis.md "Naming"), applied by fb_diag_settle:
+ * entity i's confirmations, informative tests, fleet significance and the passes it still needs
+ * to be cleared; returns whether it has an unexplained failure. */
+bool diag__standard(fb_diag_t *d, int i);
+/* Names the bad part of node unit u, if the standard names one; returns whether it did. */
+bool diag__name_unit(fb_diag_t *d, int u);
+/* Implicated, cleared, and the trust of every node for the next round. */
+void diag__classify(fb_diag_t *d);
+/* Frees the evidence fb_diag_verdicts built for entity e. */
+void diag__evidence_free(diag_ent_t *e);
 
 #endif

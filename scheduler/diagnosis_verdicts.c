@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Diagnosis engine: the one naming standard and the verdicts (docs/diagnosis.md "Naming"). A
+ * part is named bad on its posterior, independent confirmations and fleet significance; an
+ * implicated part is cleared only when its own passes rule a fault out; the rest are undecided
+ * or passed. Verdicts carry the evidence they rest on. Separate from the posteriors
+ * (diagnosis_settle.c): this file decides what the numbers mean, that one computes them. Pure
+ * logic. */
+#include "diagnosis_internal.h"
+
+#include "common/util.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the standard ---- */
+
+/* Whether test t holds a part named bad other than entity self. */
+static bool s_explained(const fb_diag_t *d, const diag_test_t *t, int self)
+{
+    for (size_t k = 0; k < t->n_inv; k++)
+        if (t->inv[k] != self && d->ents[t->inv[k]].bad)
+            return true;
+    return false;
+}
+
+/* P(X >= k) for X ~ Binomial(n, p): the first term from log-gamma, the rest by the ratio of
+ * successive terms. */
+static double s_binom_tail(unsigned n, unsigned k, double p)
+{
+    if (k == 0)
+        return 1.0;
+    if (k > n || p <= 0.0)
+        return 0.0;
+    if (p >= 1.0)
+        return 1.0;
+    double term = exp(lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0) + k * log(p) +
+                      (n - k) * log1p(-p));
+    double sum = 0.0, odds = p / (1.0 - p);
+    for (unsigned j = k; j <= n; j++) {
+        sum += term;
+        term *= (double)(n - j) / (double)(j + 1) * odds;
+    }
+    return sum > 1.0 ? 1.0 : sum;
+}
+
+/* P(X <= k) for X ~ Binomial(n, p). */
+static double s_binom_cdf(unsigned n, unsigned k, double p)
+{
+    return k >= n ? 1.0 : 1.0 - s_binom_tail(n, k + 1, p);
+}
+
+/* Whether every other member of t was trusted when its round was planned and is trusted now:
+ * a test that says something about entity i alone. */
+static bool s_informative(const fb_diag_t *d, const diag_test_t *t, int i)
+{
+    int self = diag__node_of(d, i);
+    for (size_t k = 0; k < t->n_mem; k++) {
+        int u = diag__node_of(d, t->mem[k]);
+        if (u != self && !(t->trusted[k] && d->ents[u].trusted))
+            return false;
+    }
+    return true;
+}
+
+/* The standard as it stands for entity i (docs/diagnosis.md "Naming"): confirmations, the
+ * informative tests since its first unexplained failure and the failures among them, fleet
+ * significance, and the passes it still needs to be cleared. Returns whether it has an
+ * unexplained failure. */
+bool diag__standard(fb_diag_t *d, int i)
+{
+    diag_ent_t *e = &d->ents[i];
+    diag_ivec_t partners = {0};
+    bool local_fail = false, started = false, any_local = false;
+    unsigned n = 0, k = 0;
+    for (size_t x = 0; x < e->tests.n; x++) {
+        const diag_test_t *t = &d->tests[e->tests.v[x]];
+        bool expl = t->failed && s_explained(d, t, i);
+        bool inf = s_informative(d, t, i);
+        bool selecting = !started && t->failed && !expl;
+        started |= selecting;
+        if (t->failed && !expl && inf) {
+            local_fail |= t->n_mem == 1;
+            for (size_t s = 0; s < t->n_units; s++)
+                if (t->units[s] != diag__node_of(d, i))
+                    diag__ivec_add_unique(&partners, t->units[s]);
+        }
+        if (!started || selecting || !inf || expl)
+            continue;
+        n++;
+        k += t->failed;
+        any_local |= t->n_mem == 1;
+    }
+    e->confirmations = (unsigned)partners.n + (local_fail ? 1u : 0u) + (e->counters.n ? 1u : 0u);
+    free(partners.v);
+    e->n_inf = n;
+    e->k_inf = k;
+    double f = any_local && d->f_local_hi > d->f_multi_hi ? d->f_local_hi : d->f_multi_hi;
+    size_t parts = e->parent < 0 ? d->n_nodes : d->n_ents - d->n_nodes;
+    e->chance = started ? s_binom_tail(n, k, f) * (double)parts : 1.0;
+    double room = 1.0 - d->par.clear_confidence;
+    unsigned more = 0;
+    while (started && s_binom_cdf(n + more, k, d->q_clear) > room && more < 10000)
+        more++;
+    e->clear_more = more;
+    return started || e->counters.n;
+}
+
+static bool s_witnessed(const fb_diag_t *d, const diag_ent_t *e)
+{
+    return e->confirmations >= d->par.min_confirmations &&
+           (e->counters.n > 0 || d->par.fleet_error <= 0.0 || e->chance <= d->par.fleet_error);
+}
+
+/* Names the bad part of node unit u, if the standard names one: a rail before its node. A node
+ * with a single rail is a special case: its pair tests cannot tell the node from its NIC, so
+ * once the unit as a whole holds P >= bad_threshold the node is named, as the part that holds
+ * both (its verdict says so). */
+static void s_name(diag_ent_t *e)
+{
+    e->bad = true;
+    e->chance_named = e->counters.n ? 0.0 : e->chance;
+    e->confirmations_named = e->confirmations;
+}
+
+bool diag__name_unit(fb_diag_t *d, int u)
+{
+    diag_ent_t *ue = &d->ents[u];
+    const double thr = d->par.bad_threshold;
+    if (ue->bad)
+        return false;
+    for (size_t c = 0; c < ue->children.n; c++) {
+        diag_ent_t *re = &d->ents[ue->children.v[c]];
+        if (!re->bad && re->p >= thr && s_witnessed(d, re)) {
+            s_name(re);
+            return true;
+        }
+    }
+    if (ue->p >= thr && s_witnessed(d, ue)) {
+        s_name(ue);
+        return true;
+    }
+    if (ue->children.n == 1 && 1.0 - ue->post[0] >= thr && s_witnessed(d, ue)) {
+        ue->ambiguous = true;
+        s_name(ue);
+        return true;
+    }
+    return false;
+}
+
+/* The 5% quantile of a part's posterior over q, given it is bad. */
+static double s_q_low(const fb_diag_t *d, int i)
+{
+    double w[DIAG_NQ], m = 0.0, acc = 0.0;
+    diag__part_mass(d, i, w);
+    for (size_t j = 0; j < DIAG_NQ; j++)
+        m += w[j]; /* its steady fault's q (a bursty one shows in every test while active) */
+    for (size_t j = 0; m > 0.0 && j < DIAG_NQ; j++) {
+        acc += w[j] / m;
+        if (acc >= 0.05)
+            return diag__qgrid[j];
+    }
+    return diag__qgrid[DIAG_NQ - 1];
+}
+
+/* Implicated (sticky until cleared or explained), cleared, and the trust of every node for the
+ * next round. */
+void diag__classify(fb_diag_t *d)
+{
+    d->q_clear = d->par.clear_q;
+    for (size_t i = 0; i < d->n_ents; i++)
+        if (d->ents[i].bad) {
+            double ql = s_q_low(d, (int)i);
+            d->q_clear = ql < d->q_clear ? ql : d->q_clear;
+        }
+    for (size_t i = 0; i < d->n_ents; i++) {
+        diag_ent_t *e = &d->ents[i];
+        bool unexplained = diag__standard(d, (int)i);
+        if (e->bad)
+            continue;
+        if (!unexplained)
+            e->implicated = false;
+        else if (e->p >= d->par.implicate_ratio * e->prior || e->counters.n)
+            e->implicated = true;
+        e->cleared = e->implicated && e->p <= d->par.clear_threshold && e->clear_more == 0;
+    }
+    for (size_t i = 0; i < d->n_ents; i++)
+        if (d->ents[i].parent < 0)
+            d->ents[i].trusted = diag__node_trusted(d, (int)i);
+}
+
+/* ---- verdicts ---- */
+
+void diag__evidence_free(diag_ent_t *e)
+{
+    for (size_t k = 0; k < e->n_ev; k++)
+        free((char *)e->ev[k].partners);
+    free(e->ev);
+    e->ev = NULL;
+    e->n_ev = 0;
+}
+
+/* The other members of t as seen from entity i, comma-separated; counts the distinct nodes
+ * among them and those trusted when the round was planned. */
+static char *s_partners(const fb_diag_t *d, const diag_test_t *t, int i, unsigned *n,
+                        unsigned *trusted)
+{
+    int self = diag__node_of(d, i);
+    size_t len = 1;
+    for (size_t k = 0; k < t->n_mem; k++)
+        len += strlen(d->ents[t->mem[k]].name) + 1;
+    char *s = xmalloc(len), *at = s;
+    *at = '\0';
+    *n = *trusted = 0;
+    for (size_t k = 0; k < t->n_mem; k++) {
+        if (diag__node_of(d, t->mem[k]) == self)
+            continue;
+        at += sprintf(at, "%s%s", at == s ? "" : ",", d->ents[t->mem[k]].name);
+        (*n)++; /* members are of distinct nodes */
+        *trusted += t->trusted[k];
+    }
+    return s;
+}
+
+static void s_ev_push(diag_ent_t *e, size_t *cap, const fb_diag_evidence_t *ev)
+{
+    if (e->n_ev == *cap) {
+        *cap = *cap ? 2 * *cap : 8;
+        e->ev = xrealloc(e->ev, *cap * sizeof *e->ev);
+    }
+    e->ev[e->n_ev++] = *ev;
+}
+
+/* Entity i's evidence: its tests from its first failed one on, and the counters against it,
+ * in round order (a round's counters after its tests). */
+static void s_build_evidence(const fb_diag_t *d, int i)
+{
+    diag_ent_t *e = &d->ents[i];
+    diag__evidence_free(e);
+    size_t cap = 0, c = 0;
+    bool started = false;
+    for (size_t x = 0; x <= e->tests.n; x++) {
+        const diag_test_t *t = x < e->tests.n ? &d->tests[e->tests.v[x]] : NULL;
+        for (; c < e->counters.n; c++) { /* counters of the rounds before t's */
+            const diag_counter_t *k = &d->counters[e->counters.v[c]];
+            if (t && k->round >= t->round)
+                break;
+            fb_diag_evidence_t ev = {.test_id = k->test_id,
+                                     .partners = xstrdup(""),
+                                     .failed = true,
+                                     .p_before = e->p,
+                                     .p_after = e->p,
+                                     .counter = k->what,
+                                     .round = k->round,
+                                     .informative = true};
+            s_ev_push(e, &cap, &ev);
+            started = true;
+        }
+        if (!t)
+            break;
+        started |= t->failed;
+        if (!started)
+            continue;
+        fb_diag_evidence_t ev = {.test_id = t->id, .failed = t->failed, .round = t->round};
+        ev.partners = s_partners(d, t, i, &ev.n_partners, &ev.n_trusted);
+        for (size_t k = 0; k < t->n_inv; k++)
+            if (t->inv[k] == i) {
+                ev.p_before = t->p_before[k];
+                ev.p_after = t->p_after[k];
+            }
+        ev.informative = s_informative(d, t, i);
+        ev.explained = t->failed && s_explained(d, t, i);
+        s_ev_push(e, &cap, &ev);
+    }
+}
+
+static fb_diag_state_t s_state(const fb_diag_t *d, int i)
+{
+    const diag_ent_t *e = &d->ents[i];
+    if (e->bad)
+        return FB_DIAG_BAD;
+    if (diag__undecided(d, i))
+        return FB_DIAG_UNDECIDED;
+    return e->implicated && e->cleared ? FB_DIAG_CLEARED : FB_DIAG_PASSED;
+}
+
+size_t fb_diag_verdicts(const fb_diag_t *d, fb_diag_verdict_t **out)
+{
+    assert(d && out);
+    fb_diag_verdict_t *v = xcalloc(d->n_ents ? d->n_ents : 1, sizeof *v);
+    for (size_t i = 0; i < d->n_ents; i++) {
+        const diag_ent_t *e = &d->ents[i];
+        fb_diag_verdict_t *x = &v[i];
+        s_build_evidence(d, (int)i);
+        x->suspect = e->name;
+        x->parent = e->parent >= 0 ? d->ents[e->parent].name : NULL;
+        x->state = s_state(d, (int)i);
+        x->p_bad = e->p;
+        for (size_t k = 0; k < e->tests.n; k++) {
+            x->n_tests++;
+            x->n_failed += d->tests[e->tests.v[k]].failed;
+        }
+        x->n_counters = (unsigned)e->counters.n;
+        unsigned conf = e->bad ? e->confirmations_named : e->confirmations;
+        x->n_trusted_fail_partners = conf - (e->counters.n ? 1u : 0u); /* with a local failure */
+        x->kind = e->parent < 0 ? "node" : (e->counters.n ? "link" : "nic");
+        x->ambiguous = e->ambiguous;
+        x->p_unit = e->parent < 0 && e->post ? 1.0 - e->post[0] : e->p;
+        x->evidence = e->ev;
+        x->n_evidence = e->n_ev;
+        x->n_confirmations = conf;
+        x->n_informative = e->n_inf;
+        x->k_informative = e->k_inf;
+        x->clear_more = x->state == FB_DIAG_UNDECIDED ? e->clear_more : 0;
+        x->chance = e->bad ? e->chance_named : e->chance;
+        x->q_est = NAN;
+        double w[DIAG_NQ], m = 0.0;
+        diag__part_mass(d, (int)i, w);
+        for (size_t j = 0; j < DIAG_NQ; j++)
+            m += w[j]; /* of its steady fault (a bursty one shows whenever active) */
+        if (e->bad && m > 0.0) {
+            x->q_est = 0.0;
+            for (size_t j = 0; j < DIAG_NQ; j++)
+                x->q_est += w[j] / m * diag__qgrid[j];
+        }
+    }
+    *out = v;
+    return d->n_ents;
+}

@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The diagnosis engine's naming standard, rule by rule, on results written by hand: the
+ * posterior threshold, fleet significance, independent confirmations, a node bad in bursts,
+ * cleared only with a bound, passed versus cleared, and results of a round recorded in any order
+ * (the same state, named on whole rounds). Separate from the seeded trials
+ * (test_diagnosis.c): each test here checks one rule on results chosen to isolate it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "diagnosis_fixture.h"
+
+#include "scheduler/diagnosis.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the standard, rule by rule, on results written by hand ---- */
+
+/* Background: every other node of the fleet in passing pairs (and one spurious failure in a
+ * hundred, on other nodes each round), so that the fleet's false-fail rate is known; nodes
+ * [from, n) take part. */
+static void s_background(fb_diag_t *d, int from, int n, int round)
+{
+    char id[32];
+    for (int i = from; i + 1 < n; i += 2) {
+        snprintf(id, sizeof id, "bg%d.%d", round, i);
+        diag_fixture_pair(d, id, i, i + 1, NULL, (i / 2 + 37 * round) % 100 == 7);
+    }
+}
+
+static const fb_diag_verdict_t *s_get(const fb_diag_verdict_t *v, size_t n, const char *part)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(v[i].suspect, part))
+            return &v[i];
+    fail_msg("no verdict for %s", part);
+    return NULL;
+}
+
+static fb_diag_state_t s_state_of(const fb_diag_t *d, const char *part)
+{
+    fb_diag_verdict_t *v;
+    size_t n = fb_diag_verdicts(d, &v);
+    fb_diag_state_t st = s_get(v, n, part)->state;
+    if (getenv("FB_DIAG_DEBUG")) { /* the part's standard and evidence */
+        const fb_diag_verdict_t *x = s_get(v, n, part);
+        printf("dbg %s %s P %.4g conf %u inf %u/%u chance %.3g clear_more %u f %.4f:", part,
+               fb_diag_state_name(x->state), x->p_bad, x->n_confirmations, x->k_informative,
+               x->n_informative, x->chance, x->clear_more, fb_diag_false_fail_rate(d));
+        for (size_t k = 0; k < x->n_evidence; k++)
+            printf(" %s(%s,%d,%d,%.3g)", x->evidence[k].test_id, x->evidence[k].partners,
+                   x->evidence[k].failed, x->evidence[k].informative, x->evidence[k].p_after);
+        printf("\n");
+    }
+    free(v);
+    return st;
+}
+
+/* n0 fails with trusted partners n1, n2, n3 ... in rounds of their own (one test a round); the
+ * rest of a fleet of `fleet` nodes passes in the background. Returns after `fails` failures. */
+static fb_diag_t *s_failing_node(int fleet, int fails, const fb_diag_params_t *par)
+{
+    fb_diag_t *d = diag_fixture_engine(fleet, 0, par);
+    s_background(d, 0, fleet, 0);
+    fb_diag_settle(d);
+    for (int k = 1; k <= fails; k++) {
+        char id[16];
+        snprintf(id, sizeof id, "f%d", k);
+        diag_fixture_pair(d, id, 0, fleet - k, NULL, true);
+        s_background(d, 1, fleet - 8, k);
+        fb_diag_settle(d);
+    }
+    return d;
+}
+
+/* The posterior threshold: the same results, two thresholds. With confirmations and fleet
+ * significance met, a part is named only once its P(bad) reaches bad_threshold. (n0's first
+ * failure, with a partner as fresh as itself, implicates both and counts for neither.) */
+static void test_posterior_threshold(void **state)
+{
+    (void)state;
+    fb_diag_params_t par;
+    fb_diag_params_default(&par);
+    fb_diag_t *d = s_failing_node(64, 5, &par);
+    double p = fb_diag_p_bad(d, "n0");
+    assert_true(p >= 0.99);
+    assert_int_equal(s_state_of(d, "n0"), FB_DIAG_BAD);
+    fb_diag_destroy(&d);
+    par.bad_threshold = p + (1.0 - p) / 2.0; /* above what the results give */
+    d = s_failing_node(64, 5, &par);
+    assert_true(fb_diag_p_bad(d, "n0") < par.bad_threshold);
+    assert_int_equal(s_state_of(d, "n0"), FB_DIAG_UNDECIDED);
+    fb_diag_verdict_t *v;
+    size_t n = fb_diag_verdicts(d, &v);
+    const fb_diag_verdict_t *x = s_get(v, n, "n0");
+    assert_true(x->n_confirmations >= 2 && x->chance <= par.fleet_error);
+    free(v);
+    fb_diag_destroy(&d);
+}
+
+/* Fleet significance (at a false-fail rate held at 1% here): three failures with trusted partners
+ * after the first are too many for chance in a fleet of 64, not in one of 4096, where some healthy
+ * node fails that often; the larger fleet names the node after one more. */
+static void test_fleet_significance(void **state)
+{
+    (void)state;
+    fb_diag_params_t par;
+    fb_diag_params_default(&par);
+    par.false_fail_rate = 0.01;
+    par.false_fail_weight = 1e9;
+    fb_diag_t *d = s_failing_node(64, 4, &par);
+    assert_int_equal(s_state_of(d, "n0"), FB_DIAG_BAD);
+    fb_diag_destroy(&d);
+    d = s_failing_node(4096, 4, &par);
+    fb_diag_verdict_t *v;
+    size_t n = fb_diag_verdicts(d, &v);
+    const fb_diag_verdict_t *x = s_get(v, n, "n0");
+    printf("[diag] 4 failures with trusted partners: in 64 nodes named; in 4096 %s, chance %.2g\n",
+           fb_diag_state_name(x->state), x->chance);
+    assert_int_equal(x->state, FB_DIAG_UNDECIDED);
+    assert_true(x->chance > 0.001 && x->p_bad >= 0.99 && x->n_confirmations >= 2);
+    free(v);
+    fb_diag_destroy(&d);
+    d = s_failing_node(4096, 5, &par);
+    assert_int_equal(s_state_of(d, "n0"), FB_DIAG_BAD);
+    fb_diag_destroy(&d);
+}
+
+/* Independent confirmations: the same results name a node with its distinct trusted partners,
+ * not when more are asked for than it had partners; a failed node-local test counts as one. */
+static void test_confirmations(void **state)
+{
+    (void)state;
+    fb_diag_params_t par;
+    fb_diag_params_default(&par);
+    fb_diag_t *d = s_failing_node(64, 6, &par);
+    fb_diag_verdict_t *v;
+    size_t n = fb_diag_verdicts(d, &v);
+    unsigned c = s_get(v, n, "n0")->n_confirmations;
+    assert_true(c >= 4);
+    assert_int_equal(s_get(v, n, "n0")->state, FB_DIAG_BAD);
+    free(v);
+    fb_diag_destroy(&d);
+    par.min_confirmations = 7; /* six failures, six partners */
+    d = s_failing_node(64, 6, &par);
+    assert_int_equal(s_state_of(d, "n0"), FB_DIAG_UNDECIDED);
+    fb_diag_destroy(&d);
+    /* the first failure node-local: it counts, and so does every partner after it */
+    fb_diag_params_default(&par);
+    d = diag_fixture_engine(64, 0, &par);
+    s_background(d, 2, 64, 0);
+    const char *m[1] = {"n0"};
+    assert_int_equal(fb_diag_record(d, "local", m, 1, true), 0);
+    fb_diag_settle(d);
+    char id[16];
+    for (int k = 1; k <= 5; k++) {
+        snprintf(id, sizeof id, "p%d", k);
+        diag_fixture_pair(d, id, 0, 63 - k, NULL, true);
+        fb_diag_settle(d);
+    }
+    n = fb_diag_verdicts(d, &v);
+    assert_int_equal(s_get(v, n, "n0")->n_confirmations, 6);
+    assert_int_equal(s_get(v, n, "n0")->state, FB_DIAG_BAD);
+    free(v);
+    fb_diag_destroy(&d);
+}
+
+/* A node bad in bursts: quiet for 24 rounds on 8 rails (192 passes), then one round in which every
+ * test of it fails, with 8 distinct trusted partners; 2% of the fleet's tests fail by chance. Per
+ * test that is 8 failures in 208 (or more), which a fault showing in a tenth of its tests or
+ * chance could explain; per round it is a burst: implicated at once, and the quiet rounds after
+ * it do not clear it. One failure among 8 passing tests of the same round (a spurious failure)
+ * does not implicate a node, and the burst's partners are not blamed for it. */
+static void test_bursty(void **state)
+{
+    (void)state;
+    fb_diag_t *d = diag_fixture_engine(64, 8, NULL);
+    char id[32], rail[8];
+    for (int r = 0; r < 27; r++) {
+        for (int k = 0; k < 8; k++) {
+            snprintf(rail, sizeof rail, "r%d", k);
+            for (int a = 0; a < 64; a += 2) {
+                int b = (a + 2 * (r + k) + 1) % 64; /* a fresh odd partner */
+                snprintf(id, sizeof id, "t%d.%d.%d", r, k, a);
+                bool burst = r == 24 && a == 0;              /* n0's burst, every rail */
+                bool spurious = r == 24 && a == 4 && k == 3; /* n4: one failure */
+                bool chance = r != 24 && (a * 7 + k * 13 + r * 31) % 50 == 3; /* 2% elsewhere */
+                diag_fixture_pair(d, id, a, b, rail, burst || spurious || chance);
+            }
+        }
+        fb_diag_settle(d);
+        if (r == 24) {
+            assert_int_not_equal(s_state_of(d, "n0"), FB_DIAG_PASSED);
+            assert_int_equal(s_state_of(d, "n4"), FB_DIAG_PASSED);
+        }
+    }
+    fb_diag_verdict_t *v;
+    size_t n = fb_diag_verdicts(d, &v);
+    const fb_diag_verdict_t *x = s_get(v, n, "n0");
+    printf("[diag] a burst in round 25 of 27 (8 of 8 rails): %s, P(bad) %.4f\n",
+           fb_diag_state_name(x->state), x->p_bad);
+    assert_true(x->state == FB_DIAG_BAD || x->state == FB_DIAG_UNDECIDED);
+    assert_true(x->p_bad > 0.5);
+    assert_int_equal(s_get(v, n, "n4")->state, FB_DIAG_PASSED);
+    for (int k = 0; k < 8; k++) { /* the burst's partners: explained by it */
+        char partner[16];
+        snprintf(partner, sizeof partner, "n%d", (2 * (24 + k) + 1) % 64);
+        assert_int_not_equal(s_get(v, n, partner)->state, FB_DIAG_BAD);
+        assert_true(s_get(v, n, partner)->p_bad < 0.5);
+    }
+    free(v);
+    fb_diag_destroy(&d);
+}
+
+/* Cleared only with a bound: a node that failed once and then passed is undecided until its own
+ * passes rule out a fault showing in a quarter of its tests with 0.99 (17 in a row), however low
+ * its P(bad) fell before; then it is cleared, and a part never implicated is passed. */
+static void test_cleared_needs_bound(void **state)
+{
+    (void)state;
+    fb_diag_t *d = diag_fixture_engine(64, 0, NULL);
+    s_background(d, 2, 64, 0);
+    diag_fixture_pair(d, "fail", 0, 1, NULL, true);
+    fb_diag_settle(d);
+    assert_int_equal(s_state_of(d, "n0"), FB_DIAG_UNDECIDED);
+    assert_int_equal(s_state_of(d, "n1"), FB_DIAG_UNDECIDED);
+    char id[16];
+    unsigned cleared_at = 0;
+    double p_low_at = 0;
+    for (int k = 1; k <= 20 && !cleared_at; k++) {
+        snprintf(id, sizeof id, "pass%d", k);
+        diag_fixture_pair(d, id, 0, 30 + k, NULL, false); /* trusted partners (n14, n15 failed) */
+        fb_diag_settle(d);
+        if (!p_low_at && fb_diag_p_bad(d, "n0") <= 0.001)
+            p_low_at = k;
+        if (s_state_of(d, "n0") == FB_DIAG_CLEARED)
+            cleared_at = (unsigned)k;
+    }
+    printf("[diag] one failure, then passes: P(bad) <= 0.001 after %.0f, cleared after %u\n",
+           p_low_at, cleared_at);
+    assert_int_equal(cleared_at, 17); /* 0.75^17 < 0.01 <= 0.75^16 */
+    assert_true(p_low_at > 0 && p_low_at < 17);
+    assert_true(fb_diag_trusted(d, "n0"));
+    fb_diag_verdict_t *v;
+    size_t n = fb_diag_verdicts(d, &v);
+    assert_int_equal(s_get(v, n, "n1")->state, FB_DIAG_UNDECIDED); /* never re-tested */
+    assert_int_equal(s_get(v, n, "n40")->state, FB_DIAG_PASSED);   /* never implicated */
+    assert_int_equal(s_get(v, n, "n0")->clear_more, 0);
+    free(v);
+    fb_diag_destroy(&d);
+}
+
+/* Passed, not cleared: the partners of a node named bad failed with it, and that explains their
+ * failures; they were never implicated and make no claim of a bound. */
+static void test_passed_vs_cleared(void **state)
+{
+    (void)state;
+    fb_diag_t *d = diag_fixture_engine(64, 4, NULL);
+    char id[16];
+    for (int r = 0; r < 4; r++) { /* n0 is hard bad: every rail of every round */
+        char rail[4];
+        snprintf(rail, sizeof rail, "r%d", r);
+        snprintf(id, sizeof id, "s%d", r);
+        diag_fixture_pair(d, id, 0, 1 + r, rail, true);
+        for (int i = 5 + r; i + 1 < 64; i += 2) {
+            snprintf(id, sizeof id, "s%d.%d", r, i);
+            diag_fixture_pair(d, id, i, i + 1, rail, false);
+        }
+    }
+    fb_diag_settle(d);
+    fb_diag_verdict_t *v;
+    size_t n = fb_diag_verdicts(d, &v);
+    assert_int_equal(s_get(v, n, "n0")->state, FB_DIAG_BAD);
+    for (int k = 1; k <= 4; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "n%d", k);
+        const fb_diag_verdict_t *x = s_get(v, n, name);
+        assert_int_equal(x->state, FB_DIAG_PASSED);
+        assert_int_equal(x->n_failed, 1);
+        assert_true(x->evidence[0].explained);
+    }
+    free(v);
+    fb_diag_destroy(&d);
+}
+
+/* Results of one round come in in no meaningful order: the engine's state after the round is the
+ * same whatever order they were recorded in (every P, state and evidence line), and a part is
+ * named on whole rounds. */
+static void s_order_round(fb_diag_t *d, const int *order, int n)
+{
+    char id[32], a[32], b[32];
+    for (int k = 0; k < n; k++) {
+        int r = order[k];
+        snprintf(a, sizeof a, "n0/r%d", r % 8);
+        snprintf(b, sizeof b, "n%d/r%d", r + 1, r % 8);
+        snprintf(id, sizeof id, "t%02d", r);
+        const char *m[2] = {a, b};
+        assert_int_equal(fb_diag_record(d, id, m, 2, r % 8 < 3 || r == 11), 0);
+    }
+    fb_diag_settle(d);
+}
+
+static char *s_dump(const fb_diag_t *d)
+{
+    fb_diag_verdict_t *v;
+    size_t n = fb_diag_verdicts(d, &v);
+    size_t cap = 1 << 16, len = 0;
+    char *s = calloc(1, cap);
+    for (size_t i = 0; i < n; i++) {
+        len += (size_t)snprintf(s + len, cap - len, "%s %d %.12g %u|", v[i].suspect,
+                                (int)v[i].state, v[i].p_bad, v[i].n_confirmations);
+        for (size_t k = 0; k < v[i].n_evidence; k++)
+            len += (size_t)snprintf(s + len, cap - len, "%s %.12g;", v[i].evidence[k].test_id,
+                                    v[i].evidence[k].p_after);
+    }
+    free(v);
+    return s;
+}
+
+static void test_order(void **state)
+{
+    (void)state;
+    enum { T = 16 };
+    int fwd[T], rev[T], mix[T];
+    for (int i = 0; i < T; i++) {
+        fwd[i] = i;
+        rev[i] = T - 1 - i;
+        mix[i] = (i * 7) % T;
+    }
+    char *dumps[3];
+    const int *orders[3] = {fwd, rev, mix};
+    for (int o = 0; o < 3; o++) {
+        fb_diag_t *d = diag_fixture_engine(40, 8, NULL);
+        s_order_round(d, orders[o], T);
+        dumps[o] = s_dump(d);
+        fb_diag_destroy(&d);
+    }
+    assert_string_equal(dumps[0], dumps[1]);
+    assert_string_equal(dumps[0], dumps[2]);
+    for (int o = 0; o < 3; o++)
+        free(dumps[o]);
+    /* three failures on rails 0-2 and five passes on the others in one round: not named */
+    fb_diag_t *d = diag_fixture_engine(40, 8, NULL);
+    for (int r = 0; r < 8; r++) {
+        char rail[4], id[8];
+        snprintf(rail, sizeof rail, "r%d", r);
+        snprintf(id, sizeof id, "u%d", r);
+        diag_fixture_pair(d, id, 0, r + 1, rail, r < 3);
+    }
+    fb_diag_settle(d);
+    assert_int_not_equal(s_state_of(d, "n0"), FB_DIAG_BAD);
+    assert_false(fb_diag_done(d));
+    fb_diag_destroy(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_order),
+        cmocka_unit_test(test_posterior_threshold),
+        cmocka_unit_test(test_fleet_significance),
+        cmocka_unit_test(test_confirmations),
+        cmocka_unit_test(test_cleared_needs_bound),
+        cmocka_unit_test(test_bursty),
+        cmocka_unit_test(test_passed_vs_cleared),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
