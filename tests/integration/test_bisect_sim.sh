@@ -62,22 +62,7 @@ PY
 }
 
 # --- pairs on 8 rails: node-local round first, then the sweep and follow-up rounds ------------
-cat >"$WORK/pairs.yaml" <<'YAML'
-name: sim-bisect-pairs
-stages:
-  - name: node-local
-    workload: memtest
-    params: {size: 1GiB}
-  - name: pairs
-    workload: rdmabw
-    timeout: 10m
-    scope: pairs
-    pairing: random
-    seed: 11
-    on_fail: bisect
-    rails: mlx5_[0-7]
-    bisect_prior: node-local
-YAML
+cp "$FB_SRC/tests/fixtures/campaigns/sim-bisect-rails.yaml" "$WORK/pairs.yaml"
 for seed in 21 22 23; do
     cat >"$WORK/pairs-faults.yaml" <<YAML
 seed: $seed
