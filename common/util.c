@@ -216,10 +216,10 @@ char *fb_program_path(const char *name)
     char *libexec_dir = xasprintf("%s/%s", base, FB_LIBEXEC_REL);
     char *installed = xasprintf("%s/%s", libexec_dir, name);
     struct stat st;
-    char *path = access(beside, X_OK) == 0      ? beside
-                 : access(installed, X_OK) == 0 ? installed
+    char *path = access(beside, X_OK) == 0                            ? beside
+                 : access(installed, X_OK) == 0                       ? installed
                  : stat(libexec_dir, &st) == 0 && S_ISDIR(st.st_mode) ? installed
-                                                                       : beside;
+                                                                      : beside;
     free(path == beside ? installed : beside);
     free(libexec_dir);
     free(dir);
@@ -302,4 +302,40 @@ bool fb_endpoint_is_local(const char *endpoint)
     char extra;
     return sscanf(h, "%u.%u.%u.%u%c", &a, &b, &c, &d, &extra) == 4 && a == 127 && b < 256 &&
            c < 256 && d < 256;
+}
+
+void fb_hex_encode(const uint8_t *data, size_t len, char *out, size_t outlen)
+{
+    static const char digits[] = "0123456789abcdef";
+    size_t j = 0;
+    if (!outlen)
+        return;
+    for (size_t i = 0; i < len && j + 2 < outlen; i++) {
+        out[j++] = digits[data[i] >> 4];
+        out[j++] = digits[data[i] & 15];
+    }
+    out[j] = '\0';
+}
+
+static int s_hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+size_t fb_hex_decode(const char *hex, size_t hexlen, uint8_t *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i + 1 < hexlen && hex[i] && hex[i + 1] && n < max; i += 2) {
+        int hi = s_hex_digit(hex[i]), lo = s_hex_digit(hex[i + 1]);
+        if (hi < 0 || lo < 0)
+            break;
+        out[n++] = (uint8_t)(hi << 4 | lo);
+    }
+    return n;
 }

@@ -36,6 +36,13 @@ const char *fb_iso8601(uint64_t epoch_ms, char *buf, size_t len);
 
 /* Copies at most len-1 bytes and always terminates; returns strlen(src). */
 size_t fb_strlcpy(char *dst, const char *src, size_t len);
+
+/* data as lowercase hex into out (at most outlen - 1 digits, always terminated); ZeroMQ routing
+ * identities travel as text this way. */
+void fb_hex_encode(const uint8_t *data, size_t len, char *out, size_t outlen);
+/* The bytes of the first hexlen characters of hex (pairs of digits, up to the first that is
+ * not), at most max of them; returns how many. */
+size_t fb_hex_decode(const char *hex, size_t hexlen, uint8_t *out, size_t max);
 /* Reads a whole (small) regular file, e.g. a sysfs attribute, through fb_load_file (fileload.h):
  * at most FB_READ_FILE_MAX bytes, FIFOs and devices refused (EINVAL), larger files EFBIG;
  * trailing newlines and blanks stripped. NULL on error with errno set. Caller frees. */

@@ -44,34 +44,12 @@
 /* Campaigns are held this long while the database cannot be written (coord_store_health.c). */
 #define COORD_STORE_GIVE_UP_MS 60000
 
-static void s_hex(const uint8_t *data, size_t len, char *out, size_t outlen)
-{
-    static const char digits[] = "0123456789abcdef";
-    size_t j = 0;
-    for (size_t i = 0; i < len && j + 2 < outlen; i++) {
-        out[j++] = digits[data[i] >> 4];
-        out[j++] = digits[data[i] & 15];
-    }
-    out[j] = '\0';
-}
-
-static size_t s_unhex(const char *hex, uint8_t *out, size_t max)
-{
-    size_t n = 0;
-    for (; hex[0] && hex[1] && n < max; hex += 2) {
-        unsigned v;
-        sscanf(hex, "%2x", &v);
-        out[n++] = (uint8_t)v;
-    }
-    return n;
-}
-
 int coord_send_to(coord_t *self, const char *identity, Fleetburn__Envelope *env)
 {
     if (coord_relay_identity(identity))
         return coord_relay_send(self, identity, env); /* an agent behind a relay */
     uint8_t id[256];
-    size_t id_len = s_unhex(identity, id, sizeof id);
+    size_t id_len = fb_hex_decode(identity, strlen(identity), id, sizeof id);
     size_t len = 0;
     uint8_t *buf = fb_wire_encode(env, &len);
     const void *frames[] = {id, buf};
@@ -286,7 +264,7 @@ static void s_on_message(fb_zsock_t *zs, const uint8_t *const *frames, const siz
         return;
     }
     char identity[520];
-    s_hex(frames[0], lens[0], identity, sizeof identity);
+    fb_hex_encode(frames[0], lens[0], identity, sizeof identity);
     self->peer =
         (coord_peer_t){fb_zsock_peer_user_id(self->zs), NULL, NULL, fb_zsock_peer_fd(self->zs)};
     coord_handle_frame(self, identity, frames[1], lens[1]);

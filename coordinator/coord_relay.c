@@ -80,8 +80,9 @@ static bool s_relayed_allowed(coord_t *self, const char *relay_key, const char *
         return false;
     }
     if (!auth_agent_may(self->auth, agent_key, node)) {
-        s_refused(self, "relay %s forwarded node %s with agent key %s, which may not register "
-                        "as %s",
+        s_refused(self,
+                  "relay %s forwarded node %s with agent key %s, which may not register "
+                  "as %s",
                   s_key_file(self, relay_key), node, s_key_file(self, agent_key), node);
         return false;
     }
@@ -139,8 +140,8 @@ static void s_on_status(coord_t *self, const char *identity, const Fleetburn__Re
     size_t n_unknown = 0;
     char agent_identity[COORD_RELAY_IDENTITY_MAX];
     for (size_t i = 0; i < m->n_nodes; i++) {
-        snprintf(agent_identity, sizeof agent_identity, "%s/%" PRIu64 "/%s", identity,
-                 m->links[i], m->nodes[i]);
+        snprintf(agent_identity, sizeof agent_identity, "%s/%" PRIu64 "/%s", identity, m->links[i],
+                 m->nodes[i]);
         node_t *node = fb_strmap_get(self->identities, agent_identity);
         if (node) {
             coord_node_heard(self, node);
@@ -174,8 +175,9 @@ bool coord_relay_filter(coord_t *self, const char *identity, const Fleetburn__En
         return true;
     }
     if (self->auth && auth_is_relay(self->auth, self->peer.key)) {
-        s_refused(self, "relay %s sent a message of its own (body %d): a relay key may only "
-                        "forward its agents' messages",
+        s_refused(self,
+                  "relay %s sent a message of its own (body %d): a relay key may only "
+                  "forward its agents' messages",
                   s_key_file(self, self->peer.key), (int)env->body_case);
         return true;
     }
@@ -197,18 +199,6 @@ char *coord_relay_refusal(coord_t *self, const char *name)
                      name);
 }
 
-static size_t s_unhex(const char *hex, size_t hexlen, uint8_t *out, size_t max)
-{
-    size_t n = 0;
-    for (size_t i = 0; i + 1 < hexlen && n < max; i += 2) {
-        unsigned v;
-        if (sscanf(hex + i, "%2x", &v) != 1)
-            break;
-        out[n++] = (uint8_t)v;
-    }
-    return n;
-}
-
 int coord_relay_send(coord_t *self, const char *identity, Fleetburn__Envelope *env)
 {
     const char *slash = strchr(identity, '/');
@@ -216,7 +206,8 @@ int coord_relay_send(coord_t *self, const char *identity, Fleetburn__Envelope *e
     if (!node)
         return -EINVAL;
     uint8_t relay_id[256];
-    size_t relay_len = s_unhex(identity, (size_t)(slash - identity), relay_id, sizeof relay_id);
+    size_t relay_len =
+        fb_hex_decode(identity, (size_t)(slash - identity), relay_id, sizeof relay_id);
     size_t inner_len = 0;
     uint8_t *inner = fb_wire_encode(env, &inner_len);
     Fleetburn__Envelope outer = FLEETBURN__ENVELOPE__INIT;

@@ -44,7 +44,7 @@ typedef struct {
     char *hex; /* rid in hex: the key of the links map */
     char *key; /* its CURVE key (Z85), or NULL without keys */
     char *node;
-    int fd; /* its connection's descriptor, to end it when its key is revoked; -1 unknown */
+    int fd;     /* its connection's descriptor, to end it when its key is revoked; -1 unknown */
     bool heard; /* a heartbeat answered here since the last RelayStatus */
     /* monotonic ms of the Hello forwarded and not answered yet; 0: none. The agent repeats its
      * Hello every second until Welcome: while one is on its way, repeats are not forwarded
@@ -112,17 +112,6 @@ static void s_dropped(relay_t *self, const char *fmt, ...)
     log_warn("%s (%llu dropped in all, %llu lines held back)", what,
              (unsigned long long)self->n_dropped, (unsigned long long)held);
     free(what);
-}
-
-static void s_hex(const uint8_t *data, size_t len, char *out, size_t outlen)
-{
-    static const char digits[] = "0123456789abcdef";
-    size_t j = 0;
-    for (size_t i = 0; i < len && j + 2 < outlen; i++) {
-        out[j++] = digits[data[i] >> 4];
-        out[j++] = digits[data[i] & 15];
-    }
-    out[j] = '\0';
 }
 
 /* --- towards the agents --------------------------------------------------------------------- */
@@ -347,7 +336,7 @@ static void s_on_agent(fb_zsock_t *zs, const uint8_t *const *frames, const size_
         return;
     }
     char hex[520];
-    s_hex(frames[0], lens[0], hex, sizeof hex);
+    fb_hex_encode(frames[0], lens[0], hex, sizeof hex);
     link_t *link = fb_strmap_get(self->links, hex);
     char err[256];
     Fleetburn__Envelope *env = NULL;
@@ -355,11 +344,12 @@ static void s_on_agent(fb_zsock_t *zs, const uint8_t *const *frames, const size_
     if (rc == -EPROTONOSUPPORT && env->body_case == FLEETBURN__ENVELOPE__BODY_HELLO) {
         s_refuse(self, frames[0], lens[0], "?", err);
     } else if (rc) {
-        s_dropped(self, "dropped an invalid message from %s: %s",
-                  fb_zsock_peer_address(self->down), err);
+        s_dropped(self, "dropped an invalid message from %s: %s", fb_zsock_peer_address(self->down),
+                  err);
     } else if (!s_agent_body(env->body_case)) {
-        s_dropped(self, "dropped a message (body %d) from %s: a relay forwards only agents' "
-                        "messages",
+        s_dropped(self,
+                  "dropped a message (body %d) from %s: a relay forwards only agents' "
+                  "messages",
                   (int)env->body_case, fb_zsock_peer_address(self->down));
     } else if (env->body_case == FLEETBURN__ENVELOPE__BODY_HELLO) {
         link = s_on_hello(self, hex, frames[0], lens[0], link, env->hello);
@@ -454,8 +444,7 @@ static void s_on_handshake(unsigned event, uint32_t value, const char *endpoint,
     const char *why = fb_key_handshake_failure(event, value, self->keyed);
     uint64_t held = 0;
     if (why && fb_ratelimit_ok(&self->handshake_log, fb_mono_ms(), &held))
-        log_error("the coordinator %s refused this relay's connection: %s", self->coordinator,
-                  why);
+        log_error("the coordinator %s refused this relay's connection: %s", self->coordinator, why);
 }
 
 static void *s_upstream(relay_t *self, const relay_options_t *opts, char *err, size_t errlen)
@@ -560,10 +549,10 @@ relay_t *relay_new(uv_loop_t *loop, const relay_options_t *opts, char *err, size
     self->up = fb_zsock_new(loop, up, s_on_coordinator, self);
     if (self->keyed)
         self->monitor = fb_zsock_monitor_new(loop, self->zctx, up,
-                                          ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                                              ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                                              ZMQ_EVENT_HANDSHAKE_FAILED_AUTH,
-                                          s_on_handshake, self);
+                                             ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                                 ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH,
+                                             s_on_handshake, self);
     uv_timer_init(loop, &self->status_timer);
     self->status_timer.data = self;
     uv_timer_start(&self->status_timer, s_on_status_tick, RELAY_TICK_MS, RELAY_TICK_MS);
