@@ -72,20 +72,6 @@ struct fb_routes {
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
-static int s_fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int s_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
-
 static void *s_grow(void *array, size_t n, size_t *cap, size_t elem)
 {
     if (n < *cap)
@@ -247,13 +233,13 @@ static int s_switch_header(s_parse_t *ps, const char *s)
     bool ok = guid_text && s_guid(guid_text, &guid);
     free(guid_text);
     if (!ok)
-        return s_fail(ps->err, ps->errlen,
-                      "line %u: Switch line without a quoted GUID; expected ibnetdiscover's "
-                      "'Switch 40 \"S-0002c90200410001\" # \"...\"'",
-                      ps->line);
+        return fb_errf(ps->err, ps->errlen, -EINVAL,
+                       "line %u: Switch line without a quoted GUID; expected ibnetdiscover's "
+                       "'Switch 40 \"S-0002c90200410001\" # \"...\"'",
+                       ps->line);
     if (s_switch_index(r, guid) != SIZE_MAX)
-        return s_fail(ps->err, ps->errlen, "line %u: switch 0x%016" PRIx64 " is described twice",
-                      ps->line, guid);
+        return fb_errf(ps->err, ps->errlen, -EINVAL,
+                       "line %u: switch 0x%016" PRIx64 " is described twice", ps->line, guid);
     const char *hash = strchr(p, '#');
     const char *q = hash ? hash + 1 : NULL;
     char *desc = q ? s_quoted(&q) : NULL;
@@ -278,8 +264,8 @@ static int s_port_line(s_parse_t *ps, const char *s)
     const char *p = s + 1;
     uint64_t port;
     if (!s_number(&p, S_PORT_MAX, &port) || *p != ']')
-        return s_fail(
-            ps->err, ps->errlen,
+        return fb_errf(
+            ps->err, ps->errlen, -EINVAL,
             "line %u: expected a port line '[PORT] \"PEER-GUID\"[PEER-PORT] # ...' with a "
             "port from 0 to %u",
             ps->line, S_PORT_MAX);
@@ -294,10 +280,10 @@ static int s_port_line(s_parse_t *ps, const char *s)
     bool adapter = ok && peer_text[0] == 'H';
     free(peer_text);
     if (!ok)
-        return s_fail(ps->err, ps->errlen,
-                      "line %u: port line without a quoted peer GUID; expected '[%" PRIu64
-                      "] \"S-...\"[PORT]' or '\"H-...\"[PORT]'",
-                      ps->line, port);
+        return fb_errf(ps->err, ps->errlen, -EINVAL,
+                       "line %u: port line without a quoted peer GUID; expected '[%" PRIu64
+                       "] \"S-...\"[PORT]' or '\"H-...\"[PORT]'",
+                       ps->line, port);
     s_switch_t *sw = &ps->r->sw[ps->block];
     sw->ports = s_grow(sw->ports, sw->n_ports, &sw->cap_ports, sizeof *sw->ports);
     sw->ports[sw->n_ports++] = (s_port_t){(unsigned)port, peer, SIZE_MAX};
@@ -310,10 +296,10 @@ static int s_port_line(s_parse_t *ps, const char *s)
     uint32_t lid = 0;
     if (!desc || !s_lid_after(q, &lid) || lid == 0) {
         free(desc);
-        return s_fail(ps->err, ps->errlen,
-                      "line %u: adapter port without its description and LID; expected '# "
-                      "\"node01 mlx5_0\" lid 101 ...' as ibnetdiscover prints it",
-                      ps->line);
+        return fb_errf(ps->err, ps->errlen, -EINVAL,
+                       "line %u: adapter port without its description and LID; expected '# "
+                       "\"node01 mlx5_0\" lid 101 ...' as ibnetdiscover prints it",
+                       ps->line);
     }
     const char *d = s_skip_blank(desc);
     size_t nlen = strcspn(d, " \t");
@@ -321,9 +307,9 @@ static int s_port_line(s_parse_t *ps, const char *s)
     size_t hlen = strcspn(h, " \t");
     if (nlen == 0) {
         free(desc);
-        return s_fail(ps->err, ps->errlen,
-                      "line %u: adapter with an empty description; expected \"NODE HCA\"",
-                      ps->line);
+        return fb_errf(ps->err, ps->errlen, -EINVAL,
+                       "line %u: adapter with an empty description; expected \"NODE HCA\"",
+                       ps->line);
     }
     ps->pending = s_grow(ps->pending, ps->n_pending, &ps->cap_pending, sizeof *ps->pending);
     ps->pending[ps->n_pending++] =
@@ -339,15 +325,16 @@ static int s_table_header(s_parse_t *ps, const char *s, bool ibroute)
     const char *g = ibroute ? strstr(s, " guid ") : strstr(s, "Switch ");
     uint64_t guid;
     if (!g || !s_guid(s_skip_blank(g + (ibroute ? 6 : 7)), &guid))
-        return s_fail(ps->err, ps->errlen, "line %u: forwarding table header without %s", ps->line,
-                      ibroute ? "'guid 0x<16 hex digits>'" : "'Switch 0x<16 hex digits>'");
+        return fb_errf(ps->err, ps->errlen, -EINVAL, "line %u: forwarding table header without %s",
+                       ps->line,
+                       ibroute ? "'guid 0x<16 hex digits>'" : "'Switch 0x<16 hex digits>'");
     fb_routes_t *r = ps->r;
     for (size_t i = 0; i < r->n_tables; i++)
         if (r->tables[i].guid == guid)
-            return s_fail(ps->err, ps->errlen,
-                          "line %u: a second forwarding table of switch 0x%016" PRIx64
-                          " (the first at line %u); expected one table per switch",
-                          ps->line, guid, r->tables[i].line);
+            return fb_errf(ps->err, ps->errlen, -EINVAL,
+                           "line %u: a second forwarding table of switch 0x%016" PRIx64
+                           " (the first at line %u); expected one table per switch",
+                           ps->line, guid, r->tables[i].line);
     r->tables = s_grow(r->tables, r->n_tables, &r->cap_tables, sizeof *r->tables);
     r->tables[r->n_tables] = (s_table_t){.guid = guid, .line = ps->line};
     ps->table = r->n_tables++;
@@ -361,10 +348,10 @@ static int s_table_entry(s_parse_t *ps, const char *s)
     uint64_t lid, port;
     char shown[48];
     if (!s_number(&p, UINT32_MAX, &lid) || lid > S_LID_MAX)
-        return s_fail(ps->err, ps->errlen,
-                      "line %u: expected a unicast LID (1 to 0x%X) at the start of a forwarding "
-                      "entry, got '%s'",
-                      ps->line, S_LID_MAX, s_show_token(s, shown, sizeof shown));
+        return fb_errf(ps->err, ps->errlen, -EINVAL,
+                       "line %u: expected a unicast LID (1 to 0x%X) at the start of a forwarding "
+                       "entry, got '%s'",
+                       ps->line, S_LID_MAX, s_show_token(s, shown, sizeof shown));
     p = s_skip_blank(p);
     if (*p == ':')
         p = s_skip_blank(p + 1);
@@ -372,10 +359,10 @@ static int s_table_entry(s_parse_t *ps, const char *s)
         return 0; /* no route to that LID */
     const char *port_text = p;
     if (!s_number(&p, UINT32_MAX, &port) || port > S_PORT_NONE)
-        return s_fail(ps->err, ps->errlen,
-                      "line %u: expected 'LID PORT' (0x0004 001, or 0x0004 : 001 : 00 : yes) "
-                      "with a port from 0 to %u, got '%s'",
-                      ps->line, S_PORT_MAX, s_show_token(port_text, shown, sizeof shown));
+        return fb_errf(ps->err, ps->errlen, -EINVAL,
+                       "line %u: expected 'LID PORT' (0x0004 001, or 0x0004 : 001 : 00 : yes) "
+                       "with a port from 0 to %u, got '%s'",
+                       ps->line, S_PORT_MAX, s_show_token(port_text, shown, sizeof shown));
     if (lid == 0 || port == S_PORT_NONE)
         return 0; /* the reserved LID, or an entry that routes nowhere */
     s_table_t *t = &ps->r->tables[ps->table];
@@ -416,11 +403,12 @@ static int s_line(s_parse_t *ps, const char *s)
         return 0; /* "Lid  Out   Destination", "LID    : Port : Hops : Optimal", "PLFT_NUM: 0" */
     }
     if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-        return s_fail(ps->err, ps->errlen,
-                      "line %u: forwarding entry outside a switch's table; expected a header "
-                      "'Unicast lids [...] of switch ... guid 0x...' (ibroute) or "
-                      "'osm_ucast_mgr_dump_ucast_routes: Switch 0x...' (ibdiagnet2.fdbs) before it",
-                      ps->line);
+        return fb_errf(
+            ps->err, ps->errlen, -EINVAL,
+            "line %u: forwarding entry outside a switch's table; expected a header "
+            "'Unicast lids [...] of switch ... guid 0x...' (ibroute) or "
+            "'osm_ucast_mgr_dump_ucast_routes: Switch 0x...' (ibdiagnet2.fdbs) before it",
+            ps->line);
     return 0; /* vendid=, switchguid=, comments, "Topology file: ..." */
 }
 
@@ -437,27 +425,27 @@ static int s_resolve(s_parse_t *ps)
 {
     fb_routes_t *r = ps->r;
     if (r->n_sw == 0)
-        return s_fail(ps->err, ps->errlen,
-                      "no ibnetdiscover output (Switch blocks); expected ibnetdiscover's output "
-                      "followed by the forwarding tables (ibroute, or ibdiagnet2.fdbs)");
+        return fb_errf(ps->err, ps->errlen, -EINVAL,
+                       "no ibnetdiscover output (Switch blocks); expected ibnetdiscover's output "
+                       "followed by the forwarding tables (ibroute, or ibdiagnet2.fdbs)");
     for (size_t i = 0; i < r->n_tables; i++) {
         s_table_t *t = &r->tables[i];
         size_t k = s_switch_index(r, t->guid);
         if (k == SIZE_MAX)
-            return s_fail(ps->err, ps->errlen,
-                          "line %u: forwarding table of switch 0x%016" PRIx64
-                          ", which the ibnetdiscover output does not describe; expected the "
-                          "tables and ibnetdiscover output of one fabric",
-                          t->line, t->guid);
+            return fb_errf(ps->err, ps->errlen, -EINVAL,
+                           "line %u: forwarding table of switch 0x%016" PRIx64
+                           ", which the ibnetdiscover output does not describe; expected the "
+                           "tables and ibnetdiscover output of one fabric",
+                           t->line, t->guid);
         if (t->n) /* a table may be empty (every LID unreachable) */
             qsort(t->entries, t->n, sizeof *t->entries, s_entry_cmp);
         for (size_t e = 1; e < t->n; e++)
             if (t->entries[e].lid == t->entries[e - 1].lid)
-                return s_fail(ps->err, ps->errlen,
-                              "line %u: LID 0x%04X is routed twice by switch 0x%016" PRIx64
-                              " (first at line %u)",
-                              t->entries[e].line, t->entries[e].lid, t->guid,
-                              t->entries[e - 1].line);
+                return fb_errf(ps->err, ps->errlen, -EINVAL,
+                               "line %u: LID 0x%04X is routed twice by switch 0x%016" PRIx64
+                               " (first at line %u)",
+                               t->entries[e].line, t->entries[e].lid, t->guid,
+                               t->entries[e - 1].line);
         r->sw[k].table = t;
     }
     bool leaf_table = false;
@@ -472,9 +460,9 @@ static int s_resolve(s_parse_t *ps)
         leaf_table |= sw->leaf && sw->table;
     }
     if (!leaf_table)
-        return s_fail(ps->err, ps->errlen,
-                      "no forwarding table of a leaf switch (one with nodes attached); expected "
-                      "ibroute or ibdiagnet2.fdbs tables after the ibnetdiscover output");
+        return fb_errf(ps->err, ps->errlen, -EINVAL,
+                       "no forwarding table of a leaf switch (one with nodes attached); expected "
+                       "ibroute or ibdiagnet2.fdbs tables after the ibnetdiscover output");
     for (size_t i = 0; i < ps->n_pending; i++) {
         s_adapter_t *a = &ps->pending[i];
         r->ca = s_grow(r->ca, r->n_ca, &r->cap_ca, sizeof *r->ca);
@@ -497,7 +485,7 @@ int fb_routes_parse(const char *text, fb_routes_t **out, char *err, size_t errle
     assert(out);
     *out = NULL;
     if (!text)
-        return s_fail(err, errlen, "no routes text");
+        return fb_errf(err, errlen, -EINVAL, "no routes text");
     fb_routes_t *r = xcalloc(1, sizeof *r);
     r->by_guid = fb_strmap_new();
     r->by_name = fb_strmap_new();

@@ -186,20 +186,6 @@ const char *fb_topology_leaf_of(const fb_topology_t *self, const char *node)
 
 /* --- parsing helpers --------------------------------------------------------------------- */
 
-static int s_fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int s_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
-
 /* Next line of *cursor as a heap copy (without the newline), or NULL at the end. */
 static char *s_next_line(const char **cursor)
 {
@@ -289,10 +275,10 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
     assert(out);
     *out = NULL;
     if (!text)
-        return s_fail(err, errlen, "no topology text");
+        return fb_errf(err, errlen, -EINVAL, "no topology text");
     s_record_t *recs = NULL;
     size_t n = 0, cap_recs = 0, listed = 0; /* members of all lines so far */
-    fb_strmap_t *index = fb_strmap_new(); /* record name -> index + 1 */
+    fb_strmap_t *index = fb_strmap_new();   /* record name -> index + 1 */
     int rc = 0;
     unsigned lineno = 0;
     const char *cursor = text;
@@ -307,8 +293,9 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
         if (*s) {
             char *colon = strchr(s, ':');
             if (!colon) {
-                rc = s_fail(err, errlen, "line %u: no ':' after '%s'; expected 'switch: members'",
-                            lineno, s_show_word(s, sbuf, sizeof sbuf));
+                rc = fb_errf(err, errlen, -EINVAL,
+                             "line %u: no ':' after '%s'; expected 'switch: members'", lineno,
+                             s_show_word(s, sbuf, sizeof sbuf));
             } else {
                 *colon = '\0';
                 char *name = s_trim(s);
@@ -317,29 +304,31 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
                 char **members = NULL;
                 size_t n_members = 0;
                 if (!s_valid_name(name))
-                    rc = s_fail(err, errlen, "line %u: bad switch name '%s'", lineno,
-                                fb_show_value(name, sbuf, sizeof sbuf));
+                    rc = fb_errf(err, errlen, -EINVAL, "line %u: bad switch name '%s'", lineno,
+                                 fb_show_value(name, sbuf, sizeof sbuf));
                 else if (s_find(index, name))
-                    rc = s_fail(err, errlen, "line %u: switch %s is already defined on line %u",
-                                lineno, name, recs[s_find(index, name) - 1].line);
+                    rc = fb_errf(err, errlen, -EINVAL,
+                                 "line %u: switch %s is already defined on line %u", lineno, name,
+                                 recs[s_find(index, name) - 1].line);
                 else if (!*rhs)
-                    rc = s_fail(err, errlen, "line %u: switch %s lists no members", lineno, name);
+                    rc = fb_errf(err, errlen, -EINVAL, "line %u: switch %s lists no members",
+                                 lineno, name);
                 else if (rhs[strspn(rhs, S_MEMBER_CHARS)])
-                    rc = s_fail(err, errlen,
-                                "line %u: %s: a member holds the character %s; expected node "
-                                "names in hostlist notation (letters, digits, '.', '_', '-', "
-                                "',', '[', ']')",
-                                lineno, name,
-                                s_show_char(rhs[strspn(rhs, S_MEMBER_CHARS)], cbuf, sizeof cbuf));
+                    rc = fb_errf(err, errlen, -EINVAL,
+                                 "line %u: %s: a member holds the character %s; expected node "
+                                 "names in hostlist notation (letters, digits, '.', '_', '-', "
+                                 "',', '[', ']')",
+                                 lineno, name,
+                                 s_show_char(rhs[strspn(rhs, S_MEMBER_CHARS)], cbuf, sizeof cbuf));
                 else if (fb_hostlist_check(rhs, &n_members, herr, sizeof herr) < 0)
-                    rc = s_fail(err, errlen, "line %u: %s: %s", lineno, name, herr);
+                    rc = fb_errf(err, errlen, -EINVAL, "line %u: %s: %s", lineno, name, herr);
                 else if ((listed += n_members) > FB_TOPOLOGY_MAX_MEMBERS)
-                    rc = s_fail(err, errlen,
-                                "line %u: %s: the lines up to here list more than %u members; "
-                                "expected a two-level fabric",
-                                lineno, name, FB_TOPOLOGY_MAX_MEMBERS);
+                    rc = fb_errf(err, errlen, -EINVAL,
+                                 "line %u: %s: the lines up to here list more than %u members; "
+                                 "expected a two-level fabric",
+                                 lineno, name, FB_TOPOLOGY_MAX_MEMBERS);
                 else if (fb_hostlist_expand(rhs, &members, &n_members, herr, sizeof herr) < 0)
-                    rc = s_fail(err, errlen, "line %u: %s: %s", lineno, name, herr);
+                    rc = fb_errf(err, errlen, -EINVAL, "line %u: %s: %s", lineno, name, herr);
                 if (rc == 0) {
                     recs = s_grow(recs, n, &cap_recs, sizeof *recs);
                     recs[n++] = (s_record_t){.line = lineno,
@@ -365,10 +354,10 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
             }
         }
         if (sw && sw != recs[i].n_members)
-            rc = s_fail(err, errlen,
-                        "line %u: %s lists switch %s and %s, which is not a switch defined in "
-                        "this file (a line lists either nodes or leaves)",
-                        recs[i].line, recs[i].name, swname, node);
+            rc = fb_errf(err, errlen, -EINVAL,
+                         "line %u: %s lists switch %s and %s, which is not a switch defined in "
+                         "this file (a line lists either nodes or leaves)",
+                         recs[i].line, recs[i].name, swname, node);
         recs[i].spine = sw > 0;
     }
     fb_topology_t *self = rc == 0 ? s_topology_new() : NULL;
@@ -381,8 +370,8 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
         for (size_t j = 0; rc == 0 && j < recs[i].n_members; j++) {
             size_t other = s_add_node(self, leaf, recs[i].members[j]);
             if (other)
-                rc = s_fail(err, errlen, "line %u: %s is on %s and %s", recs[i].line,
-                            recs[i].members[j], self->leaves[other - 1].name, recs[i].name);
+                rc = fb_errf(err, errlen, -EINVAL, "line %u: %s is on %s and %s", recs[i].line,
+                             recs[i].members[j], self->leaves[other - 1].name, recs[i].name);
         }
     }
     for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -392,10 +381,10 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
         for (size_t j = 0; rc == 0 && j < recs[i].n_members; j++) {
             size_t k = s_find(index, recs[i].members[j]) - 1;
             if (recs[k].spine) {
-                rc = s_fail(err, errlen,
-                            "line %u: spine %s lists spine %s (only leaves and spines, two "
-                            "levels, are modelled)",
-                            recs[i].line, recs[i].name, recs[k].name);
+                rc = fb_errf(err, errlen, -EINVAL,
+                             "line %u: spine %s lists spine %s (only leaves and spines, two "
+                             "levels, are modelled)",
+                             recs[i].line, recs[i].name, recs[k].name);
                 break;
             }
             size_t l = s_find(leaf_index, recs[k].name);
@@ -407,7 +396,7 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
     fb_strmap_destroy(&index);
     fb_strmap_destroy(&leaf_index);
     if (rc == 0 && self->n_leaves == 0)
-        rc = s_fail(err, errlen, "no leaf switches with nodes in the topology");
+        rc = fb_errf(err, errlen, -EINVAL, "no leaf switches with nodes in the topology");
     if (rc < 0) {
         fb_topology_destroy(&self);
         return rc;
@@ -497,7 +486,7 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
     assert(out);
     *out = NULL;
     if (!text)
-        return s_fail(err, errlen, "no ibnetdiscover text");
+        return fb_errf(err, errlen, -EINVAL, "no ibnetdiscover text");
     s_ent_t *ents = NULL;
     size_t n_ents = 0, cap_ents = 0;
     fb_strmap_t *ent_index = fb_strmap_new(); /* GUID -> index + 1 */
@@ -521,12 +510,12 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
                 p++;
             char *guid = s_quoted(&p);
             if (!guid) {
-                rc = s_fail(err, errlen, "line %u: %s line without a quoted GUID", lineno,
-                            sw ? "Switch" : "Ca");
+                rc = fb_errf(err, errlen, -EINVAL, "line %u: %s line without a quoted GUID", lineno,
+                             sw ? "Switch" : "Ca");
             } else if (s_find(ent_index, guid)) {
                 char gbuf[64];
-                rc = s_fail(err, errlen, "line %u: %s is described twice", lineno,
-                            fb_show_value(guid, gbuf, sizeof gbuf));
+                rc = fb_errf(err, errlen, -EINVAL, "line %u: %s is described twice", lineno,
+                             fb_show_value(guid, gbuf, sizeof gbuf));
                 free(guid);
             } else {
                 ents = s_grow(ents, n_ents, &cap_ents, sizeof *ents);
@@ -543,7 +532,8 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
             if (in_other) {
                 /* router ports: not part of the leaf/spine model */
             } else if (cur == SIZE_MAX) {
-                rc = s_fail(err, errlen, "line %u: port line outside a Switch or Ca block", lineno);
+                rc = fb_errf(err, errlen, -EINVAL,
+                             "line %u: port line outside a Switch or Ca block", lineno);
             } else {
                 const char *p = strchr(s, ']');
                 if (p) {
@@ -555,8 +545,8 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
                 }
                 char *peer = p ? s_quoted(&p) : NULL;
                 if (!peer) {
-                    rc = s_fail(err, errlen, "line %u: port line without a quoted peer GUID",
-                                lineno);
+                    rc = fb_errf(err, errlen, -EINVAL,
+                                 "line %u: port line without a quoted peer GUID", lineno);
                 } else {
                     links = s_grow(links, n_links, &cap_links, sizeof *links);
                     links[n_links++] = (s_iblink_t){
@@ -609,8 +599,8 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
             const char *desc = links[i].peer_desc ? links[i].peer_desc : peer ? peer->desc : NULL;
             char *host = desc ? s_ca_host(desc) : NULL;
             if (!host)
-                rc = s_fail(err, errlen, "line %u: no node description for CA %s", links[i].line,
-                            fb_show_value(links[i].peer, gbuf, sizeof gbuf));
+                rc = fb_errf(err, errlen, -EINVAL, "line %u: no node description for CA %s",
+                             links[i].line, fb_show_value(links[i].peer, gbuf, sizeof gbuf));
             else
                 s_add_node(self, from->idx, host); /* a second HCA on another leaf: first wins */
             free(host);
@@ -632,7 +622,7 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
     }
     free(links);
     if (rc == 0 && self->n_leaves == 0)
-        rc = s_fail(err, errlen, "no switch with a channel adapter (node) attached");
+        rc = fb_errf(err, errlen, -EINVAL, "no switch with a channel adapter (node) attached");
     if (rc < 0) {
         fb_topology_destroy(&self);
         return rc;
