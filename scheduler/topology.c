@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The two-level fabric model (nodes -> leaf switches -> spine switches) behind topology-aware
  * pairing and link diagnosis: parsers for fleetburn's topology text format and for
- * `ibnetdiscover` output, the links a pair's traffic crosses, cross-leaf pair rounds that load
- * every leaf-spine uplink, and the scoring that turns slow pairs into a suspect leaf, uplink or
- * node link. Pure logic over text and memory: whoever has the text read it (fileload.h). Error
- * messages quote at most the offending token of the text, never a whole line: a topology may
- * come from anywhere the submitter could read, and its errors travel back over the network. */
+ * `ibnetdiscover` output, and the links a pair's traffic crosses (pair rounds and the scoring of
+ * slow pairs are in topology_pairs.c). Pure logic over text and memory: whoever has the text read
+ * it (fileload.h). Error messages quote at most the offending token of the text, never a whole
+ * line: a topology may come from anywhere the submitter could read, and its errors travel back over
+ * the network. */
 #include "topology.h"
+#include "topology_internal.h"
 
 #include "common/hostlist.h"
 #include "common/strmap.h"
@@ -21,31 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    char *name;
-    const char **nodes; /* borrowed from fb_topology.nodes */
-    size_t n_nodes, cap_nodes;
-    const char **spines; /* borrowed from fb_topology.spines */
-    size_t *spine_idx;
-    size_t n_spines;
-} s_leaf_t;
-
-struct fb_topology {
-    s_leaf_t *leaves;
-    size_t n_leaves;
-    char **spines;
-    size_t n_spines;
-    char **nodes; /* every node, in the order added */
-    size_t *node_leaf;
-    size_t n_nodes, cap_nodes;
-    fb_strmap_t *node_index; /* node name -> index + 1 */
-};
-
 static const char s_any_spine[] = "*";
 
 /* Room for one more element in an array of n that holds *cap: doubles the capacity when full
  * (growing by one would copy the array on every element: quadratic in the size of the text). */
-static void *s_grow(void *array, size_t n, size_t *cap, size_t elem)
+void *topology__grow(void *array, size_t n, size_t *cap, size_t elem)
 {
     if (n < *cap)
         return array;
@@ -89,7 +70,7 @@ void fb_topology_destroy(fb_topology_t **self_p)
 static size_t s_add_leaf(fb_topology_t *self, const char *name)
 {
     self->leaves = xrealloc(self->leaves, (self->n_leaves + 1) * sizeof *self->leaves);
-    s_leaf_t *leaf = &self->leaves[self->n_leaves];
+    topology__leaf_t *leaf = &self->leaves[self->n_leaves];
     memset(leaf, 0, sizeof *leaf);
     leaf->name = xstrdup(name);
     return self->n_leaves++;
@@ -109,22 +90,22 @@ static size_t s_add_node(fb_topology_t *self, size_t leaf, const char *node)
     if (have)
         return self->node_leaf[have - 1] + 1;
     size_t cap = self->cap_nodes;
-    self->nodes = s_grow(self->nodes, self->n_nodes, &cap, sizeof *self->nodes);
+    self->nodes = topology__grow(self->nodes, self->n_nodes, &cap, sizeof *self->nodes);
     self->node_leaf =
-        s_grow(self->node_leaf, self->n_nodes, &self->cap_nodes, sizeof *self->node_leaf);
+        topology__grow(self->node_leaf, self->n_nodes, &self->cap_nodes, sizeof *self->node_leaf);
     self->nodes[self->n_nodes] = xstrdup(node);
     self->node_leaf[self->n_nodes] = leaf;
     self->n_nodes++;
     fb_strmap_put(self->node_index, node, (void *)(uintptr_t)self->n_nodes);
-    s_leaf_t *l = &self->leaves[leaf];
-    l->nodes = s_grow(l->nodes, l->n_nodes, &l->cap_nodes, sizeof *l->nodes);
+    topology__leaf_t *l = &self->leaves[leaf];
+    l->nodes = topology__grow(l->nodes, l->n_nodes, &l->cap_nodes, sizeof *l->nodes);
     l->nodes[l->n_nodes++] = self->nodes[self->n_nodes - 1];
     return 0;
 }
 
 static void s_link(fb_topology_t *self, size_t leaf, size_t spine)
 {
-    s_leaf_t *l = &self->leaves[leaf];
+    topology__leaf_t *l = &self->leaves[leaf];
     for (size_t i = 0; i < l->n_spines; i++)
         if (l->spine_idx[i] == spine)
             return;
@@ -136,7 +117,7 @@ static void s_link(fb_topology_t *self, size_t leaf, size_t spine)
 }
 
 /* Index of the node + 1, or 0. */
-static size_t s_node(const fb_topology_t *self, const char *node)
+size_t topology__node(const fb_topology_t *self, const char *node)
 {
     return node ? (size_t)(uintptr_t)fb_strmap_get(self->node_index, node) : 0;
 }
@@ -180,7 +161,7 @@ const char *const *fb_topology_leaf_spines(const fb_topology_t *self, size_t i, 
 
 const char *fb_topology_leaf_of(const fb_topology_t *self, const char *node)
 {
-    size_t k = s_node(self, node);
+    size_t k = topology__node(self, node);
     return k ? self->leaves[self->node_leaf[k - 1]].name : NULL;
 }
 
@@ -330,7 +311,7 @@ int fb_topology_parse(const char *text, fb_topology_t **out, char *err, size_t e
                 else if (fb_hostlist_expand(rhs, &members, &n_members, herr, sizeof herr) < 0)
                     rc = fb_errf(err, errlen, -EINVAL, "line %u: %s: %s", lineno, name, herr);
                 if (rc == 0) {
-                    recs = s_grow(recs, n, &cap_recs, sizeof *recs);
+                    recs = topology__grow(recs, n, &cap_recs, sizeof *recs);
                     recs[n++] = (s_record_t){.line = lineno,
                                              .name = xstrdup(name),
                                              .members = members,
@@ -518,7 +499,7 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
                              fb_show_value(guid, gbuf, sizeof gbuf));
                 free(guid);
             } else {
-                ents = s_grow(ents, n_ents, &cap_ents, sizeof *ents);
+                ents = topology__grow(ents, n_ents, &cap_ents, sizeof *ents);
                 ents[n_ents] = (s_ent_t){
                     .guid = guid, .desc = s_comment_desc(p), .is_switch = sw, .line = lineno};
                 cur = n_ents++;
@@ -548,7 +529,7 @@ int fb_topology_parse_ibnetdiscover(const char *text, fb_topology_t **out, char 
                     rc = fb_errf(err, errlen, -EINVAL,
                                  "line %u: port line without a quoted peer GUID", lineno);
                 } else {
-                    links = s_grow(links, n_links, &cap_links, sizeof *links);
+                    links = topology__grow(links, n_links, &cap_links, sizeof *links);
                     links[n_links++] = (s_iblink_t){
                         .from = cur, .peer = peer, .peer_desc = s_comment_desc(p), .line = lineno};
                 }
@@ -650,13 +631,13 @@ int fb_topology_parse_any(const char *text, fb_topology_t **out, char *err, size
 int fb_topology_path(const fb_topology_t *self, const char *a, const char *b, fb_link_t *links,
                      size_t cap)
 {
-    size_t ka = s_node(self, a), kb = s_node(self, b);
+    size_t ka = topology__node(self, a), kb = topology__node(self, b);
     if (!ka || !kb)
         return -ENOENT;
     if (ka == kb)
         return -EINVAL;
-    const s_leaf_t *la = &self->leaves[self->node_leaf[ka - 1]];
-    const s_leaf_t *lb = &self->leaves[self->node_leaf[kb - 1]];
+    const topology__leaf_t *la = &self->leaves[self->node_leaf[ka - 1]];
+    const topology__leaf_t *lb = &self->leaves[self->node_leaf[kb - 1]];
     fb_link_t path[4];
     int n = 0;
     path[n++] = (fb_link_t){FB_LINK_NODE_LEAF, self->nodes[ka - 1], la->name};
@@ -680,265 +661,4 @@ int fb_topology_path(const fb_topology_t *self, const char *a, const char *b, fb
     for (int i = 0; i < n && (size_t)i < cap; i++)
         links[i] = path[i];
     return n;
-}
-
-/* --- topology pairing -------------------------------------------------------------------- */
-
-typedef struct {
-    size_t leaf;   /* topology leaf index */
-    size_t *nodes; /* indices into the input node list */
-    size_t n_nodes, cap_nodes;
-} s_active_t;
-
-/* Leaves that hold selected nodes, in topology order. -ENOENT for an unknown node unless
- * skip_unknown. */
-static int s_active_leaves(const fb_topology_t *self, const char *const *nodes, size_t n,
-                           bool skip_unknown, s_active_t **out, size_t *n_out)
-{
-    s_active_t *act = xcalloc(self->n_leaves ? self->n_leaves : 1, sizeof *act);
-    for (size_t l = 0; l < self->n_leaves; l++)
-        act[l].leaf = l;
-    int rc = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t k = s_node(self, nodes[i]);
-        if (!k) {
-            if (!skip_unknown) {
-                rc = -ENOENT;
-                break;
-            }
-            continue;
-        }
-        s_active_t *a = &act[self->node_leaf[k - 1]];
-        a->nodes = s_grow(a->nodes, a->n_nodes, &a->cap_nodes, sizeof *a->nodes);
-        a->nodes[a->n_nodes++] = i;
-    }
-    size_t m = 0;
-    for (size_t l = 0; l < self->n_leaves; l++) {
-        if (act[l].n_nodes && rc == 0)
-            act[m++] = act[l];
-        else
-            free(act[l].nodes);
-    }
-    *out = act;
-    *n_out = m;
-    return rc;
-}
-
-static void s_active_free(s_active_t *act, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(act[i].nodes);
-    free(act);
-}
-
-unsigned fb_topology_pair_rounds(const fb_topology_t *self, const char *const *nodes, size_t n)
-{
-    s_active_t *act;
-    size_t m;
-    s_active_leaves(self, nodes, n, true, &act, &m);
-    s_active_free(act, m);
-    return fb_round_robin_rounds(m);
-}
-
-static void s_pair(fb_plan_t *out, const char *const *nodes, size_t i, size_t j, bool *used)
-{
-    const char *pair[2] = {nodes[i < j ? i : j], nodes[i < j ? j : i]};
-    fb_plan_add_group(out, pair, 2);
-    used[i] = used[j] = true;
-}
-
-/* The most cross-leaf pairs that leaves with these unpaired counts still allow: all but the
- * excess of the largest leaf, at most half of them. */
-static size_t s_achievable(const size_t *left, size_t m)
-{
-    size_t total = 0, max = 0;
-    for (size_t l = 0; l < m; l++) {
-        total += left[l];
-        if (left[l] > max)
-            max = left[l];
-    }
-    return total / 2 < total - max ? total / 2 : total - max;
-}
-
-/* The first unused node of leaf a at or after position start (cyclically), as an index into
- * a->nodes, or SIZE_MAX. */
-static size_t s_first_unused(const s_active_t *a, size_t start, const bool *used)
-{
-    for (size_t k = 0; k < a->n_nodes; k++) {
-        size_t i = (start + k) % a->n_nodes;
-        if (!used[a->nodes[i]])
-            return i;
-    }
-    return SIZE_MAX;
-}
-
-int fb_plan_pairs_topology(const fb_topology_t *topo, const char *const *nodes, size_t n,
-                           unsigned round, fb_plan_t *out)
-{
-    assert(topo && out);
-    memset(out, 0, sizeof *out);
-    int rc = fb_plan_check_nodes(nodes, n);
-    if (rc < 0)
-        return rc;
-    s_active_t *act;
-    size_t m;
-    rc = s_active_leaves(topo, nodes, n, false, &act, &m);
-    if (rc < 0) {
-        s_active_free(act, m);
-        return rc;
-    }
-    bool *used = xcalloc(n ? n : 1, sizeof *used);
-    size_t *partner = xcalloc(m ? m : 1, sizeof *partner);
-    size_t *left = xcalloc(m ? m : 1, sizeof *left);
-    for (size_t l = 0; l < m; l++) {
-        partner[l] = SIZE_MAX;
-        left[l] = act[l].n_nodes;
-    }
-    unsigned rounds = fb_round_robin_rounds(m);
-    size_t cycle = rounds ? round / rounds : 0;
-    /* Which leaves meet this round: a round-robin tournament over the active leaves. */
-    for (size_t l = 0; l < m && rounds; l++)
-        partner[l] = fb_round_robin_partner(m, round % rounds, l);
-    /* Each step pairs one node of leaf x with one of leaf y and must keep the matching as
-     * large as the leaf sizes allow (s_achievable drops by exactly one). Preferred: two leaves
-     * that meet in this round's tournament, the pair with the most unpaired nodes first; else
-     * the largest leaf with the next largest (which always keeps the matching maximal). Within
-     * two leaves, node i of one meets node i + cycle of the other, so partners change from
-     * cycle to cycle. */
-    size_t *next = xcalloc(m ? m : 1, sizeof *next);
-    for (;;) {
-        size_t goal = s_achievable(left, m);
-        if (goal == 0)
-            break;
-        size_t x = SIZE_MAX, y = SIZE_MAX;
-        for (size_t l = 0; l < m; l++) {
-            size_t p = partner[l];
-            if (p == SIZE_MAX || p < l || !left[l] || !left[p])
-                continue;
-            if (x != SIZE_MAX && left[l] + left[p] <= left[x] + left[y])
-                continue;
-            left[l]--, left[p]--;
-            bool keeps = s_achievable(left, m) + 1 == goal;
-            left[l]++, left[p]++;
-            if (keeps) {
-                x = left[l] >= left[p] ? l : p;
-                y = x == l ? p : l;
-            }
-        }
-        if (x == SIZE_MAX) {
-            for (size_t l = 0; l < m; l++) {
-                if (!left[l])
-                    continue;
-                if (x == SIZE_MAX || left[l] > left[x]) {
-                    y = x;
-                    x = l;
-                } else if (y == SIZE_MAX || left[l] > left[y]) {
-                    y = l;
-                }
-            }
-        }
-        assert(x != SIZE_MAX && y != SIZE_MAX);
-        size_t ix = s_first_unused(&act[x], next[x], used);
-        size_t iy = s_first_unused(&act[y], ix + cycle, used);
-        assert(ix != SIZE_MAX && iy != SIZE_MAX);
-        s_pair(out, nodes, act[x].nodes[ix], act[y].nodes[iy], used);
-        next[x] = ix + 1;
-        left[x]--;
-        left[y]--;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (!used[i])
-            fb_plan_add_idle(out, nodes[i]);
-    free(next);
-    free(left);
-    free(partner);
-    free(used);
-    s_active_free(act, m);
-    return 0;
-}
-
-/* --- diagnosis --------------------------------------------------------------------------- */
-
-const char *fb_suspect_kind_name(fb_suspect_kind_t kind)
-{
-    switch (kind) {
-    case FB_SUSPECT_NODE_LINK:
-        return "node link";
-    case FB_SUSPECT_LEAF_UPLINK:
-        return "leaf uplink";
-    case FB_SUSPECT_LEAF:
-        return "leaf";
-    }
-    return "?";
-}
-
-static int s_suspect_cmp(const void *pa, const void *pb)
-{
-    const fb_suspect_t *a = pa, *b = pb;
-    if (a->passed != b->passed)
-        return a->passed < b->passed ? -1 : 1;
-    if (a->kind != b->kind)
-        return a->kind < b->kind ? -1 : 1;
-    return strcmp(a->name, b->name);
-}
-
-int fb_topology_implicate(const fb_topology_t *self, const fb_pair_result_t *results, size_t n,
-                          fb_suspect_t *out, size_t cap)
-{
-    /* Parts: node links [0, N), leaf uplinks [N, N+L), leaves [N+L, N+2L). */
-    size_t N = self->n_nodes, L = self->n_leaves, parts = N + 2 * L;
-    size_t *slow = xcalloc(parts ? parts : 1, sizeof *slow);
-    size_t *passed = xcalloc(parts ? parts : 1, sizeof *passed);
-    size_t n_slow = 0;
-    int rc = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t ka = s_node(self, results[i].a), kb = s_node(self, results[i].b);
-        if (!ka || !kb) {
-            rc = -ENOENT;
-            break;
-        }
-        size_t la = self->node_leaf[ka - 1], lb = self->node_leaf[kb - 1];
-        size_t crossed[6], c = 0;
-        crossed[c++] = ka - 1;
-        if (kb != ka)
-            crossed[c++] = kb - 1;
-        crossed[c++] = N + L + la;
-        if (la != lb) {
-            crossed[c++] = N + L + lb;
-            crossed[c++] = N + la;
-            crossed[c++] = N + lb;
-        }
-        size_t *count = results[i].slow ? slow : passed;
-        for (size_t j = 0; j < c; j++)
-            count[crossed[j]]++;
-        n_slow += results[i].slow;
-    }
-    size_t found = 0;
-    if (rc == 0 && n_slow) {
-        fb_suspect_t *all = xcalloc(parts, sizeof *all);
-        for (size_t p = 0; p < parts; p++) {
-            if (slow[p] != n_slow)
-                continue;
-            fb_suspect_t *s = &all[found++];
-            s->slow = slow[p];
-            s->passed = passed[p];
-            if (p < N) {
-                s->kind = FB_SUSPECT_NODE_LINK;
-                s->name = self->nodes[p];
-            } else if (p < N + L) {
-                s->kind = FB_SUSPECT_LEAF_UPLINK;
-                s->name = self->leaves[p - N].name;
-            } else {
-                s->kind = FB_SUSPECT_LEAF;
-                s->name = self->leaves[p - N - L].name;
-            }
-        }
-        qsort(all, found, sizeof *all, s_suspect_cmp);
-        for (size_t i = 0; i < found && i < cap; i++)
-            out[i] = all[i];
-        free(all);
-    }
-    free(slow);
-    free(passed);
-    return rc < 0 ? rc : (int)found;
 }
