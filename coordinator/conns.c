@@ -338,3 +338,27 @@ unsigned conns_max_total(const conns_t *self)
 {
     return self->limits.max_total;
 }
+
+void conns_peer_fd_remember(conns_peer_fd_t *self, int fd)
+{
+    self->fd = fd;
+    self->peer_len = sizeof self->peer;
+    if (fd < 0 || getpeername(fd, (struct sockaddr *)&self->peer, &self->peer_len) != 0)
+        self->peer_len = 0;
+}
+
+bool conns_peer_fd_end(conns_peer_fd_t *self)
+{
+    bool same = false;
+    if (self->fd >= 0 && self->peer_len) {
+        struct sockaddr_storage now;
+        socklen_t len = sizeof now;
+        same = getpeername(self->fd, (struct sockaddr *)&now, &len) == 0 && len == self->peer_len &&
+               !memcmp(&now, &self->peer, len);
+    }
+    if (same)
+        shutdown(self->fd, SHUT_RDWR);
+    self->fd = -1;
+    self->peer_len = 0;
+    return same;
+}

@@ -8,8 +8,10 @@
 #ifndef FB_CONNS_H
 #define FB_CONNS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <uv.h>
 
 #define CONNS_DEFAULT_PER_ADDRESS 64
@@ -26,6 +28,21 @@
 #define CONNS_LOG_INTERVAL_MS 10000
 
 typedef struct conns conns_t;
+
+/* A peer's connection descriptor, to end the connection later (a revoked key): the descriptor's
+ * number alone is not enough, because once the connection closes libzmq's next accepted
+ * connection may get the same number. */
+typedef struct {
+    int fd; /* -1: unknown */
+    struct sockaddr_storage peer;
+    socklen_t peer_len; /* 0: unknown */
+} conns_peer_fd_t;
+
+/* Remembers fd (may be -1) and where it leads now. */
+void conns_peer_fd_remember(conns_peer_fd_t *self, int fd);
+/* Ends the connection with shutdown(2) if the descriptor still leads to the peer it did when
+ * remembered; true if it did. Forgets the descriptor either way. */
+bool conns_peer_fd_end(conns_peer_fd_t *self);
 
 typedef struct {
     unsigned max_total;       /* 0: derived from the descriptor limit (conns_fit_total) */

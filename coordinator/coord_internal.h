@@ -31,8 +31,8 @@ typedef struct {
     char *phase;               /* the worker's words, made safe for a terminal */
     uint64_t last_seen_stored; /* last time last_seen went to the store */
     char *key;                 /* the CURVE key it registered with (Z85); NULL without keys */
-    int fd; /* its connection's descriptor, to end it when its key is revoked; -1 unknown */
-    char *relay_key; /* the key of the relay it registered through (Z85); NULL: direct */
+    conns_peer_fd_t conn;      /* its connection, to end it when its key is revoked */
+    char *relay_key;           /* the key of the relay it registered through (Z85); NULL: direct */
 } node_t;
 
 /* Who the message being handled came from, set for every message: a direct peer's key and

@@ -73,7 +73,7 @@ void coord__node_gone(coord_t *self, node_t *node, const char *why)
         fb_strmap_remove(self->identities, node->identity);
     free(node->identity);
     node->identity = NULL;
-    node->fd = -1;
+    node->conn.fd = -1;
     char *reason = xasprintf("said goodbye: %s", why);
     coord_campaigns_node_lost(self, node->name, reason);
     free(reason);
@@ -226,7 +226,7 @@ void coord__on_hello(coord_t *self, const char *identity, const Fleetburn__Hello
     if (!node) {
         node = xcalloc(1, sizeof *node);
         node->name = xstrdup(m->name);
-        node->fd = -1;
+        node->conn.fd = -1;
         fb_strmap_put(self->nodes, node->name, node);
     } else if (node->identity && strcmp(node->identity, identity)) {
         fb_strmap_remove(self->identities, node->identity);
@@ -242,7 +242,7 @@ void coord__on_hello(coord_t *self, const char *identity, const Fleetburn__Hello
     node->key = self->peer.key ? xstrdup(self->peer.key) : NULL;
     free(node->relay_key);
     node->relay_key = self->peer.relay_key ? xstrdup(self->peer.relay_key) : NULL;
-    node->fd = self->peer.fd;
+    conns_peer_fd_remember(&node->conn, self->peer.fd);
     bool was_alive = node->alive;
     node->alive = true;
     node->last_seen = node->last_seen_stored = fb_mono_ms();
@@ -349,9 +349,9 @@ int coord_reload_keys(coord_t *self, char *err, size_t errlen)
         free(node->identity);
         node->identity = NULL;
         /* A relay's connection carries other nodes: it ends only when its key is gone. */
-        if (node->fd >= 0 && (!node->relay_key || !auth_is_relay(self->auth, node->relay_key)))
-            shutdown(node->fd, SHUT_RDWR);
-        node->fd = -1;
+        if (!node->relay_key || !auth_is_relay(self->auth, node->relay_key))
+            conns_peer_fd_end(&node->conn);
+        node->conn.fd = -1;
         if (node->alive)
             s_node_lost(self, node, "its key was revoked");
     }

@@ -44,8 +44,8 @@ typedef struct {
     char *hex; /* rid in hex: the key of the links map */
     char *key; /* its CURVE key (Z85), or NULL without keys */
     char *node;
-    int fd;     /* its connection's descriptor, to end it when its key is revoked; -1 unknown */
-    bool heard; /* a heartbeat answered here since the last RelayStatus */
+    conns_peer_fd_t conn; /* its connection, to end it when its key is revoked */
+    bool heard;           /* a heartbeat answered here since the last RelayStatus */
     /* monotonic ms of the Hello forwarded and not answered yet; 0: none. The agent repeats its
      * Hello every second until Welcome: while one is on its way, repeats are not forwarded
      * (thousands of agents registering at once would otherwise queue several Hellos each at
@@ -173,7 +173,7 @@ static link_t *s_bind(relay_t *self, const char *hex, const uint8_t *rid, size_t
     link->hex = xstrdup(hex);
     link->key = key ? xstrdup(key) : NULL;
     link->node = xstrdup(node);
-    link->fd = fb_zsock_peer_fd(self->down);
+    conns_peer_fd_remember(&link->conn, fb_zsock_peer_fd(self->down));
     fb_strmap_put(self->links, link->hex, link);
     fb_strmap_put(self->by_node, link->node, link);
     return link;
@@ -605,8 +605,7 @@ int relay_reload_keys(relay_t *self, char *err, size_t errlen)
     for (size_t i = 0; i < n; i++) {
         log_warn("agent %s: its key is no longer allowed; dropping its connection",
                  revoked[i]->node);
-        if (revoked[i]->fd >= 0)
-            shutdown(revoked[i]->fd, SHUT_RDWR);
+        conns_peer_fd_end(&revoked[i]->conn);
         s_unlink(self, revoked[i]);
     }
     free(revoked);

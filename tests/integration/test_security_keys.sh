@@ -6,7 +6,8 @@
 # without an operator key cannot submit and nothing runs; a plaintext peer gets nothing; a node
 # posting a result or an event for another node's task changes nothing; an agent pinned to another
 # coordinator key never registers; a key removed and
-# reloaded with SIGHUP drops its agent; serving a non-loopback address without keys is refused.
+# reloaded with SIGHUP drops its agent, and only its agent (the descriptor a departed node had may
+# belong to another peer by then); serving a non-loopback address without keys is refused.
 . "$(dirname "$0")/lib.sh"
 PEER="$FB_BIN/bin/fb_peer"
 K="$WORK/keys"
@@ -14,7 +15,7 @@ mkdir -p "$K/agents" "$K/operators" "$WORK/own"
 
 # --- keygen --------------------------------------------------------------------------------
 "$FLEETBURN" keygen "$K/coordinator" >/dev/null
-for n in n1 n2; do "$FLEETBURN" keygen "$K/agents/$n" >/dev/null; done
+for n in n1 n2 n5 n6; do "$FLEETBURN" keygen "$K/agents/$n" >/dev/null; done
 "$FLEETBURN" keygen "$K/operators/alice" >/dev/null
 "$FLEETBURN" keygen "$WORK/own/rogue" >/dev/null
 [ "$(stat -c %a "$K/coordinator")" = 600 ] || fail "secret key mode is $(stat -c %a "$K/coordinator"), expected 600"
@@ -27,7 +28,7 @@ grep -q "never overwritten" "$WORK/keygen.err" || fail "keygen refusal does not 
 [ "$(sha256sum "$K/coordinator")" = "$before" ] || fail "keygen overwrote an existing key"
 pass "keygen writes a 0600 secret and a .pub, and never overwrites"
 # Secret keys of the agents and operators live with them, not in the coordinator's directory.
-for n in n1 n2; do mv "$K/agents/$n" "$WORK/own/$n"; done
+for n in n1 n2 n5 n6; do mv "$K/agents/$n" "$WORK/own/$n"; done
 mv "$K/operators/alice" "$WORK/own/alice"
 SK="--server-key $K/coordinator.pub"
 
@@ -124,10 +125,25 @@ pass "the client configuration gives coordinator and keys; a world-writable one 
 
 # --- SIGHUP: a removed key's agent is dropped ---------------------------------------------------
 start_agent n2 --key "$WORK/own/n2" $SK
-wait_for_log "$WORK/coordinator.log" "agent n2 registered"
+# its own log: the coordinator's already says "agent n2 registered" of the forger above
+wait_for_log "$WORK/n2.log" "registered with .* as n2"
 rm "$K/agents/n2.pub"
 kill -HUP "$COORD_PID"
 wait_for_log "$WORK/coordinator.log" "agent n2: its key is no longer allowed"
 wait_for_log "$WORK/n2.log" "the coordinator does not know this key"
 "$FLEETBURN" nodes --db "$WORK/fb.db" | grep -E '^n2 ' | grep -q lost || fail "n2 not lost after its key was removed"
 pass "SIGHUP with a removed key drops its agent, and it cannot come back"
+
+# --- a revoked node's old descriptor may be another peer's by now: that peer keeps its connection
+"$PEER" --coordinator "$ENDPOINT" --name n6 --key "$WORK/own/n6" $SK --wait-ms 200 >"$WORK/n6.out"
+grep -q "welcome accepted" "$WORK/n6.out" || fail "n6 could not register: $(cat "$WORK/n6.out")"
+start_agent n5 --key "$WORK/own/n5" $SK # the lowest free descriptor: likely the one n6 had
+wait_for_log "$WORK/n5.log" "registered with .* as n5"
+rm "$K/agents/n6.pub"
+kill -HUP "$COORD_PID"
+wait_for_log "$WORK/coordinator.log" "agent n6: its key is no longer allowed"
+sleep 1.5
+grep -E "agent n5 (reconnected|lost)" "$WORK/coordinator.log" &&
+    fail "revoking n6's key cut n5's connection"
+[ "$(grep -c "registered with .* as n5" "$WORK/n5.log")" = 1 ] || fail "n5 had to register again: $(cat "$WORK/n5.log")"
+pass "revoking a departed node's key cuts no other peer's connection"
