@@ -71,6 +71,7 @@ stages:
     pairing: random
     seed: 11
     on_fail: bisect
+    bisect_slow: 0.5
     params: {duration: 1s}
   - name: memory
     workload: memtest

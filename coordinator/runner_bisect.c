@@ -197,6 +197,8 @@ int rn_bisect_begin(runner_t *self, char **names, size_t n, char *err, size_t er
     o.sweeps = st->rounds;
     o.max_rounds = st->bisect_rounds;
     o.budget_s = (double)st->bisect_budget_ms / 1000.0;
+    if (st->bisect_slow > 0.0)
+        o.flow.slow_fraction = st->bisect_slow;
     o.split_repeat = st->bisect_repeat;
     self->bisect = fb_bisect_new(&o);
     if (!self->bisect) {

@@ -83,12 +83,15 @@ typedef struct fb_stage {
     int routes_line;              /* where routes_path was written */
     struct fb_routes *routes;     /* owned; set by fb_campaign_attach_files, NULL before */
     /* on_fail: bisect (docs/campaign-file.md) */
-    unsigned bisect_rounds;     /* follow-up rounds at most: bisect_budget.rounds, or its
-                                 * older spelling bisect_rounds (default 24) */
-    uint64_t bisect_budget_ms;  /* bisect_budget.time: time the follow-up rounds may take (0:
-                                 * none; scheduler/bisect_budget.h) */
-    unsigned bisect_repeat; /* scope group: runs of every part of a split (default 2) */
-    char **rails;           /* scope pairs: rails every node has (the workload's device), or NULL */
+    unsigned bisect_rounds;    /* follow-up rounds at most: bisect_budget.rounds, or its
+                                * older spelling bisect_rounds (default 24) */
+    uint64_t bisect_budget_ms; /* bisect_budget.time: time the follow-up rounds may take (0:
+                                * none; scheduler/bisect_budget.h) */
+    unsigned bisect_repeat;    /* scope group: runs of every part of a split (default 2) */
+    double bisect_slow; /* scope pairs: a slowdown that matters, as the fraction of its class's
+                         * median bandwidth at or below which a part counts as slow (0:
+                         * flowjudge's default, 0.93) */
+    char **rails;       /* scope pairs: rails every node has (the workload's device), or NULL */
     size_t n_rails;
     char *bisect_prior; /* scope pairs: an earlier node-scope stage whose verdicts seed the
                          * suspicion, or NULL */
@@ -99,8 +102,8 @@ typedef struct fb_campaign {
     char *name;
     char *nodes_expr; /* "all", hostlist notation, or a Slurm selection "slurm:..." */
     fb_stage_t *stages;
-    size_t n_stages; /* >= 1 */
-    char *source;    /* the name used in messages: the source given to fb_campaign_parse */
+    size_t n_stages;          /* >= 1 */
+    char *source;             /* the name used in messages: the source given to fb_campaign_parse */
     struct fb_expect *expect; /* the hardware its nodes must have (scheduler/expect.h), or NULL */
     /* what the coordinator does with the verdicts when the campaign ends (scheduler/actions.h) */
     fb_actions_t actions;

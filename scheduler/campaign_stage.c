@@ -34,7 +34,8 @@
 #define S_STAGE_NAME_MAX 64
 #define S_STAGE_KEYS                                                                               \
     "name, workload, timeout, on_fail, nodes, params, scope, group_size, pairing, seed, "          \
-    "topology, routes, rounds, bisect_budget, bisect_rounds, bisect_repeat, rails, bisect_prior"
+    "topology, routes, rounds, bisect_budget, bisect_rounds, bisect_repeat, bisect_slow, rails, "  \
+    "bisect_prior"
 #define S_BISECT_ROUNDS_MAX 1000
 #define S_BISECT_REPEAT_MAX 100
 #define S_GROUP_SIZE_MAX 4096
@@ -179,7 +180,7 @@ static yaml_node_t *s_lookup(fb_yaml_t *ctx, const yaml_node_t *map, const char 
  * on scope and pairing, which may be written after it, so those checks run on the whole stage. */
 typedef struct {
     int scope, group_size, pairing, seed, topology, routes, rounds;
-    int on_fail, bisect_rounds, bisect_repeat, rails, bisect_prior, bisect_budget;
+    int on_fail, bisect_rounds, bisect_repeat, rails, bisect_prior, bisect_budget, bisect_slow;
 } s_scope_lines_t;
 
 static int *s_scope_line(s_scope_lines_t *lines, const char *key)
@@ -196,10 +197,29 @@ static int *s_scope_line(s_scope_lines_t *lines, const char *key)
            : !strcmp(key, "rails")         ? &lines->rails
            : !strcmp(key, "bisect_prior")  ? &lines->bisect_prior
            : !strcmp(key, "bisect_budget") ? &lines->bisect_budget
+           : !strcmp(key, "bisect_slow")   ? &lines->bisect_slow
                                            : NULL;
 }
 
 /* An integer value from min to max; exp is the whole "expected ..." text. */
+/* bisect_slow: a fraction strictly between 0 and 1 (0.93 means 7% below the class median). */
+static int s_slow_value(fb_yaml_t *ctx, const yaml_node_t *v, const char *kpath, double *out)
+{
+    static const char exp[] = "expected a fraction of the median bandwidth above 0 and below 1, "
+                              "e.g. 0.93 (the default) or 0.5";
+    const char *text;
+    char shown[256], *end = NULL;
+    if (fb_yaml_scalar(ctx, v, kpath, exp, &text))
+        return -EINVAL;
+    errno = 0;
+    double f = strtod(text, &end);
+    if (end == text || *end || errno || !(f > 0.0 && f < 1.0))
+        return fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "'%s': %s",
+                            fb_show_value(text, shown, sizeof shown), exp);
+    *out = f;
+    return 0;
+}
+
 static int s_uint_value(fb_yaml_t *ctx, const yaml_node_t *v, const char *kpath, uint64_t min,
                         uint64_t max, const char *exp, uint64_t *out)
 {
@@ -316,6 +336,8 @@ static int s_scope_value(fb_yaml_t *ctx, const char *key, const yaml_node_t *v, 
         st->bisect_prior = xstrdup(text);
     } else if (!strcmp(key, "bisect_budget")) {
         return fb_bisect_budget_parse(ctx, v, kpath, &st->bisect_rounds, &st->bisect_budget_ms);
+    } else if (!strcmp(key, "bisect_slow")) {
+        return s_slow_value(ctx, v, kpath, &st->bisect_slow);
     }
     return 0;
 }
@@ -385,11 +407,11 @@ static int s_bisect_check(fb_yaml_t *ctx, const char *path, const s_scope_lines_
         free(kpath);
         return -EINVAL;
     }
-    const char *keys[] = {"bisect_rounds", "bisect_repeat", "rails", "bisect_prior",
-                          "bisect_budget"};
-    const int at[] = {lines->bisect_rounds, lines->bisect_repeat, lines->rails, lines->bisect_prior,
-                      lines->bisect_budget};
-    for (size_t i = 0; i < 5; i++)
+    const char *keys[] = {"bisect_rounds", "bisect_repeat", "rails",
+                          "bisect_prior",  "bisect_budget", "bisect_slow"};
+    const int at[] = {lines->bisect_rounds, lines->bisect_repeat, lines->rails,
+                      lines->bisect_prior,  lines->bisect_budget, lines->bisect_slow};
+    for (size_t i = 0; i < 6; i++)
         if (at[i] && !bisect)
             return s_not_applicable(ctx, at[i], path, keys[i], "on_fail: bisect",
                                     "no on_fail: bisect");

@@ -183,9 +183,9 @@ static bool s_judge(const s_world_t *w, const char *id, const char *const *m, si
     fb_faultmodel_judge_at(w->model, &t, start_s, &out);
     fb_verdict_t v[n ? n : 1];
     for (size_t i = 0; i < n; i++)
-        v[i] = fb_faultmodel_lost(w->model, draw, m[i])  ? FB_VERDICT_NONE
-               : fb_sim_member_failed(&out, m[i]) ? FB_VERDICT_FAIL
-                                                          : FB_VERDICT_PASS;
+        v[i] = fb_faultmodel_lost(w->model, draw, m[i]) ? FB_VERDICT_NONE
+               : fb_sim_member_failed(&out, m[i])       ? FB_VERDICT_FAIL
+                                                        : FB_VERDICT_PASS;
     fb_verdict_t g = fb_group_verdict(v, n, NULL);
     *judged = g == FB_VERDICT_FAIL || g == FB_VERDICT_PASS;
     return g == FB_VERDICT_FAIL;
@@ -246,6 +246,8 @@ static fb_bisect_t *s_session(s_world_t *w, size_t k, char **names, size_t n)
     }
     o.sweeps = st->rounds;
     o.max_rounds = st->bisect_rounds;
+    if (st->bisect_slow > 0.0) /* as the runner takes it */
+        o.flow.slow_fraction = st->bisect_slow;
     o.split_repeat = st->bisect_repeat;
     fb_bisect_t *b = fb_bisect_new(&o);
     char *rails = s_join_rails(st);

@@ -232,8 +232,9 @@ static void test_fixture_errors(void **state)
         "syntax.yaml", "syntax.yaml:5: YAML syntax error: mapping values are not allowed in this "
                        "context at column 13; expected valid YAML (check indentation, quoting "
                        "and ': ' after keys)");
-    s_expect_fixture_error("empty.yaml", "empty.yaml:1: (top level): empty campaign file; "
-                                         "expected a mapping with keys name, nodes, expect, stages, regress, actions");
+    s_expect_fixture_error(
+        "empty.yaml", "empty.yaml:1: (top level): empty campaign file; "
+                      "expected a mapping with keys name, nodes, expect, stages, regress, actions");
     s_expect_fixture_error("comment-only.yaml",
                            "comment-only.yaml:1: (top level): empty campaign file; expected a "
                            "mapping with keys name, nodes, expect, stages, regress, actions");
@@ -248,9 +249,10 @@ static void test_fixture_errors(void **state)
                            "unknown-key.yaml:6: stages[0].retries: unknown key; expected one of "
                            "name, workload, timeout, on_fail, nodes, params, scope, group_size, "
                            "pairing, seed, topology, routes, rounds, bisect_budget, bisect_rounds, "
-                           "bisect_repeat, rails, bisect_prior");
-    s_expect_fixture_error("unknown-top-key.yaml", "unknown-top-key.yaml:2: node: unknown key; "
-                                                   "expected one of name, nodes, expect, stages, regress, actions");
+                           "bisect_repeat, bisect_slow, rails, bisect_prior");
+    s_expect_fixture_error("unknown-top-key.yaml",
+                           "unknown-top-key.yaml:2: node: unknown key; "
+                           "expected one of name, nodes, expect, stages, regress, actions");
     s_expect_fixture_error("duplicate-stage.yaml",
                            "duplicate-stage.yaml:5: stages[1].name: duplicate stage name 'dram' "
                            "(also stages[0] at line 3); expected a unique name");
@@ -374,8 +376,8 @@ static void test_inline_errors(void **state)
     S_WITH("---\nname: y\n", "t.yaml:6: (top level): a second YAML document; expected one");
     S_WITH("nodes: a\nnodes: b\n", "t.yaml:6: nodes: key given twice");
     S_WITH("nodes:\n", "t.yaml:5: nodes: no value; expected all, or hostlist notation");
-    S_WITH("\"bad\": \"\\xff\\u0000\"\n",
-           "t.yaml:5: bad: unknown key; expected one of name, nodes, expect, stages, regress, actions");
+    S_WITH("\"bad\": \"\\xff\\u0000\"\n", "t.yaml:5: bad: unknown key; expected one of name, "
+                                          "nodes, expect, stages, regress, actions");
 #undef S_WITH
 
     s_expect_error("- a\n- b\n", "t.yaml:1: (top level): is a list; expected a mapping with keys "
@@ -684,7 +686,7 @@ static void test_bisect_keys(void **state)
                    "  - {name: ib, workload: rdmabw, scope: pairs, on_fail: bisect,\n"
                    "     bisect_budget: {rounds: 40, time: 2h}}\n"
                    "  - {name: ib2, workload: rdmabw, scope: pairs, on_fail: bisect,\n"
-                   "     bisect_budget: {time: 90m}}\n");
+                   "     bisect_budget: {time: 90m}, bisect_slow: 0.5}\n");
     const fb_stage_t *s = c->stages;
     assert_int_equal(s[0].on_fail, FB_ON_FAIL_CONTINUE);
     assert_int_equal(s[1].on_fail, FB_ON_FAIL_BISECT);
@@ -702,6 +704,8 @@ static void test_bisect_keys(void **state)
     assert_int_equal(s[4].bisect_budget_ms, 2 * 3600 * 1000);
     assert_int_equal(s[5].bisect_rounds, 24); /* time only: the default rounds stand */
     assert_int_equal(s[5].bisect_budget_ms, 90 * 60 * 1000);
+    assert_true(s[1].bisect_slow == 0.0); /* flowjudge's default */
+    assert_true(s[5].bisect_slow == 0.5);
     fb_campaign_destroy(&c);
 
     const char *head = "name: x\nstages:\n  - name: mem\n    workload: memtest\n"
@@ -747,6 +751,16 @@ static void test_bisect_keys(void **state)
              "    bisect_budget: {time: 1h}\n",
              "t.yaml:9: stages[1].bisect_rounds: given with bisect_budget (line 10), which holds "
              "the rounds too; expected bisect_budget: {rounds: N} alone");
+    /* bisect_slow: a fraction of the median strictly between 0 and 1, with on_fail: bisect */
+    S_BISECT("    scope: pairs\n    bisect_slow: 0.5\n",
+             "t.yaml:8: stages[1].bisect_slow: applies only to on_fail: bisect, and this stage "
+             "has no on_fail: bisect; expected bisect_slow removed, or on_fail: bisect");
+    S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_slow: 1\n",
+             "t.yaml:9: stages[1].bisect_slow: '1': expected a fraction of the median bandwidth "
+             "above 0 and below 1, e.g. 0.93 (the default) or 0.5");
+    S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_slow: 50%\n",
+             "t.yaml:9: stages[1].bisect_slow: '50%': expected a fraction of the median bandwidth "
+             "above 0 and below 1, e.g. 0.93 (the default) or 0.5");
     S_BISECT("    scope: pairs\n    on_fail: bisect\n    bisect_repeat: 2\n",
              "t.yaml:9: stages[1].bisect_repeat: applies only to scope: group, and this stage has "
              "scope: pairs; expected bisect_repeat removed, or scope: group");
@@ -883,8 +897,9 @@ static void test_topology_files(void **state)
     free(err);
     fb_campaign_file_t other = {"other.topo", fabric, strlen(fabric)};
     assert_int_equal(fb_campaign_attach_files(c, &other, 1, &err), -EINVAL);
-    assert_string_equal(err, "sub.yaml: the file 'other.topo' is attached but the campaign does "
-                             "not name it; expected only the files its stages name (topology, routes)");
+    assert_string_equal(err,
+                        "sub.yaml: the file 'other.topo' is attached but the campaign does "
+                        "not name it; expected only the files its stages name (topology, routes)");
     free(err);
     fb_campaign_file_t twice[2] = {{"fabric.topo", fabric, strlen(fabric)},
                                    {"fabric.topo", fabric, strlen(fabric)}};
