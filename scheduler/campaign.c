@@ -274,20 +274,17 @@ size_t fb_campaign_file_names(const fb_campaign_t *c, const char **names, size_t
     return n;
 }
 
-/* Sets *error_out to "SOURCE:LINE: stages[i].topology: ..." and returns -EINVAL. */
-static int s_file_fail(const fb_campaign_t *c, size_t i, char **error_out, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int s_file_fail(const fb_campaign_t *c, size_t i, char **error_out, const char *fmt, ...)
+int campaign__file_fail(const fb_campaign_t *c, size_t i, const char *key, int line,
+                        char **error_out, const char *fmt, ...)
 {
     fb_yaml_t ctx = {c->source, "", 0, NULL, NULL, 0};
     char kpath[64];
-    snprintf(kpath, sizeof kpath, "stages[%zu].topology", i);
+    snprintf(kpath, sizeof kpath, "stages[%zu].%s", i, key);
     va_list ap;
     va_start(ap, fmt);
     char *what = xvasprintf(fmt, ap);
     va_end(ap);
-    fb_yaml_fail(&ctx, c->stages[i].topology_line, kpath, "%s", what);
+    fb_yaml_fail(&ctx, line, kpath, "%s", what);
     free(what);
     if (error_out)
         *error_out = ctx.error;
@@ -336,25 +333,26 @@ int fb_campaign_attach_files(fb_campaign_t *c, const fb_campaign_file_t *files, 
                 file = &files[f];
         fb_show_value(st->topology_path, shown, sizeof shown);
         if (!file)
-            return s_file_fail(c, i, error_out,
-                               "'%s' was not attached to the campaign; expected the topology "
-                               "file's content with it (fleetburn run sends the files a "
-                               "campaign names; the coordinator opens no path it is sent)",
-                               shown);
+            return campaign__file_fail(
+                c, i, "topology", c->stages[i].topology_line, error_out,
+                "'%s' was not attached to the campaign; expected the topology "
+                "file's content with it (fleetburn run sends the files a "
+                "campaign names; the coordinator opens no path it is sent)",
+                shown);
         if (memchr(file->content, 0, file->len))
-            return s_file_fail(c, i, error_out,
-                               "'%s' holds a NUL byte; expected a topology file (lines "
-                               "'leaf01: node[01-04]') or ibnetdiscover output",
-                               shown);
+            return campaign__file_fail(c, i, "topology", c->stages[i].topology_line, error_out,
+                                       "'%s' holds a NUL byte; expected a topology file (lines "
+                                       "'leaf01: node[01-04]') or ibnetdiscover output",
+                                       shown);
         char *text = xstrndup(file->content, file->len);
         char err[512];
         int rc = fb_topology_parse_any(text, &st->topology, err, sizeof err);
         free(text);
         if (rc)
-            return s_file_fail(c, i, error_out,
-                               "cannot load '%s': %s; expected a topology file (lines "
-                               "'leaf01: node[01-04]') or ibnetdiscover output",
-                               shown, err);
+            return campaign__file_fail(c, i, "topology", c->stages[i].topology_line, error_out,
+                                       "cannot load '%s': %s; expected a topology file (lines "
+                                       "'leaf01: node[01-04]') or ibnetdiscover output",
+                                       shown, err);
     }
     for (size_t i = 0; i < c->n_stages; i++)
         if (c->stages[i].routes_path && !c->stages[i].routes &&

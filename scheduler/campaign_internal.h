@@ -31,6 +31,12 @@ int campaign__scalar_or_list(fb_yaml_t *ctx, const yaml_node_t *node, const char
  * a list; checked, not expanded. Heap string in *out. */
 int campaign__hostlist(fb_yaml_t *ctx, const yaml_node_t *node, const char *path, char **out);
 
+/* Sets *error_out to "SOURCE:LINE: stages[i].KEY: ..." (line: where KEY was written) and
+ * returns -EINVAL: errors about the files a stage names, found when they are attached. */
+int campaign__file_fail(const fb_campaign_t *c, size_t i, const char *key, int line,
+                        char **error_out, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
 /* campaign_stage.c */
 
 /* Parses stages[index] into st (defaults filled in). names maps the names of the stages before

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A stage's routes key and file (stage_routes.h). */
 #include "stage_routes.h"
+#include "campaign_internal.h"
 #include "routes.h"
 #include "topology.h"
 #include "common/util.h"
@@ -28,27 +29,6 @@ int fb_stage_routes_key(fb_yaml_t *ctx, const yaml_node_t *v, const char *kpath,
     st->routes_path = xstrdup(text);
     st->routes_line = fb_yaml_line(v);
     return 0;
-}
-
-static int s_fail(const fb_campaign_t *c, size_t i, char **error_out, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int s_fail(const fb_campaign_t *c, size_t i, char **error_out, const char *fmt, ...)
-{
-    fb_yaml_t ctx = {c->source, "", 0, NULL, NULL, 0};
-    char kpath[64];
-    snprintf(kpath, sizeof kpath, "stages[%zu].routes", i);
-    va_list ap;
-    va_start(ap, fmt);
-    char *what = xvasprintf(fmt, ap);
-    va_end(ap);
-    fb_yaml_fail(&ctx, c->stages[i].routes_line, kpath, "%s", what);
-    free(what);
-    if (error_out)
-        *error_out = ctx.error;
-    else
-        free(ctx.error);
-    return -EINVAL;
 }
 
 static bool s_is_leaf(const fb_topology_t *t, const char *name)
@@ -94,29 +74,33 @@ int fb_stage_routes_attach(fb_campaign_t *c, size_t i, const fb_campaign_file_t 
         if (!strcmp(files[f].name, st->routes_path))
             file = &files[f];
     if (!file)
-        return s_fail(c, i, error_out,
-                      "'%s' was not attached to the campaign; expected the routes file's content "
-                      "with it (fleetburn run sends the files a campaign names; the coordinator "
-                      "opens no path it is sent)",
-                      shown);
+        return campaign__file_fail(
+            c, i, "routes", c->stages[i].routes_line, error_out,
+            "'%s' was not attached to the campaign; expected the routes file's content "
+            "with it (fleetburn run sends the files a campaign names; the coordinator "
+            "opens no path it is sent)",
+            shown);
     if (memchr(file->content, 0, file->len))
-        return s_fail(c, i, error_out, "'%s' holds a NUL byte; %s", shown, S_EXPECTED);
+        return campaign__file_fail(c, i, "routes", c->stages[i].routes_line, error_out,
+                                   "'%s' holds a NUL byte; %s", shown, S_EXPECTED);
     char *text = xstrndup(file->content, file->len);
     char err[512];
     fb_routes_t *r = NULL;
     int rc = fb_routes_parse(text, &r, err, sizeof err);
     free(text);
     if (rc)
-        return s_fail(c, i, error_out, "cannot load '%s': %s", shown, err);
+        return campaign__file_fail(c, i, "routes", c->stages[i].routes_line, error_out,
+                                   "cannot load '%s': %s", shown, err);
     bool spine = false;
     const char *foreign = st->topology ? s_foreign_switch(r, st->topology, &spine) : NULL;
     if (foreign) {
         fb_show_value(foreign, name, sizeof name);
         fb_routes_destroy(&r);
-        return s_fail(c, i, error_out,
-                      "'%s' routes over %s %s, which is no %s of the topology; expected the "
-                      "routes of the fabric the topology describes",
-                      shown, spine ? "spine" : "leaf", name, spine ? "spine" : "leaf");
+        return campaign__file_fail(
+            c, i, "routes", c->stages[i].routes_line, error_out,
+            "'%s' routes over %s %s, which is no %s of the topology; expected the "
+            "routes of the fabric the topology describes",
+            shown, spine ? "spine" : "leaf", name, spine ? "spine" : "leaf");
     }
     st->routes = r;
     return 0;
