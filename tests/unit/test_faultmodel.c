@@ -7,6 +7,7 @@
  * faults on a node, noise, lost results, disagreeing members) is test_faultmodel_world.c. */
 #include "common/fileload.h"
 #include "sim/faultmodel.h"
+#include "faultmodel_fixture.h"
 #include "scheduler/topology.h"
 #include "common/util.h"
 
@@ -22,40 +23,10 @@
 
 #include <cmocka.h>
 
-#define S_FABRIC FB_FIXTURES "/topology/fabric-2s4l16n.topo"
-
-static fb_faultmodel_t *s_parse(const char *text)
-{
-    fb_faultmodel_t *m = NULL;
-    char *err = NULL;
-    int rc = fb_faultmodel_parse(text, strlen(text), "f.yaml", &m, &err);
-    if (rc)
-        fail_msg("unexpected error: %s", err);
-    assert_null(err);
-    return m;
-}
-
-static fb_topology_t *s_fabric(void)
-{
-    fb_topology_t *t = NULL;
-    char err[256], *text = NULL, *why = NULL;
-    if (fb_load_file(S_FABRIC, 1u << 20, &text, NULL, &why))
-        fail_msg("%s", why);
-    if (fb_topology_parse_any(text, &t, err, sizeof err))
-        fail_msg("%s", err);
-    free(text);
-    return t;
-}
-
-/* A model of text bound to the 16-node fabric (node01-16, leaf01-04, spine01-02). */
-static fb_faultmodel_t *s_bound(const char *text, fb_topology_t *topo)
-{
-    fb_faultmodel_t *m = s_parse(text);
-    char *err = NULL;
-    if (fb_faultmodel_bind(m, topo, &err))
-        fail_msg("bind: %s", err);
-    return m;
-}
+/* the shared fixtures (faultmodel_fixture.h), with this file's source name */
+#define s_parse(text) fm_fixture_parse((text), "f.yaml")
+#define s_bound(text, topo) fm_fixture_bound((text), "f.yaml", (topo))
+#define s_fabric() fm_fixture_fabric()
 
 static bool s_fails(const fb_faultmodel_t *m, const char *id, const char *const *members, size_t n,
                     int rail)

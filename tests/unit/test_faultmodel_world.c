@@ -14,6 +14,7 @@
 #include "common/fileload.h"
 #include "scheduler/topology.h"
 #include "sim/faultmodel.h"
+#include "faultmodel_fixture.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -27,38 +28,11 @@
 
 #include <cmocka.h>
 
-#define S_FABRIC FB_FIXTURES "/topology/fabric-2s4l16n.topo"
+/* the shared fixtures (faultmodel_fixture.h), with this file's source name */
+#define s_parse(text) fm_fixture_parse((text), "w.yaml")
+#define s_bound(text, topo) fm_fixture_bound((text), "w.yaml", (topo))
+#define s_fabric() fm_fixture_fabric()
 #define S_Z 6.0
-
-static fb_faultmodel_t *s_parse(const char *text)
-{
-    fb_faultmodel_t *m = NULL;
-    char *err = NULL;
-    if (fb_faultmodel_parse(text, strlen(text), "w.yaml", &m, &err))
-        fail_msg("unexpected error: %s", err);
-    return m;
-}
-
-static fb_topology_t *s_fabric(void)
-{
-    fb_topology_t *t = NULL;
-    char err[256], *text = NULL, *why = NULL;
-    if (fb_load_file(S_FABRIC, 1u << 20, &text, NULL, &why))
-        fail_msg("%s", why);
-    if (fb_topology_parse_any(text, &t, err, sizeof err))
-        fail_msg("%s", err);
-    free(text);
-    return t;
-}
-
-static fb_faultmodel_t *s_bound(const char *text, fb_topology_t *topo)
-{
-    fb_faultmodel_t *m = s_parse(text);
-    char *err = NULL;
-    if (fb_faultmodel_bind(m, topo, &err))
-        fail_msg("bind: %s", err);
-    return m;
-}
 
 /* k successes in n trials agree with probability p: |k - np| <= S_Z sd (+1 for p near 0, 1). */
 static void s_binomial(size_t k, size_t n, double p, const char *what)
