@@ -88,7 +88,8 @@ int dbench__check_world(const dbench_opts_t *o);
 int dbench__engine_run(const dbench_opts_t *o, const dbench_fleet_t *f, unsigned trial,
                        uint64_t shuffle, dbench_engine_run_t *run);
 void dbench__engine_run_free(dbench_engine_run_t *run);
-/* FB_BENCH_DEBUG=1 (or =wrong): a trial's verdicts against the truth on stderr. */
+/* FB_BENCH_DEBUG=1 (or =wrong: only trials with a wrong verdict; =evidence: those, with the tests
+ * behind each wrong verdict): a trial's verdicts against the truth on stderr. */
 void dbench__debug(const dbench_fleet_t *f, const dbench_engine_run_t *run, unsigned trial);
 /* The baselines on a trial, scored into s: CHS-style two passes, 15 rounds of random pairs. */
 void dbench__run_two_pass(const dbench_opts_t *o, const dbench_fleet_t *f, unsigned trial,

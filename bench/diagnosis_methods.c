@@ -203,7 +203,8 @@ void dbench__debug(const dbench_fleet_t *f, const dbench_engine_run_t *run, unsi
             (run->verdicts[i].state == FB_BISECT_BAD) != dscore_is_fault(&t, run->verdicts[i].part);
     for (size_t i = 0; i < f->world.n_faults; i++)
         wrong |= !run->named_round[i];
-    if (!strcmp(debug, "wrong") && !wrong)
+    bool only_wrong = !strcmp(debug, "wrong") || !strcmp(debug, "evidence");
+    if (only_wrong && !wrong)
         return;
     fprintf(stderr, "trial %u after %u rounds (%u follow-ups), %.0f s: truth", trial, run->rounds,
             run->follow_ups, run->sim_s);
@@ -211,6 +212,8 @@ void dbench__debug(const dbench_fleet_t *f, const dbench_engine_run_t *run, unsi
         fprintf(stderr, " %s(%s q %.2f x%.2f b %.0f)", f->world.faults[i].part,
                 dmix_type_name(f->world.faults[i].type), f->world.faults[i].q,
                 f->world.faults[i].factor, f->world.faults[i].burst_s);
+    for (size_t i = 0; i < f->world.n_noisy; i++)
+        fprintf(stderr, "%s %s", i ? "," : "; noisy", f->world.noisy[i]);
     fprintf(stderr, "\n");
     for (size_t i = 0; i < run->n_verdicts; i++) {
         const fb_bisect_verdict_t *v = &run->verdicts[i];
@@ -221,6 +224,9 @@ void dbench__debug(const dbench_fleet_t *f, const dbench_engine_run_t *run, unsi
             v->state == FB_BISECT_BAD ? (fault ? "  " : "FP") : (fault ? "FN" : "  ");
         fprintf(stderr, "%s %-9s %-22s %-5s %.4f %s\n", mark, fb_bisect_state_name(v->state),
                 v->part, v->kind, v->confidence, v->summary);
+        if (!strcmp(debug, "evidence") && mark[0] != ' ') /* the tests behind a wrong verdict */
+            for (size_t e = 0; e < v->n_evidence; e++)
+                fprintf(stderr, "     %s: %s\n", v->evidence[e].test_id, v->evidence[e].what);
     }
 }
 

@@ -113,13 +113,21 @@ static char *s_undecided_summary(const fb_diag_verdict_t *x, const fb_diag_param
             ? "too few independent confirmations"
             : (x->p_bad < par->bad_threshold ? "P(bad) below the threshold"
                                              : "chance can explain its failures");
+    char not_cleared[160];
+    if (x->burst_open)
+        snprintf(not_cleared, sizeof not_cleared,
+                 "not cleared: it failed in a round with no passing test of it beside the "
+                 "failure, as a fault in bursts would, and passes cannot rule such a fault out");
+    else
+        snprintf(not_cleared, sizeof not_cleared,
+                 "not cleared: %u more pass(es) in a row would rule out a fault showing in "
+                 "%.0f%% of tests",
+                 x->clear_more, 100.0 * q_clear);
     return xasprintf("undecided: failed %u of %u informative tests since its first failure "
                      "(%u of %u tests in all), %u of %u confirmations, P(bad) %.3g; not bad: %s; "
-                     "not cleared: %u more pass(es) in a row would rule out a fault showing in "
-                     "%.0f%% of tests",
+                     "%s",
                      x->k_informative, x->n_informative, x->n_failed, x->n_tests,
-                     x->n_confirmations, par->min_confirmations, x->p_bad, short_of, x->clear_more,
-                     100.0 * q_clear);
+                     x->n_confirmations, par->min_confirmations, x->p_bad, short_of, not_cleared);
 }
 
 static char *s_diag_summary(const fb_diag_verdict_t *x, const fb_diag_params_t *par, double q_clear)

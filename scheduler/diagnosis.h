@@ -103,6 +103,9 @@ typedef struct {
     unsigned n_informative;   /* informative tests since its first unexplained failure ... */
     unsigned k_informative;   /* ... and the unexplained failures among them */
     unsigned clear_more;      /* passes in a row it still needs to be cleared (0: cleared or bad) */
+    bool burst_open;          /* undecided: a failure of it came with no pass of it beside it in
+                               * its round, which a fault in bursts explains; passes alone never
+                               * clear it (docs/diagnosis.md "Cleared") */
     double q_est;             /* if bad: how often its fault shows (posterior mean); else NaN */
     double chance;            /* fleet significance: the chance a healthy part of its kind fails
                                * as often, times the parts of its kind (1: not computed) */

@@ -82,6 +82,7 @@ typedef struct {
     bool trusted; /* node: a trusted partner as of the last settle */
     /* the standard, as of the last settle */
     unsigned confirmations, n_inf, k_inf, clear_more;
+    bool burst_open; /* a failure a burst explains: passes cannot clear it (diag__standard) */
     double chance;
     double chance_named;          /* its fleet significance when it was named */
     unsigned confirmations_named; /* and its confirmations */

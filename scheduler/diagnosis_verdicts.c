@@ -65,6 +65,36 @@ static bool s_informative(const fb_diag_t *d, const diag_test_t *t, int i)
     return true;
 }
 
+/* Whether entity i has an unexplained failure that a fault in bursts explains as well as a
+ * steady one: every test it had in that round failed (a test alone, a NIC's one test
+ * of the round, or all of a node's rails together). Such a fault can stay quiet for longer than a
+ * campaign (an ECC storm, a flapping cable: hours between bursts), so no number of later passes
+ * bounds it; a failure beside a passing test of the same part in the same round cannot be a
+ * burst of that part. A failure that a part named bad explains does not count; one with an
+ * untrusted partner does (the burst explains it as well). Tests are ordered by round. */
+static bool s_burst_open(const fb_diag_t *d, int i)
+{
+    const diag_ent_t *e = &d->ents[i];
+    bool fail = false, pass = false;
+    unsigned round = 0;
+    for (size_t x = 0; x < e->tests.n; x++) {
+        const diag_test_t *t = &d->tests[e->tests.v[x]];
+        if (!t->settled)
+            continue;
+        if (t->round != round) {
+            if (fail && !pass)
+                return true;
+            fail = pass = false;
+            round = t->round;
+        }
+        if (!t->failed) /* whoever the partner: the part's fault was not active then */
+            pass = true;
+        else if (!s_explained(d, t, i))
+            fail = true;
+    }
+    return fail && !pass;
+}
+
 /* The standard as it stands for entity i (docs/diagnosis.md "Naming"): confirmations, the
  * informative tests since its first unexplained failure and the failures among them, fleet
  * significance, and the passes it still needs to be cleared. Returns whether it has an
@@ -93,6 +123,7 @@ bool diag__standard(fb_diag_t *d, int i)
         k += t->failed;
         any_local |= t->n_mem == 1;
     }
+    e->burst_open = s_burst_open(d, i);
     e->confirmations = (unsigned)partners.n + (local_fail ? 1u : 0u) + (e->counters.n ? 1u : 0u);
     free(partners.v);
     e->n_inf = n;
@@ -184,7 +215,8 @@ void diag__classify(fb_diag_t *d)
             e->implicated = false;
         else if (e->p >= d->par.implicate_ratio * e->prior || e->counters.n)
             e->implicated = true;
-        e->cleared = e->implicated && e->p <= d->par.clear_threshold && e->clear_more == 0;
+        e->cleared = e->implicated && e->p <= d->par.clear_threshold && e->clear_more == 0 &&
+                     !e->burst_open;
     }
     for (size_t i = 0; i < d->n_ents; i++)
         if (d->ents[i].parent < 0)
@@ -314,6 +346,7 @@ size_t fb_diag_verdicts(const fb_diag_t *d, fb_diag_verdict_t **out)
         x->n_informative = e->n_inf;
         x->k_informative = e->k_inf;
         x->clear_more = x->state == FB_DIAG_UNDECIDED ? e->clear_more : 0;
+        x->burst_open = x->state == FB_DIAG_UNDECIDED && e->burst_open;
         x->chance = e->bad ? e->chance_named : e->chance;
         x->q_est = NAN;
         double w[DIAG_NQ], m = 0.0;

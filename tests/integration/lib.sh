@@ -56,7 +56,7 @@ kill_hard() {
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # jq-like queries on a JSON file with python: json_q FILE 'expression using d'
-json_q() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+json_q() { python3 -c "import json,re,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # Waits until a file contains a pattern (grep -E), up to $3 seconds (default 20).
 wait_for_log() {
