@@ -516,14 +516,16 @@ static size_t s_slow_uplinks(const fb_bisect_t *b, const fb_flow_judgment_t *j, 
     }
     for (size_t i = 0; i < j->n_findings; i++) {
         const fb_flow_finding_t *f = &j->findings[i];
-        int dir = !strcmp(f->direction, "receive") ? 0 : !strcmp(f->direction, "send") ? 1 : -1;
-        const char *leaf = strcmp(f->kind, "node") || dir < 0 ? NULL
-                                                               : fb_topology_leaf_of(t, f->part);
+        /* a node slow both ways is slow each way */
+        bool rx = strcmp(f->direction, "send") != 0, tx = strcmp(f->direction, "receive") != 0;
+        const char *leaf = strcmp(f->kind, "node") ? NULL : fb_topology_leaf_of(t, f->part);
         for (size_t k = 0; leaf && k < leaves; k++)
-            if (!strcmp(fb_topology_leaf_name(t, k), leaf)) {
-                slow[2 * k + (size_t)dir]++;
-                total_slow[dir]++;
-            }
+            if (!strcmp(fb_topology_leaf_name(t, k), leaf))
+                for (size_t dir = 0; dir < 2; dir++)
+                    if (dir ? tx : rx) {
+                        slow[2 * k + dir]++;
+                        total_slow[dir]++;
+                    }
     }
     for (size_t k = 0; k < leaves; k++) {
         (*chance)[k] = 1.0;

@@ -180,6 +180,10 @@ size_t fb_flowjudge_flows(const fb_flowjudge_t *fj)
 #define S_MIN_SIGMA 0.002
 /* One-sided 99%: pending parts, and the bound that rules a slowdown out. */
 #define S_Z99 2.326
+/* Flows of a node, each way, from which its own spread is known; on fewer, its parts are judged as
+ * if the node could be S_UNKNOWN_NOISE times as noisy as its class. */
+#define S_OWN_KNOWN 12
+#define S_UNKNOWN_NOISE 3.0
 
 /* The working state of one judgment. Parts are numbered: node n sending 2n, receiving 2n + 1;
  * rail r of node n sending base_rail + 2 (n * R + r), receiving + 1; link l base_link + l. */
@@ -194,6 +198,8 @@ typedef struct {
     struct s_stat *stat0;       /* per part, on all its flows (before any was explained) */
     double *own_sigma;          /* per node part (node and direction): the spread of its own
                                  * flows, 0 when too few; its NICs share it */
+    double *own_sigma_hi;       /* ... and its one-sided 99% upper bound */
+    size_t *own_n;              /* ... and the flows it is from */
     bool dirty;                 /* flows were explained since stat0 */
 } s_judge_t;
 
@@ -381,21 +387,49 @@ static size_t s_node_part(const s_judge_t *j, size_t p)
 }
 
 /* Every node part's own spread: 1.4826 x the median absolute deviation of its flows' log ratios
- * from their median, over all its flows (at least 8 of them; else 0). */
+ * from their median, over all its flows (at least S_OWN_KNOWN of them; else 0), and its one-sided
+ * 99% upper bound (the MAD's relative standard error is 1.166 / sqrt(n) for normal data). */
 static void s_own_spreads(s_judge_t *j)
 {
     j->own_sigma = xcalloc(j->n_parts + 1, sizeof *j->own_sigma);
+    j->own_sigma_hi = xcalloc(j->n_parts + 1, sizeof *j->own_sigma_hi);
+    j->own_n = xcalloc(j->n_parts + 1, sizeof *j->own_n);
     for (size_t p = 0; p < j->base_rail; p++) {
         size_t n = 0;
         for (size_t k = j->flows_at[p]; k < j->flows_at[p + 1]; k++)
             j->vals[n++] = j->lr[j->flows_v[k]];
-        if (n < 8)
+        j->own_n[p] = n;
+        if (n < S_OWN_KNOWN)
             continue;
         double m = s_median(j->vals, n);
         for (size_t k = 0; k < n; k++)
             j->vals[k] = fabs(j->vals[k] - m);
         j->own_sigma[p] = 1.4826 * s_median(j->vals, n);
+        j->own_sigma_hi[p] = j->own_sigma[p] * (1.0 + S_Z99 * 1.166 / sqrt((double)n));
     }
+}
+
+/* The spread part p's median is judged with: its class's, or its node's own (its flows that way)
+ * where that is wider. A noisy node's medians, and its NICs', wander as far as its measurements
+ * scatter: judged by the class's spread alone, the fleet's noisiest NIC would be named slow after
+ * a few flows. The judge looks again after every round and names for good, and a noisy node's
+ * median wanders low now and then, most of all while it has few flows (1 rail, noisy nodes of
+ * sigma 0.15 in a fleet of 0.05: 4 of 200 benchmark trials named one slow). So until a node has
+ * S_OWN_KNOWN flows that way its spread is not known, and it is judged as if it could be
+ * S_UNKNOWN_NOISE times as noisy as its class (a node at 0.6 is named all the same; one at 0.85
+ * waits for its spread to be known); and where it is evidently noisier than its class (own spread
+ * over 1.5 times the class's) the upper bound of its own counts, since on tens of flows the
+ * estimate is sometimes well under what it is. A node about as steady as its class keeps the
+ * class's spread. Links are judged on the class's (their flows are many nodes'). */
+static double s_spread(const s_judge_t *j, size_t p, double class_sigma)
+{
+    size_t node = s_node_part(j, p);
+    double own = j->own_sigma[node];
+    if (p < j->base_link && j->own_n[node] < S_OWN_KNOWN)
+        return S_UNKNOWN_NOISE * class_sigma;
+    if (own > 1.5 * class_sigma)
+        own = j->own_sigma_hi[node];
+    return own > class_sigma ? own : class_sigma;
 }
 
 /* Part p on its unexplained flows: upper median log ratio, its standard error (the median of n
@@ -419,12 +453,7 @@ static s_stat_t s_stat(const s_judge_t *j, size_t p)
     /* The upper median: a part is slow when more than half of its flows are (of two flows, one
      * slow one is a partner's doing, not its own). */
     st.m = s_select(j->vals, st.n, st.n / 2);
-    /* The spread: its class's, or its node's own (its flows that way) where that is wider. A
-     * noisy node's medians, and its NICs', wander as far as its measurements scatter: judged by
-     * the class's spread alone, the fleet's noisiest NIC would be named slow after a few flows. */
-    double sigma = sig_sum / (double)st.n;
-    double own = j->own_sigma[s_node_part(j, p)];
-    sigma = own > sigma ? own : sigma;
+    double sigma = s_spread(j, p, sig_sum / (double)st.n);
     st.se = 1.2533 * sigma / sqrt((double)st.n);
     double tail = 0.5 * erfc(-st.m / st.se / sqrt(2.0)); /* P(Z >= -m / se) */
     st.chance = tail * (double)j->n_kind[s_part_kind(j, p)];
@@ -691,6 +720,8 @@ int fb_flowjudge_judge(const fb_flowjudge_t *fj, fb_flow_judgment_t *out)
     free(j.keys);
     free(j.stat0);
     free(j.own_sigma);
+    free(j.own_sigma_hi);
+    free(j.own_n);
     free(j.flows_at);
     free(j.flows_v);
     return (int)out->n_findings;
