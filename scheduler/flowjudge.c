@@ -386,9 +386,15 @@ static size_t s_node_part(const s_judge_t *j, size_t p)
     return p;
 }
 
-/* Every node part's own spread: 1.4826 x the median absolute deviation of its flows' log ratios
- * from their median, over all its flows (at least S_OWN_KNOWN of them; else 0), and its one-sided
- * 99% upper bound (the MAD's relative standard error is 1.166 / sqrt(n) for normal data). */
+/* Every node part's own spread: sqrt(pi / 2) x the mean absolute deviation of its flows' log
+ * ratios from their median, over all its flows (at least S_OWN_KNOWN of them; else 0), and its
+ * one-sided 99% upper bound (the estimate's relative standard error is sqrt(pi / 2 - 1) / sqrt(n)
+ * = 0.756 / sqrt(n) for normal data). Not the median absolute deviation, robust as it is: on a
+ * dozen flows it comes out at a quarter of the true spread now and then (half of them close to
+ * their median by chance), and the judge, looking after every round, then names a noisy node
+ * whose median wandered low (8 noisy nodes in 64, 25 rounds: 1 of 60 fleets). The mean of the
+ * deviations is almost never under half the true spread on 12 flows; one far flow (a partner's
+ * fault) widens it, which only makes the node harder to name. */
 static void s_own_spreads(s_judge_t *j)
 {
     j->own_sigma = xcalloc(j->n_parts + 1, sizeof *j->own_sigma);
@@ -401,11 +407,11 @@ static void s_own_spreads(s_judge_t *j)
         j->own_n[p] = n;
         if (n < S_OWN_KNOWN)
             continue;
-        double m = s_median(j->vals, n);
+        double m = s_median(j->vals, n), dev = 0.0;
         for (size_t k = 0; k < n; k++)
-            j->vals[k] = fabs(j->vals[k] - m);
-        j->own_sigma[p] = 1.4826 * s_median(j->vals, n);
-        j->own_sigma_hi[p] = j->own_sigma[p] * (1.0 + S_Z99 * 1.166 / sqrt((double)n));
+            dev += fabs(j->vals[k] - m);
+        j->own_sigma[p] = 1.2533 * dev / (double)n;
+        j->own_sigma_hi[p] = j->own_sigma[p] * (1.0 + S_Z99 * 0.756 / sqrt((double)n));
     }
 }
 
@@ -417,18 +423,17 @@ static void s_own_spreads(s_judge_t *j)
  * sigma 0.15 in a fleet of 0.05: 4 of 200 benchmark trials named one slow). So until a node has
  * S_OWN_KNOWN flows that way its spread is not known, and it is judged as if it could be
  * S_UNKNOWN_NOISE times as noisy as its class (a node at 0.6 is named all the same; one at 0.85
- * waits for its spread to be known); and where it is evidently noisier than its class (own spread
- * over 1.5 times the class's) the upper bound of its own counts, since on tens of flows the
- * estimate is sometimes well under what it is. A node about as steady as its class keeps the
- * class's spread. Links are judged on the class's (their flows are many nodes'). */
+ * waits for its spread to be known); after that the upper 99% bound of its own spread counts
+ * where it is wider than the class's, since on tens of flows the estimate is sometimes well under
+ * what it is (a node as steady as its class is judged on up to 1.5 times the class's spread on 12
+ * flows, 1.3 times on 32). Links are judged on the class's (their flows are many nodes'). */
 static double s_spread(const s_judge_t *j, size_t p, double class_sigma)
 {
     size_t node = s_node_part(j, p);
     double own = j->own_sigma[node];
     if (p < j->base_link && j->own_n[node] < S_OWN_KNOWN)
         return S_UNKNOWN_NOISE * class_sigma;
-    if (own > 1.5 * class_sigma)
-        own = j->own_sigma_hi[node];
+    own = j->own_sigma_hi[node];
     return own > class_sigma ? own : class_sigma;
 }
 

@@ -282,13 +282,14 @@ static void test_noise(void **state)
 
 /* A part is judged by its own spread where that is wider than its class's: a noisy node (its
  * measurements scatter five times as wide as the fleet's) whose flows' median lands at 0.92 of
- * the class's is not named on 16 flows a way, nor is any of its NICs on two (chance explains them
- * at its spread); a node as slow with the fleet's spread is. */
-static void s_noisy_node(fb_flowjudge_t *fj, int who, double sigma, uint64_t seed)
+ * the class's is not named on 16 or 32 flows a way, nor is any of its NICs on two or four (chance
+ * explains them at its spread); a node as slow with the fleet's spread is, on 32 flows (on 16,
+ * the upper bound of its own spread, estimated from 16 flows, is 1.7 times the class's). */
+static void s_noisy_node(fb_flowjudge_t *fj, int who, double sigma, uint64_t seed, int rounds)
 {
     uint64_t rng = seed;
     char id[32], rail[8];
-    for (int r = 0; r < 2; r++)
+    for (int r = 0; r < rounds; r++)
         for (int k = 0; k < 8; k++) {
             snprintf(rail, sizeof rail, "r%d", k);
             for (int a = 0; a < N; a++) {
@@ -311,19 +312,19 @@ static void test_noisy_node(void **state)
     (void)state;
     fb_flow_judgment_t j;
     unsigned named = 0, pending = 0;
-    for (uint64_t seed = 1; seed <= 10; seed++) {
+    for (uint64_t seed = 1; seed <= 20; seed++) {
         fb_flowjudge_t *fj = fb_flowjudge_new(NULL);
-        s_noisy_node(fj, 9, 0.25, seed);
+        s_noisy_node(fj, 9, 0.25, seed, seed <= 10 ? 2 : 4);
         named += (unsigned)fb_flowjudge_judge(fj, &j);
         pending += fb_flow_judgment_pending(&j, s_names[9]);
         fb_flow_judgment_clear(&j);
         fb_flowjudge_destroy(&fj);
     }
-    printf("[flow] a noisy node (sigma 0.25) at 0.92, 10 fleets: %u named, %u pending\n", named,
+    printf("[flow] a noisy node (sigma 0.25) at 0.92, 20 fleets: %u named, %u pending\n", named,
            pending);
     assert_int_equal(named, 0);
     fb_flowjudge_t *fj = fb_flowjudge_new(NULL);
-    s_noisy_node(fj, 9, 0.05, 1);
+    s_noisy_node(fj, 9, 0.05, 1, 4);
     assert_int_equal(fb_flowjudge_judge(fj, &j), 1);
     assert_string_equal(j.findings[0].part, s_names[9]);
     fb_flow_judgment_clear(&j);
@@ -370,12 +371,12 @@ static int s_spread_case(double factor, double sigma)
     return named;
 }
 
-/* A node evidently noisier than its class is judged on the upper bound of its own spread: the
- * judge looks again after every round and names for good, and a noisy node's spread, estimated
- * from its flows, is sometimes well under what it is (in the benchmark, 1 rail with noisy nodes of
- * sigma 0.15 in a fleet of 0.05, 4 of 200 trials named one slow on 16 to 24 slow flows). At 0.88 on
- * 24 flows: named with the class's spread, and with a spread 1.4 times the class's (judged on
- * it); not with twice the class's (over 1.5 times: its upper bound counts). */
+/* A node is judged on the upper bound of its own spread where that is wider than its class's:
+ * the judge looks again after every round and names for good, and a noisy node's spread,
+ * estimated from its flows, is sometimes well under what it is (in the benchmark, 1 rail with
+ * noisy nodes of sigma 0.15 in a fleet of 0.05, 4 of 200 trials named one slow on 16 to 24 slow
+ * flows). At 0.88 on 24 flows: named with the class's spread, and with a spread 1.4 times the
+ * class's; not with twice the class's. */
 static void test_noisier_than_class(void **state)
 {
     (void)state;
@@ -385,13 +386,23 @@ static void test_noisier_than_class(void **state)
     assert_int_equal(s_spread_case(0.70, 0.10), 1); /* a slow one is named all the same */
 }
 
-/* The judge looks again after every round, and a name is for good: a noisy node (sigma 0.158 in
- * a fleet of 0.05, no slower than the rest) with two fresh partners a round, judged after each of
- * 25 rounds, is never named in 60 fleets, though its median wanders low now and then, most of all
- * while it has few flows. Until a node has 12 flows a way its spread is not known and it is judged
- * as if it could be three times as noisy as its class. A node as steady as the fleet at 0.85 is
- * named as soon as its spread is known: in round 6, at two flows a way a round. */
-static unsigned s_rounds_named(uint64_t seed, double sigma, double factor)
+/* A standard normal draw (Box-Muller). */
+static double s_normal(uint64_t *rng)
+{
+    double u1 = fb_rng_unit(fb_splitmix64(rng)), u2 = fb_rng_unit(fb_splitmix64(rng));
+    return sqrt(-2.0 * log(u1 > 1e-12 ? u1 : 1e-12)) * cos(6.283185307 * u2);
+}
+
+/* The judge looks again after every round, and a name is for good: noisy nodes (sigma 0.158 in a
+ * fleet of 0.05, no slower than the rest; one node in eight, as many per judgment as the
+ * benchmark's 1% of 1024) with two fresh partners a round, judged after each of 25 rounds, are
+ * never named in 60 fleets, though their medians wander low now and then, most of all while they
+ * have few flows and when their spread, estimated from those flows, comes out low. Until a node
+ * has 12 flows a way its spread is not known and it is judged as if it could be three times as
+ * noisy as its class; after that, on the upper 99% bound of its own spread where that is wider
+ * than the class's. A node as steady as the fleet at 0.85 is named once its spread is known: by
+ * round 8, at two flows a way a round. */
+static unsigned s_rounds_named(uint64_t seed, double sigma, double factor, int every)
 {
     uint64_t rng = seed;
     fb_flowjudge_t *fj = fb_flowjudge_new(NULL);
@@ -404,11 +415,12 @@ static unsigned s_rounds_named(uint64_t seed, double sigma, double factor)
                 int x = a, y = (a + 2 * (2 * r + m) + 1) % N;
                 for (int dir = 0; dir < 2; dir++) {
                     int src = dir ? y : x, dst = dir ? x : y;
-                    double u1 = fb_rng_unit(fb_splitmix64(&rng));
-                    double u2 = fb_rng_unit(fb_splitmix64(&rng));
-                    double z = sqrt(-2.0 * log(u1 > 1e-12 ? u1 : 1e-12)) * cos(6.283185307 * u2);
-                    bool mine = src == 9 || dst == 9;
-                    double v = 100.0 * exp((mine ? sigma : 0.05) * z) * (mine ? factor : 1.0);
+                    double v = 100.0 * exp(0.05 * s_normal(&rng));
+                    for (int e = 0; e < 2; e++) { /* each end that is "mine" adds its own */
+                        int end = e ? dst : src;
+                        if (end % every == 9 % every)
+                            v *= exp(sqrt(sigma * sigma - 0.05 * 0.05) * s_normal(&rng)) * factor;
+                    }
                     snprintf(id, sizeof id, "r%d.%d.%d.%d", r, m, a, dir);
                     assert_int_equal(
                         fb_flowjudge_record(fj, id, s_names[src], s_names[dst], NULL, v, NULL, 0),
@@ -417,7 +429,12 @@ static unsigned s_rounds_named(uint64_t seed, double sigma, double factor)
             }
         if (fb_flowjudge_judge(fj, &j) > 0) {
             named_at = (unsigned)r + 1;
-            assert_string_equal(j.findings[0].part, s_names[9]);
+            if (getenv("FB_TEST_DEBUG"))
+                printf("seed %llu round %d: %s ratio %.3f flows %zu chance %.2g\n",
+                       (unsigned long long)seed, r + 1, j.findings[0].part, j.findings[0].ratio,
+                       j.findings[0].n_flows, j.findings[0].chance);
+            if (every == N)
+                assert_string_equal(j.findings[0].part, s_names[9]);
         }
         fb_flow_judgment_clear(&j);
     }
@@ -430,19 +447,19 @@ static void test_noisy_node_every_round(void **state)
     (void)state;
     unsigned named = 0;
     for (uint64_t seed = 1; seed <= 60; seed++)
-        named += s_rounds_named(seed, 0.158, 1.0) > 0;
-    printf("[flow] a noisy node (sigma 0.158 in 0.05) judged after each of 25 rounds, 60 fleets: "
-           "%u named\n", named);
+        named += s_rounds_named(seed, 0.158, 1.0, 8) > 0;
+    printf("[flow] 8 noisy nodes of 64 (sigma 0.158 in 0.05) judged after each of 25 rounds, 60 "
+           "fleets: %u with one named\n", named);
     assert_int_equal(named, 0);
     unsigned slow = 0, at = 0;
     for (uint64_t seed = 1; seed <= 10; seed++) {
-        unsigned r = s_rounds_named(seed, 0.05, 0.85);
+        unsigned r = s_rounds_named(seed, 0.05, 0.85, N);
         slow += r > 0;
         at = r > at ? r : at;
     }
     printf("[flow] a steady node at 0.85: named in %u of 10 fleets, by round %u\n", slow, at);
     assert_int_equal(slow, 10);
-    assert_true(at <= 6);
+    assert_true(at <= 8);
 }
 
 static void test_bad_input(void **state)
