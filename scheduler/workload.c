@@ -78,7 +78,10 @@ static const fb_param_spec_t s_gpuburn_params[] = {
     {"duration", FB_PARAM_DURATION, "60s", NULL, 0, 0, false, "how long to keep every GPU loaded"},
     {"interval", FB_PARAM_DURATION, "5s", NULL, 0, 0, false,
      "TFLOPS are measured and verification runs once per interval"},
-    {"matrix", FB_PARAM_UINT, "8192", NULL, 256, 65536, false, "square GEMM dimension (M=N=K)"},
+    /* no default here: the worker's depends on the dtype (workloads/gpu/host/burn_judge.h) */
+    {"matrix", FB_PARAM_UINT, NULL, NULL, 256, 65536, false,
+     "square GEMM dimension (M=N=K); unless given 8192, and 24576 for fp8 (its GEMMs at 8192 are "
+     "too short against the checksums' read of each result)"},
     {"mem_fraction", FB_PARAM_DOUBLE, "0.9", NULL, 0, 0, false,
      "fraction of free GPU memory filled with operand and result matrices, as gpu-burn does"},
     {"devices", FB_PARAM_STRING, "all", NULL, 0, 0, false, "GPU indices to load, or all"},

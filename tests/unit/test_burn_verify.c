@@ -462,6 +462,16 @@ static void test_config_defaults(void **state)
     assert_int_equal(cfg.inject, BURN_INJECT_NONE);
     assert_string_equal(cfg.devices, "all");
     worker_ctx_destroy(&ctx);
+    const char *fp8[] = {"dtype=fp8"}; /* its GEMMs long enough for the checksums' read of C */
+    ctx = s_ctx(fp8, 1, false);
+    assert_int_equal(burn_config_parse(ctx, &cfg), 0);
+    assert_int_equal(cfg.matrix, 24576);
+    worker_ctx_destroy(&ctx);
+    const char *fp8_set[] = {"dtype=fp8", "matrix=8192"};
+    ctx = s_ctx(fp8_set, 2, false);
+    assert_int_equal(burn_config_parse(ctx, &cfg), 0);
+    assert_int_equal(cfg.matrix, 8192);
+    worker_ctx_destroy(&ctx);
 }
 
 static void test_config_values(void **state)

@@ -133,8 +133,8 @@ int burn_config_parse(worker_ctx_t *ctx, burn_config_t *cfg)
         return s_refuse(ctx, "interval", worker_param(ctx, "interval"),
                         "is too short for the duration (at most 100000 intervals)");
     const char *matrix = worker_param(ctx, "matrix");
-    if (!matrix)
-        matrix = "8192";
+    if (!matrix) /* fp8: see BURN_FP8_MATRIX */
+        matrix = cfg->dtype == BURN_FP8 ? BURN_FP8_MATRIX : "8192";
     if (fb_parse_uint(matrix, 65536, &cfg->matrix) || cfg->matrix < 256)
         return s_refuse(ctx, "matrix", matrix, "must be a whole number from 256 to 65536");
     if (cfg->matrix % 16) {

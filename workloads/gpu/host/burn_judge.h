@@ -56,6 +56,13 @@ typedef struct {
     uint64_t inject_seed;  /* which GEMMs, elements and SM; from the clock unless given */
 } burn_config_t;
 
+/* fp8's default matrix. The checksums read each result once, and an fp8 GEMM at 8192^3 is so
+ * short (0.75 ms on an H100) against reading its result that the checks need 5-6 SMs beside it
+ * and cost 1.7-4.0% of the same run's peak; the work grows with k and the result only with m*n,
+ * so at 24576^3 a check after each GEMM costs about 1% (H200: 0.5-0.9% in two runs,
+ * bench/results/h200-2026-11-28-abft-fp8-sizes.txt). gpu-burn has no fp8 mode to compare with at
+ * 8192; the other dtypes keep 8192. */
+#define BURN_FP8_MATRIX "24576"
 /* Reads gpuburn's parameters from ctx (defaults as in scheduler/workload.c). On a bad value or a
  * refused inject_corrupt, inject_gemms or inject_seed (fault injection not allowed) sets the
  * result's error and returns -EINVAL; -EPERM for the refused injection. A matrix that is not a multiple of 16 is rounded
