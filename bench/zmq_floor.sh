@@ -11,7 +11,8 @@
 #   bench/zmq_floor.sh BUILD_DIR [N] [SECONDS]        # defaults: 16384 connections, 0 s
 #
 # Environment: CURVE=0 for plaintext; REPEAT (1) runs; SERVER_ARGS: the server's socket settings
-# ("--hwm N": ZMQ_SNDHWM and ZMQ_RCVHWM, "--sockbuf BYTES": ZMQ_SNDBUF and ZMQ_RCVBUF). Writes
+# ("--hwm N": ZMQ_SNDHWM and ZMQ_RCVHWM, "--sockbuf BYTES": ZMQ_SNDBUF and ZMQ_RCVBUF,
+# "--io-threads N": ZeroMQ I/O threads, 1 by default). Writes
 # bench/results/zmq-floor[-curve]-N-<date>.txt (RESULTS overrides).
 set -euo pipefail
 BUILD=${1:?usage: zmq_floor.sh BUILD_DIR [N] [SECONDS]}
@@ -33,7 +34,8 @@ PROCS=$(((N + PER - 1) / PER))
 calc() { awk "BEGIN {print $1}"; }
 # user+system seconds of one thread (/proc/PID/task/TID/stat fields 14, 15) or a process
 cpu_s() { awk '{printf "%.2f", ($14 + $15) / 100}' "$1"; }
-io_thread_cpu() { for t in /proc/"$1"/task/*; do [ "$(cat "$t/comm")" = ZMQbg/IO/0 ] && cpu_s "$t/stat"; done; }
+io_thread_cpu() { # all its ZeroMQ I/O threads together
+    local s=0; for t in /proc/"$1"/task/*; do case "$(cat "$t/comm")" in ZMQbg/IO/*) s=$(calc "$s + $(cpu_s "$t/stat")") ;; esac; done; echo "$s"; }
 
 one_run() {
     local port ep key
@@ -72,7 +74,7 @@ one_run() {
         sleep "$SECS"
         rss_end=$(awk '/VmRSS/{print $2}' "/proc/$SP/status")
     fi
-    printf "run: all %d answered %.3f s; server CPU %.2f s (I/O thread %.2f s, %.3f ms per connection); clients CPU %.2f s until answered (%d processes); server RSS idle %d KiB, after the handshakes %d KiB (%.1f KiB per connection), after %d s of 1 Hz messages %d KiB (%.1f KiB per connection); load %s before, %s after\n" \
+    printf "run: all %d answered %.3f s; server CPU %.2f s (I/O thread(s) %.2f s, %.3f ms per connection); clients CPU %.2f s until answered (%d processes); server RSS idle %d KiB, after the handshakes %d KiB (%.1f KiB per connection), after %d s of 1 Hz messages %d KiB (%.1f KiB per connection); load %s before, %s after\n" \
         "$N" "$reg_s" "$srv_all" "$srv_io" "$(calc "$srv_io * 1000 / $N")" "$cli" "$PROCS" \
         "$idle" "$rss_reg" "$(calc "($rss_reg - $idle) / $N")" "$SECS" "$rss_end" \
         "$(calc "($rss_end - $idle) / $N")" "$load0" "$(cut -d' ' -f1 /proc/loadavg)"
@@ -87,7 +89,7 @@ one_run() {
     echo "# bare libzmq: $N DEALER connections to one ROUTER, $(date -u +%Y-%m-%dT%H:%MZ), bench/zmq_floor.sh"
     echo "# command: CURVE=$CURVE REPEAT=$REPEAT${SERVER_ARGS:+ SERVER_ARGS=\"$SERVER_ARGS\"} bench/zmq_floor.sh BUILD $N $SECS; commit $(git -C "$HERE/.." rev-parse --short HEAD)"
     echo "# machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/Mem:/ {print $2}') GiB; libzmq $(pkg-config --modversion libzmq), libsodium $(pkg-config --modversion libsodium 2>/dev/null || echo '?')"
-    echo "# CURVE=$CURVE$([ "$CURVE" = 1 ] && echo ' (a ZAP handler on the server thread accepts every key)'); $PROCS client process(es), one I/O thread per 4096 connections; the server: one I/O thread (libzmq's default, as the coordinator's)"
+    echo "# CURVE=$CURVE$([ "$CURVE" = 1 ] && echo ' (a ZAP handler on the server thread accepts every key)'); $PROCS client process(es), one I/O thread per 4096 connections; the server: ${SERVER_ARGS:-one I/O thread, the libzmq default}"
 } >"$d/out"
 for i in $(seq 1 "$REPEAT"); do one_run | tee -a "$d/out"; done
 mkdir -p "$(dirname "$RESULTS")"

@@ -2,7 +2,7 @@
 /* What N ZeroMQ connections cost with nothing of fleetburn in the way: the floor under the
  * coordinator's registration time and memory (docs/simfleet.md, "16384 agents").
  *
- *   fleetburn-bench-zmqfloor server ENDPOINT [--curve] [--hwm N] [--sockbuf BYTES]
+ *   fleetburn-bench-zmqfloor server ENDPOINT [--curve] [--hwm N] [--sockbuf BYTES] [--io-threads N]
  *   fleetburn-bench-zmqfloor clients ENDPOINT N [--curve SERVER_PUBLIC_Z85] [--seconds S]
  *   fleetburn-bench-zmqfloor options     (which buffer settings this libzmq accepts)
  *
@@ -97,13 +97,15 @@ static void s_echo(void *router)
  * default): the high-water marks bound how many messages a pipe holds, the kernel buffers what
  * TCP keeps (not in the process's resident memory). */
 typedef struct {
-    int hwm, sockbuf;
+    int hwm, sockbuf, io_threads;
 } server_opts_t;
 
 static int s_server(const char *endpoint, int curve, server_opts_t o)
 {
     void *ctx = zmq_ctx_new();
     zmq_ctx_set(ctx, ZMQ_MAX_SOCKETS, 70000);
+    if (o.io_threads > 0)
+        zmq_ctx_set(ctx, ZMQ_IO_THREADS, o.io_threads);
     void *zap = NULL;
     void *router = zmq_socket(ctx, ZMQ_ROUTER);
     int zero = 0, hwm = o.hwm ? o.hwm : 10000, backlog = 8192; /* the coordinator's (coord.c) */
@@ -286,7 +288,7 @@ int main(int argc, char **argv)
     if (argc == 2 && !strcmp(argv[1], "options"))
         return s_options();
     if (argc >= 3 && !strcmp(argv[1], "server")) {
-        server_opts_t o = {0, 0};
+        server_opts_t o = {0, 0, 0};
         int curve = 0;
         for (int i = 3; i < argc; i++) {
             if (!strcmp(argv[i], "--curve"))
@@ -295,6 +297,8 @@ int main(int argc, char **argv)
                 o.hwm = atoi(argv[++i]);
             else if (!strcmp(argv[i], "--sockbuf") && i + 1 < argc)
                 o.sockbuf = atoi(argv[++i]);
+            else if (!strcmp(argv[i], "--io-threads") && i + 1 < argc)
+                o.io_threads = atoi(argv[++i]);
         }
         return s_server(argv[2], curve, o);
     }
@@ -315,7 +319,7 @@ int main(int argc, char **argv)
         return s_clients(argv[2], n, key, seconds);
     }
     fprintf(stderr, "usage: fleetburn-bench-zmqfloor server ENDPOINT [--curve] [--hwm N] "
-                    "[--sockbuf BYTES]\n"
+                    "[--sockbuf BYTES] [--io-threads N]\n"
                     "       fleetburn-bench-zmqfloor clients ENDPOINT N [--curve SERVER_PUBLIC] "
                     "[--seconds S]\n");
     return 2;
