@@ -53,6 +53,7 @@ typedef struct {
     uint64_t forget_after_ms;                  /* serve */
     uint64_t store_timeout_ms;                 /* serve: --store-timeout */
     uint64_t handshake_ms;                     /* serve */
+    unsigned io_threads;                       /* serve; 0: 1 */
     const char *webhook_allow;                 /* serve: --webhook-allow */
     const char *webhook_ca;                    /* serve, run --local: --webhook-ca */
     bool verbose, keep_logs;

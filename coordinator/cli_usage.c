@@ -54,6 +54,8 @@ void cli_usage(FILE *out)
             "      --handshake-timeout DURATION\n"
             "                                a connection must finish its ZeroMQ handshake\n"
             "                                within this (default 5s)\n"
+            "      --io-threads N            ZeroMQ I/O threads for agents' connections and\n"
+            "                                their CURVE handshakes, 1-16 (default 1)\n"
             "      Webhook alerts (docs/operations.md, \"Alerts\"):\n"
             "      --webhook-allow HOSTS     the hosts campaigns' webhooks may post to, by\n"
             "                                commas: hooks.example.com, *.example.com,\n"

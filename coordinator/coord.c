@@ -378,6 +378,10 @@ coord_t *coord_new(uv_loop_t *loop, const coord_options_t *opts, char *err, size
     self->flush.data = self;
     uv_prepare_start(&self->flush, s_on_flush);
     self->zctx = zmq_ctx_new();
+    /* The handshakes of a fleet connecting at once are public-key work on the I/O threads; libzmq
+     * hands each new connection to its least loaded one. Must be set before the first socket. */
+    if (opts->io_threads > 1)
+        zmq_ctx_set(self->zctx, ZMQ_IO_THREADS, (int)opts->io_threads);
     if (opts->keys_dir) {
         self->auth = auth_new(loop, self->zctx, opts->keys_dir, err, errlen);
         if (!self->auth) {

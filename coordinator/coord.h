@@ -18,6 +18,8 @@
 
 struct fb_campaign;
 
+#define COORD_MAX_IO_THREADS 16 /* serve --io-threads */
+
 typedef struct {
     const char *bind; /* e.g. tcp://0.0.0.0:7755, or port "*" for an ephemeral one */
     const char *db_path;
@@ -28,6 +30,7 @@ typedef struct {
      * is no limit per address. */
     uint32_t max_connections, max_connections_per_address;
     uint32_t handshake_ms;    /* a connection's ZeroMQ handshake must end within; 0: 5 s */
+    unsigned io_threads;      /* ZeroMQ I/O threads (TCP and CURVE handshakes, framing); 0: 1 */
     uint64_t forget_after_ms; /* an agent away this long leaves the live registry; 0: 1 h */
     /* Campaigns an earlier coordinator left running: resumed (serve), or marked interrupted
      * (`run --local`, whose agents are new). */

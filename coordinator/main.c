@@ -71,6 +71,7 @@ enum {
     S_OPT_FORGET_AFTER,
     S_OPT_STORE_TIMEOUT,
     S_OPT_HANDSHAKE_TIMEOUT,
+    S_OPT_IO_THREADS,
     S_OPT_WAIT,
     S_OPT_QUEUE,
     S_OPT_REASON,
@@ -130,6 +131,7 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
         {"forget-after", required_argument, 0, S_OPT_FORGET_AFTER},
         {"store-timeout", required_argument, 0, S_OPT_STORE_TIMEOUT},
         {"handshake-timeout", required_argument, 0, S_OPT_HANDSHAKE_TIMEOUT},
+        {"io-threads", required_argument, 0, S_OPT_IO_THREADS},
         {"wait", required_argument, 0, S_OPT_WAIT},
         {"queue", no_argument, 0, S_OPT_QUEUE},
         {"reason", required_argument, 0, S_OPT_REASON},
@@ -237,6 +239,16 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
                 return -EINVAL;
             }
             break;
+        case S_OPT_IO_THREADS: {
+            uint64_t n;
+            if (fb_parse_uint(optarg, COORD_MAX_IO_THREADS, &n) || n < 1) {
+                fprintf(stderr, "fleetburn: --io-threads: '%s' is not a whole number from 1 to %d\n",
+                        optarg, COORD_MAX_IO_THREADS);
+                return -EINVAL;
+            }
+            cli->io_threads = (unsigned)n;
+            break;
+        }
         case S_OPT_WAIT:
             if (fb_parse_duration_ms(optarg, &cli->wait_ms) || cli->wait_ms < 100 ||
                 cli->wait_ms > 7 * 86400000ull) {
@@ -483,6 +495,7 @@ static int s_cmd_serve(cli_t *cli)
                             .forget_after_ms = cli->forget_after_ms,
                             .store_give_up_ms = cli->store_timeout_ms,
                             .handshake_ms = (uint32_t)cli->handshake_ms,
+                            .io_threads = cli->io_threads,
                             .webhooks = {.allow = cli->webhook_allow, .ca_file = cli->webhook_ca},
                             .slurm_bin = cli->slurm_bin};
     if (webhook_options_check(&opts.webhooks, err, sizeof err)) {
@@ -506,9 +519,10 @@ static int s_cmd_serve(cli_t *cli)
     }
     if (http)
         cli_http_attach(http, loop, coord);
-    log_info("fleetburn %s coordinator on %s, database %s, %s%s", FB_VERSION,
-             coord_endpoint(coord), cli->db, cli->keys_dir ? "CURVE keys from " : "no keys",
-             cli->keys_dir ? cli->keys_dir : "");
+    log_info("fleetburn %s coordinator on %s, database %s, %s%s, %u ZeroMQ I/O thread%s",
+             FB_VERSION, coord_endpoint(coord), cli->db,
+             cli->keys_dir ? "CURVE keys from " : "no keys", cli->keys_dir ? cli->keys_dir : "",
+             cli->io_threads ? cli->io_threads : 1, cli->io_threads > 1 ? "s" : "");
     uv_signal_t sigint, sigterm, sighup;
     uv_signal_init(loop, &sigint);
     uv_signal_init(loop, &sigterm);

@@ -83,6 +83,11 @@ kill -TERM "$COORD_PID"
 wait "$COORD_PID" || true
 : >"$WORK/coordinator.log"
 "$FLEETBURN" serve --handshake-timeout 10ms >/dev/null 2>&1 && fail "--handshake-timeout 10ms was accepted"
+for bad in 0 17 two; do
+    "$FLEETBURN" serve --io-threads "$bad" >/dev/null 2>"$WORK/io.err" && fail "--io-threads $bad was accepted"
+    grep -q -- "--io-threads: '$bad' is not a whole number from 1 to 16" "$WORK/io.err" ||
+        fail "--io-threads $bad: $(cat "$WORK/io.err")"
+done
 start_coordinator --handshake-timeout 2s
 grep -q "handshake within 2.0 s" "$WORK/coordinator.log" || fail "the coordinator did not announce a 2 s handshake"
 "$HOSTILE" idle --connect "${ENDPOINT#tcp://}" --source 127.0.0.4 --count 10 --hold 20 \

@@ -6,7 +6,7 @@
 # (a node-local stage, a pairs stage across both processes) ends with every task's result stored,
 # exactly the faulty node failed, pairs judged across the processes' agents; the agent-only
 # process stops on SIGTERM with status 0 and its agents say goodbye; options that do not go
-# together exit 2. Every process and the work directory are removed at the end (lib.sh).
+# together exit 2; the coordinator runs with two ZeroMQ I/O threads. Every process and the work directory are removed at the end (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
 export TMPDIR="$WORK"
@@ -28,7 +28,11 @@ faults:
   - {node: sim-017, kind: hard}
 YAML
 
-start_coordinator --keys "$K" --max-connections-per-address 0
+# Two ZeroMQ I/O threads (serve --io-threads): the handshakes spread over both.
+start_coordinator --keys "$K" --max-connections-per-address 0 --io-threads 2
+grep -q "2 ZeroMQ I/O threads" "$WORK/coordinator.log" || fail "the coordinator did not announce 2 I/O threads"
+io_threads=$(cat /proc/"$COORD_PID"/task/*/comm 2>/dev/null | grep -c '^ZMQbg/IO/') || true
+[ "$io_threads" = 2 ] || fail "the coordinator runs $io_threads ZeroMQ I/O threads, not 2"
 KEYS=(--key "$WORK/sim-agent" --server-key "$K/coordinator.pub")
 
 # The agent-only half, starting its agents 16 at a time (--connect-window).
