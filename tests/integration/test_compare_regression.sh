@@ -20,7 +20,7 @@
 . "$(dirname "$0")/lib.sh"
 
 DB="$WORK/fb.db"
-cat >"$WORK/net.yaml" <<'EOF'
+cat >"$WORK/net-base.yaml" <<'EOF'
 name: net-regress
 stages:
   - name: network
@@ -30,6 +30,10 @@ stages:
     rounds: 3
     params: {duration: 1s, streams: 2, lat_iters: 200}
 EOF
+# The regressions here are of throughput. Loopback round trips are left out of the comparison:
+# between unchanged runs under the sanitizers on a busy 2-core machine one pair's median moved
+# from 33 to 128 us, beyond any tolerance an operator would want on a real network.
+printf 'regress:\n  netbw.rtt_p50_us: off\n' | cat "$WORK/net-base.yaml" - >"$WORK/net.yaml"
 
 # run_net LOG [NODE RATE] [fleetburn run options...]: every node paced at 200 Mbit/s, NODE at RATE.
 run_net() {
@@ -224,10 +228,10 @@ bad set-id "is a campaign id; a baseline name must be another word" baseline set
 bad delete-unknown "no baseline 'other'" baseline delete other --db "$DB"
 bad no-args "expected BASE [CAMPAIGN]" compare --db "$DB"
 bad bad-sub "expected \`baseline set NAME CAMPAIGN_ID\`" baseline show --db "$DB"
-printf 'regress:\n  "[abc": 5%%\n' | cat "$WORK/net.yaml" - >"$WORK/glob.yaml"
+printf 'regress:\n  "[abc": 5%%\n' | cat "$WORK/net-base.yaml" - >"$WORK/glob.yaml"
 bad bad-glob "glob.yaml:10: regress.[abc: the metric glob '[abc' has a bracket expression that is not closed" \
     run --local 4 --db "$DB" "$WORK/glob.yaml"
-printf 'regress:\n  netbw.tx_gbps: 5\n' | cat "$WORK/net.yaml" - >"$WORK/pct.yaml"
+printf 'regress:\n  netbw.tx_gbps: 5\n' | cat "$WORK/net-base.yaml" - >"$WORK/pct.yaml"
 bad bad-percent "pct.yaml:10: regress.netbw.tx_gbps: '5' is not a tolerance; expected a tolerance from 0% to 1000% such as 5%" \
     run --local 4 --db "$DB" "$WORK/pct.yaml"
 [ "$(sql "SELECT COUNT(*) FROM campaigns")" = "$before" ] || fail "a refused run started a campaign"
