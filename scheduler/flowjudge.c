@@ -196,9 +196,9 @@ typedef struct {
     double *vals;               /* scratch */
     uint64_t *keys;             /* scratch */
     struct s_stat *stat0;       /* per part, on all its flows (before any was explained) */
-    double *own_sigma;          /* per node part (node and direction): the spread of its own
-                                 * flows, 0 when too few; its NICs share it */
-    double *own_sigma_hi;       /* ... and its one-sided 99% upper bound */
+    double *own_sigma_hi;       /* per node part (node and direction): the one-sided 99% upper
+                                 * bound of its own flows' spread, 0 when too few; its NICs
+                                 * share it */
     size_t *own_n;              /* ... and the flows it is from */
     bool dirty;                 /* flows were explained since stat0 */
 } s_judge_t;
@@ -397,7 +397,6 @@ static size_t s_node_part(const s_judge_t *j, size_t p)
  * fault) widens it, which only makes the node harder to name. */
 static void s_own_spreads(s_judge_t *j)
 {
-    j->own_sigma = xcalloc(j->n_parts + 1, sizeof *j->own_sigma);
     j->own_sigma_hi = xcalloc(j->n_parts + 1, sizeof *j->own_sigma_hi);
     j->own_n = xcalloc(j->n_parts + 1, sizeof *j->own_n);
     for (size_t p = 0; p < j->base_rail; p++) {
@@ -410,8 +409,7 @@ static void s_own_spreads(s_judge_t *j)
         double m = s_median(j->vals, n), dev = 0.0;
         for (size_t k = 0; k < n; k++)
             dev += fabs(j->vals[k] - m);
-        j->own_sigma[p] = 1.2533 * dev / (double)n;
-        j->own_sigma_hi[p] = j->own_sigma[p] * (1.0 + S_Z99 * 0.756 / sqrt((double)n));
+        j->own_sigma_hi[p] = 1.2533 * dev / (double)n * (1.0 + S_Z99 * 0.756 / sqrt((double)n));
     }
 }
 
@@ -430,10 +428,9 @@ static void s_own_spreads(s_judge_t *j)
 static double s_spread(const s_judge_t *j, size_t p, double class_sigma)
 {
     size_t node = s_node_part(j, p);
-    double own = j->own_sigma[node];
     if (p < j->base_link && j->own_n[node] < S_OWN_KNOWN)
         return S_UNKNOWN_NOISE * class_sigma;
-    own = j->own_sigma_hi[node];
+    double own = j->own_sigma_hi[node];
     return own > class_sigma ? own : class_sigma;
 }
 
@@ -724,7 +721,6 @@ int fb_flowjudge_judge(const fb_flowjudge_t *fj, fb_flow_judgment_t *out)
     free(j.vals);
     free(j.keys);
     free(j.stat0);
-    free(j.own_sigma);
     free(j.own_sigma_hi);
     free(j.own_n);
     free(j.flows_at);

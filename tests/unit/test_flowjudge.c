@@ -57,6 +57,13 @@ static double s_flow(const s_faults_t *f, int src, int dst, int rail, uint64_t *
 
 static char s_names[N][8];
 
+/* A standard normal draw (Box-Muller). */
+static double s_normal(uint64_t *rng)
+{
+    double u1 = fb_rng_unit(fb_splitmix64(rng)), u2 = fb_rng_unit(fb_splitmix64(rng));
+    return sqrt(-2.0 * log(u1 > 1e-12 ? u1 : 1e-12)) * cos(6.283185307 * u2);
+}
+
 /* Runs `rounds` rounds of random cross-leaf-or-not matchings on `rails` rails; records both
  * directions, each with the links of its route when it crosses leaves. */
 static void s_run(fb_flowjudge_t *fj, const s_faults_t *f, int rounds, int rails, uint64_t seed)
@@ -245,8 +252,7 @@ static void s_noisy(fb_flowjudge_t *fj, int slow, int rounds, uint64_t seed)
                 if (a > b && (b + 1 + r * 8 + k) % N == a)
                     continue; /* a pair once */
                 snprintf(id, sizeof id, "n%d.%d.%d", r, k, a);
-                double u1 = fb_rng_unit(fb_splitmix64(&rng)), u2 = fb_rng_unit(fb_splitmix64(&rng));
-                double z = sqrt(-2.0 * log(u1 > 1e-12 ? u1 : 1e-12)) * cos(6.283185307 * u2);
+                double z = s_normal(&rng);
                 double v = 100.0 * exp(0.05 * z) * (a == slow || b == slow ? 0.85 : 1.0);
                 assert_int_equal(
                     fb_flowjudge_record(fj, id, s_names[a], s_names[b], rail, v, NULL, 0), 0);
@@ -297,8 +303,7 @@ static void s_noisy_node(fb_flowjudge_t *fj, int who, double sigma, uint64_t see
                 if (a > b && (b + 1 + r * 8 + k) % N == a)
                     continue;
                 snprintf(id, sizeof id, "n%d.%d.%d", r, k, a);
-                double u1 = fb_rng_unit(fb_splitmix64(&rng)), u2 = fb_rng_unit(fb_splitmix64(&rng));
-                double z = sqrt(-2.0 * log(u1 > 1e-12 ? u1 : 1e-12)) * cos(6.283185307 * u2);
+                double z = s_normal(&rng);
                 bool mine = a == who || b == who;
                 double v = 100.0 * exp((mine ? sigma : 0.05) * z) * (mine ? 0.92 : 1.0);
                 assert_int_equal(
@@ -384,13 +389,6 @@ static void test_noisier_than_class(void **state)
     assert_int_equal(s_spread_case(0.88, 0.07), 1);
     assert_int_equal(s_spread_case(0.88, 0.10), 0);
     assert_int_equal(s_spread_case(0.70, 0.10), 1); /* a slow one is named all the same */
-}
-
-/* A standard normal draw (Box-Muller). */
-static double s_normal(uint64_t *rng)
-{
-    double u1 = fb_rng_unit(fb_splitmix64(rng)), u2 = fb_rng_unit(fb_splitmix64(rng));
-    return sqrt(-2.0 * log(u1 > 1e-12 ? u1 : 1e-12)) * cos(6.283185307 * u2);
 }
 
 /* The judge looks again after every round, and a name is for good: noisy nodes (sigma 0.158 in a
