@@ -10,7 +10,11 @@
  * on "<node>/gpuN". GPU telemetry (gpu/host/telemetry.h) runs around the test, so that XIDs,
  * uncorrectable ECC errors and pages retired or rows remapped while the patterns ran fail the GPU
  * even when every word read back right. inject_bitflips (test-only) flips bits between the
- * first write and verify of the first pattern on the first GPU to prove detection end to end. */
+ * first write and verify of the first pattern on the first GPU to prove detection end to end.
+ * It stays one file of about 850 lines because the pattern generators are templates that the write
+ * and verify kernels instantiate, and a kernel is launched from the file it is compiled in (the
+ * worker is built without relocatable device code); what is not kernels or their launches (the
+ * parameters, the entry) is about 120 lines. */
 extern "C" {
 #include "common/result.h"
 #include "common/rng.h"

@@ -24,6 +24,7 @@ extern "C" {
 }
 #include "gpu/gpu.h"
 #include "gpu/gpu_runtime.h"
+#include "gpu/p2p_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -35,30 +36,10 @@ extern "C" {
 #include <stdlib.h>
 #include <string.h>
 
-#define P2P_MAX_RECORDS 16 /* miscompares recorded per GPU per measurement */
-#define P2P_MIN_SIZE 4096
-#define P2P_MAX_SIZE (16ULL << 30)
-#define P2P_CHASE_SLOTS 4096 /* pointer-chase nodes, 256 B apart: 1 MiB of the peer */
-#define P2P_CHASE_STRIDE 256
-#define P2P_CHASE_HOPS 20000
-#define P2P_MAX_CPUS 8192
-
 /* ---- device side ----------------------------------------------------------------------------- */
 
 namespace
 {
-
-typedef unsigned long long u64;
-
-struct p2p_record {
-    u64 offset, expected, actual, tag;
-};
-
-struct p2p_log {
-    u64 count;
-    unsigned int n, pad;
-    p2p_record rec[P2P_MAX_RECORDS];
-};
 
 /* Word i of a buffer filled with key: distinct for every word, and for every key. */
 __host__ __device__ __forceinline__ u64 s_word(u64 i, u64 key)
@@ -145,55 +126,6 @@ static const char *const s_kind_text[K_N] = {
     "SM-copy bidirectional",       "host-to-device",         "device-to-host",
     "host<->device bidirectional",
 };
-
-typedef struct {
-    uint64_t size, iters;
-    int *devices;
-    size_t n;
-    double min_gbs, min_relative;
-    bool inject;
-} p2p_config_t;
-
-typedef struct {
-    int dev;
-    char pci[32]; /* normalised "0000:17:00.0" */
-    char name[96];
-    int sms;
-    u64 *src, *dst; /* size bytes each */
-    p2p_log *log;
-    u64 *scratch; /* pointer-chase result */
-    gpuStream_t s, s2;
-    gpuEvent_t start, stop, sync, sync2;
-} p2p_gpu_t;
-
-typedef struct {
-    worker_ctx_t *ctx;
-    fb_result_t *res;
-    const p2p_config_t *cfg;
-    p2p_gpu_t *g;
-    size_t n;
-    p2p_link_t *link; /* n*n */
-    bool *peer;       /* n*n: i can access j's memory */
-    u64 seed;
-    size_t steps, steps_total;
-    uint64_t corrupt_transfers; /* transfers that delivered wrong data */
-    bool injected;
-    u64 *host_src, *host_dst; /* pinned, per GPU in turn */
-} p2p_run_t;
-
-static int s_fail(p2p_run_t *run, const char *what, gpuError_t err)
-{
-    if (!run->res->error)
-        fb_result_set_error(run->res, "p2p: %s: %s", what, gpuGetErrorString(err));
-    return -EIO;
-}
-
-#define P2P_TRY(run, call, what)                                                                   \
-    do {                                                                                           \
-        gpuError_t p2p_err_ = (call);                                                              \
-        if (p2p_err_ != gpuSuccess)                                                                \
-            return s_fail((run), (what), p2p_err_);                                                \
-    } while (0)
 
 static const char *s_node(p2p_run_t *run)
 {
@@ -453,7 +385,7 @@ static int s_measure_latency(p2p_run_t *run, size_t ia, size_t ib, double *us)
         err = gpuDeviceSynchronize();
     free(chain);
     if (err != gpuSuccess)
-        return s_fail(run, "writing the pointer chain", err);
+        return p2p_fail(run, "writing the pointer chain", err);
     P2P_TRY(run, gpuSetDevice(a->dev), "gpuSetDevice");
     k_chase<<<1, 1, 0, a->s>>>((const char *)b->dst, P2P_CHASE_SLOTS, a->scratch); /* warm TLBs */
     P2P_TRY(run, gpuEventRecord(a->start, a->s), "gpuEventRecord");
@@ -564,7 +496,7 @@ static int s_measure_host(p2p_run_t *run, size_t i, double out[3])
                 err = gpuEventElapsedTime(&ms, g->start, g->stop);
             if (err != gpuSuccess) {
                 free(v);
-                return s_fail(run, s_kind_text[kind], err);
+                return p2p_fail(run, s_kind_text[kind], err);
             }
             if (down)
                 s_host_check(run, g, kind, run->host_dst, words, kdown, it);
@@ -589,174 +521,6 @@ static int s_measure_host(p2p_run_t *run, size_t i, double out[3])
 /* ---- topology -------------------------------------------------------------------------------- */
 
 /* "0000:17:00.0" from whatever form the runtime gives ("00000000:17:00.0", upper case). */
-static void s_normalise_pci(char *pci, size_t len)
-{
-    unsigned dom = 0, bus = 0, dev = 0, fn = 0;
-    if (sscanf(pci, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4)
-        snprintf(pci, len, "%04x:%02x:%02x.%x", dom & 0xffff, bus, dev, fn);
-}
-
-static p2p_link_t s_classify(p2p_run_t *run, size_t i, size_t j)
-{
-    const p2p_gpu_t *a = &run->g[i], *b = &run->g[j];
-    if (!run->peer[i * run->n + j])
-        return P2P_LINK_HOST;
-    unsigned type = 0, hops = 0;
-    if (gpuExtGetLinkTypeAndHopCount(a->dev, b->dev, &type, &hops) == gpuSuccess &&
-        type == gpuLinkTypeXgmi)
-        return P2P_LINK_XGMI;
-    (void)gpuGetLastError();
-    int atomics = 0;
-    /* On NVIDIA, native peer atomics are offered over NVLink (and NVSwitch) only. */
-    if (!strcmp(FB_GPU_VENDOR, "nvidia") &&
-        gpuDeviceGetP2PAttribute(&atomics, gpuDevP2PAttrNativeAtomicSupported, a->dev, b->dev) ==
-            gpuSuccess &&
-        atomics)
-        return P2P_LINK_NVLINK;
-    (void)gpuGetLastError();
-    const char *root = worker_sysfs_root(run->ctx);
-    char *la = xasprintf("%s/sys/bus/pci/devices/%s", root, a->pci);
-    char *lb = xasprintf("%s/sys/bus/pci/devices/%s", root, b->pci);
-    char pa[PATH_MAX], pb[PATH_MAX];
-    p2p_link_t link = P2P_LINK_UNKNOWN;
-    if (realpath(la, pa) && realpath(lb, pb))
-        link = p2p_pcie_relation(pa, pb);
-    free(la);
-    free(lb);
-    return link;
-}
-
-/* ---- setup ----------------------------------------------------------------------------------- */
-
-static int s_setup_gpu(p2p_run_t *run, p2p_gpu_t *g)
-{
-    size_t bytes = run->cfg->size;
-    gpuDeviceProp prop;
-    P2P_TRY(run, gpuSetDevice(g->dev), "gpuSetDevice");
-    P2P_TRY(run, gpuGetDeviceProperties(&prop, g->dev), "gpuGetDeviceProperties");
-    fb_strlcpy(g->name, prop.name, sizeof g->name);
-    if (gpuDeviceGetPCIBusId(g->pci, (int)sizeof g->pci, g->dev) != gpuSuccess)
-        fb_strlcpy(g->pci, "unknown", sizeof g->pci);
-    s_normalise_pci(g->pci, sizeof g->pci);
-    P2P_TRY(run, gpuDeviceGetAttribute(&g->sms, gpuDevAttrMultiProcessorCount, g->dev),
-            "gpuDeviceGetAttribute");
-    if (g->sms <= 0)
-        g->sms = 1;
-    P2P_TRY(run, gpuMalloc((void **)&g->src, bytes), "allocating the source buffer");
-    P2P_TRY(run, gpuMalloc((void **)&g->dst, bytes), "allocating the destination buffer");
-    P2P_TRY(run, gpuMalloc((void **)&g->log, sizeof(p2p_log)), "allocating the check log");
-    P2P_TRY(run, gpuMalloc((void **)&g->scratch, sizeof(u64)), "allocating the chase result");
-    P2P_TRY(run, gpuMemset(g->log, 0, sizeof(p2p_log)), "clearing the check log");
-    P2P_TRY(run, gpuMemset(g->dst, 0, bytes), "clearing the destination buffer");
-    P2P_TRY(run, gpuStreamCreateWithFlags(&g->s, gpuStreamNonBlocking), "gpuStreamCreate");
-    P2P_TRY(run, gpuStreamCreateWithFlags(&g->s2, gpuStreamNonBlocking), "gpuStreamCreate");
-    P2P_TRY(run, gpuEventCreate(&g->start), "gpuEventCreate");
-    P2P_TRY(run, gpuEventCreate(&g->stop), "gpuEventCreate");
-    P2P_TRY(run, gpuEventCreate(&g->sync), "gpuEventCreate");
-    P2P_TRY(run, gpuEventCreate(&g->sync2), "gpuEventCreate");
-    return 0;
-}
-
-static void s_teardown_gpu(p2p_gpu_t *g)
-{
-    if (gpuSetDevice(g->dev) != gpuSuccess)
-        return;
-    gpuEvent_t ev[4] = {g->start, g->stop, g->sync, g->sync2};
-    for (int i = 0; i < 4; i++)
-        if (ev[i])
-            (void)gpuEventDestroy(ev[i]);
-    if (g->s)
-        (void)gpuStreamDestroy(g->s);
-    if (g->s2)
-        (void)gpuStreamDestroy(g->s2);
-    (void)gpuFree(g->src);
-    (void)gpuFree(g->dst);
-    (void)gpuFree(g->log);
-    (void)gpuFree(g->scratch);
-}
-
-static int s_enable_peers(p2p_run_t *run)
-{
-    for (size_t i = 0; i < run->n; i++)
-        for (size_t j = 0; j < run->n; j++) {
-            if (i == j)
-                continue;
-            int can = 0;
-            P2P_TRY(run, gpuDeviceCanAccessPeer(&can, run->g[i].dev, run->g[j].dev),
-                    "gpuDeviceCanAccessPeer");
-            if (!can)
-                continue;
-            P2P_TRY(run, gpuSetDevice(run->g[i].dev), "gpuSetDevice");
-            gpuError_t err = gpuDeviceEnablePeerAccess(run->g[j].dev, 0);
-            if (err == gpuErrorPeerAccessAlreadyEnabled)
-                (void)gpuGetLastError();
-            else if (err != gpuSuccess)
-                return s_fail(run, "gpuDeviceEnablePeerAccess", err);
-            run->peer[i * run->n + j] = true;
-        }
-    return 0;
-}
-
-/* ---- parameters ------------------------------------------------------------------------------ */
-
-static int s_parse(worker_ctx_t *ctx, p2p_config_t *cfg, int n_visible)
-{
-    const char *text;
-    if ((text = worker_param(ctx, "inject_corrupt"))) {
-        if (!worker_fault_injection_allowed(ctx)) {
-            worker_error(ctx, "inject_corrupt refused: the agent was not started with "
-                          "--allow-fault-injection");
-            return -EPERM;
-        }
-        if (fb_parse_bool(text, &cfg->inject)) {
-            worker_error(ctx, "p2p: inject_corrupt '%s' must be true or false", text);
-            return -EINVAL;
-        }
-    }
-    text = worker_param(ctx, "size");
-    if (!text)
-        text = "256MiB";
-    if (fb_parse_bytes(text, &cfg->size) || cfg->size < P2P_MIN_SIZE || cfg->size > P2P_MAX_SIZE ||
-        cfg->size % 16) {
-        worker_error(ctx, "p2p: size '%s' must be a byte size from 4KiB to 16GiB, a multiple of 16",
-                 text);
-        return -EINVAL;
-    }
-    text = worker_param(ctx, "iters");
-    if (!text)
-        text = "20";
-    if (fb_parse_uint(text, 100000, &cfg->iters) || !cfg->iters) {
-        worker_error(ctx, "p2p: iters '%s' must be a whole number from 1 to 100000", text);
-        return -EINVAL;
-    }
-    cfg->min_gbs = 0;
-    if ((text = worker_param(ctx, "min_gbs")) &&
-        (fb_parse_double(text, &cfg->min_gbs) || cfg->min_gbs < 0)) {
-        worker_error(ctx, "p2p: min_gbs '%s' must be a number of GB/s, 0 or more", text);
-        return -EINVAL;
-    }
-    text = worker_param(ctx, "min_relative");
-    if (!text)
-        text = "0.9";
-    if (fb_parse_double(text, &cfg->min_relative) || cfg->min_relative < 0 ||
-        cfg->min_relative > 1) {
-        worker_error(ctx, "p2p: min_relative '%s' must be a fraction from 0 to 1", text);
-        return -EINVAL;
-    }
-    text = worker_param(ctx, "devices");
-    if (!text)
-        text = "all";
-    int rc = gpu_parse_devices(text, n_visible, &cfg->devices, &cfg->n);
-    if (rc) {
-        worker_error(ctx, "p2p: devices '%s' %s (%d GPU%s visible)", text,
-                 rc == -ENODEV ? "names a GPU that is not there"
-                               : "is not 'all' or a list of indices",
-                 n_visible, n_visible == 1 ? "" : "s");
-        return rc;
-    }
-    return 0;
-}
-
 /* ---- reporting ------------------------------------------------------------------------------- */
 
 static void s_log_lines(worker_ctx_t *ctx, char **lines, size_t n)
@@ -806,7 +570,7 @@ fb_verdict_t p2p_run(worker_ctx_t *ctx)
     if (err != gpuSuccess || n_visible <= 0)
         return gpu_no_devices(ctx, "p2p", FB_GPU_VENDOR,
                               err != gpuSuccess ? gpuGetErrorString(err) : "no devices");
-    if (s_parse(ctx, &cfg, n_visible)) {
+    if (p2p_parse_config(ctx, &cfg, n_visible)) {
         free(cfg.devices);
         return FB_VERDICT_ERROR;
     }
@@ -848,14 +612,14 @@ fb_verdict_t p2p_run(worker_ctx_t *ctx)
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         run.g[i].dev = dev[i];
-        rc = s_setup_gpu(&run, &run.g[i]);
+        rc = p2p_setup_gpu(&run, &run.g[i]);
     }
     if (rc == 0)
-        rc = s_enable_peers(&run);
+        rc = p2p_enable_peers(&run);
     if (rc == 0) {
         for (size_t i = 0; i < n; i++)
             for (size_t j = 0; j < n; j++)
-                run.link[i * n + j] = i == j ? P2P_LINK_UNKNOWN : s_classify(&run, i, j);
+                run.link[i * n + j] = i == j ? P2P_LINK_UNKNOWN : p2p_classify_link(&run, i, j);
         for (size_t i = 0; i < n; i++)
             worker_log(ctx, "p2p: gpu%d %s PCI %s, %d SMs", run.g[i].dev, run.g[i].name,
                        run.g[i].pci, run.g[i].sms);
@@ -917,7 +681,7 @@ fb_verdict_t p2p_run(worker_ctx_t *ctx)
     if (run.host_dst)
         (void)gpuFreeHost(run.host_dst);
     for (size_t i = 0; i < n; i++)
-        s_teardown_gpu(&run.g[i]);
+        p2p_teardown_gpu(&run.g[i]);
 
     /* Metrics, tables and judgement of whatever was measured. */
     p2p_add_matrix_metrics(res, &topo, ce_uni, "p2p.ce_uni", "GB/s");
