@@ -87,8 +87,25 @@ static unsigned s_count_named(fb_diag_t *d, const s_fleet_t *fl, unsigned *tp, u
     return *tp;
 }
 
-/* One trial: node-local round, then up to max_rounds pair rounds planned by the engine. */
-static s_outcome_t s_trial(uint64_t seed, unsigned n_bad, double q, double f, unsigned max_rounds)
+/* Records a pair test planned on a rail: its members are the two nodes' ports "node/rail". */
+static void s_record_on_rail(fb_diag_t *d, s_fleet_t *fl, const char *id, const fb_diag_test_t *t,
+                             const int *idx)
+{
+    char ma[32], mb[32];
+    snprintf(ma, sizeof ma, "%s/%s", t->a, t->rail);
+    snprintf(mb, sizeof mb, "%s/%s", t->b, t->rail);
+    const char *mm[2] = {ma, mb};
+    assert_int_equal(fb_diag_record(d, id, mm, 2, s_run_test(fl, idx, 2)), 0);
+}
+
+#define RAILS 8
+
+/* One trial on a fleet of FLEET nodes, some bad (q per test): node-local round, then up to
+ * max_rounds pair rounds planned by the engine. Without rails, suspects get trusted partners and
+ * everyone else is matched freshly every round; with RAILS rails each, fresh random matchings are
+ * made for everyone else in the first two rounds only, re-tests after. */
+static s_outcome_t s_trial(uint64_t seed, unsigned n_bad, double q, double f, unsigned max_rounds,
+                           bool rails)
 {
     s_fleet_t *fl = calloc(1, sizeof *fl);
     assert_non_null(fl);
@@ -98,9 +115,13 @@ static s_outcome_t s_trial(uint64_t seed, unsigned n_bad, double q, double f, un
     fl->rng = seed * 7919 + 17;
     fb_diag_t *d = fb_diag_new(NULL);
     assert_non_null(d);
+    char rail_list[64] = "";
+    for (int r = 0; rails && r < RAILS; r++)
+        snprintf(rail_list + strlen(rail_list), sizeof rail_list - strlen(rail_list), "%smlx5_%d",
+                 r ? "," : "", r);
     for (size_t i = 0; i < FLEET; i++) {
         snprintf(fl->names[i], sizeof fl->names[i], "node%03zu", i);
-        assert_int_equal(fb_diag_add_node(d, fl->names[i], NULL), 0);
+        assert_int_equal(fb_diag_add_node(d, fl->names[i], rails ? rail_list : NULL), 0);
     }
     for (unsigned b = 0; b < n_bad;) {
         size_t i = (size_t)(fb_splitmix64(&fl->rng) % FLEET);
@@ -116,15 +137,20 @@ static s_outcome_t s_trial(uint64_t seed, unsigned n_bad, double q, double f, un
     }
     s_outcome_t out = {0};
     for (unsigned r = 1; r <= max_rounds; r++) {
-        /* suspects with trusted partners, everyone else matched freshly, every round */
-        fb_diag_round_opts_t o = {seed * 31 + r, r, true, 0, NULL, NULL, 0, NULL, 0};
+        fb_diag_round_opts_t o = {seed * 31 + r, r, rails ? r <= 2 : true, 0, NULL, NULL, 0, NULL,
+                                  0};
         fb_diag_round_t plan;
         assert_int_equal(fb_diag_plan_round(d, &o, &plan), 0);
         for (size_t k = 0; k < plan.n_tests; k++) {
-            int idx[2] = {s_node_index(plan.tests[k].a), s_node_index(plan.tests[k].b)};
-            assert_null(plan.tests[k].rail);
+            const fb_diag_test_t *t = &plan.tests[k];
+            int idx[2] = {s_node_index(t->a), s_node_index(t->b)};
             snprintf(id, sizeof id, "r%u-%zu", r, k);
-            s_record(d, fl, id, idx, 2);
+            if (rails) {
+                s_record_on_rail(d, fl, id, t, idx);
+            } else {
+                assert_null(t->rail);
+                s_record(d, fl, id, idx, 2);
+            }
         }
         fb_diag_round_clear(&plan);
         unsigned tp, fp, fn;
@@ -145,7 +171,7 @@ static void s_campaign(const char *what, unsigned trials, double q, double f, un
     unsigned tp = 0, fp = 0, fn = 0;
     *worst_rounds = 0;
     for (unsigned t = 0; t < trials; t++) {
-        s_outcome_t o = s_trial(1000 + t, 1 + t % 8, q, f, rounds);
+        s_outcome_t o = s_trial(1000 + t, 1 + t % 8, q, f, rounds, false);
         tp += o.tp;
         fp += o.fp;
         fn += o.fn;
@@ -192,66 +218,6 @@ static void test_intermittent_faults(void **state)
 
 /* ---- rounds on every rail ---- */
 
-#define RAILS 8
-
-/* A fleet of FLEET nodes with RAILS rails each, some nodes bad (q per test, on every rail). One
- * trial: node-local round, then rounds planned by fb_diag_plan_round (fresh random matchings for
- * everyone else in the first two, only re-tests after). Returns tp/fp/fn after max_rounds. */
-static s_outcome_t s_rail_trial(uint64_t seed, unsigned n_bad, double q, double f,
-                                unsigned max_rounds)
-{
-    s_fleet_t *fl = calloc(1, sizeof *fl);
-    assert_non_null(fl);
-    fl->n = FLEET;
-    fl->q = q;
-    fl->f = f;
-    fl->rng = seed * 7919 + 17;
-    fb_diag_t *d = fb_diag_new(NULL);
-    char rails[64] = "";
-    for (int r = 0; r < RAILS; r++)
-        snprintf(rails + strlen(rails), sizeof rails - strlen(rails), "%smlx5_%d", r ? "," : "", r);
-    for (size_t i = 0; i < FLEET; i++) {
-        snprintf(fl->names[i], sizeof fl->names[i], "node%03zu", i);
-        assert_int_equal(fb_diag_add_node(d, fl->names[i], rails), 0);
-    }
-    for (unsigned b = 0; b < n_bad;) {
-        size_t i = (size_t)(fb_splitmix64(&fl->rng) % FLEET);
-        if (!fl->bad[i]) {
-            fl->bad[i] = true;
-            b++;
-        }
-    }
-    char id[48], ma[32], mb[32];
-    for (int i = 0; i < FLEET; i++) {
-        snprintf(id, sizeof id, "local-%d", i);
-        s_record(d, fl, id, &i, 1);
-    }
-    s_outcome_t out = {0};
-    for (unsigned r = 1; r <= max_rounds; r++) {
-        fb_diag_round_opts_t o = {seed * 31 + r, r, r <= 2, 0, NULL, NULL, 0, NULL, 0};
-        fb_diag_round_t plan;
-        assert_int_equal(fb_diag_plan_round(d, &o, &plan), 0);
-        for (size_t k = 0; k < plan.n_tests; k++) {
-            const fb_diag_test_t *t = &plan.tests[k];
-            int idx[2] = {s_node_index(t->a), s_node_index(t->b)};
-            snprintf(ma, sizeof ma, "%s/%s", t->a, t->rail);
-            snprintf(mb, sizeof mb, "%s/%s", t->b, t->rail);
-            const char *mm[2] = {ma, mb};
-            snprintf(id, sizeof id, "r%u-%zu", r, k);
-            assert_int_equal(fb_diag_record(d, id, mm, 2, s_run_test(fl, idx, 2)), 0);
-        }
-        fb_diag_round_clear(&plan);
-        unsigned tp, fp, fn;
-        s_count_named(d, fl, &tp, &fp, &fn);
-        if (!out.rounds_to_all && fn == 0)
-            out.rounds_to_all = r;
-    }
-    s_count_named(d, fl, &out.tp, &out.fp, &out.fn);
-    fb_diag_destroy(&d);
-    free(fl);
-    return out;
-}
-
 /* The goal: intermittent q = 0.5 with 1% false fails, recall and precision >= 0.99 within 8
  * rounds, met with 8 rails (a node fault shows in each rail's test). */
 static void test_intermittent_rails(void **state)
@@ -259,7 +225,7 @@ static void test_intermittent_rails(void **state)
     (void)state;
     unsigned tp = 0, fp = 0, fn = 0, worst = 0;
     for (unsigned t = 0; t < 60; t++) {
-        s_outcome_t o = s_rail_trial(2000 + t, 1 + t % 8, 0.5, 0.01, 8);
+        s_outcome_t o = s_trial(2000 + t, 1 + t % 8, 0.5, 0.01, 8, true);
         tp += o.tp;
         fp += o.fp;
         fn += o.fn;
@@ -304,7 +270,7 @@ static void s_q_fleet(double q, double *q_named, double *top_weight, double *q_c
     fb_diag_t *d = diag_fixture_engine(256, 8, NULL);
     for (int b = 0; b < 8; b++)
         fl->bad[b * 31] = true;
-    char id[32], ma[16], mb[16];
+    char id[32];
     for (unsigned r = 1; r <= 8; r++) {
         fb_diag_round_opts_t o = {r, r, r <= 2, 0, NULL, NULL, 0, NULL, 0};
         fb_diag_round_t plan;
@@ -312,11 +278,8 @@ static void s_q_fleet(double q, double *q_named, double *top_weight, double *q_c
         for (size_t k = 0; k < plan.n_tests; k++) {
             const fb_diag_test_t *t = &plan.tests[k];
             int idx[2] = {atoi(t->a + 1), atoi(t->b + 1)};
-            snprintf(ma, sizeof ma, "%s/%s", t->a, t->rail);
-            snprintf(mb, sizeof mb, "%s/%s", t->b, t->rail);
-            const char *mm[2] = {ma, mb};
             snprintf(id, sizeof id, "r%u-%zu", r, k);
-            assert_int_equal(fb_diag_record(d, id, mm, 2, s_run_test(fl, idx, 2)), 0);
+            s_record_on_rail(d, fl, id, t, idx);
         }
         fb_diag_round_clear(&plan);
     }
