@@ -238,9 +238,10 @@ static void test_classes_and_strays(void **state)
     fb_flowjudge_destroy(&fj);
 }
 
-/* Log-normal noise of 5% on every flow: a node 15% slow is named within two rounds on 8 rails,
- * and in noise alone nobody is named over 20 fleets (the fleet-significance rule). */
-static void s_noisy(fb_flowjudge_t *fj, int slow, int rounds, uint64_t seed)
+/* Log-normal noise of 5% on every flow, `rounds` rounds on 8 rails, each pair once a rail and
+ * round; the flows of node `who` (-1: none) are at `ratio` of the rest and scatter with `sigma`. */
+static void s_noisy_flows(fb_flowjudge_t *fj, int who, double sigma, double ratio, int rounds,
+                          uint64_t seed)
 {
     uint64_t rng = seed;
     char id[32], rail[8];
@@ -253,11 +254,19 @@ static void s_noisy(fb_flowjudge_t *fj, int slow, int rounds, uint64_t seed)
                     continue; /* a pair once */
                 snprintf(id, sizeof id, "n%d.%d.%d", r, k, a);
                 double z = s_normal(&rng);
-                double v = 100.0 * exp(0.05 * z) * (a == slow || b == slow ? 0.85 : 1.0);
+                bool mine = a == who || b == who;
+                double v = 100.0 * exp((mine ? sigma : 0.05) * z) * (mine ? ratio : 1.0);
                 assert_int_equal(
                     fb_flowjudge_record(fj, id, s_names[a], s_names[b], rail, v, NULL, 0), 0);
             }
         }
+}
+
+/* A node 15% slow in that noise is named within two rounds on 8 rails, and in noise alone nobody
+ * is named over 20 fleets (the fleet-significance rule). */
+static void s_noisy(fb_flowjudge_t *fj, int slow, int rounds, uint64_t seed)
+{
+    s_noisy_flows(fj, slow, 0.05, 0.85, rounds, seed);
 }
 
 static void test_noise(void **state)
@@ -293,23 +302,7 @@ static void test_noise(void **state)
  * the upper bound of its own spread, estimated from 16 flows, is 1.7 times the class's). */
 static void s_noisy_node(fb_flowjudge_t *fj, int who, double sigma, uint64_t seed, int rounds)
 {
-    uint64_t rng = seed;
-    char id[32], rail[8];
-    for (int r = 0; r < rounds; r++)
-        for (int k = 0; k < 8; k++) {
-            snprintf(rail, sizeof rail, "r%d", k);
-            for (int a = 0; a < N; a++) {
-                int b = (a + 1 + r * 8 + k) % N;
-                if (a > b && (b + 1 + r * 8 + k) % N == a)
-                    continue;
-                snprintf(id, sizeof id, "n%d.%d.%d", r, k, a);
-                double z = s_normal(&rng);
-                bool mine = a == who || b == who;
-                double v = 100.0 * exp((mine ? sigma : 0.05) * z) * (mine ? 0.92 : 1.0);
-                assert_int_equal(
-                    fb_flowjudge_record(fj, id, s_names[a], s_names[b], rail, v, NULL, 0), 0);
-            }
-        }
+    s_noisy_flows(fj, who, sigma, 0.92, rounds, seed);
 }
 
 static void test_noisy_node(void **state)
