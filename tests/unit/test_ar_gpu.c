@@ -446,15 +446,23 @@ static int s_wait_member(pid_t pid)
     return WEXITSTATUS(status);
 }
 
+/* Runs a group of two members in children, sharing the exchange folder t->dir, member 0 seeing
+ * gpus_a and member 1 gpus_b; both must end with the verdict expected. */
+static void s_run_group_of_two(const tmp_t *t, const char *gpus_a, const char *gpus_b,
+                               fb_verdict_t expected)
+{
+    setenv("FLEETBURN_EXCHANGE_DIR", t->dir, 1);
+    pid_t a = s_spawn_member(0, 2, gpus_a), b = s_spawn_member(1, 2, gpus_b);
+    assert_int_equal(s_wait_member(a), expected);
+    assert_int_equal(s_wait_member(b), expected);
+}
+
 static void test_native_group_ranks(void **state)
 {
     (void)state;
     tmp_t t;
     s_tmp(&t);
-    setenv("FLEETBURN_EXCHANGE_DIR", t.dir, 1);
-    pid_t a = s_spawn_member(0, 2, "2"), b = s_spawn_member(1, 2, "1");
-    assert_int_equal(s_wait_member(a), FB_VERDICT_PASS);
-    assert_int_equal(s_wait_member(b), FB_VERDICT_PASS);
+    s_run_group_of_two(&t, "2", "1", FB_VERDICT_PASS);
     char id[3][64];
     unsigned nranks;
     int dev[3];
@@ -572,11 +580,8 @@ static void test_native_group_member_without_gpus(void **state)
     (void)state;
     tmp_t t;
     s_tmp(&t);
-    setenv("FLEETBURN_EXCHANGE_DIR", t.dir, 1);
-    pid_t a = s_spawn_member(0, 2, "2"), b = s_spawn_member(1, 2, "0");
     /* Both end at once with the same reason; nobody waits for a member that cannot run. */
-    assert_int_equal(s_wait_member(a), FB_VERDICT_ERROR);
-    assert_int_equal(s_wait_member(b), FB_VERDICT_ERROR);
+    s_run_group_of_two(&t, "2", "0", FB_VERDICT_ERROR);
     s_tmp_done(&t);
 }
 
