@@ -46,6 +46,21 @@ static void s_check_wire_round_trip(Fleetburn__Inventory *inv)
     free(buf);
 }
 
+/* A GPU's PCI address, vendor and link as read from sysfs. */
+static void s_assert_gpu(const Fleetburn__Gpu *g, const char *pci, const char *vendor,
+                         const char *device_id, const char *link_speed, unsigned link_width,
+                         const char *max_link_speed, unsigned max_link_width, int numa_node)
+{
+    assert_string_equal(g->pci_address, pci);
+    assert_string_equal(g->vendor, vendor);
+    assert_string_equal(g->device_id, device_id);
+    assert_string_equal(g->link_speed, link_speed);
+    assert_int_equal(g->link_width, link_width);
+    assert_string_equal(g->max_link_speed, max_link_speed);
+    assert_int_equal(g->max_link_width, max_link_width);
+    assert_int_equal(g->numa_node, numa_node);
+}
+
 static void test_gpu_node(void **state)
 {
     Fleetburn__Inventory *inv = inventory_read(S_ROOT("gpu-node"));
@@ -71,15 +86,9 @@ static void test_gpu_node(void **state)
      * NIC are not GPUs. */
     assert_int_equal(inv->n_gpus, 2);
     const Fleetburn__Gpu *g0 = inv->gpus[0], *g1 = inv->gpus[1];
-    assert_string_equal(g0->pci_address, "0000:41:00.0");
-    assert_string_equal(g0->vendor, "nvidia");
+    s_assert_gpu(g0, "0000:41:00.0", "nvidia", "0x2335", "32.0 GT/s PCIe", 16, "32.0 GT/s PCIe", 16,
+                 0);
     assert_string_equal(g0->vendor_id, "0x10de");
-    assert_string_equal(g0->device_id, "0x2335");
-    assert_string_equal(g0->link_speed, "32.0 GT/s PCIe");
-    assert_int_equal(g0->link_width, 16);
-    assert_string_equal(g0->max_link_speed, "32.0 GT/s PCIe");
-    assert_int_equal(g0->max_link_width, 16);
-    assert_int_equal(g0->numa_node, 0);
     assert_string_equal(g1->pci_address, "0000:c1:00.0");
     assert_int_equal(g1->link_width, 8); /* downgraded link */
     assert_int_equal(g1->max_link_width, 16);
@@ -196,14 +205,7 @@ static void test_garbage_node(void **state)
     /* One GPU: the device with a garbage class and the one with an oversized class are skipped. */
     assert_int_equal(inv->n_gpus, 1);
     const Fleetburn__Gpu *g = inv->gpus[0];
-    assert_string_equal(g->pci_address, "0000:01:00.0");
-    assert_string_equal(g->vendor, "nvidia");
-    assert_string_equal(g->device_id, "");
-    assert_string_equal(g->link_speed, "");
-    assert_int_equal(g->link_width, 0);
-    assert_string_equal(g->max_link_speed, "32.0 GT/s PCIe");
-    assert_int_equal(g->max_link_width, 0);
-    assert_int_equal(g->numa_node, 0);
+    s_assert_gpu(g, "0000:01:00.0", "nvidia", "", "", 0, "32.0 GT/s PCIe", 0, 0);
 
     assert_int_equal(inv->n_nics, 3);
     const Fleetburn__Nic *eth = inv->nics[0];
