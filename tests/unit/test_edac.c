@@ -8,6 +8,8 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "common/edac.h"
 #include "common/util.h"
 
@@ -132,14 +134,10 @@ static void test_missing_tree(void **state)
 /* Copies a fixture tree into a temporary directory the test may change. */
 static char *s_copy_fixture(const char *name)
 {
-    char tmpl[] = "/tmp/fb-edac-XXXXXX";
-    assert_non_null(mkdtemp(tmpl));
     char *src = s_fixture(name);
-    char *cmd = xasprintf("cp -r '%s/.' '%s'", src, tmpl);
-    assert_int_equal(system(cmd), 0);
-    free(cmd);
+    char *dir = tmpdir_copy("edac", src);
     free(src);
-    return xstrdup(tmpl);
+    return dir;
 }
 
 static void s_write(const char *root, const char *rel, const char *text)

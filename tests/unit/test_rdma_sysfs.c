@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "common/result.h"
 #include "common/util.h"
 #include "rdma/ibcounters.h"
@@ -30,15 +32,10 @@ static char *s_root(const char *tree)
 /* A writable copy of a fixture tree, for counters that move. */
 static char *s_copy(const char *tree)
 {
-    char tmpl[] = "/tmp/fbrdma-XXXXXX";
-    char *dir = mkdtemp(tmpl);
-    assert_non_null(dir);
     char *src = s_root(tree);
-    char *cmd = xasprintf("cp -a '%s/.' '%s/'", src, dir);
-    assert_int_equal(system(cmd), 0);
-    free(cmd);
+    char *dir = tmpdir_copy("rdma", src);
     free(src);
-    return xstrdup(dir);
+    return dir;
 }
 
 static void s_remove(char *dir)

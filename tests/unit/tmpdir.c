@@ -20,6 +20,15 @@ char *tmpdir_new(const char *name)
     return dir;
 }
 
+char *tmpdir_copy(const char *name, const char *src)
+{
+    char *dir = tmpdir_new(name);
+    char *cmd = xasprintf("cp -a '%s/.' '%s/'", src, dir);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    return dir;
+}
+
 static int s_remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
