@@ -25,14 +25,9 @@ run=$out/run.txt
 t0=$SECONDS
 step() { echo "== $(date -u +%FT%TZ) +$((SECONDS - t0))s $*" | tee -a "$run"; }
 
-export NCCL_NVLS_ENABLE=0 # NVLink multicast stays off on shared machines
-# shellcheck disable=SC1091
-. "$bundle/env.sh"
-for lib in libcublasLt.so.13 libcudart.so.13; do # the node's CUDA runtime and cuBLAS
-    p=$(ldconfig -p 2>/dev/null | awk -v n="$lib" '$1 == n {print $NF; exit}')
-    [ -z "$p" ] && p=$(find / -xdev -name "$lib*" -not -path '/proc/*' 2>/dev/null | head -1)
-    [ -n "$p" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$p")"
-done
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bundle_gpu_env "$bundle"
 
 step "machine, health, gpumemtest, p2p: gpu_suite.sh $bundle OUT machine mem p2p"
 bash "$bench/gpu_suite.sh" "$bundle" "$out/logs/suite" machine mem p2p 2>&1 | tee -a "$run"

@@ -27,14 +27,9 @@ logs=$out/logs.txt
 : >"$summary"
 : >"$logs"
 
-export NCCL_NVLS_ENABLE=0 # NVLink multicast stays off on shared machines
-# shellcheck disable=SC1091
-. "$bundle/env.sh"
-for lib in libcublasLt.so.13 libcudart.so.13; do # the node's CUDA runtime and cuBLAS
-    p=$(ldconfig -p 2>/dev/null | awk -v n="$lib" '$1 == n {print $NF; exit}')
-    [ -z "$p" ] && p=$(find / -xdev -name "$lib*" -not -path '/proc/*' 2>/dev/null | head -1)
-    [ -n "$p" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$p")"
-done
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bundle_gpu_env "$bundle"
 worker=$bundle/bin/fleetburn-worker-cuda
 
 smi_query=timestamp,temperature.gpu,clocks.sm,clocks.mem,power.draw,power.limit,clocks_event_reasons.active

@@ -9,13 +9,9 @@ set -uo pipefail
 bundle=$(cd "${1:?usage: gpuburn_sizes.sh BUNDLE OUT}" && pwd)
 OUT=${2:?usage: gpuburn_sizes.sh BUNDLE OUT}
 mkdir -p "$OUT"
-. "$bundle/env.sh"
-export NCCL_NVLS_ENABLE=0
-for lib in libcublasLt.so.13 libcudart.so.13; do
-    p=$(ldconfig -p 2>/dev/null | awk -v n="$lib" '$1 == n {print $NF; exit}')
-    [ -z "$p" ] && p=$(find / -xdev -name "$lib*" -not -path '/proc/*' 2>/dev/null | head -1)
-    [ -n "$p" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$p")"
-done
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bundle_gpu_env "$bundle"
 w=$bundle/bin/fleetburn-worker-cuda
 printf '%-6s %-6s %-4s %9s %9s %8s %5s %9s\n' dtype matrix abft median peak burn/pk sms checked
 for dt in ${DTYPES:-fp8}; do

@@ -13,22 +13,14 @@
 set -euo pipefail
 
 secs=${1:-20}
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")/.." && pwd)
-worker=${FB_WORKER:-}
-for candidate in "$here"/build-burn/bin/fleetburn-worker-{cuda,hip} \
-    "$here"/build/bin/fleetburn-worker-{cuda,hip}; do
-    [[ -z $worker && -x $candidate ]] && worker=$candidate
-done
-[[ -n $worker && -x $worker ]] || { echo "no fleetburn-worker-cuda/-hip; build it or set FB_WORKER" >&2; exit 2; }
+find_worker "fleetburn-worker-cuda/-hip" "$here"/build-burn/bin/fleetburn-worker-{cuda,hip} \
+    "$here"/build/bin/fleetburn-worker-{cuda,hip}
 dtypes=${DTYPES:-bf16 fp16 tf32 fp32 fp64 fp8}
 read -r -a extra <<<"${EXTRA:-}"
-if [[ -n ${OUT:-} ]]; then
-    mkdir -p "$OUT"
-    tmp=$OUT
-else
-    tmp=$(mktemp -d)
-    trap 'rm -rf "$tmp"' EXIT
-fi
+logs_dir
 failures=0
 
 # metric NAME LOG: a value from the "gpuburn metrics ..." lines, or n/a.

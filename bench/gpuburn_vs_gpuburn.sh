@@ -20,23 +20,15 @@ gpu_burn=${1:?usage: $0 GPU_BURN_BINARY [SECONDS]}
 secs=${2:-60}
 gpu=${GPU:-0}
 modes=${MODES:-fp32 tf32 fp64 bf16 fp16 fp8}
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")/.." && pwd)
-worker=${FB_WORKER:-}
-for candidate in "$here/build-burn/bin/fleetburn-worker-cuda" "$here/build/bin/fleetburn-worker-cuda"; do
-    [[ -z $worker && -x $candidate ]] && worker=$candidate
-done
 [[ -x $gpu_burn ]] || { echo "gpu-burn binary not executable: $gpu_burn" >&2; exit 2; }
-[[ -n $worker && -x $worker ]] || { echo "fleetburn-worker-cuda not found; build it or set FB_WORKER" >&2; exit 2; }
+find_worker fleetburn-worker-cuda "$here/build-burn/bin/fleetburn-worker-cuda" "$here/build/bin/fleetburn-worker-cuda"
 [[ $secs =~ ^[0-9]+$ && $secs -ge 10 ]] || { echo "SECONDS must be a whole number >= 10" >&2; exit 2; }
 gpu_burn=$(cd "$(dirname "$gpu_burn")" && pwd)/$(basename "$gpu_burn")
 
-if [[ -n ${OUT:-} ]]; then
-    mkdir -p "$OUT"
-    tmp=$OUT
-else
-    tmp=$(mktemp -d)
-    trap 'rm -rf "$tmp"' EXIT
-fi
+logs_dir
 # GPU numbers in PCI bus order, as nvidia-smi and fleetburn count them.
 export CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=$gpu
 

@@ -16,15 +16,13 @@ set -euo pipefail
 memtester=${1:?usage: $0 MEMTESTER_PATH [SIZE]}
 size=${2:-256M}
 repeat=${REPEAT:-1}
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")/.." && pwd)
-worker=${FB_WORKER:-}
-for candidate in "$here/build/bin/fleetburn-worker" "$here/build/workloads/fleetburn-worker"; do
-    [[ -z $worker && -x $candidate ]] && worker=$candidate
-done
 # Debian installs memtester in /usr/sbin; a bare name is looked up on PATH.
 [[ -x $memtester ]] || memtester=$(command -v "$memtester" || true)
 [[ -n $memtester && -x $memtester ]] || { echo "memtester not executable: $1" >&2; exit 2; }
-[[ -n $worker && -x $worker ]] || { echo "fleetburn-worker not found; build it or set FB_WORKER" >&2; exit 2; }
+find_worker fleetburn-worker "$here/build/bin/fleetburn-worker" "$here/build/workloads/fleetburn-worker"
 
 # Size in bytes: memtester reads B/K/M/G as powers of 1024, and so does fleetburn for K/M/G.
 bytes=$(numfmt --from=iec "${size%B}")

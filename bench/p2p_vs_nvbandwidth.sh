@@ -29,14 +29,12 @@ set -euo pipefail
 peer=${1:?usage: $0 NVBANDWIDTH_OR_P2PBW_BINARY [SIZE] [ITERS]}
 size=${2:-256MiB}
 iters=${3:-20}
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")/.." && pwd)
-worker=${FB_WORKER:-}
-for candidate in "$here/build-p2p/bin/fleetburn-worker-cuda" "$here/build/bin/fleetburn-worker-cuda"; do
-    [[ -z $worker && -x $candidate ]] && worker=$candidate
-done
 [[ -x $peer ]] || peer=$(command -v "$peer" || true)
 [[ -n $peer && -x $peer ]] || { echo "peer tool not executable: $1" >&2; exit 2; }
-[[ -n $worker && -x $worker ]] || { echo "fleetburn-worker-cuda not found; build it or set FB_WORKER" >&2; exit 2; }
+find_worker fleetburn-worker-cuda "$here/build-p2p/bin/fleetburn-worker-cuda" "$here/build/bin/fleetburn-worker-cuda"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
