@@ -21,6 +21,8 @@
 
 #include <cmocka.h>
 
+#include "rdma_pair_fixture.h"
+
 #include "common/util.h"
 #include "rdma/rdma_verbs.h"
 #include "rdma/rdmabw.h"
@@ -567,49 +569,23 @@ static void test_loopback_corruption(void **state)
     worker_ctx_destroy(&ctx);
 }
 
-typedef struct {
-    worker_ctx_t *ctx;
-    fb_verdict_t verdict;
-} member_t;
-
-static void *s_member(void *arg)
-{
-    member_t *m = arg;
-    rdmabw_opts_t opts = {NULL, 20000, &g_fake};
-    m->verdict = rdmabw_run_opts(m->ctx, &opts);
-    return NULL;
-}
-
 /* Runs a pair node01 (rank 0) / node02 (rank 1) with the same extra parameter. */
-static void s_pair(member_t m[2], const char *extra)
+static void s_pair(rdma_pair_member_t m[2], const char *extra)
 {
-    char tmpl[] = "/tmp/fbrdma-pair-XXXXXX";
-    char *dir = mkdtemp(tmpl);
-    assert_non_null(dir);
-    setenv("FLEETBURN_EXCHANGE_DIR", dir, 1);
     const char *peers[] = {"node01", "node02"};
-    for (unsigned r = 0; r < 2; r++) {
+    for (unsigned r = 0; r < 2; r++)
         m[r].ctx = s_ctx_with(peers[r], extra, NULL);
-        worker_ctx_set_group(m[r].ctx, r, 2, peers, NULL);
-    }
-    pthread_t th[2];
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(pthread_create(&th[i], NULL, s_member, &m[i]), 0);
-    for (int i = 0; i < 2; i++)
-        pthread_join(th[i], NULL);
+    rdmabw_opts_t opts = {NULL, 20000, &g_fake};
+    rdma_pair_run(m, &opts);
     for (int i = 0; i < 2; i++)
         s_print(m[i].ctx, m[i].verdict);
-    unsetenv("FLEETBURN_EXCHANGE_DIR");
-    char *cmd = xasprintf("rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-    free(cmd);
 }
 
 static void test_pair(void **state)
 {
     (void)state;
     s_reset_faults();
-    member_t m[2];
+    rdma_pair_member_t m[2];
     s_pair(m, "device=mlx5_0,mlx5_3");
     for (int i = 0; i < 2; i++) {
         assert_int_equal(m[i].verdict, FB_VERDICT_PASS);
@@ -638,7 +614,7 @@ static void test_pair_retry_exceeded(void **state)
     (void)state;
     s_reset_faults();
     g_fail_write = 700; /* node01 writing to node02, mid-sweep */
-    member_t m[2];
+    rdma_pair_member_t m[2];
     s_pair(m, "device=mlx5_0");
     assert_int_equal(m[0].verdict, FB_VERDICT_FAIL);
     assert_int_equal(m[1].verdict, FB_VERDICT_FAIL);
@@ -657,7 +633,7 @@ static void test_pair_corruption(void **state)
     (void)state;
     s_reset_faults();
     g_corrupt_write = 500;
-    member_t m[2];
+    rdma_pair_member_t m[2];
     s_pair(m, "device=mlx5_0");
     /* The sink's owner finds it; which member wrote the bad write depends on the count, so look
      * at both: exactly one has the finding. */

@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "rdma_pair_fixture.h"
+
 #include "common/util.h"
 #include "rdma/rdma_verbs.h"
 #include "rdma/rdmabw.h"
@@ -230,40 +232,17 @@ static void test_no_verbs(void **state)
 
 /* ---- pairs ----------------------------------------------------------------------------------- */
 
-typedef struct {
-    worker_ctx_t *ctx;
-    fb_verdict_t verdict;
-} member_t;
-
-static void *s_member(void *arg)
-{
-    member_t *m = arg;
-    rdmabw_opts_t opts = {"/nonexistent/libibverbs.so.1", 20000, NULL};
-    m->verdict = rdmabw_run_opts(m->ctx, &opts);
-    return NULL;
-}
-
 static void test_pair_gives_up_cleanly(void **state)
 {
     (void)state;
-    char tmpl[] = "/tmp/fbrdma-ex-XXXXXX";
-    char *dir = mkdtemp(tmpl);
-    assert_non_null(dir);
-    setenv("FLEETBURN_EXCHANGE_DIR", dir, 1);
-    const char *peers[] = {"node01", "node02"};
     /* node01 has no HCA; node02 has one, whose named port is down. */
     const char *p0[] = {"device=mlx5_2:1"};
-    member_t m[2];
+    rdma_pair_member_t m[2];
     m[0].ctx = s_ctx_on("cpu-node", "node01", p0, 1);
     m[1].ctx = s_ctx_on("rdma-node", "node02", p0, 1);
-    worker_ctx_set_group(m[0].ctx, 0, 2, peers, NULL);
-    worker_ctx_set_group(m[1].ctx, 1, 2, peers, NULL);
+    rdmabw_opts_t opts = {"/nonexistent/libibverbs.so.1", 20000, NULL};
     double t0 = fb_mono_s();
-    pthread_t th[2];
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(pthread_create(&th[i], NULL, s_member, &m[i]), 0);
-    for (int i = 0; i < 2; i++)
-        pthread_join(th[i], NULL);
+    rdma_pair_run(m, &opts);
     /* Well inside the 20 s exchange timeout: each posted "none" and the other saw it. */
     assert_true(fb_mono_s() - t0 < 10);
     assert_int_equal(m[0].verdict, FB_VERDICT_SKIPPED);
@@ -271,10 +250,6 @@ static void test_pair_gives_up_cleanly(void **state)
     assert_string_equal(worker_result(m[1].ctx)->findings[0].part, "node02/mlx5_2:1");
     worker_ctx_destroy(&m[0].ctx);
     worker_ctx_destroy(&m[1].ctx);
-    unsetenv("FLEETBURN_EXCHANGE_DIR");
-    char *cmd = xasprintf("rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-    free(cmd);
 }
 
 int main(void)
