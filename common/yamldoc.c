@@ -9,6 +9,7 @@
 #include "yamldoc.h"
 
 #include "strmap.h"
+#include "units.h"
 #include "util.h"
 
 #include <errno.h>
@@ -88,6 +89,46 @@ int fb_yaml_mapping(fb_yaml_t *y, const yaml_node_t *node, const char *path, con
         return 0;
     return fb_yaml_fail(y, fb_yaml_line(node), path, "is %s; %s",
                         fb_yaml_is_null(node) ? "empty" : fb_yaml_kind(node), expected);
+}
+
+/* fb_parse_uint over the whole uint64_t range, in the shape s_ranged takes. */
+static int s_parse_uint(const char *text, uint64_t *out)
+{
+    return fb_parse_uint(text, UINT64_MAX, out);
+}
+
+/* A scalar that parse reads (what: "an integer", "a duration": what it is not when parse
+ * refuses it) and that lies in [min, max]; the integer and duration readers differ only there. */
+static int s_ranged(fb_yaml_t *y, const yaml_node_t *node, const char *path, uint64_t min,
+                    uint64_t max, const char *expected, int (*parse)(const char *, uint64_t *),
+                    const char *what, uint64_t *out)
+{
+    const char *text;
+    char shown[256];
+    uint64_t n;
+    if (fb_yaml_scalar(y, node, path, expected, &text))
+        return -EINVAL;
+    if (parse(text, &n))
+        return fb_yaml_fail(y, fb_yaml_line(node), path, "'%s' is not %s; %s",
+                            fb_show_value(text, shown, sizeof shown), what, expected);
+    if (n < min || n > max)
+        return fb_yaml_fail(y, fb_yaml_line(node), path, "'%s' is out of range; %s",
+                            fb_show_value(text, shown, sizeof shown), expected);
+    *out = n;
+    return 0;
+}
+
+int fb_yaml_uint(fb_yaml_t *y, const yaml_node_t *node, const char *path, uint64_t min,
+                 uint64_t max, const char *expected, uint64_t *out)
+{
+    return s_ranged(y, node, path, min, max, expected, s_parse_uint, "an integer", out);
+}
+
+int fb_yaml_duration_ms(fb_yaml_t *y, const yaml_node_t *node, const char *path, uint64_t min_ms,
+                        uint64_t max_ms, const char *expected, uint64_t *out_ms)
+{
+    return s_ranged(y, node, path, min_ms, max_ms, expected, fb_parse_duration_ms, "a duration",
+                    out_ms);
 }
 
 /* ---- loading ----------------------------------------------------------------------------------

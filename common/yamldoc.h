@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <yaml.h>
 
 #define FB_YAML_MAX_DEPTH 32
@@ -62,6 +63,15 @@ int fb_yaml_scalar(fb_yaml_t *y, const yaml_node_t *node, const char *path, cons
 /* 0 when node is a mapping, else an error naming path: "is KIND; EXPECTED", a null scalar being
  * "empty". expected: the "expected ..." part of the message. */
 int fb_yaml_mapping(fb_yaml_t *y, const yaml_node_t *node, const char *path, const char *expected);
+/* An unsigned integer (decimal, fb_parse_uint) from min to max, or an error naming path:
+ * "'TEXT' is not an integer; EXPECTED" or "'TEXT' is out of range; EXPECTED" (expected: the
+ * whole "expected ..." text, which should say the range). */
+int fb_yaml_uint(fb_yaml_t *y, const yaml_node_t *node, const char *path, uint64_t min,
+                 uint64_t max, const char *expected, uint64_t *out);
+/* A duration (fb_parse_duration_ms: 90s, 30m, 2h) from min_ms to max_ms, in milliseconds, or an
+ * error as fb_yaml_uint's ("is not a duration", "is out of range"). */
+int fb_yaml_duration_ms(fb_yaml_t *y, const yaml_node_t *node, const char *path, uint64_t min_ms,
+                        uint64_t max_ms, const char *expected, uint64_t *out_ms);
 /* The text of a mapping key (borrowed), or an error at path ("(top level)" when path is "")
  * when key is missing, not a scalar, null or holds a NUL byte: "a key is ...; expected one of
  * EXPECTED" (expected: the keys the mapping takes). */

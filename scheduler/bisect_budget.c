@@ -4,7 +4,6 @@
  * campaign parser does. */
 #include "bisect_budget.h"
 
-#include "common/units.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -16,38 +15,19 @@
 
 static int s_rounds(fb_yaml_t *ctx, const yaml_node_t *v, const char *kpath, unsigned *out)
 {
-    const char *exp = "expected an integer from 1 to 1000 (follow-up rounds at most)";
-    const char *text;
-    char shown[256];
-    if (fb_yaml_scalar(ctx, v, kpath, exp, &text))
-        return -EINVAL;
     uint64_t n;
-    if (fb_parse_uint(text, UINT64_MAX, &n))
-        return fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "'%s' is not an integer; %s",
-                            fb_show_value(text, shown, sizeof shown), exp);
-    if (n < 1 || n > FB_BISECT_BUDGET_ROUNDS_MAX)
-        return fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "'%s' is out of range; %s",
-                            fb_show_value(text, shown, sizeof shown), exp);
+    if (fb_yaml_uint(ctx, v, kpath, 1, FB_BISECT_BUDGET_ROUNDS_MAX,
+                     "expected an integer from 1 to 1000 (follow-up rounds at most)", &n))
+        return -EINVAL;
     *out = (unsigned)n;
     return 0;
 }
 
 static int s_time(fb_yaml_t *ctx, const yaml_node_t *v, const char *kpath, uint64_t *out)
 {
-    const char *exp = "expected a duration above zero and at most 30d, e.g. 30m, 2h, 1d";
-    const char *text;
-    char shown[256];
-    uint64_t ms;
-    if (fb_yaml_scalar(ctx, v, kpath, exp, &text))
-        return -EINVAL;
-    if (fb_parse_duration_ms(text, &ms))
-        return fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "'%s' is not a duration; %s",
-                            fb_show_value(text, shown, sizeof shown), exp);
-    if (ms == 0 || ms > FB_BISECT_BUDGET_TIME_MAX_MS)
-        return fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "'%s' is out of range; %s",
-                            fb_show_value(text, shown, sizeof shown), exp);
-    *out = ms;
-    return 0;
+    return fb_yaml_duration_ms(ctx, v, kpath, 1, FB_BISECT_BUDGET_TIME_MAX_MS,
+                               "expected a duration above zero and at most 30d, e.g. 30m, 2h, 1d",
+                               out);
 }
 
 int fb_bisect_budget_parse(fb_yaml_t *ctx, const yaml_node_t *v, const char *kpath,

@@ -201,7 +201,6 @@ static int *s_scope_line(s_scope_lines_t *lines, const char *key)
                                            : NULL;
 }
 
-/* An integer value from min to max; exp is the whole "expected ..." text. */
 /* bisect_slow: a fraction strictly between 0 and 1 (0.93 means 7% below the class median). */
 static int s_slow_value(fb_yaml_t *ctx, const yaml_node_t *v, const char *kpath, double *out)
 {
@@ -217,24 +216,6 @@ static int s_slow_value(fb_yaml_t *ctx, const yaml_node_t *v, const char *kpath,
         return fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "'%s': %s",
                             fb_show_value(text, shown, sizeof shown), exp);
     *out = f;
-    return 0;
-}
-
-static int s_uint_value(fb_yaml_t *ctx, const yaml_node_t *v, const char *kpath, uint64_t min,
-                        uint64_t max, const char *exp, uint64_t *out)
-{
-    const char *text;
-    char shown[256];
-    if (fb_yaml_scalar(ctx, v, kpath, exp, &text))
-        return -EINVAL;
-    uint64_t n;
-    if (fb_parse_uint(text, UINT64_MAX, &n))
-        return fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "'%s' is not an integer; %s",
-                            fb_show_value(text, shown, sizeof shown), exp);
-    if (n < min || n > max)
-        return fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "'%s' is out of range; %s",
-                            fb_show_value(text, shown, sizeof shown), exp);
-    *out = n;
     return 0;
 }
 
@@ -284,7 +265,7 @@ static int s_scope_value(fb_yaml_t *ctx, const char *key, const yaml_node_t *v, 
     } else if (!strcmp(key, "group_size")) {
         const char *exp = "expected 0 (every selected node in one group) or a group size from 2 "
                           "to 4096";
-        if (s_uint_value(ctx, v, kpath, 0, S_GROUP_SIZE_MAX, exp, &n))
+        if (fb_yaml_uint(ctx, v, kpath, 0, S_GROUP_SIZE_MAX, exp, &n))
             return -EINVAL;
         if (n == 1)
             return fb_yaml_fail(ctx, fb_yaml_line(v), kpath,
@@ -300,7 +281,7 @@ static int s_scope_value(fb_yaml_t *ctx, const char *key, const yaml_node_t *v, 
             return fb_yaml_fail(ctx, fb_yaml_line(v), kpath, "unknown pairing '%s'; %s",
                                 fb_show_value(text, shown, sizeof shown), exp);
     } else if (!strcmp(key, "seed")) {
-        if (s_uint_value(ctx, v, kpath, 0, UINT64_MAX,
+        if (fb_yaml_uint(ctx, v, kpath, 0, UINT64_MAX,
                          "expected an integer from 0 to 18446744073709551615", &st->seed))
             return -EINVAL;
         st->has_seed = true;
@@ -314,16 +295,16 @@ static int s_scope_value(fb_yaml_t *ctx, const char *key, const yaml_node_t *v, 
     } else if (!strcmp(key, "routes")) {
         return fb_stage_routes_key(ctx, v, kpath, st);
     } else if (!strcmp(key, "rounds")) {
-        if (s_uint_value(ctx, v, kpath, 1, S_ROUNDS_MAX, "expected an integer from 1 to 10000", &n))
+        if (fb_yaml_uint(ctx, v, kpath, 1, S_ROUNDS_MAX, "expected an integer from 1 to 10000", &n))
             return -EINVAL;
         st->rounds = (unsigned)n;
     } else if (!strcmp(key, "bisect_rounds")) {
-        if (s_uint_value(ctx, v, kpath, 1, S_BISECT_ROUNDS_MAX,
+        if (fb_yaml_uint(ctx, v, kpath, 1, S_BISECT_ROUNDS_MAX,
                          "expected an integer from 1 to 1000", &n))
             return -EINVAL;
         st->bisect_rounds = (unsigned)n;
     } else if (!strcmp(key, "bisect_repeat")) {
-        if (s_uint_value(ctx, v, kpath, 1, S_BISECT_REPEAT_MAX, "expected an integer from 1 to 100",
+        if (fb_yaml_uint(ctx, v, kpath, 1, S_BISECT_REPEAT_MAX, "expected an integer from 1 to 100",
                          &n))
             return -EINVAL;
         st->bisect_repeat = (unsigned)n;

@@ -5,7 +5,6 @@
  * network. Which hosts a coordinator may post to is the coordinator's decision (its
  * --webhook-allow list, coordinator/webhook_queue.c); this only says what a well-formed URL is. */
 #include "scheduler/webhook.h"
-#include "common/units.h"
 #include "common/util.h"
 
 #include <ctype.h>
@@ -252,25 +251,6 @@ static int s_on(fb_yaml_t *y, const yaml_node_t *v, const char *path, fb_webhook
     return 0;
 }
 
-/* A duration from min_ms to max_ms; what the range reads as goes into the message. */
-static int s_duration(fb_yaml_t *y, const yaml_node_t *v, const char *path, uint64_t min_ms,
-                      uint64_t max_ms, const char *expected, uint64_t *out)
-{
-    const char *text;
-    if (fb_yaml_scalar(y, v, path, expected, &text))
-        return -EINVAL;
-    char shown[64];
-    uint64_t ms = 0;
-    if (fb_parse_duration_ms(text, &ms))
-        return fb_yaml_fail(y, fb_yaml_line(v), path, "'%s' is not a duration; %s",
-                            fb_show_value(text, shown, sizeof shown), expected);
-    if (ms < min_ms || ms > max_ms)
-        return fb_yaml_fail(y, fb_yaml_line(v), path, "'%s' is out of range; %s",
-                            fb_show_value(text, shown, sizeof shown), expected);
-    *out = ms;
-    return 0;
-}
-
 static int s_retry(fb_yaml_t *y, const yaml_node_t *v, const char *path, fb_webhook_t *w)
 {
     if (v->type != YAML_SEQUENCE_NODE)
@@ -284,8 +264,8 @@ static int s_retry(fb_yaml_t *y, const yaml_node_t *v, const char *path, fb_webh
     for (size_t i = 0; i < n; i++) {
         const yaml_node_t *item = fb_yaml_node(y, v->data.sequence.items.start[i]);
         char *ipath = xasprintf("%s[%zu]", path, i);
-        int rc = item ? s_duration(y, item, ipath, FB_WEBHOOK_RETRY_MIN_MS, FB_WEBHOOK_RETRY_MAX_MS,
-                                   S_RETRY_EXPECTED, &ms[i])
+        int rc = item ? fb_yaml_duration_ms(y, item, ipath, FB_WEBHOOK_RETRY_MIN_MS,
+                                            FB_WEBHOOK_RETRY_MAX_MS, S_RETRY_EXPECTED, &ms[i])
                       : -EINVAL;
         free(ipath);
         if (rc) {
@@ -309,8 +289,8 @@ static int s_field(fb_yaml_t *y, const char *key, const yaml_node_t *k, const ya
     if (!strcmp(key, "retry"))
         return s_retry(y, v, kpath, w);
     if (!strcmp(key, "timeout"))
-        return s_duration(y, v, kpath, FB_WEBHOOK_TIMEOUT_MIN_MS, FB_WEBHOOK_TIMEOUT_MAX_MS,
-                          S_TIMEOUT_EXPECTED, &w->timeout_ms);
+        return fb_yaml_duration_ms(y, v, kpath, FB_WEBHOOK_TIMEOUT_MIN_MS,
+                                   FB_WEBHOOK_TIMEOUT_MAX_MS, S_TIMEOUT_EXPECTED, &w->timeout_ms);
     return fb_yaml_fail(y, fb_yaml_line(k), kpath, "unknown key; expected one of %s", S_KEYS);
 }
 
