@@ -34,6 +34,9 @@
 
 #define S_CAMPAIGN_NAME_MAX 200
 #define S_TOP_KEYS "name, nodes, expect, stages, regress, actions"
+/* What an attached topology file should be, in its messages. */
+#define S_TOPOLOGY_EXPECTED                                                                        \
+    "expected a topology file (lines 'leaf01: node[01-04]') or ibnetdiscover output"
 #define S_HOSTLIST_EXPECTED "expected all, or hostlist notation such as node[01-16,20],gpu-a[1-4]"
 
 /* Text of a scalar, or of a list of scalars joined with ',' (campaign_internal.h). */
@@ -293,6 +296,29 @@ int campaign__file_fail(const fb_campaign_t *c, size_t i, const char *key, int l
     return -EINVAL;
 }
 
+int campaign__attached_text(const fb_campaign_t *c, size_t i, const char *key, const char *path,
+                            int line, const fb_campaign_file_t *files, size_t n,
+                            const char *expected, char **error_out, char **text_out)
+{
+    char shown[256];
+    fb_show_value(path, shown, sizeof shown);
+    const fb_campaign_file_t *file = NULL;
+    for (size_t f = 0; f < n && !file; f++)
+        if (!strcmp(files[f].name, path))
+            file = &files[f];
+    if (!file)
+        return campaign__file_fail(c, i, key, line, error_out,
+                                   "'%s' was not attached to the campaign; expected the %s file's "
+                                   "content with it (fleetburn run sends the files a campaign "
+                                   "names; the coordinator opens no path it is sent)",
+                                   shown, key);
+    if (memchr(file->content, 0, file->len))
+        return campaign__file_fail(c, i, key, line, error_out, "'%s' holds a NUL byte; %s", shown,
+                                   expected);
+    *text_out = xstrndup(file->content, file->len);
+    return 0;
+}
+
 int fb_campaign_attach_files(fb_campaign_t *c, const fb_campaign_file_t *files, size_t n,
                              char **error_out)
 {
@@ -327,32 +353,17 @@ int fb_campaign_attach_files(fb_campaign_t *c, const fb_campaign_file_t *files, 
         fb_stage_t *st = &c->stages[i];
         if (!st->topology_path || st->topology)
             continue;
-        const fb_campaign_file_t *file = NULL;
-        for (size_t f = 0; f < n && !file; f++)
-            if (!strcmp(files[f].name, st->topology_path))
-                file = &files[f];
+        char *text;
+        if (campaign__attached_text(c, i, "topology", st->topology_path, st->topology_line, files,
+                                    n, S_TOPOLOGY_EXPECTED, error_out, &text))
+            return -EINVAL;
         fb_show_value(st->topology_path, shown, sizeof shown);
-        if (!file)
-            return campaign__file_fail(
-                c, i, "topology", c->stages[i].topology_line, error_out,
-                "'%s' was not attached to the campaign; expected the topology "
-                "file's content with it (fleetburn run sends the files a "
-                "campaign names; the coordinator opens no path it is sent)",
-                shown);
-        if (memchr(file->content, 0, file->len))
-            return campaign__file_fail(c, i, "topology", c->stages[i].topology_line, error_out,
-                                       "'%s' holds a NUL byte; expected a topology file (lines "
-                                       "'leaf01: node[01-04]') or ibnetdiscover output",
-                                       shown);
-        char *text = xstrndup(file->content, file->len);
         char err[512];
         int rc = fb_topology_parse_any(text, &st->topology, err, sizeof err);
         free(text);
         if (rc)
             return campaign__file_fail(c, i, "topology", c->stages[i].topology_line, error_out,
-                                       "cannot load '%s': %s; expected a topology file (lines "
-                                       "'leaf01: node[01-04]') or ibnetdiscover output",
-                                       shown, err);
+                                       "cannot load '%s': %s; %s", shown, err, S_TOPOLOGY_EXPECTED);
     }
     for (size_t i = 0; i < c->n_stages; i++)
         if (c->stages[i].routes_path && !c->stages[i].routes &&

@@ -37,6 +37,13 @@ int campaign__file_fail(const fb_campaign_t *c, size_t i, const char *key, int l
                         char **error_out, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
+/* The content of the file that stages[i] names under key (path, written at line), as a heap
+ * string in *text_out; or campaign__file_fail's error when it was not attached or holds a NUL
+ * byte. expected: the "expected ..." text for the file's content, for that message. */
+int campaign__attached_text(const fb_campaign_t *c, size_t i, const char *key, const char *path,
+                            int line, const fb_campaign_file_t *files, size_t n,
+                            const char *expected, char **error_out, char **text_out);
+
 /* campaign_stage.c */
 
 /* Parses stages[index] into st (defaults filled in). names maps the names of the stages before

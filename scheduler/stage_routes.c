@@ -67,23 +67,12 @@ int fb_stage_routes_attach(fb_campaign_t *c, size_t i, const fb_campaign_file_t 
                            char **error_out)
 {
     fb_stage_t *st = &c->stages[i];
+    char *text;
+    if (campaign__attached_text(c, i, "routes", st->routes_path, st->routes_line, files, n,
+                                S_EXPECTED, error_out, &text))
+        return -EINVAL;
     char shown[256], name[128];
     fb_show_value(st->routes_path, shown, sizeof shown);
-    const fb_campaign_file_t *file = NULL;
-    for (size_t f = 0; f < n && !file; f++)
-        if (!strcmp(files[f].name, st->routes_path))
-            file = &files[f];
-    if (!file)
-        return campaign__file_fail(
-            c, i, "routes", c->stages[i].routes_line, error_out,
-            "'%s' was not attached to the campaign; expected the routes file's content "
-            "with it (fleetburn run sends the files a campaign names; the coordinator "
-            "opens no path it is sent)",
-            shown);
-    if (memchr(file->content, 0, file->len))
-        return campaign__file_fail(c, i, "routes", c->stages[i].routes_line, error_out,
-                                   "'%s' holds a NUL byte; %s", shown, S_EXPECTED);
-    char *text = xstrndup(file->content, file->len);
     char err[512];
     fb_routes_t *r = NULL;
     int rc = fb_routes_parse(text, &r, err, sizeof err);
