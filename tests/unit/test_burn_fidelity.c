@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "burn_fixture.h"
+
 #include "common/util.h"
 #include "gpu/host/burn_fidelity.h"
 #include "gpu/host/burn_judge.h"
@@ -44,18 +46,8 @@ static int s_parse(const char *const *params, size_t n, bool inject, burn_config
 
 static burn_gpu_t *s_gpus(size_t n)
 {
-    burn_gpu_t *g = xcalloc(n, sizeof *g);
+    burn_gpu_t *g = burn_fixture_gpus(n, "NVIDIA H100 80GB HBM3", 700, 559, 3600, 3);
     for (size_t i = 0; i < n; i++) {
-        g[i].device = (int)i;
-        snprintf(g[i].pci, sizeof g[i].pci, "0000:%02zx:00.0", 0x19 + i);
-        snprintf(g[i].name, sizeof g[i].name, "NVIDIA H100 80GB HBM3");
-        g[i].peak_tflops = 700;
-        g[i].matrix = 8192;
-        g[i].c_buffers = 559;
-        g[i].gemms = 3600;
-        burn_counters_clear(&g[i].repeat);
-        burn_counters_clear(&g[i].kat);
-        g[i].kat_checked = 3;
         g[i].abft = true;
         g[i].abft_checked = 3600;
         g[i].abft_sms = 4;
@@ -64,13 +56,6 @@ static burn_gpu_t *s_gpus(size_t n)
             burn_gpu_add_interval(&g[i], 690 + k);
     }
     return g;
-}
-
-static void s_free_gpus(burn_gpu_t *g, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        burn_gpu_clear(&g[i]);
-    free(g);
 }
 
 static burn_config_t s_cfg(void)
@@ -226,7 +211,7 @@ static void test_add_abft(void **state)
     st.n_bad = BURN_ABFT_LOG + 10;
     burn_gpu_add_abft(g, 4, 8192, &st, inj, 0);
     assert_non_null(strstr(g->abft_detail, "interval 3,"));
-    s_free_gpus(g, 1);
+    burn_fixture_free_gpus(g, 1);
 }
 
 static void test_judge_abft(void **state)
@@ -272,7 +257,7 @@ static void test_judge_abft(void **state)
     assert_non_null(strstr(what, "first interval 1, GEMM 1433 (C[315])"));
     assert_true(s_metric(r, "gpu1.abft_gemms_bad") == 2);
     fb_result_destroy(&r);
-    s_free_gpus(g, 2);
+    burn_fixture_free_gpus(g, 2);
 }
 
 /* Checks that missed GEMMs (a kernel that never ran) make the task an error, not a pass. */
@@ -292,7 +277,7 @@ static void test_judge_abft_incomplete(void **state)
     assert_int_equal(burn_judge(r, "node1", &cfg, g, 1, 0), FB_VERDICT_PASS);
     assert_true(s_metric(r, "gpu0.abft_checked") == -1);
     fb_result_destroy(&r);
-    s_free_gpus(g, 1);
+    burn_fixture_free_gpus(g, 1);
 }
 
 static void test_injection_gemm(void **state)
@@ -326,7 +311,7 @@ static void test_injection_gemm(void **state)
     assert_int_equal(burn_judge(r, "node1", &cfg, g, 1, 0), FB_VERDICT_ERROR);
     assert_non_null(strstr(r->error, "not every planned GEMM was corrupted"));
     fb_result_destroy(&r);
-    s_free_gpus(g, 1);
+    burn_fixture_free_gpus(g, 1);
 }
 
 /* ---- SDC probe ------------------------------------------------------------------------------- */
@@ -368,7 +353,7 @@ static void test_sdc_sm(void **state)
                            "2640 probe blocks off)"));
     assert_true(s_metric(r, "gpu0.sdc_odd_sms") == 1);
     fb_result_destroy(&r);
-    s_free_gpus(g, 1);
+    burn_fixture_free_gpus(g, 1);
 }
 
 static void test_sdc_no_majority(void **state)
@@ -387,7 +372,7 @@ static void test_sdc_no_majority(void **state)
     assert_non_null(strstr(s_finding(r, "node1/gpu0", "sdc"),
                            "in 1 of 1 SDC probes no result had a majority"));
     fb_result_destroy(&r);
-    s_free_gpus(g, 1);
+    burn_fixture_free_gpus(g, 1);
 }
 
 /* Eight GPUs of one model: gpu5's probes agree among its SMs but not with the other GPUs. */
@@ -412,7 +397,7 @@ static void test_sdc_gpus(void **state)
     r = fb_result_new();
     assert_int_equal(burn_judge(r, "node1", &cfg, g, 8, 0), FB_VERDICT_PASS);
     fb_result_destroy(&r);
-    s_free_gpus(g, 8);
+    burn_fixture_free_gpus(g, 8);
 }
 
 /* Two GPUs that disagree: no majority, both named as undecided. */
@@ -435,7 +420,7 @@ static void test_sdc_two_gpus(void **state)
                                "probes with no majority"));
     }
     fb_result_destroy(&r);
-    s_free_gpus(g, 2);
+    burn_fixture_free_gpus(g, 2);
 }
 
 static void test_injection_sdc(void **state)
@@ -464,7 +449,7 @@ static void test_injection_sdc(void **state)
     assert_int_equal(burn_judge(r, "node1", &cfg, g, 1, 0), FB_VERDICT_FAIL);
     assert_non_null(strstr(r->error, "inject_corrupt=sdc was not detected (its SM was not named)"));
     fb_result_destroy(&r);
-    s_free_gpus(g, 1);
+    burn_fixture_free_gpus(g, 1);
 }
 
 static void test_summary(void **state)
@@ -477,7 +462,7 @@ static void test_summary(void **state)
     assert_non_null(strstr(line, "3600 of 3600 GEMMs checksummed (0 bad), SDC probe 132 SMs x 1: "
                                  "0 blocks off"));
     free(line);
-    s_free_gpus(g, 1);
+    burn_fixture_free_gpus(g, 1);
 }
 
 int main(void)

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 
+#include "burn_fixture.h"
 #include "common/util.h"
 #include "gpu/host/burn_judge.h"
 #include "gpu/host/burn_verify.h"
@@ -575,29 +576,11 @@ static burn_config_t s_cfg(void)
 /* n GPUs of one model, each burning at the given TFLOPS for 4 intervals. */
 static burn_gpu_t *s_gpus(size_t n, const double *tflops)
 {
-    burn_gpu_t *g = xcalloc(n, sizeof *g);
-    for (size_t i = 0; i < n; i++) {
-        g[i].device = (int)i;
-        snprintf(g[i].pci, sizeof g[i].pci, "0000:%02zx:00.0", 0x19 + i);
-        snprintf(g[i].name, sizeof g[i].name, "NVIDIA H200");
-        g[i].peak_tflops = 690;
-        g[i].matrix = 8192;
-        g[i].c_buffers = 990;
-        g[i].gemms = 12000;
-        burn_counters_clear(&g[i].repeat);
-        burn_counters_clear(&g[i].kat);
-        g[i].kat_checked = 4;
+    burn_gpu_t *g = burn_fixture_gpus(n, "NVIDIA H200", 690, 990, 12000, 4);
+    for (size_t i = 0; i < n; i++)
         for (int k = 0; k < 4; k++)
             burn_gpu_add_interval(&g[i], tflops[i] + k);
-    }
     return g;
-}
-
-static void s_free_gpus(burn_gpu_t *g, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        burn_gpu_clear(&g[i]);
-    free(g);
 }
 
 static double s_metric(const fb_result_t *r, const char *name)
@@ -642,7 +625,7 @@ static void test_judge_pass(void **state)
     assert_non_null(strstr(line, "; gpu1 NVIDIA H200 685.5 TFLOPS median (min 684.0, peak 690.0"));
     free(line);
     fb_result_destroy(&r);
-    s_free_gpus(g, 2);
+    burn_fixture_free_gpus(g, 2);
 }
 
 static void test_judge_miscompare(void **state)
@@ -665,7 +648,7 @@ static void test_judge_miscompare(void **state)
     assert_true(s_metric(r, "gpu1.errors") == 1);
     assert_true(s_metric(r, "gpu0.errors") == 0);
     fb_result_destroy(&r);
-    s_free_gpus(g, 2);
+    burn_fixture_free_gpus(g, 2);
 }
 
 static void test_judge_nan(void **state)
@@ -680,7 +663,7 @@ static void test_judge_nan(void **state)
     s_one_finding(r, "localhost/gpu0", "1 NaN/Inf result element(s)");
     assert_true(s_metric(r, "gpu0.nan_inf") == 1);
     fb_result_destroy(&r);
-    s_free_gpus(g, 1);
+    burn_fixture_free_gpus(g, 1);
 }
 
 static void test_judge_kat(void **state)
@@ -696,7 +679,7 @@ static void test_judge_kat(void **state)
     s_one_finding(r, "n7/gpu2", "8000 element(s) of the known-answer bf16 GEMM");
     assert_true(s_metric(r, "gpu2.kat_errors") == 8000);
     fb_result_destroy(&r);
-    s_free_gpus(g, 3);
+    burn_fixture_free_gpus(g, 3);
 }
 
 static void test_judge_floors(void **state)
@@ -727,7 +710,7 @@ static void test_judge_floors(void **state)
     r = fb_result_new();
     assert_int_equal(burn_judge(r, "node1", &cfg, g, 4, 0), FB_VERDICT_PASS);
     fb_result_destroy(&r);
-    s_free_gpus(g, 4);
+    burn_fixture_free_gpus(g, 4);
 }
 
 static void test_judge_states(void **state)
@@ -781,7 +764,7 @@ static void test_judge_states(void **state)
     assert_int_equal(burn_judge(r, "node1", &cfg, g, 2, 0), FB_VERDICT_ERROR);
     assert_non_null(strstr(r->error, "inject_corrupt=nan was not detected"));
     fb_result_destroy(&r);
-    s_free_gpus(g, 2);
+    burn_fixture_free_gpus(g, 2);
 
     /* No GPU at all. */
     r = fb_result_new();
