@@ -296,16 +296,23 @@ static double s_worst_clean_ratio(burn_dtype_t dt, size_t m, size_t n, size_t k,
     return worst;
 }
 
+/* For every dtype, clean GEMMs of m x n x k in blocks of `block`: the largest ratio (printed with
+ * `what`, the shape in words) stays inside. */
+static void s_clean_every_dtype(size_t m, size_t n, size_t k, size_t block, uint64_t gemms,
+                                const char *what)
+{
+    for (int dt = 0; dt < BURN_N_DTYPES; dt++) {
+        double worst = s_worst_clean_ratio((burn_dtype_t)dt, m, n, k, block, gemms);
+        printf("%s: largest clean ratio %.3f %s\n", burn_dtype_name((burn_dtype_t)dt), worst, what);
+        assert_true(worst < 0.6);
+    }
+}
+
 /* Many random operand sets per dtype, small blocks; the largest ratio stays far below 1. */
 static void test_clean_no_false_alarm(void **state)
 {
     (void)state;
-    for (int dt = 0; dt < BURN_N_DTYPES; dt++) {
-        double worst = s_worst_clean_ratio((burn_dtype_t)dt, 96, 96, 96, 32, 24);
-        printf("%s: largest clean ratio %.3f over 24 GEMMs 96^3, block 32\n",
-               burn_dtype_name((burn_dtype_t)dt), worst);
-        assert_true(worst < 0.6);
-    }
+    s_clean_every_dtype(96, 96, 96, 32, 24, "over 24 GEMMs 96^3, block 32");
 }
 
 /* The production k (8192) and block (256) on a few rows and columns: the long accumulation of
@@ -313,12 +320,7 @@ static void test_clean_no_false_alarm(void **state)
 static void test_clean_long_k(void **state)
 {
     (void)state;
-    for (int dt = 0; dt < BURN_N_DTYPES; dt++) {
-        double worst = s_worst_clean_ratio((burn_dtype_t)dt, 256, 24, 8192, 256, 2);
-        printf("%s: largest clean ratio %.3f at k 8192, block 256\n",
-               burn_dtype_name((burn_dtype_t)dt), worst);
-        assert_true(worst < 0.6);
-    }
+    s_clean_every_dtype(256, 24, 8192, 256, 2, "at k 8192, block 256");
 }
 
 /* ---- single-element errors ------------------------------------------------------------------ */
