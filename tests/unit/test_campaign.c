@@ -104,6 +104,18 @@ static void s_expect_params(const fb_stage_t *s, const char *expected)
         fail_msg("stage %s params:\n got      '%s'\n expected '%s'", s->name, buf, expected);
 }
 
+/* The nodes named for stage i: fb_stage_nodes succeeds and does not mean "all". Returns how
+ * many. */
+static size_t s_stage_names(const fb_campaign_t *c, size_t i, char ***names)
+{
+    bool all = true;
+    char errbuf[256];
+    size_t n;
+    assert_int_equal(fb_stage_nodes(c, &c->stages[i], &all, names, &n, errbuf, sizeof errbuf), 0);
+    assert_false(all);
+    return n;
+}
+
 static void test_good_file(void **state)
 {
     (void)state;
@@ -148,17 +160,13 @@ static void test_good_file(void **state)
     s_expect_params(s, "duration=500ms exit=fail");
 
     /* node selection: the stage's own, else the campaign's */
-    bool all = true;
-    char **names, errbuf[256];
-    size_t n;
-    assert_int_equal(fb_stage_nodes(c, &c->stages[0], &all, &names, &n, errbuf, sizeof errbuf), 0);
-    assert_false(all);
+    char **names;
+    size_t n = s_stage_names(c, 0, &names);
     assert_int_equal(n, 2);
     assert_string_equal(names[0], "local-0");
     assert_string_equal(names[1], "local-1");
     fb_hostlist_free(names, n);
-    assert_int_equal(fb_stage_nodes(c, &c->stages[1], &all, &names, &n, errbuf, sizeof errbuf), 0);
-    assert_false(all);
+    n = s_stage_names(c, 1, &names);
     assert_int_equal(n, 21);
     assert_string_equal(names[16], "node20");
     assert_string_equal(names[20], "gpu-a4");
