@@ -24,20 +24,25 @@
 
 #include <cmocka.h>
 
+/* conns_fit_total(requested, limit) returns rc and sets total to want; warn keeps its warning. */
+static void s_fit(unsigned requested, uint64_t limit, int rc, unsigned want, char *warn,
+                  size_t warn_len)
+{
+    unsigned total = 0;
+    assert_int_equal(conns_fit_total(requested, limit, &total, warn, warn_len), rc);
+    assert_int_equal(total, want);
+}
+
 static void test_fit_default(void **state)
 {
     (void)state;
-    unsigned total = 0;
     char warn[512] = "";
     /* A generous limit: the default cap, no warning. */
-    assert_int_equal(conns_fit_total(0, 1048576, &total, warn, sizeof warn), 0);
-    assert_int_equal(total, CONNS_DEFAULT_MAX);
+    s_fit(0, 1048576, 0, CONNS_DEFAULT_MAX, warn, sizeof warn);
     /* A middling one: what fits after the reserve. */
-    assert_int_equal(conns_fit_total(0, 4096, &total, warn, sizeof warn), 0);
-    assert_int_equal(total, 4096 - CONNS_FD_RESERVE);
+    s_fit(0, 4096, 0, 4096 - CONNS_FD_RESERVE, warn, sizeof warn);
     /* A small one: what fits, and a warning that says what to raise. */
-    assert_int_equal(conns_fit_total(0, 1024, &total, warn, sizeof warn), 1);
-    assert_int_equal(total, 1024 - CONNS_FD_RESERVE);
+    s_fit(0, 1024, 1, 1024 - CONNS_FD_RESERVE, warn, sizeof warn);
     assert_non_null(strstr(warn, "descriptor limit of 1024 leaves room for 896 connections"));
     assert_non_null(strstr(warn, "ulimit -n"));
 }
@@ -45,35 +50,26 @@ static void test_fit_default(void **state)
 static void test_fit_requested(void **state)
 {
     (void)state;
-    unsigned total = 0;
     char warn[512] = "";
-    assert_int_equal(conns_fit_total(5000, 65536, &total, warn, sizeof warn), 0);
-    assert_int_equal(total, 5000);
+    s_fit(5000, 65536, 0, 5000, warn, sizeof warn);
     /* Requested exactly what fits. */
-    assert_int_equal(conns_fit_total(896, 1024, &total, warn, sizeof warn), 0);
-    assert_int_equal(total, 896);
+    s_fit(896, 1024, 0, 896, warn, sizeof warn);
     /* More than fits: lowered, and the warning names the limit that would fit it. */
-    assert_int_equal(conns_fit_total(1000, 512, &total, warn, sizeof warn), 1);
-    assert_int_equal(total, 512 - CONNS_FD_RESERVE);
+    s_fit(1000, 512, 1, 512 - CONNS_FD_RESERVE, warn, sizeof warn);
     assert_non_null(strstr(warn, "--max-connections 1000 does not fit"));
     assert_non_null(strstr(warn, "raise the limit to 1128 or more"));
     /* Explicit limits above the default cap are kept when they fit. */
-    assert_int_equal(conns_fit_total(100000, 1048576, &total, warn, sizeof warn), 0);
-    assert_int_equal(total, 100000);
+    s_fit(100000, 1048576, 0, 100000, warn, sizeof warn);
 }
 
 static void test_fit_tiny(void **state)
 {
     (void)state;
-    unsigned total = 0;
     char warn[512] = "";
     /* Below twice the reserve, half is kept: the process still serves a few. */
-    assert_int_equal(conns_fit_total(0, 100, &total, warn, sizeof warn), 1);
-    assert_int_equal(total, 50);
-    assert_int_equal(conns_fit_total(0, 1, &total, warn, sizeof warn), 1);
-    assert_int_equal(total, 1);
-    assert_int_equal(conns_fit_total(0, 0, &total, warn, sizeof warn), 1);
-    assert_int_equal(total, 1);
+    s_fit(0, 100, 1, 50, warn, sizeof warn);
+    s_fit(0, 1, 1, 1, warn, sizeof warn);
+    s_fit(0, 0, 1, 1, warn, sizeof warn);
 }
 
 /* --- a live ROUTER on loopback ------------------------------------------------------------- */
