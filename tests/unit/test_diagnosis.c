@@ -137,8 +137,8 @@ static s_outcome_t s_trial(uint64_t seed, unsigned n_bad, double q, double f, un
     }
     s_outcome_t out = {0};
     for (unsigned r = 1; r <= max_rounds; r++) {
-        fb_diag_round_opts_t o = {seed * 31 + r, r, rails ? r <= 2 : true, 0, NULL, NULL, 0, NULL,
-                                  0};
+        bool fresh = !rails || r <= 2;
+        fb_diag_round_opts_t o = {seed * 31 + r, r, fresh, 0, NULL, NULL, 0, NULL, 0};
         fb_diag_round_t plan;
         assert_int_equal(fb_diag_plan_round(d, &o, &plan), 0);
         for (size_t k = 0; k < plan.n_tests; k++) {
