@@ -30,27 +30,12 @@ bool fb_exline_valid_key(const char *key)
 /* Appends the hex of data (or "-") at out; returns the end. out needs 2*len+1 bytes (or 2). */
 static char *s_put_hex(char *out, const uint8_t *data, size_t len)
 {
-    static const char digits[] = "0123456789abcdef";
     if (len == 0) {
         *out++ = '-';
         return out;
     }
-    for (size_t i = 0; i < len; i++) {
-        *out++ = digits[data[i] >> 4];
-        *out++ = digits[data[i] & 15];
-    }
-    return out;
-}
-
-static int s_nibble(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    fb_hex_encode(data, len, out, 2 * len + 1);
+    return out + 2 * len;
 }
 
 /* Decodes the token text[0..n) ("-" or hex). */
@@ -63,13 +48,9 @@ static int s_get_hex(const char *text, size_t n, uint8_t **out, size_t *len_out)
     if (n == 0 || n % 2)
         return -EINVAL;
     uint8_t *buf = xmalloc(n / 2);
-    for (size_t i = 0; i < n / 2; i++) {
-        int hi = s_nibble(text[2 * i]), lo = s_nibble(text[2 * i + 1]);
-        if (hi < 0 || lo < 0) {
-            free(buf);
-            return -EINVAL;
-        }
-        buf[i] = (uint8_t)(hi << 4 | lo);
+    if (fb_hex_decode(text, n, buf, n / 2) != n / 2) { /* stopped early at a non-hex digit */
+        free(buf);
+        return -EINVAL;
     }
     *out = buf;
     *len_out = n / 2;
