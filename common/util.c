@@ -129,6 +129,25 @@ const char *fb_iso8601(uint64_t epoch_ms, char *buf, size_t len)
     return buf;
 }
 
+char *fb_strjoin(char *const *items, size_t n, const char *sep)
+{
+    size_t seplen = strlen(sep), len = 0;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(items[i]) + (i ? seplen : 0);
+    char *out = xmalloc(len + 1), *p = out;
+    for (size_t i = 0; i < n; i++) {
+        if (i) {
+            memcpy(p, sep, seplen);
+            p += seplen;
+        }
+        size_t k = strlen(items[i]);
+        memcpy(p, items[i], k);
+        p += k;
+    }
+    *p = '\0';
+    return out;
+}
+
 size_t fb_strlcpy(char *dst, const char *src, size_t len)
 {
     size_t n = strlen(src);

@@ -34,6 +34,10 @@ double fb_mono_s(void);
 /* Formats epoch milliseconds as ISO 8601 UTC (2026-11-22T03:17:00.123Z) into buf (>= 32 bytes). */
 const char *fb_iso8601(uint64_t epoch_ms, char *buf, size_t len);
 
+/* The n strings of items joined with sep between them ("" when n is 0), a heap string the
+ * caller owns. */
+char *fb_strjoin(char *const *items, size_t n, const char *sep);
+
 /* Copies at most len-1 bytes and always terminates; returns strlen(src). */
 size_t fb_strlcpy(char *dst, const char *src, size_t len);
 

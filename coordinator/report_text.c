@@ -245,13 +245,7 @@ static char *s_join_nodes(const store_task_t *task)
         return xstrdup("-");
     if (task->n_nodes > 3)
         return xasprintf("%s,%s +%zu", task->nodes[0], task->nodes[1], task->n_nodes - 2);
-    char *text = xstrdup("");
-    for (size_t i = 0; i < task->n_nodes; i++) {
-        char *joined = xasprintf("%s%s%s", text, i ? "," : "", task->nodes[i]);
-        free(text);
-        text = joined;
-    }
-    return text;
+    return fb_strjoin(task->nodes, task->n_nodes, ",");
 }
 
 static void s_print_field(FILE *out, const char *label, const char *value)
