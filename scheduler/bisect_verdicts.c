@@ -59,6 +59,21 @@ static void s_partner_add(fb_bisect_verdict_t *v, const char *node, size_t len)
     v->partners[v->n_partners++] = xstrndup(node, len);
 }
 
+/* x's findings are explained by the part `by` names (a bad leaf switch or uplink): by takes x's
+ * part as a partner and x's first two pieces of evidence, and x becomes passed with summary
+ * (taken). */
+static void s_explained_by(fb_bisect_verdict_t *by, fb_bisect_verdict_t *x, char *summary)
+{
+    s_partner_add(by, x->part, strlen(x->part));
+    for (size_t e = 0; e < x->n_evidence && e < 2; e++)
+        s_evidence_add(by, x->evidence[e].test_id,
+                       xasprintf("%s: %s", x->part, x->evidence[e].what));
+    x->state = FB_BISECT_PASSED;
+    x->confidence = NAN;
+    free(x->summary);
+    x->summary = summary;
+}
+
 /* The nodes of a partner list "n5/mlx5_0,n7". */
 static void s_partners_add(fb_bisect_verdict_t *v, const char *csv)
 {
@@ -294,14 +309,8 @@ static void s_leaf_verdicts(const fb_bisect_t *b, s_vlist_t *l)
             if (x->state != FB_BISECT_BAD || !xl || strcmp(xl, leaf))
                 continue;
             n_bad++;
-            s_partner_add(lv, x->part, strlen(x->part));
-            for (size_t e = 0; e < x->n_evidence && e < 2; e++)
-                s_evidence_add(lv, x->evidence[e].test_id,
-                               xasprintf("%s: %s", x->part, x->evidence[e].what));
-            x->state = FB_BISECT_PASSED;
-            x->confidence = NAN;
-            free(x->summary);
-            x->summary = xasprintf("passed: its failures are its leaf's (%s named bad)", leaf);
+            s_explained_by(lv, x,
+                           xasprintf("passed: its failures are its leaf's (%s named bad)", leaf));
         }
         lv->summary = xasprintf("bad leaf switch: %zu of its nodes named bad, more than half of "
                                 "those in the stage; chance alone in this fleet %.2g",
@@ -623,16 +632,10 @@ static void s_uplink_verdicts(const fb_bisect_t *b, s_vlist_t *l)
                 leaf != k)
                 continue;
             n_nodes++;
-            s_partner_add(uv, f->part, strlen(f->part));
-            for (size_t e = 0; e < x->n_evidence && e < 2; e++)
-                s_evidence_add(uv, x->evidence[e].test_id,
-                               xasprintf("%s: %s", f->part, x->evidence[e].what));
-            x->state = FB_BISECT_PASSED;
-            x->confidence = NAN;
-            free(x->summary);
-            x->summary = xasprintf("passed: its slow flows are its leaf's uplink's (%s<->* named "
-                                   "bad)",
-                                   fb_topology_leaf_name(t, k));
+            s_explained_by(uv, x,
+                           xasprintf("passed: its slow flows are its leaf's uplink's (%s<->* named "
+                                     "bad)",
+                                     fb_topology_leaf_name(t, k)));
         }
         uv->summary = xasprintf("slow uplink of %s (which spine: the subnet manager's routes tell): "
                                 "%zu nodes and NICs whose slow flows leave or enter the leaf; "
