@@ -68,15 +68,49 @@ wait_for_log() {
     done
 }
 
+# Starts `fleetburn serve` in the background on $ENDPOINT with the tests' database ($WORK/fb.db),
+# 200 ms heartbeats, liveness 5 and SERVE-OPTIONS, its output appended to LOG; sets COORD_PID.
+# It does not wait: a coordinator started again on a log that already says "coordinator on"
+# would not be waited for by that line, so each caller waits for what it needs.
+serve_in_background() { # log [serve-options...]
+    local log=$1
+    shift
+    "$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 "$@" \
+        >>"$log" 2>&1 &
+    COORD_PID=$!
+    PIDS+=("$COORD_PID")
+}
+
+# Waits until FILE holds at least COUNT lines matching PATTERN (grep -E), up to SECONDS; fails
+# the test with WHAT when it does not.
+wait_for_lines() { # file pattern count seconds what
+    local i=0
+    until [ "$(grep -cE "$2" "$1" 2>/dev/null || true)" -ge "$3" ]; do
+        i=$((i + 1))
+        [ $i -gt $(($4 * 10)) ] && fail "$5"
+        sleep 0.1
+    done
+}
+
 # Starts a coordinator in the background on a free port; sets COORD_PID and ENDPOINT.
 start_coordinator() {
     local port; port=$(free_port)
     ENDPOINT="tcp://127.0.0.1:$port"
-    "$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 "$@" \
-        >>"$WORK/coordinator.log" 2>&1 &
-    COORD_PID=$!
-    PIDS+=("$COORD_PID")
+    serve_in_background "$WORK/coordinator.log" "$@"
     wait_for_log "$WORK/coordinator.log" "coordinator on"
+}
+
+# Keys for a keyed coordinator as on a fleet, under $WORK/keys: the coordinator's, one agent key
+# ($WORK/agent.key) whose public half says which nodes may register with it (nodes: NODES), and
+# an operator key ($WORK/operator.key).
+make_fleet_keys() { # nodes
+    local k="$WORK/keys"
+    mkdir -p "$k/agents" "$k/operators"
+    "$FLEETBURN" keygen "$k/coordinator" >/dev/null
+    "$FLEETBURN" keygen "$WORK/agent.key" >/dev/null
+    "$FLEETBURN" keygen "$WORK/operator.key" >/dev/null
+    { cat "$WORK/agent.key.pub"; echo "nodes: $1"; } >"$k/agents/fleet.pub"
+    cp "$WORK/operator.key.pub" "$k/operators/operator.pub"
 }
 
 # Starts an agent NAME in the background; sets AGENT_PID.
@@ -95,19 +129,53 @@ start_agents() {
     wait_registered "$@"
 }
 
+# Kills agent NAME (process PID) with SIGKILL and prints the milliseconds until the coordinator
+# declared it lost; fails the test if that takes more than 5 s.
+ms_until_lost() { # name pid
+    local start
+    start=$(date +%s%N)
+    kill -KILL "$2"
+    wait_for_log "$WORK/coordinator.log" "agent $1 lost" 5
+    echo $((($(date +%s%N) - start) / 1000000))
+}
+
 # Waits until the coordinator's log says each agent named registered.
 wait_registered() {
     local name
     for name in "$@"; do wait_for_log "$WORK/coordinator.log" "agent $name registered"; done
 }
 
-# Submits campaign FILE to the coordinator with `fleetburn run --coordinator` in the background,
-# its output in $WORK/NAME.out and its log in $WORK/NAME.log (NAME: run by default); sets RUN_PID.
-run_in_background() {
+# Submits campaign FILE to the coordinator with `fleetburn run --coordinator` and RUN-OPTIONS in
+# the background, its output in $WORK/NAME.out and its log in $WORK/NAME.log (NAME: run by
+# default); sets RUN_PID.
+run_in_background() { # file [name [run-options...]]
     local file=$1 name=${2:-run}
-    "$FLEETBURN" run --coordinator "$ENDPOINT" "$file" >"$WORK/$name.out" 2>"$WORK/$name.log" &
+    shift $(($# < 2 ? $# : 2))
+    "$FLEETBURN" run --coordinator "$ENDPOINT" "$@" "$file" >"$WORK/$name.out" 2>"$WORK/$name.log" &
     RUN_PID=$!
     PIDS+=("$RUN_PID")
+}
+
+# Prints a two-tier fabric in the topology file's form (docs/scheduling.md): LEAVES leaves
+# (leaf01, ...) of PER-LEAF nodes each, named PREFIX and a number from 0 with WIDTH digits, and
+# SPINES spines (spine01, ...) each joined to every leaf.
+leaf_spine_topo() { # prefix leaves per-leaf spines width
+    local prefix=$1 leaves=$2 per=$3 spines=$4 width=$5 i
+    for i in $(seq 1 "$leaves"); do
+        printf 'leaf%02d: %s[%0*d-%0*d]\n' "$i" "$prefix" "$width" $(((i - 1) * per)) "$width" $((i * per - 1))
+    done
+    for i in $(seq 1 "$spines"); do printf 'spine%02d: leaf[01-%02d]\n' "$i" "$leaves"; done
+}
+
+# Writes to FILE a campaign NAME on NODES of one stage, nap: the sleep workload with PARAMS (the
+# inside of a YAML flow mapping, e.g. "duration: 5s") and a timeout of TIMEOUT (1m by default).
+nap_campaign() { # file name nodes params [timeout]
+    cat >"$1" <<YAML
+name: $2
+nodes: $3
+stages:
+  - {name: nap, workload: sleep, timeout: ${5:-1m}, params: {$4}}
+YAML
 }
 
 # Waits until `fleetburn run` has logged its submission in LOG and prints the campaign's id.
@@ -153,4 +221,14 @@ collect_simfleet_logs() {
         cat "$d/coordinator.log" >>"$WORK/coordinator.log" 2>/dev/null || true
         rm -rf "$d"
     done
+}
+
+# Runs fleetburn-simfleet with SIMFLEET-ARGUMENTS, its report in $WORK/NAME.json and what it
+# printed in $WORK/NAME.out and $WORK/NAME.log, and puts its exit status into SIM_RC; the logs
+# of the coordinators a --keep run left are collected (collect_simfleet_logs).
+run_simfleet() { # name simfleet-arguments...
+    local name=$1
+    shift
+    status_of SIM_RC "$SIMFLEET" "$@" --report-json "$WORK/$name.json" >"$WORK/$name.out" 2>"$WORK/$name.log"
+    collect_simfleet_logs
 }

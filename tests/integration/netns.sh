@@ -212,15 +212,9 @@ netns_index_of() {
 # ns1..nsN (a nodes: line) and an operator key. Sets NETNS_AGENT_KEYS and NETNS_CLIENT_KEYS, the
 # options agents and `fleetburn run` add.
 netns_make_keys() {
-    local k="$WORK/keys"
-    mkdir -p "$k/agents" "$k/operators"
-    "$FLEETBURN" keygen "$k/coordinator" >/dev/null
-    "$FLEETBURN" keygen "$WORK/agent.key" >/dev/null
-    "$FLEETBURN" keygen "$WORK/operator.key" >/dev/null
-    { cat "$WORK/agent.key.pub"; echo "nodes: ns[1-$NETNS_COUNT]"; } >"$k/agents/ns.pub"
-    cp "$WORK/operator.key.pub" "$k/operators/test.pub"
-    NETNS_AGENT_KEYS="--key $WORK/agent.key --server-key $k/coordinator.pub"
-    NETNS_CLIENT_KEYS="--key $WORK/operator.key --server-key $k/coordinator.pub"
+    make_fleet_keys "ns[1-$NETNS_COUNT]"
+    NETNS_AGENT_KEYS="--key $WORK/agent.key --server-key $WORK/keys/coordinator.pub"
+    NETNS_CLIENT_KEYS="--key $WORK/operator.key --server-key $WORK/keys/coordinator.pub"
 }
 
 # Starts a coordinator with keys in the root namespace on the bridge address; sets ENDPOINT and
@@ -229,11 +223,7 @@ netns_start_coordinator() {
     local port; port=$(free_port)
     ENDPOINT="tcp://$NETNS_BRIDGE_IP:$port"
     [ -n "${NETNS_AGENT_KEYS:-}" ] || netns_make_keys
-    "$FLEETBURN" serve --bind "$ENDPOINT" --keys "$WORK/keys" --db "$WORK/fb.db" \
-        --heartbeat-ms 200 --liveness 5 "$@" \
-        >>"$WORK/coordinator.log" 2>&1 &
-    COORD_PID=$!
-    PIDS+=("$COORD_PID")
+    serve_in_background "$WORK/coordinator.log" --keys "$WORK/keys" "$@"
     wait_for_log "$WORK/coordinator.log" "coordinator on"
 }
 

@@ -8,7 +8,6 @@
 # stage in one campaign.
 . "$(dirname "$0")/lib.sh"
 
-SIMFLEET="$FB_BIN/bin/fleetburn-simfleet"
 export TMPDIR="$WORK"
 
 cat >"$WORK/campaign.yaml" <<'YAML'
@@ -68,12 +67,9 @@ faults:
 YAML
     first=""
     for delay in 0 0-20 5-50; do
-        set +e
-        "$SIMFLEET" --agents 48 --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
-            --report-json "$WORK/run.json" --delay-ms "$delay" >"$WORK/run.out" 2>"$WORK/run.log"
-        rc=$?
-        set -e
-        [ $rc -eq 1 ] || fail "seed $seed, --delay-ms $delay: exited $rc, expected 1"
+        run_simfleet run --agents 48 --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
+            --delay-ms "$delay"
+        [ $SIM_RC -eq 1 ] || fail "seed $seed, --delay-ms $delay: exited $SIM_RC, expected 1"
         fingerprint "$WORK/run.json" >"$WORK/fp-$delay"
         if [ -z "$first" ]; then
             first=$delay

@@ -10,27 +10,14 @@
 # uplink on a single-spine fabric) are named from the flows the pairs measured.
 . "$(dirname "$0")/lib.sh"
 
-SIMFLEET="$FB_BIN/bin/fleetburn-simfleet"
 SIMENGINE="$FB_BIN/bin/fleetburn-simengine"
 export TMPDIR="$WORK"
-
-collect_logs() {
-    for d in "$WORK"/fleetburn-simfleet-*; do
-        [ -d "$d" ] || continue
-        cat "$d/coordinator.log" >>"$WORK/coordinator.log" 2>/dev/null || true
-        rm -rf "$d"
-    done
-}
 
 simfleet() { # name agents faults campaign [more args]
     local name=$1 agents=$2 faults=$3 campaign=$4
     shift 4
-    set +e
-    "$SIMFLEET" --agents "$agents" --faults "$faults" --campaign "$campaign" \
-        --report-json "$WORK/$name.json" --delay-ms 0-5 --keep "$@" >"$WORK/$name.out" 2>"$WORK/$name.log"
-    SIM_RC=$?
-    set -e
-    collect_logs
+    run_simfleet "$name" --agents "$agents" --faults "$faults" --campaign "$campaign" \
+        --delay-ms 0-5 --keep "$@"
 }
 
 bad_parts() { json_q "$WORK/$1.json" 'sorted(b["part"] for b in d["diagnosis"]["bad"])'; }
@@ -61,6 +48,20 @@ sys.exit(0 if ok else 1)
 PY
 }
 
+# Runs campaign $WORK/NAME.yaml with faults $WORK/NAME-faults.yaml on 64 simulated agents through
+# the coordinator (report $WORK/NAME.json, which must exit 1: a part is bad) and in the engine
+# ($WORK/NAME-engine.json), and fails unless the two diagnoses of stage STAGE are the same; WHAT
+# names the run in messages. Sets SUMMARY to same_diagnosis's summary.
+runner_as_engine() { # name stage what
+    local name=$1 stage=$2 what=$3
+    simfleet "$name" 64 "$WORK/$name-faults.yaml" "$WORK/$name.yaml"
+    [ $SIM_RC -eq 1 ] || fail "$what: the run exited $SIM_RC, expected 1"
+    "$SIMENGINE" --agents 64 --faults "$WORK/$name-faults.yaml" --campaign "$WORK/$name.yaml" \
+        >"$WORK/$name-engine.json" || fail "$what: fleetburn-simengine failed"
+    SUMMARY=$(same_diagnosis "$WORK/$name.json" "$WORK/$name-engine.json" "$stage") \
+        || fail "$what: the runner's diagnosis is not the engine's"
+}
+
 # --- pairs on 8 rails: node-local round first, then the sweep and follow-up rounds ------------
 cp "$FB_SRC/tests/fixtures/campaigns/sim-bisect-rails.yaml" "$WORK/pairs.yaml"
 for seed in 21 22 23; do
@@ -73,15 +74,10 @@ faults:
   - {node: sim-42, kind: intermittent, q: 0.5}
   - {nic: sim-05/3, kind: hard}
 YAML
-    simfleet pairs 64 "$WORK/pairs-faults.yaml" "$WORK/pairs.yaml"
-    [ $SIM_RC -eq 1 ] || fail "pairs run (seed $seed) exited $SIM_RC, expected 1"
-    "$SIMENGINE" --agents 64 --faults "$WORK/pairs-faults.yaml" --campaign "$WORK/pairs.yaml" \
-        >"$WORK/pairs-engine.json" || fail "fleetburn-simengine failed (seed $seed)"
-    summary=$(same_diagnosis "$WORK/pairs.json" "$WORK/pairs-engine.json" pairs) \
-        || fail "seed $seed: the runner's diagnosis is not the engine's"
+    runner_as_engine pairs pairs "pairs, seed $seed"
     got=$(json_q "$WORK/pairs.json" 'sorted(b["part"] for b in d["diagnosis"]["bad"] if b["method"] == "bisect")')
     [ "$got" = "['sim-05/mlx5_3', 'sim-17', 'sim-42']" ] || fail "seed $seed: pairs named $got"
-    pass "pairs on 8 rails, seed $seed: runner = engine ($summary); sim-17, sim-42, sim-05/mlx5_3 named"
+    pass "pairs on 8 rails, seed $seed: runner = engine ($SUMMARY); sim-17, sim-42, sim-05/mlx5_3 named"
 done
 [ "$(json_q "$WORK/pairs.json" '[b["kind"] for b in d["diagnosis"]["bad"] if b["part"] == "sim-05/mlx5_3"][0]')" = nic ] \
     || fail "the NIC is not named as one"
@@ -118,20 +114,15 @@ faults:
   - {node: sim-37, kind: hard}
   - {nic: sim-50/2, kind: hard}
 YAML
-    simfleet groups 64 "$WORK/groups-faults.yaml" "$WORK/groups.yaml"
-    [ $SIM_RC -eq 1 ] || fail "groups run (seed $seed) exited $SIM_RC, expected 1"
-    "$SIMENGINE" --agents 64 --faults "$WORK/groups-faults.yaml" --campaign "$WORK/groups.yaml" \
-        >"$WORK/groups-engine.json" || fail "fleetburn-simengine failed (groups, seed $seed)"
-    summary=$(same_diagnosis "$WORK/groups.json" "$WORK/groups-engine.json" groups) \
-        || fail "groups, seed $seed: the runner's diagnosis is not the engine's"
+    runner_as_engine groups groups "groups, seed $seed"
     [ "$(bad_parts groups)" = "['sim-37', 'sim-50']" ] || fail "groups named $(bad_parts groups)"
     small=$(json_q "$WORK/groups.json" 'min(len(t["nodes"]) for t in d["stages"][0]["tasks"] if "/b" in t["id"])')
     [ "$small" -ge 2 ] || fail "a follow-up test of $small node(s): below the floor of two"
-    pass "groups of 4, seed $seed: runner = engine ($summary); sim-37 and sim-50 (its NIC) named"
+    pass "groups of 4, seed $seed: runner = engine ($SUMMARY); sim-37 and sim-50 (its NIC) named"
 done
 
 # --- the whole fleet in one group: split, never below two nodes --------------------------------
-cat >"$WORK/one-group.yaml" <<'YAML'
+cat >"$WORK/one.yaml" <<'YAML'
 name: sim-bisect-one-group
 stages:
   - name: everyone
@@ -142,32 +133,17 @@ stages:
     on_fail: bisect
 YAML
 printf 'seed: 6\nfalse_fail_rate: 0.02\nfaults:\n  - {node: sim-22, kind: hard}\n' >"$WORK/one-faults.yaml"
-simfleet one 64 "$WORK/one-faults.yaml" "$WORK/one-group.yaml"
-[ $SIM_RC -eq 1 ] || fail "one-group run exited $SIM_RC, expected 1"
-"$SIMENGINE" --agents 64 --faults "$WORK/one-faults.yaml" --campaign "$WORK/one-group.yaml" \
-    >"$WORK/one-engine.json" || fail "fleetburn-simengine failed (one group)"
-summary=$(same_diagnosis "$WORK/one.json" "$WORK/one-engine.json" everyone) \
-    || fail "one group: the runner's diagnosis is not the engine's"
+runner_as_engine one everyone "one group"
 [ "$(bad_parts one)" = "['sim-22']" ] || fail "one group named $(bad_parts one)"
 sizes=$(json_q "$WORK/one.json" 'sorted(set(len(t["nodes"]) for t in d["stages"][0]["tasks"] if "/b" in t["id"]))')
 json_q "$WORK/one.json" 'min(len(t["nodes"]) for t in d["stages"][0]["tasks"] if "/b" in t["id"])' \
     | grep -qx 2 || fail "split test sizes $sizes: expected down to two, never one"
-pass "one group of 64: split into parts of sizes $sizes, never one node; runner = engine ($summary)"
+pass "one group of 64: split into parts of sizes $sizes, never one node; runner = engine ($SUMMARY)"
 
 # --- slow parts, from the flows: a node, a NIC and an uplink of a single-spine fabric ---------
 # One spine, so that the topology alone knows every route; eight leaves, so that a slow uplink
 # slows a quarter of the flows (with half of them slow there is no healthy median to judge by).
-cat >"$WORK/fabric.topo" <<'TOPO'
-leaf01: sim-[00-07]
-leaf02: sim-[08-15]
-leaf03: sim-[16-23]
-leaf04: sim-[24-31]
-leaf05: sim-[32-39]
-leaf06: sim-[40-47]
-leaf07: sim-[48-55]
-leaf08: sim-[56-63]
-spine01: leaf[01-08]
-TOPO
+leaf_spine_topo sim- 8 8 1 2 >"$WORK/fabric.topo"
 cat >"$WORK/slow.yaml" <<YAML
 name: sim-bisect-slow
 stages:

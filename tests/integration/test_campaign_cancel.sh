@@ -10,12 +10,7 @@
 start_coordinator
 start_agents n1
 
-cat >"$WORK/long.yaml" <<'YAML'
-name: long-nap
-nodes: n1
-stages:
-  - {name: nap, workload: sleep, timeout: 5m, params: {duration: 2m}}
-YAML
+nap_campaign "$WORK/long.yaml" long-nap n1 "duration: 2m" 5m
 run_in_background "$WORK/long.yaml"
 wait_for_log "$WORK/run.log" "^submitted .*long.yaml as [^ ]+ to"
 id=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/run.log")

@@ -11,12 +11,7 @@ start_coordinator
 start_agents n1 n2
 
 # --- Ctrl-C detaches ---------------------------------------------------------------------------
-cat >"$WORK/nap.yaml" <<'YAML'
-name: nap
-nodes: n1
-stages:
-  - {name: nap, workload: sleep, timeout: 1m, params: {duration: 5s}}
-YAML
+nap_campaign "$WORK/nap.yaml" nap n1 "duration: 5s"
 run_in_background "$WORK/nap.yaml"
 id=$(submitted_id "$WORK/run.log")
 wait_for_log "$WORK/n1.log" "started sleep \(pid [0-9]+"
@@ -45,12 +40,7 @@ grep -q "campaign $id is not running: it is finished (pass)" "$WORK/ended.log" |
 pass "a finished campaign cannot be followed (exit 3, the coordinator says why)"
 
 # --- follow without an id; a failing task --------------------------------------------------------
-cat >"$WORK/bad.yaml" <<'YAML'
-name: bad-nap
-nodes: n2
-stages:
-  - {name: nap, workload: sleep, timeout: 1m, params: {duration: 3s, exit: fail}}
-YAML
+nap_campaign "$WORK/bad.yaml" bad-nap n2 "duration: 3s, exit: fail"
 "$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/bad.yaml" >/dev/null 2>"$WORK/run2.log" &
 PIDS+=("$!")
 wait_for_log "$WORK/run2.log" "^submitted"

@@ -10,30 +10,16 @@ start_coordinator
 start_agents n1 n2
 
 for n in n1 n2; do
-    cat >"$WORK/$n.yaml" <<YAML
-name: only-$n
-nodes: $n
-stages:
-  - {name: nap, workload: sleep, timeout: 1m, params: {duration: 4s}}
-YAML
+    nap_campaign "$WORK/$n.yaml" "only-$n" "$n" "duration: 4s"
 done
-cat >"$WORK/both.yaml" <<'YAML'
-name: both
-nodes: n[1-2]
-stages:
-  - {name: nap, workload: sleep, timeout: 1m, params: {duration: 300ms}}
-YAML
+nap_campaign "$WORK/both.yaml" both "n[1-2]" "duration: 300ms"
 
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/n1.yaml" >/dev/null 2>"$WORK/run-n1.log" &
-pid1=$!
-PIDS+=("$pid1")
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/n2.yaml" >/dev/null 2>"$WORK/run-n2.log" &
-pid2=$!
-PIDS+=("$pid2")
-wait_for_log "$WORK/run-n1.log" "^submitted .* as [^ ]+ to"
-wait_for_log "$WORK/run-n2.log" "^submitted .* as [^ ]+ to"
-id1=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/run-n1.log")
-id2=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/run-n2.log")
+run_in_background "$WORK/n1.yaml" run-n1
+pid1=$RUN_PID
+run_in_background "$WORK/n2.yaml" run-n2
+pid2=$RUN_PID
+id1=$(submitted_id "$WORK/run-n1.log")
+id2=$(submitted_id "$WORK/run-n2.log")
 wait_for_log "$WORK/n1.log" "task $id1/.*started sleep"
 wait_for_log "$WORK/n2.log" "task $id2/.*started sleep"
 "$FLEETBURN" campaigns --coordinator "$ENDPOINT" >"$WORK/list.txt"
@@ -50,9 +36,8 @@ grep -q "^submitted" "$WORK/busy.log" && fail "a refused campaign was said submi
 [ "$(grep -c "started sleep" "$WORK/n1.log")" = 1 ] || fail "the refused campaign ran something"
 pass "an overlapping campaign is refused naming the holders and nodes (exit 3)"
 
-"$FLEETBURN" run --coordinator "$ENDPOINT" --queue "$WORK/both.yaml" >"$WORK/queued.out" 2>"$WORK/queued.log" &
-pid3=$!
-PIDS+=("$pid3")
+run_in_background "$WORK/both.yaml" queued --queue
+pid3=$RUN_PID
 wait_for_log "$WORK/queued.log" "^queued: waiting for nodes held by "
 grep -q "campaign $id1 (n1)" "$WORK/queued.log" && grep -q "campaign $id2 (n2)" "$WORK/queued.log" \
     || fail "the queued message does not name both holders: $(cat "$WORK/queued.log")"
@@ -61,9 +46,8 @@ id3=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/queued.log")
 "$FLEETBURN" campaigns --coordinator "$ENDPOINT" | grep -qE "^$id3 +both +queued " \
     || fail "the queued campaign is not listed queued"
 # A second queued campaign, cancelled while it waits: its client exits 3, it never runs.
-"$FLEETBURN" run --coordinator "$ENDPOINT" --queue "$WORK/both.yaml" >/dev/null 2>"$WORK/queued2.log" &
-pid4=$!
-PIDS+=("$pid4")
+run_in_background "$WORK/both.yaml" queued2 --queue
+pid4=$RUN_PID
 wait_for_log "$WORK/queued2.log" "^queued: waiting for nodes held by "
 id4=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/queued2.log")
 "$FLEETBURN" cancel "$id4" --coordinator "$ENDPOINT" >"$WORK/cancel4.out" 2>&1 || fail "cancel of a queued campaign: $(cat "$WORK/cancel4.out")"

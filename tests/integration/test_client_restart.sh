@@ -12,12 +12,7 @@
 start_coordinator
 start_agents n1
 
-cat >"$WORK/nap.yaml" <<'YAML'
-name: nap
-nodes: n1
-stages:
-  - {name: nap, workload: sleep, timeout: 1m, params: {duration: 5s}}
-YAML
+nap_campaign "$WORK/nap.yaml" nap n1 "duration: 5s"
 run_in_background "$WORK/nap.yaml"
 run_pid=$RUN_PID
 id=$(submitted_id "$WORK/run.log")
@@ -27,10 +22,8 @@ wait_for_log "$WORK/run.log" "lost the connection to $ENDPOINT" 10
 sleep 1
 kill -0 "$run_pid" || fail "the client exited when its coordinator died: $(cat "$WORK/run.log")"
 
-"$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 \
-    >>"$WORK/coordinator2.log" 2>&1 &
-PIDS+=("$!")
-second_pid=$!
+serve_in_background "$WORK/coordinator2.log"
+second_pid=$COORD_PID
 wait_for_log "$WORK/coordinator2.log" "coordinator on"
 wait_for_log "$WORK/run.log" "reconnected to $ENDPOINT; following campaign $id again" 10
 status_of rc wait "$run_pid"
@@ -41,15 +34,9 @@ grep -q "campaign finished after" "$WORK/run.log" || fail "no end of progress: $
 pass "run --coordinator follows its campaign through kill -9 and restart of the coordinator (exit 0, summary)"
 
 # --- a coordinator that stays away ----------------------------------------------------------------
-cat >"$WORK/long.yaml" <<'YAML'
-name: long
-nodes: n1
-stages:
-  - {name: nap, workload: sleep, timeout: 1m, params: {duration: 30s}}
-YAML
-"$FLEETBURN" run --coordinator "$ENDPOINT" --wait 3s "$WORK/long.yaml" >/dev/null 2>"$WORK/wait.log" &
-run_pid=$!
-PIDS+=("$run_pid")
+nap_campaign "$WORK/long.yaml" long n1 "duration: 30s"
+run_in_background "$WORK/long.yaml" wait --wait 3s
+run_pid=$RUN_PID
 id=$(submitted_id "$WORK/wait.log")
 wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
 kill_hard "$second_pid"
@@ -66,24 +53,15 @@ pass "with the coordinator gone, run --wait 3s exits 3 after ${took}s saying how
 # --- a campaign that ended while the client was away -----------------------------------------------
 restart() { # starts the coordinator again on the same endpoint and database; sets COORD_PID
     : >"$WORK/coordinator3.log"
-    "$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 \
-        >>"$WORK/coordinator3.log" 2>&1 &
-    COORD_PID=$!
-    PIDS+=("$COORD_PID")
+    serve_in_background "$WORK/coordinator3.log"
     wait_for_log "$WORK/coordinator3.log" "coordinator on"
 }
 restart
 wait_for_log "$WORK/coordinator3.log" "agent n1 registered" 20
 "$FLEETBURN" cancel "$id" --coordinator "$ENDPOINT" >/dev/null # the long one, resumed: frees n1
-cat >"$WORK/short.yaml" <<'YAML'
-name: short
-nodes: n1
-stages:
-  - {name: nap, workload: sleep, timeout: 1m, params: {duration: 2s}}
-YAML
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/short.yaml" >/dev/null 2>"$WORK/away.log" &
-run_pid=$!
-PIDS+=("$run_pid")
+nap_campaign "$WORK/short.yaml" short n1 "duration: 2s"
+run_in_background "$WORK/short.yaml" away
+run_pid=$RUN_PID
 id=$(submitted_id "$WORK/away.log")
 wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
 kill -STOP "$run_pid"
@@ -98,9 +76,8 @@ grep -q "campaign $id finished while this client was away: pass" "$WORK/away.log
 pass "a client away while its campaign finished exits with its verdict (0)"
 
 # --- a campaign the restarted coordinator cannot resume ---------------------------------------------
-"$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/long.yaml" >/dev/null 2>"$WORK/broken.log" &
-run_pid=$!
-PIDS+=("$run_pid")
+run_in_background "$WORK/long.yaml" broken
+run_pid=$RUN_PID
 id=$(submitted_id "$WORK/broken.log")
 wait_for_log "$WORK/n1.log" "task $id/.*started sleep"
 kill_hard "$COORD_PID"

@@ -29,10 +29,8 @@ kill_hard "$first_pid"
 sleep 1
 
 : >"$WORK/coordinator.log"
-"$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 \
-    >>"$WORK/coordinator.log" 2>&1 &
-PIDS+=("$!")
-second_pid=$!
+serve_in_background "$WORK/coordinator.log"
+second_pid=$COORD_PID
 wait_for_log "$WORK/coordinator.log" "coordinator on"
 grep -q "resumed at stage 1 of 2" "$WORK/coordinator.log" || fail "campaign not resumed"
 wait_for_log "$WORK/coordinator.log" "agent n1 registered" 30
@@ -58,8 +56,7 @@ pass "every task has exactly one result; the timeline shows the restart"
 started=$(grep -c "started sleep" "$WORK/n1.log")
 "$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/two.yaml" >/dev/null 2>"$WORK/run2.log" &
 PIDS+=("$!")
-for i in $(seq 100); do [ "$(grep -c "started sleep" "$WORK/n1.log")" -gt "$started" ] && break; sleep 0.1; done
-[ "$(grep -c "started sleep" "$WORK/n1.log")" -gt "$started" ] || fail "second campaign did not start"
+wait_for_lines "$WORK/n1.log" "started sleep" $((started + 1)) 10 "second campaign did not start"
 kill_hard "$second_pid"
 : >"$WORK/coordinator.log"
 "$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/other.db" --heartbeat-ms 200 --liveness 5 \

@@ -6,10 +6,20 @@
 # agent killed afterwards is declared lost within the limit.
 . "$(dirname "$0")/lib.sh"
 
+# Stops the coordinator for SECONDS, lets it go on, and fails unless the campaign of the run in
+# the background ($RUN_PID) then passes.
+stall_until_run_ends() { # seconds
+    local rc
+    kill -STOP "$COORD_PID"
+    sleep "$1"
+    kill -CONT "$COORD_PID"
+    status_of rc wait "$RUN_PID"
+    [ $rc -eq 0 ] || fail "run exited $rc after a $1 s stall, expected 0"
+}
+
 start_coordinator
-for n in n1 n2 n3; do start_agent $n; done
-victim_pid=$AGENT_PID
-wait_registered n1 n2 n3
+start_agents n1 n2 n3
+victim_pid=$AGENT_PID # n3's
 
 cat >"$WORK/campaign.yaml" <<'YAML'
 name: stall
@@ -24,11 +34,7 @@ stages:
 YAML
 run_in_background "$WORK/campaign.yaml"
 for n in n1 n2 n3; do wait_for_log "$WORK/$n.log" "started sleep"; done
-kill -STOP "$COORD_PID"
-sleep 6
-kill -CONT "$COORD_PID"
-status_of rc wait "$RUN_PID"
-[ $rc -eq 0 ] || fail "run exited $rc after a 6 s stall, expected 0"
+stall_until_run_ends 6
 grep -E "agent n[0-9] lost|verdict lost" "$WORK/coordinator.log" && fail "an agent was declared lost"
 grep -q "loop did not run for" "$WORK/coordinator.log" || fail "the coordinator did not notice its stall"
 "$FLEETBURN" report --db "$WORK/fb.db" --format json >"$WORK/report.json"
@@ -50,23 +56,15 @@ stages:
 YAML
 run_in_background "$WORK/campaign30.yaml" run30
 for n in n1 n2 n3; do
-    for i in $(seq 200); do [ "$(grep -c "started sleep" "$WORK/$n.log")" -ge 3 ] && break; sleep 0.1; done
-    [ "$(grep -c "started sleep" "$WORK/$n.log")" -ge 3 ] || fail "$n did not start the third task"
+    wait_for_lines "$WORK/$n.log" "started sleep" 3 20 "$n did not start the third task"
 done
 sleep 0.3
-kill -STOP "$COORD_PID"
-sleep 30
-kill -CONT "$COORD_PID"
-status_of rc wait "$RUN_PID"
-[ $rc -eq 0 ] || fail "run exited $rc after a 30 s stall, expected 0"
+stall_until_run_ends 30
 grep -E "agent n[0-9] lost" "$WORK/coordinator.log" && fail "an agent was declared lost after 30 s"
 grep -q "no result within the stage deadline" "$WORK/coordinator.log" && fail "a task timed out"
 pass "30 s coordinator stall past the stage deadline: no agent or task lost, campaign passed"
 
 # A real loss is still a loss: n3 killed, declared lost within liveness x heartbeat (1 s) plus a
 # margin for the timer and a loaded machine.
-start=$(date +%s%N)
-kill -KILL "$victim_pid"
-wait_for_log "$WORK/coordinator.log" "agent n3 lost" 5
-ms=$((($(date +%s%N) - start) / 1000000))
+ms=$(ms_until_lost n3 "$victim_pid")
 pass "a killed agent was declared lost after ${ms} ms"

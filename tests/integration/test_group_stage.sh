@@ -14,11 +14,8 @@
 . "$(dirname "$0")/lib.sh"
 
 # --- 1 and 2: group and pair rounds ------------------------------------------------------------
-cat >"$WORK/fabric.topo" <<'TOPO'
-leaf01: local-[0-1]
-leaf02: local-[2-3]
-spine01: leaf[01-02]
-TOPO
+# two leaves of two nodes (local-0 ... local-3) under one spine
+leaf_spine_topo local- 2 2 1 1 >"$WORK/fabric.topo"
 cat >"$WORK/campaign.yaml" <<'YAML'
 name: group-stage
 stages:

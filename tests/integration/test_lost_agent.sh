@@ -5,9 +5,8 @@
 . "$(dirname "$0")/lib.sh"
 
 start_coordinator
-for n in n1 n2 n3; do start_agent $n; done
-victim_pid=$AGENT_PID
-wait_registered n3 n1 n2
+start_agents n1 n2 n3
+victim_pid=$AGENT_PID # n3's
 
 cat >"$WORK/campaign.yaml" <<'YAML'
 name: lost-agent

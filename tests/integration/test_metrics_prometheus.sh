@@ -75,11 +75,16 @@ start_agent a1
 start_agent a2
 TOKEN=$(cat "$WORK/token")
 get() { curl -s -H "Authorization: Bearer $TOKEN" "$@"; }
-for i in $(seq 1 100); do
-    get "http://127.0.0.1:$HTTP_PORT/metrics" | grep -q '^fleetburn_agents_connected 2$' && break
-    [ $i -eq 100 ] && fail "fleetburn_agents_connected never reached 2"
-    sleep 0.1
-done
+# Polls /metrics every 0.1 s until a line matches PATTERN (grep -E); fails with WHAT after TRIES.
+wait_metric() { # pattern tries what
+    local i
+    for i in $(seq 1 "$2"); do
+        get "http://127.0.0.1:$HTTP_PORT/metrics" | grep -qE "$1" && return 0
+        sleep 0.1
+    done
+    fail "$3"
+}
+wait_metric '^fleetburn_agents_connected 2$' 100 "fleetburn_agents_connected never reached 2"
 get "http://127.0.0.1:$HTTP_PORT/metrics" >"$WORK/metrics.txt"
 promtool check metrics <"$WORK/metrics.txt" >"$WORK/promtool.out" 2>&1 || fail "promtool check metrics: $(cat "$WORK/promtool.out")"
 grep -q "^fleetburn_node_last_failed{node=\"local-1\"} 1$" "$WORK/metrics.txt" || fail "local-1's last result failed"
@@ -122,21 +127,14 @@ YAML
 "$FLEETBURN" run --coordinator "$ENDPOINT" "$WORK/nap.yaml" >"$WORK/nap.out" 2>"$WORK/nap.log" &
 NAP_PID=$!
 PIDS+=($NAP_PID)
-for i in $(seq 1 100); do
-    get "http://127.0.0.1:$HTTP_PORT/metrics" | grep -q '^fleetburn_campaigns_running 1$' && break
-    [ $i -eq 100 ] && fail "fleetburn_campaigns_running never reached 1"
-    sleep 0.1
-done
+wait_metric '^fleetburn_campaigns_running 1$' 100 "fleetburn_campaigns_running never reached 1"
 running=$(get "http://127.0.0.1:$HTTP_PORT/metrics" | sed -n 's/^fleetburn_campaign_info{campaign="\([^"]*\)",name="live-nap",state="running".*/\1/p')
 [ -n "$running" ] || fail "the running campaign is not in fleetburn_campaign_info"
 get "http://127.0.0.1:$HTTP_PORT/" | grep -q "href=\"campaigns/$running\"" || fail "the index does not list the running campaign"
 # Telemetry of the running campaign (the sleep workload's progress; 10 s buckets, so the first one
 # is stored within the 12 s the nap lasts).
-for i in $(seq 1 150); do
-    get "http://127.0.0.1:$HTTP_PORT/metrics" | grep -qE '^fleetburn_telemetry\{node="a1",device="",quantity="sleep.elapsed_ms",unit="ms"\} [0-9.e+]+$' && break
-    [ $i -eq 150 ] && fail "no telemetry gauge of a1 while the campaign runs"
-    sleep 0.1
-done
+wait_metric '^fleetburn_telemetry\{node="a1",device="",quantity="sleep.elapsed_ms",unit="ms"\} [0-9.e+]+$' 150 \
+    "no telemetry gauge of a1 while the campaign runs"
 get "http://127.0.0.1:$HTTP_PORT/campaigns/$running" >"$WORK/running.html"
 grep -q 'id="campaign-verdict">running<' "$WORK/running.html" || fail "the live view does not say running"
 grep -q 'http-equiv="refresh"' "$WORK/running.html" || fail "the live view of a running campaign does not reload"

@@ -155,10 +155,7 @@ registrations() { grep -c "agent $1 registered" "$WORK/coordinator.log" || true;
 before=$(registrations n1)
 before2=$(registrations n2)
 kill_hard "$COORD_PID"
-"$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 --keys "$K" \
-    >>"$WORK/coordinator.log" 2>&1 &
-COORD_PID=$!
-PIDS+=("$COORD_PID")
+serve_in_background "$WORK/coordinator.log" --keys "$K"
 for _ in $(seq 1 200); do [ "$(registrations n1)" -gt "$before" ] && [ "$(registrations n2)" -gt "$before2" ] && break; sleep 0.1; done
 [ "$(registrations n1)" -gt "$before" ] || fail "n1 did not register with the restarted coordinator"
 [ "$(registrations n2)" -gt "$before2" ] || fail "n2 did not register with the restarted coordinator"

@@ -23,7 +23,6 @@ if ! command -v chromium >/dev/null; then
     exit 77
 fi
 CHECK="python3 $FB_SRC/tests/integration/html_check.py --profile $WORK/chromium-profile"
-SIMFLEET="$FB_BIN/bin/fleetburn-simfleet"
 export TMPDIR="$WORK"
 
 # --- a local campaign with a failing node --------------------------------------------------------
@@ -179,12 +178,9 @@ stages:
     bisect_prior: node-local
 YAML
 printf 'seed: 21\nfalse_fail_rate: 0\nfaults:\n  - {node: sim-17, kind: hard}\n' >"$WORK/pairs-faults.yaml"
-set +e
-"$SIMFLEET" --agents 32 --faults "$WORK/pairs-faults.yaml" --campaign "$WORK/pairs.yaml" \
-    --report-json "$WORK/pairs.json" --db "$WORK/pairs.db" --delay-ms 0-5 >"$WORK/pairs.out" 2>"$WORK/pairs.log"
-rc=$?
-set -e
-[ $rc -eq 1 ] || fail "simfleet bisect exited $rc, expected 1"
+run_simfleet pairs --agents 32 --faults "$WORK/pairs-faults.yaml" --campaign "$WORK/pairs.yaml" \
+    --db "$WORK/pairs.db" --delay-ms 0-5
+[ $SIM_RC -eq 1 ] || fail "simfleet bisect exited $SIM_RC, expected 1"
 "$FLEETBURN" report --db "$WORK/pairs.db" --format html >"$WORK/pairs.html"
 $CHECK --expect diagnosis,replace,fleet-heatmap,outliers,timeline-svg --screenshot "$WORK/pairs.png" \
     "$WORK/pairs.html" || fail "bisect report"
@@ -212,12 +208,9 @@ pass "simfleet bisect: the report names sim-17 with its evidence; its cleared pa
 # --- 1024 nodes: small and readable --------------------------------------------------------------
 cp "$FB_SRC/tests/fixtures/campaigns/sim-memtest-netbw.yaml" "$WORK/big.yaml"
 printf 'seed: 7\nfalse_fail_rate: 0\nfaults:\n  - {node: sim-0777, kind: hard}\n' >"$WORK/big-faults.yaml"
-set +e
-"$SIMFLEET" --agents 1024 --faults "$WORK/big-faults.yaml" --campaign "$WORK/big.yaml" \
-    --report-json "$WORK/big.json" --db "$WORK/big.db" --delay-ms 0-5 >"$WORK/big.out" 2>"$WORK/big.log"
-rc=$?
-set -e
-[ $rc -eq 1 ] || fail "simfleet 1024 exited $rc, expected 1"
+run_simfleet big --agents 1024 --faults "$WORK/big-faults.yaml" --campaign "$WORK/big.yaml" \
+    --db "$WORK/big.db" --delay-ms 0-5
+[ $SIM_RC -eq 1 ] || fail "simfleet 1024 exited $SIM_RC, expected 1"
 "$FLEETBURN" report --db "$WORK/big.db" --format html >"$WORK/big.html"
 size=$(stat -c %s "$WORK/big.html")
 [ "$size" -lt 1000000 ] || fail "the 1024-node report is $size bytes (1 MB at most)"

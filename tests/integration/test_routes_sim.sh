@@ -10,7 +10,6 @@
 # fabric is refused before anything runs.
 . "$(dirname "$0")/lib.sh"
 
-SIMFLEET="$FB_BIN/bin/fleetburn-simfleet"
 FIX="$FB_SRC/tests/fixtures"
 export TMPDIR="$WORK"
 
@@ -19,14 +18,8 @@ export TMPDIR="$WORK"
 rename() { python3 -c '
 import re, sys
 print(re.sub(r"node(\d\d)", lambda m: "sim-%02d" % (int(m.group(1)) - 1), open(sys.argv[1]).read()), end="")' "$1"; }
-cat >"$WORK/fabric.topo" <<'TOPO'
-leaf01: sim-[00-03]
-leaf02: sim-[04-07]
-leaf03: sim-[08-11]
-leaf04: sim-[12-15]
-spine01: leaf[01-04]
-spine02: leaf[01-04]
-TOPO
+# four leaves of four nodes under two spines
+leaf_spine_topo sim- 4 4 2 2 >"$WORK/fabric.topo"
 rename "$FIX/routes/fabric-2s4l16n.routes" >"$WORK/fabric.routes"
 rename "$FIX/routes/fabric-2s4l16n-fdbs.routes" >"$WORK/fabric-fdbs.routes"
 
@@ -57,12 +50,8 @@ YAML
 simfleet() { # name [more args]
     local name=$1
     shift
-    set +e
-    "$SIMFLEET" --agents 16 --faults "$WORK/faults.yaml" --campaign "$WORK/$name.yaml" \
-        --topology "$WORK/fabric.topo" --routes "$WORK/fabric.routes" \
-        --report-json "$WORK/$name.json" --delay-ms "${DELAY:-0-5}" "$@" >"$WORK/$name.out" 2>"$WORK/$name.log"
-    SIM_RC=$?
-    set -e
+    run_simfleet "$name" --agents 16 --faults "$WORK/faults.yaml" --campaign "$WORK/$name.yaml" \
+        --topology "$WORK/fabric.topo" --routes "$WORK/fabric.routes" --delay-ms "${DELAY:-0-5}" "$@"
 }
 
 bad_parts() { json_q "$WORK/$1.json" 'sorted(b["part"] for b in d["diagnosis"]["bad"])'; }

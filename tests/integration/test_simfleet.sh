@@ -30,11 +30,10 @@ faults:
   - {node: sim-17, kind: hard}
 YAML
 
-status_of rc "$SIMFLEET" --agents 64 --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
-    --report-json "$WORK/report.json" --stats "$WORK/stats.txt" --keep >"$WORK/sim.out" 2>"$WORK/sim.log"
-collect_simfleet_logs
-[ $rc -eq 1 ] || fail "simfleet exited $rc, expected 1 (a task failed)"
-grep -q "64 agents registered" "$WORK/sim.log" || fail "no registration line"
+run_simfleet report --agents 64 --faults "$WORK/faults.yaml" --campaign "$WORK/campaign.yaml" \
+    --stats "$WORK/stats.txt" --keep
+[ $SIM_RC -eq 1 ] || fail "simfleet exited $SIM_RC, expected 1 (a task failed)"
+grep -q "64 agents registered" "$WORK/report.log" || fail "no registration line"
 
 # Valid JSON, the whole campaign, and the node-local stage failing exactly sim-17.
 json_q "$WORK/report.json" 'd["format"]' | grep -qx fleetburn-report || fail "not a report"
@@ -60,11 +59,8 @@ grep -q "^stage.pairs.sim_s=10$" "$WORK/stats.txt" || fail "simulated time of th
 pass "every pair with sim-17 failed and no other; healthy pairs measure 100 Gb/s"
 
 # A hard uplink on a two-leaf fabric: exactly the pairs that cross leaves fail.
-cat >"$WORK/fabric.topo" <<'TOPO'
-leaf01: sim-[00-07]
-leaf02: sim-[08-15]
-spine01: leaf[01-02]
-TOPO
+# sim-00 ... sim-07 and sim-08 ... sim-15 under one spine
+leaf_spine_topo sim- 2 8 1 2 >"$WORK/fabric.topo"
 cat >"$WORK/link.yaml" <<'YAML'
 faults:
   - {link: leaf02<->spine01, kind: hard}
@@ -78,11 +74,9 @@ stages:
     scope: pairs
     rounds: 3
 YAML
-status_of rc "$SIMFLEET" --agents 16 --topology "$WORK/fabric.topo" --faults "$WORK/link.yaml" \
-    --campaign "$WORK/pairs.yaml" --report-json "$WORK/link.json" --delay-ms 0-5 --keep \
-    >"$WORK/sim2.out" 2>"$WORK/sim2.log"
-collect_simfleet_logs
-[ $rc -eq 1 ] || fail "link run exited $rc, expected 1"
+run_simfleet link --agents 16 --topology "$WORK/fabric.topo" --faults "$WORK/link.yaml" \
+    --campaign "$WORK/pairs.yaml" --delay-ms 0-5 --keep
+[ $SIM_RC -eq 1 ] || fail "link run exited $SIM_RC, expected 1"
 wrong=$(json_q "$WORK/link.json" '[t["nodes"] for t in d["stages"][0]["tasks"]
     if (t["verdict"] == "pass") != (len({int(n[4:]) // 8 for n in t["nodes"]}) == 1)]')
 [ "$wrong" = "[]" ] || fail "link fault judged wrongly: $wrong"
@@ -92,10 +86,8 @@ pass "a hard leaf02<->spine01 failed exactly the $crossing cross-leaf pairs"
 
 # Names take the width of N-1: sim-0 ... sim-9 for ten agents; a healthy fleet exits 0.
 printf 'faults: []\n' >"$WORK/none.yaml"
-"$SIMFLEET" --agents 10 --faults "$WORK/none.yaml" --campaign "$WORK/campaign.yaml" \
-    --report-json "$WORK/ten.json" --delay-ms 0 --keep >"$WORK/sim3.out" 2>"$WORK/sim3.log" \
-    || { collect_simfleet_logs; fail "a healthy fleet did not pass"; }
-collect_simfleet_logs
+run_simfleet ten --agents 10 --faults "$WORK/none.yaml" --campaign "$WORK/campaign.yaml" --delay-ms 0 --keep
+[ $SIM_RC -eq 0 ] || fail "a healthy fleet did not pass"
 names=$(json_q "$WORK/ten.json" 'sorted(t["nodes"][0] for t in d["stages"][0]["tasks"])')
 [ "$names" = "['sim-0', 'sim-1', 'sim-2', 'sim-3', 'sim-4', 'sim-5', 'sim-6', 'sim-7', 'sim-8', 'sim-9']" ] \
     || fail "names were $names"

@@ -12,13 +12,8 @@
 export TMPDIR="$WORK"
 
 # Keys: the coordinator's; one agent key for sim-[000-127] (a nodes: line); an operator key.
+make_fleet_keys "sim-[000-127]"
 K="$WORK/keys"
-mkdir -p "$K/agents" "$K/operators"
-"$FLEETBURN" keygen "$K/coordinator" >/dev/null
-"$FLEETBURN" keygen "$WORK/sim-agent" >/dev/null
-"$FLEETBURN" keygen "$WORK/operator" >/dev/null
-{ cat "$WORK/sim-agent.pub"; echo "nodes: sim-[000-127]"; } >"$K/agents/sim.pub"
-mv "$WORK/operator.pub" "$K/operators/op.pub"
 
 CAMPAIGN="$FB_SRC/tests/fixtures/campaigns/sim-scale.yaml"
 cat >"$WORK/faults.yaml" <<'YAML'
@@ -33,7 +28,7 @@ start_coordinator --keys "$K" --max-connections-per-address 0 --io-threads 2
 grep -q "2 ZeroMQ I/O threads" "$WORK/coordinator.log" || fail "the coordinator did not announce 2 I/O threads"
 io_threads=$(cat /proc/"$COORD_PID"/task/*/comm 2>/dev/null | grep -c '^ZMQbg/IO/') || true
 [ "$io_threads" = 2 ] || fail "the coordinator runs $io_threads ZeroMQ I/O threads, not 2"
-KEYS=(--key "$WORK/sim-agent" --server-key "$K/coordinator.pub")
+KEYS=(--key "$WORK/agent.key" --server-key "$K/coordinator.pub")
 
 # The agent-only half, starting its agents 16 at a time (--connect-window).
 "$SIMFLEET" --coordinator "$ENDPOINT" "${KEYS[@]}" --agents 64 --first 0 --fleet 128 \
@@ -43,7 +38,7 @@ A_PID=$!
 PIDS+=("$A_PID")
 
 # The submitting half: waits for the whole fleet in the coordinator's database, then submits.
-status_of rc timeout 120 "$SIMFLEET" --coordinator "$ENDPOINT" "${KEYS[@]}" --operator-key "$WORK/operator" \
+status_of rc timeout 120 "$SIMFLEET" --coordinator "$ENDPOINT" "${KEYS[@]}" --operator-key "$WORK/operator.key" \
     --agents 64 --first 64 --fleet 128 --faults "$WORK/faults.yaml" --delay-ms 0-5 \
     --campaign "$CAMPAIGN" --db "$WORK/fb.db" --coordinator-pid "$COORD_PID" \
     --report-json "$WORK/report.json" --stats "$WORK/b.stats" >"$WORK/b.out" 2>"$WORK/b.log"
@@ -93,7 +88,7 @@ F=(--faults "$WORK/faults.yaml")
 expect_simfleet_usage "--first + --agents is more than --fleet" --coordinator "$ENDPOINT" --agents 64 \
     --first 100 --fleet 128 "${F[@]}" --no-submit
 expect_simfleet_usage "--key and --server-key go together" --coordinator "$ENDPOINT" --agents 4 \
-    --key "$WORK/sim-agent" "${F[@]}" --no-submit
+    --key "$WORK/agent.key" "${F[@]}" --no-submit
 expect_simfleet_usage "--no-submit runs agents only" --coordinator "$ENDPOINT" --agents 4 "${F[@]}" \
     --no-submit --campaign "$CAMPAIGN"
 expect_simfleet_usage "--db (the database of the coordinator" --coordinator "$ENDPOINT" --agents 4 \

@@ -9,28 +9,14 @@
 # on.
 . "$(dirname "$0")/lib.sh"
 
-SIMFLEET="$FB_BIN/bin/fleetburn-simfleet"
 export TMPDIR="$WORK"
-
-collect_logs() {
-    for d in "$WORK"/fleetburn-simfleet-*; do
-        [ -d "$d" ] || continue
-        cat "$d/coordinator.log" >>"$WORK/coordinator.log" 2>/dev/null || true
-        rm -rf "$d"
-    done
-}
 
 # run NAME AGENTS FAULTS CAMPAIGN [simfleet options]: the report in $WORK/NAME.json; exit 0 or 1
 run() {
     local name=$1 agents=$2 faults=$3 campaign=$4
     shift 4
-    set +e
-    "$SIMFLEET" --agents "$agents" --faults "$faults" --campaign "$campaign" \
-        --report-json "$WORK/$name.json" --keep "$@" >"$WORK/$name.out" 2>"$WORK/$name.log"
-    local rc=$?
-    set -e
-    collect_logs
-    [ $rc -le 1 ] || fail "$name: simfleet exited $rc"
+    run_simfleet "$name" --agents "$agents" --faults "$faults" --campaign "$campaign" --keep "$@"
+    [ $SIM_RC -le 1 ] || fail "$name: simfleet exited $SIM_RC"
 }
 
 cat >"$WORK/pairs.yaml" <<'YAML'
@@ -65,14 +51,8 @@ wrong=$(json_q "$WORK/lost.json" '[t["id"] for t in d["stages"][0]["tasks"]
 pass "lost results: $timeouts task(s) timed out at the deadline, every other task passed"
 
 # --- lognormal noise and a hard leaf ------------------------------------------------------------
-cat >"$WORK/fabric.topo" <<'TOPO'
-leaf01: sim-[00-07]
-leaf02: sim-[08-15]
-leaf03: sim-[16-23]
-leaf04: sim-[24-31]
-spine01: leaf[01-04]
-spine02: leaf[01-04]
-TOPO
+# four leaves of eight nodes (sim-00 ... sim-31) under two spines
+leaf_spine_topo sim- 4 8 2 2 >"$WORK/fabric.topo"
 cat >"$WORK/leaf.yaml" <<'YAML'
 seed: 11
 noise: {dist: lognormal, sigma: 0.05}

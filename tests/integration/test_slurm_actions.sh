@@ -168,10 +168,7 @@ kill -KILL "$COORD_PID"
 wait "$COORD_PID" 2>/dev/null || true
 scontrol update NodeName=fb-n3 State=RESUME
 slurm_wait '[ "$(slurm_state fb-n3)" = idle ]' 10
-"$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 \
-    --slurm-bin "$SLURM_BIN" >>"$WORK/coordinator.log" 2>&1 &
-COORD_PID=$!
-PIDS+=("$COORD_PID")
+serve_in_background "$WORK/coordinator.log" --slurm-bin "$SLURM_BIN"
 status_of rc wait "$RUN_PID"
 [ $rc -eq 0 ] || { cat "$WORK/restart.err" >&2; fail "the resumed campaign exited $rc"; }
 ID=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/restart.err")
@@ -222,10 +219,7 @@ done
 sleep 1
 kill -KILL "$COORD_PID"
 wait "$COORD_PID" 2>/dev/null || true
-"$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 \
-    --slurm-bin "$SLURM_BIN" >>"$WORK/coordinator.log" 2>&1 &
-COORD_PID=$!
-PIDS+=("$COORD_PID")
+serve_in_background "$WORK/coordinator.log" --slurm-bin "$SLURM_BIN"
 status_of rc wait "$RUN_PID"
 [ $rc -eq 0 ] || { cat "$WORK/dies.err" >&2; fail "the campaign whose coordinator died exited $rc"; }
 ID=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/dies.err")

@@ -13,6 +13,13 @@ mkdir -p "$WORK/disk"
 mount -t tmpfs -o size=16m tmpfs "$WORK/disk" 2>/dev/null || { echo "skip: cannot mount a tmpfs"; exit 77; }
 test_cleanup() { umount -l "$WORK/disk" 2>/dev/null; }
 
+# Waits up to SECONDS for the run in the background ($RUN_PID) to end and puts its exit status
+# into rc.
+run_status_within() { # seconds
+    timeout "$1" tail --pid="$RUN_PID" -f /dev/null || true
+    status_of rc wait "$RUN_PID"
+}
+
 port=$(free_port)
 ENDPOINT="tcp://127.0.0.1:$port"
 "$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/disk/fb.db" --heartbeat-ms 200 --liveness 5 \
@@ -48,11 +55,7 @@ pass "store full: the campaign is held, the result stays in the agent's spool"
 
 rm -f "$WORK/disk/fill"
 wait_for_log "$WORK/coordinator.log" "takes writes again" 20
-set +e
-timeout 60 tail --pid="$RUN_PID" -f /dev/null
-wait "$RUN_PID"
-rc=$?
-set -e
+run_status_within 60
 [ $rc -eq 0 ] || fail "run exited $rc after the store recovered: $(tail -3 "$WORK/run.log")"
 python3 - "$WORK/disk/fb.db" <<'PY' || fail "the store after the recovery is wrong"
 import sqlite3, sys
@@ -86,17 +89,12 @@ stages:
 YAML
 run_in_background "$WORK/long.yaml" run2
 started=$(grep -c "started sleep" "$WORK/n1.log")
-for i in $(seq 200); do [ "$(grep -c "started sleep" "$WORK/n1.log")" -gt "$started" ] && break; sleep 0.1; done
-[ "$(grep -c "started sleep" "$WORK/n1.log")" -gt "$started" ] || fail "the second campaign's task did not start"
+wait_for_lines "$WORK/n1.log" "started sleep" $((started + 1)) 20 "the second campaign's task did not start"
 dd if=/dev/zero of="$WORK/disk/fill" bs=16k >/dev/null 2>&1 || true
 # Something must be written for the failure to show: the agent's progress or a heartbeat's
 # last-seen; the task's own start is already stored.
 wait_for_log "$WORK/coordinator.log" "cannot write to the database" 30
-set +e
-timeout 30 tail --pid="$RUN_PID" -f /dev/null
-wait "$RUN_PID"
-rc=$?
-set -e
+run_status_within 30
 [ $rc -eq 3 ] || fail "run exited $rc while the store stayed full, expected 3"
 grep -qE "cannot write to the database $WORK/disk/fb.db for 3(\.0)?s" "$WORK/run2.log" \
     || fail "run does not name the database and the limit: $(cat "$WORK/run2.log")"
