@@ -86,8 +86,11 @@ PY
 }
 
 # --- a build without libcurl refuses webhooks, saying why --------------------------------------
+# The port is picked before the probe starts: a background subshell still running free_port
+# when the probe is killed would run lib.sh's exit trap, which removes $WORK.
+probe_port=$(free_port)
 set +e
-"$FLEETBURN" serve --bind "tcp://127.0.0.1:$(free_port)" --db "$WORK/probe.db" --webhook-allow \
+"$FLEETBURN" serve --bind "tcp://127.0.0.1:$probe_port" --db "$WORK/probe.db" --webhook-allow \
     127.0.0.1 >"$WORK/probe.log" 2>&1 &
 probe=$!
 PIDS+=("$probe")
@@ -182,8 +185,7 @@ started=$(grep -c "started sleep" "$WORK/n1.log" || true)
 PIDS+=("$!")
 wait_for_log "$WORK/cancelled.err" "submitted .* as "
 cid=$(sed -n 's/^submitted .* as \([^ ]*\) to .*/\1/p' "$WORK/cancelled.err")
-for _ in $(seq 200); do [ "$(grep -c "started sleep" "$WORK/n1.log")" -gt "$started" ] && break; sleep 0.05; done
-[ "$(grep -c "started sleep" "$WORK/n1.log")" -gt "$started" ] || fail "the campaign to cancel did not start"
+wait_for_lines "$WORK/n1.log" "started sleep" $((started + 1)) 10 "the campaign to cancel did not start"
 "$FLEETBURN" cancel "$cid" --coordinator "$ENDPOINT" --reason "webhook test" >/dev/null
 wait_posts cancel 1 20
 python3 - "$WORK/cancel.jsonl" "$cid" <<'PY' || fail "the alert of a cancelled campaign is wrong"
@@ -205,10 +207,7 @@ wait_for_log "$WORK/coordinator.log" "attempt 1 of 2 failed: HTTP 503; next atte
 kill_hard "$COORD_PID"
 [ "$(posts restart)" -eq 1 ] || fail "the receiver had $(posts restart) posts before the kill, expected 1"
 mv "$WORK/coordinator.log" "$WORK/coordinator-killed.log"
-"$FLEETBURN" serve --bind "$ENDPOINT" --db "$WORK/fb.db" --heartbeat-ms 200 --liveness 5 \
-    --webhook-allow 127.0.0.1 >>"$WORK/coordinator.log" 2>&1 &
-COORD_PID=$!
-PIDS+=("$COORD_PID")
+serve_in_background "$WORK/coordinator.log" --webhook-allow 127.0.0.1
 wait_for_log "$WORK/coordinator.log" "coordinator on"
 grep -q "1 webhook alert(s) wait in the database" "$WORK/coordinator.log" \
     || fail "the restarted coordinator does not see the pending alert"
