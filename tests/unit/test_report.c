@@ -144,6 +144,28 @@ static void test_json_fields(void **state)
     assert_int_equal(s_check_json(fx, "c1", checks), 0);
 }
 
+/* The text report of a campaign (report_write_text must succeed), as a heap string. */
+static char *s_text_report(store_t *store, const char *campaign_id)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    assert_int_equal(report_write_text(store, campaign_id, mem), 0);
+    fclose(mem);
+    return text;
+}
+
+/* The nodes report (report_write_nodes must succeed), as a heap string. */
+static char *s_nodes_report(store_t *store)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    assert_int_equal(report_write_nodes(store, mem), 0);
+    fclose(mem);
+    return text;
+}
+
 static void test_json_hostile_strings(void **state)
 {
     if (!s_have_python())
@@ -175,11 +197,7 @@ static void test_json_hostile_strings(void **state)
     assert_int_equal(s_check_json(fx, hostile, checks), 0);
 
     /* The text report keeps control characters off the terminal. */
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    assert_int_equal(report_write_text(fx->store, hostile, mem), 0);
-    fclose(mem);
+    char *text = s_text_report(fx->store, hostile);
     assert_null(strchr(text, '\x1b'));
     assert_null(strchr(text, '\x01'));
     assert_non_null(strstr(text, "RUNNING"));
@@ -213,11 +231,7 @@ static void test_text_report(void **state)
 {
     fixture_t *fx = *state;
     s_campaign(fx->store);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    assert_int_equal(report_write_text(fx->store, "c1", mem), 0);
-    fclose(mem);
+    char *text = s_text_report(fx->store, "c1");
     const char *expect[] = {"c1  nightly",
                             "FAIL (finished)",
                             "1m30s",
@@ -241,11 +255,7 @@ static void test_text_report(void **state)
 static void test_nodes_report(void **state)
 {
     fixture_t *fx = *state;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    assert_int_equal(report_write_nodes(fx->store, mem), 0);
-    fclose(mem);
+    char *text = s_nodes_report(fx->store);
     assert_non_null(strstr(text, "no agent"));
     free(text);
 
@@ -254,9 +264,7 @@ static void test_nodes_report(void **state)
         store_agent_upsert(fx->store, "node-a", "alive", "8x H200 \x1b[2J", "{}", now - 5000), 0);
     assert_int_equal(store_agent_upsert(fx->store, "node-b", "alive", NULL, NULL, now - 90000), 0);
     assert_int_equal(store_agent_set_state(fx->store, "node-b", "lost", now - 60000), 0);
-    mem = open_memstream(&text, &len);
-    assert_int_equal(report_write_nodes(fx->store, mem), 0);
-    fclose(mem);
+    text = s_nodes_report(fx->store);
     assert_non_null(strstr(text, "LAST SEEN"));
     assert_non_null(strstr(text, "node-a"));
     assert_non_null(strstr(text, "8x H200 ?[2J"));
@@ -333,11 +341,7 @@ static void test_fleet_software(void **state)
                          "assert v == {'570.10': ['node-b'], '580.95': ['node-a']}, v\n"
                          "assert sw['kernel']['versions'][0]['nodes'] == ['node-a', 'node-b']\n"),
             0);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    assert_int_equal(report_write_text(fx->store, "c1", mem), 0);
-    fclose(mem);
+    char *text = s_text_report(fx->store, "c1");
     assert_non_null(strstr(text, "software that differs across nodes"));
     assert_non_null(strstr(text, "nvidia_driver: 570.10 on node-b; 580.95 on node-a"));
     assert_null(strstr(text, "kernel:"));
