@@ -3,6 +3,8 @@
  * RFC 4180 (a field with a comma, a quote or a line break in double quotes, quotes doubled, CRLF
  * line ends) and JUnit escaping (markup in a finding escaped, control characters XML cannot hold
  * replaced), on a real store. */
+#include "store_fixture.h"
+
 #include "report.h"
 #include "store.h"
 #include "util.h"
@@ -33,13 +35,20 @@ static store_t *s_store_with_result(void)
     assert_int_equal(store_stage_create(st, "c1", 0, "gpu", "gpuburn", NULL, "continue", 0, &stage), 0);
     const char *nodes[] = {"n1"};
     assert_int_equal(store_task_create(st, "c1/0/n1", "c1", stage, nodes, 1, 1000), 0);
-    fb_result_t *r = fb_result_new();
-    fb_result_set_ids(r, "c1/0/n1", "c1/0/n1", "n1");
-    r->verdict = FB_VERDICT_FAIL;
-    fb_result_add_metric(r, "gpu0.tflops", 650.5, "a,\"b\"\nc");
-    fb_result_add_finding(r, "n1/gpu0", "gpu", "gpu0 <slow> & \"hot\"\x01 at 91 C");
-    assert_int_equal(store_result_insert(st, r, 2000), 0);
-    fb_result_destroy(&r);
+    store_fixture_result_t res = {
+        .result_id = "c1/0/n1",
+        .task_id = "c1/0/n1",
+        .node = "n1",
+        .verdict = FB_VERDICT_FAIL,
+        .stored_ms = 2000,
+        .metric = "gpu0.tflops",
+        .value = 650.5,
+        .unit = "a,\"b\"\nc",
+        .part = "n1/gpu0",
+        .kind = "gpu",
+        .what = "gpu0 <slow> & \"hot\"\x01 at 91 C",
+    };
+    store_fixture_result(st, &res);
     return st;
 }
 

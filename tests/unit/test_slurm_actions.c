@@ -186,13 +186,20 @@ static void test_outcome_parts(void **state)
     assert_int_equal(store_task_create(s, "c1/1/diagnosis", "c1", net, pair, 2, 6000), 0);
     s_result(s, "c1/1/diagnosis/up", "c1/1/diagnosis", "leaf01", FB_VERDICT_FAIL,
              "leaf01<->spine01", "link", "slow uplink");
-    fb_result_t *r = fb_result_new();
-    fb_result_set_ids(r, "c1/1/diagnosis/n6", "c1/1/diagnosis", "n6");
-    r->verdict = FB_VERDICT_FAIL;
-    fb_result_add_metric(r, "undecided", 1, "");
-    fb_result_add_finding(r, "n6", "node", "undecided after 12 rounds");
-    assert_int_equal(store_result_insert(s, r, 6000), 0);
-    fb_result_destroy(&r);
+    store_fixture_result_t res = {
+        .result_id = "c1/1/diagnosis/n6",
+        .task_id = "c1/1/diagnosis",
+        .node = "n6",
+        .verdict = FB_VERDICT_FAIL,
+        .stored_ms = 6000,
+        .metric = "undecided",
+        .value = 1,
+        .unit = "",
+        .part = "n6",
+        .kind = "node",
+        .what = "undecided after 12 rounds",
+    };
+    store_fixture_result(s, &res);
     s_result(s, "c1/1/diagnosis/n1", "c1/1/diagnosis", "n1", FB_VERDICT_PASS, "n1", "node",
              "cleared");
     assert_int_equal(store_stage_finish(s, net, FB_VERDICT_FAIL, 7000), 0);
