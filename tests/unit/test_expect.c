@@ -266,6 +266,15 @@ static void test_check_matching_node(void **state)
     s_check_is("expect: {gpus: 0, memory: 512GiB, ib_ports: 0}\n", &cpu, NULL, "");
 }
 
+/* Every GPU of f named `model`. */
+static void s_set_models(fb_node_facts_t *f, const char *model)
+{
+    for (size_t i = 0; i < f->n_gpus; i++) {
+        free(f->gpus[i].model);
+        f->gpus[i].model = xstrdup(model);
+    }
+}
+
 static void test_check_mismatches(void **state)
 {
     (void)state;
@@ -308,21 +317,16 @@ static void test_check_mismatches(void **state)
                "pcie: expected gen5x16, found gen5x8 on gpu[4-5] [gpu017]");
 
     /* every GPU alike: one line naming the node; no management library: said so */
-    for (size_t i = 0; i < f.n_gpus; i++) {
-        free(f.gpus[i].model);
-        f.gpus[i].model = xstrdup("");
+    s_set_models(&f, "");
+    for (size_t i = 0; i < f.n_gpus; i++)
         f.gpus[i].memory_bytes = 0;
-    }
     s_check_is("expect: {gpu_model: H200, gpu_memory: 141GiB}\n", &f, NULL,
                "gpu_model: expected H200, found no name (no GPU management library answered) on "
                "all 8 GPUs [gpu017]\n"
                "gpu_memory: expected 141GiB, found unknown size (no GPU management library "
                "answered) on all 8 GPUs [gpu017]");
     /* model words are whole words, any case */
-    for (size_t i = 0; i < f.n_gpus; i++) {
-        free(f.gpus[i].model);
-        f.gpus[i].model = xstrdup("NVIDIA A1000");
-    }
+    s_set_models(&f, "NVIDIA A1000");
     s_check_is("expect: {gpu_model: a100}\n", &f, NULL,
                "gpu_model: expected a100, found 'NVIDIA A1000' on all 8 GPUs [gpu017]");
     s_check_is("expect: {gpu_model: a1000}\n", &f, NULL, "");
