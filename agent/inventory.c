@@ -753,28 +753,27 @@ static char *s_hca_firmware(const char *root)
     return out;
 }
 
+/* The text of the file root/rel (at most max bytes) as the version called key. */
+static void s_add_software_file(Fleetburn__Inventory *inv, const char *key, const char *root,
+                                const char *rel, size_t max)
+{
+    char *path = s_path(root, "%s", rel);
+    s_add_software(inv, key, s_read_text(path, max));
+    free(path);
+}
+
 static void s_read_software(const char *root, Fleetburn__Inventory *inv)
 {
     s_add_software(inv, "kernel", xstrdup(inv->kernel));
     s_add_software(inv, "nvidia_driver", s_nvidia_version(root));
-    char *path = s_path(root, "/sys/module/amdgpu/version");
-    s_add_software(inv, "amdgpu", s_read_text(path, 64));
-    free(path);
+    s_add_software_file(inv, "amdgpu", root, "/sys/module/amdgpu/version", 64);
     /* The rest of the environment fingerprint (docs/inventory.md "Fingerprint") */
     s_add_software(inv, "os", s_os_name(root));
-    path = s_path(root, "/sys/class/dmi/id/bios_version");
-    s_add_software(inv, "bios", s_read_text(path, 64));
-    free(path);
-    path = s_path(root, "/sys/class/dmi/id/bios_date");
-    s_add_software(inv, "bios_date", s_read_text(path, 32));
-    free(path);
-    path = s_path(root, "/opt/rocm/.info/version");
-    s_add_software(inv, "rocm", s_read_text(path, 64));
-    free(path);
+    s_add_software_file(inv, "bios", root, "/sys/class/dmi/id/bios_version", 64);
+    s_add_software_file(inv, "bios_date", root, "/sys/class/dmi/id/bios_date", 32);
+    s_add_software_file(inv, "rocm", root, "/opt/rocm/.info/version", 64);
     s_add_software(inv, "hca_fw", s_hca_firmware(root));
-    path = s_path(root, "/sys/module/mlx5_core/version");
-    s_add_software(inv, "mlx5_core", s_read_text(path, 64));
-    free(path);
+    s_add_software_file(inv, "mlx5_core", root, "/sys/module/mlx5_core/version", 64);
 }
 
 void inventory_add_software(Fleetburn__Inventory *inv, const char *key, char *value)
