@@ -147,15 +147,22 @@ void rocm_smi_close(rocm_smi_t **self_p)
     *self_p = NULL;
 }
 
-int rocm_smi_driver_version(rocm_smi_t *self, char *buf, size_t len)
+/* The string a ROCm SMI call wrote into v (vlen bytes, which it may leave unterminated) copied
+ * into buf when the call's result rc is 0; returns rc. */
+static int s_string_out(int rc, char *v, size_t vlen, char *buf, size_t len)
 {
-    char v[96] = "";
-    int rc = S_CALL(self, version_str, RSMI_SW_COMP_DRIVER, v, sizeof v);
     if (rc == 0) {
-        v[sizeof v - 1] = '\0';
+        v[vlen - 1] = '\0';
         fb_strlcpy(buf, v, len);
     }
     return rc;
+}
+
+int rocm_smi_driver_version(rocm_smi_t *self, char *buf, size_t len)
+{
+    char v[96] = "";
+    return s_string_out(S_CALL(self, version_str, RSMI_SW_COMP_DRIVER, v, sizeof v), v, sizeof v,
+                        buf, len);
 }
 
 int rocm_smi_library_version(rocm_smi_t *self, char *buf, size_t len)
@@ -194,23 +201,13 @@ int rocm_smi_device_pci(rocm_smi_t *self, unsigned dev, char out[16])
 int rocm_smi_device_name(rocm_smi_t *self, unsigned dev, char *buf, size_t len)
 {
     char v[128] = "";
-    int rc = S_CALL(self, name, dev, v, sizeof v);
-    if (rc == 0) {
-        v[sizeof v - 1] = '\0';
-        fb_strlcpy(buf, v, len);
-    }
-    return rc;
+    return s_string_out(S_CALL(self, name, dev, v, sizeof v), v, sizeof v, buf, len);
 }
 
 int rocm_smi_device_vbios(rocm_smi_t *self, unsigned dev, char *buf, size_t len)
 {
     char v[64] = "";
-    int rc = S_CALL(self, vbios, dev, v, sizeof v);
-    if (rc == 0) {
-        v[sizeof v - 1] = '\0';
-        fb_strlcpy(buf, v, len);
-    }
-    return rc;
+    return s_string_out(S_CALL(self, vbios, dev, v, sizeof v), v, sizeof v, buf, len);
 }
 
 int rocm_smi_memory_total(rocm_smi_t *self, unsigned dev, uint64_t *bytes)
