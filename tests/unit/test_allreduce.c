@@ -37,21 +37,25 @@ static ar_opts_t s_opts(uint64_t min, uint64_t max, unsigned factor, ar_dtype_t 
 
 /* ---- sweep ---- */
 
+/* The sweep of s_opts(min, max, factor, dt), which must hold n sizes; the caller frees it. */
+static uint64_t *s_sweep(uint64_t min, uint64_t max, unsigned factor, ar_dtype_t dt, size_t n)
+{
+    ar_opts_t o = s_opts(min, max, factor, dt);
+    uint64_t *sizes = NULL;
+    assert_int_equal(ar_sweep(&o, &sizes), n);
+    return sizes;
+}
+
 static void test_sweep_powers_of_two(void **state)
 {
     (void)state;
-    ar_opts_t o = s_opts(8, 64, 2, AR_DT_FLOAT);
-    uint64_t *sizes = NULL;
-    size_t n = ar_sweep(&o, &sizes);
-    assert_int_equal(n, 4);
+    uint64_t *sizes = s_sweep(8, 64, 2, AR_DT_FLOAT, 4);
     assert_int_equal(sizes[0], 8);
     assert_int_equal(sizes[3], 64);
     free(sizes);
 
     /* nccl-tests' -b 8 -e 8G -f 2: 31 sizes. */
-    o = s_opts(8, 8ull << 30, 2, AR_DT_FLOAT);
-    n = ar_sweep(&o, &sizes);
-    assert_int_equal(n, 31);
+    sizes = s_sweep(8, 8ull << 30, 2, AR_DT_FLOAT, 31);
     assert_int_equal(sizes[30], 8ull << 30);
     free(sizes);
 }
@@ -60,31 +64,22 @@ static void test_sweep_whole_elements(void **state)
 {
     (void)state;
     /* 1, 2, 4 B of float are all one element: listed once. 6 B of double is not a whole element. */
-    ar_opts_t o = s_opts(1, 16, 2, AR_DT_FLOAT);
-    uint64_t *sizes = NULL;
-    size_t n = ar_sweep(&o, &sizes);
-    assert_int_equal(n, 3);
+    uint64_t *sizes = s_sweep(1, 16, 2, AR_DT_FLOAT, 3);
     assert_int_equal(sizes[0], 4);
     assert_int_equal(sizes[1], 8);
     assert_int_equal(sizes[2], 16);
     free(sizes);
 
-    o = s_opts(12, 100, 3, AR_DT_DOUBLE); /* 12, 36, 108>100: 8, 32 */
-    n = ar_sweep(&o, &sizes);
-    assert_int_equal(n, 2);
+    sizes = s_sweep(12, 100, 3, AR_DT_DOUBLE, 2); /* 12, 36, 108>100: 8, 32 */
     assert_int_equal(sizes[0], 8);
     assert_int_equal(sizes[1], 32);
     free(sizes);
 
-    o = s_opts(1, 1, 2, AR_DT_DOUBLE); /* below one element: that one element */
-    n = ar_sweep(&o, &sizes);
-    assert_int_equal(n, 1);
+    sizes = s_sweep(1, 1, 2, AR_DT_DOUBLE, 1); /* below one element: that one element */
     assert_int_equal(sizes[0], 8);
     free(sizes);
 
-    o = s_opts(1ull << 62, UINT64_MAX, 1024, AR_DT_HALF); /* no overflow past the top */
-    n = ar_sweep(&o, &sizes);
-    assert_int_equal(n, 1);
+    sizes = s_sweep(1ull << 62, UINT64_MAX, 1024, AR_DT_HALF, 1); /* no overflow past the top */
     free(sizes);
 }
 
