@@ -18,21 +18,6 @@
 
 #include <cmocka.h>
 
-static char *s_join(char **names, size_t n)
-{
-    size_t len = 1;
-    for (size_t i = 0; i < n; i++)
-        len += strlen(names[i]) + 1;
-    char *s = xmalloc(len);
-    s[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            strcat(s, " ");
-        strcat(s, names[i]);
-    }
-    return s;
-}
-
 /* Expands expr and compares with the space-separated expected list. */
 static void s_expect(const char *expr, const char *expected)
 {
@@ -41,7 +26,7 @@ static void s_expect(const char *expr, const char *expected)
     int rc = fb_hostlist_expand(expr, &names, &n, err, sizeof err);
     if (rc)
         fail_msg("'%s': %s", expr, err);
-    char *got = s_join(names, n);
+    char *got = fb_strjoin(names, n, " ");
     if (strcmp(got, expected))
         fail_msg("'%s': got '%s', expected '%s'", expr, got, expected);
     free(got);
