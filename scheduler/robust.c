@@ -35,27 +35,33 @@ static double s_median_sorted(const double *v, size_t m)
     return (m % 2) ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
 }
 
+/* The median of the non-NaN values (NAN when there are none, or no values at all), with their
+ * sorted copy in *v (heap, NULL without values; free it) and its length in *m. */
+static double s_median_copy(const double *values, size_t n, double **v, size_t *m)
+{
+    *v = NULL;
+    *m = values && n ? s_sorted_copy(values, n, v) : 0;
+    return s_median_sorted(*v, *m);
+}
+
 double fb_robust_median(const double *values, size_t n)
 {
-    if (!values || n == 0)
-        return NAN;
     double *v;
-    size_t m = s_sorted_copy(values, n, &v);
-    double med = s_median_sorted(v, m);
+    size_t m;
+    double med = s_median_copy(values, n, &v, &m);
     free(v);
     return med;
 }
 
 double fb_robust_mad(const double *values, size_t n)
 {
-    if (!values || n == 0)
-        return NAN;
     double *v;
-    size_t m = s_sorted_copy(values, n, &v);
-    double med = s_median_sorted(v, m);
+    size_t m;
+    double med = s_median_copy(values, n, &v, &m);
     for (size_t i = 0; i < m; i++)
         v[i] = fabs(v[i] - med);
-    qsort(v, m, sizeof *v, s_cmp_double);
+    if (m) /* v is NULL without values */
+        qsort(v, m, sizeof *v, s_cmp_double);
     double mad = s_median_sorted(v, m);
     free(v);
     return mad;
