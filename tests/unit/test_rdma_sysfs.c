@@ -173,6 +173,19 @@ static void test_ports(void **state)
     free(root);
 }
 
+/* ib_ports_select(spec) must select `count` ports, named names[0..count) in that order (names
+ * NULL: any); returns the selection, which the caller frees. */
+static size_t *s_select(const ib_port_t *ports, size_t n, const char *spec, int count,
+                        const char *const *names)
+{
+    size_t *sel = NULL;
+    char why[512];
+    assert_int_equal(ib_ports_select(ports, n, spec, &sel, why, sizeof why), count);
+    for (int i = 0; names && i < count; i++)
+        assert_string_equal(ports[sel[i]].name, names[i]);
+    return sel;
+}
+
 static void test_garbage(void **state)
 {
     (void)state;
@@ -199,9 +212,7 @@ static void test_garbage(void **state)
     /* "all" takes active ports with problems too: the caller must refuse them by name. */
     ib_port_t *ports = NULL;
     size_t n = ib_ports_list(root, &ports, NULL);
-    size_t *sel = NULL;
-    char why[256];
-    assert_int_equal(ib_ports_select(ports, n, "all", &sel, why, sizeof why), 2);
+    size_t *sel = s_select(ports, n, "all", 2, NULL);
     assert_string_equal(ports[sel[1]].name, "mlx5_1:1");
     assert_non_null(strstr(ports[sel[1]].problem, "rate"));
     free(sel);
@@ -215,28 +226,22 @@ static void test_select(void **state)
     char *root = s_root("rdma-node");
     ib_port_t *ports = NULL;
     size_t n = ib_ports_list(root, &ports, NULL);
-    size_t *sel = NULL;
-    char why[512];
-    assert_int_equal(ib_ports_select(ports, n, "all", &sel, why, sizeof why), 3);
-    assert_string_equal(ports[sel[0]].name, "mlx5_0:1");
-    assert_string_equal(ports[sel[1]].name, "mlx5_1:1");
-    assert_string_equal(ports[sel[2]].name, "mlx5_3:1");
+    size_t *sel =
+        s_select(ports, n, "all", 3, (const char *[]){"mlx5_0:1", "mlx5_1:1", "mlx5_3:1"});
     free(sel);
-    assert_int_equal(ib_ports_select(ports, n, "mlx5_1", &sel, why, sizeof why), 1);
-    assert_string_equal(ports[sel[0]].name, "mlx5_1:1");
+    sel = s_select(ports, n, "mlx5_1", 1, (const char *[]){"mlx5_1:1"});
     free(sel);
-    assert_int_equal(
-        ib_ports_select(ports, n, " mlx5_3:1 , mlx5_0,mlx5_0:1", &sel, why, sizeof why), 2);
-    assert_string_equal(ports[sel[0]].name, "mlx5_3:1");
-    assert_string_equal(ports[sel[1]].name, "mlx5_0:1");
+    sel = s_select(ports, n, " mlx5_3:1 , mlx5_0,mlx5_0:1", 2,
+                   (const char *[]){"mlx5_3:1", "mlx5_0:1"});
     free(sel);
     /* A named port that is down is selected, for the caller to report. */
-    assert_int_equal(ib_ports_select(ports, n, "mlx5_2:1", &sel, why, sizeof why), 1);
+    sel = s_select(ports, n, "mlx5_2:1", 1, NULL);
     assert_false(ports[sel[0]].active);
     free(sel);
     /* So is every port of a named HCA without an active one. */
-    assert_int_equal(ib_ports_select(ports, n, "mlx5_2", &sel, why, sizeof why), 1);
+    sel = s_select(ports, n, "mlx5_2", 1, NULL);
     free(sel);
+    char why[512];
     assert_int_equal(ib_ports_select(ports, n, "mlx5_7", &sel, why, sizeof why), -EINVAL);
     assert_non_null(strstr(why, "mlx5_7 is not on this node (HCAs here: mlx5_0, mlx5_1, mlx5_2, "
                                 "mlx5_3)"));
