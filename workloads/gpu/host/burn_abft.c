@@ -115,26 +115,32 @@ static void s_compare(double got, double ref, burn_tol_t tol, uint64_t key, uint
     }
 }
 
+/* The block sums of one direction: for each block blk of `along` lines and each line x of
+ * `across`, the sum of elements y * along_step + x * across_step for y in the block, against
+ * ref[burn_abft_key(blk, x, across)]. Columns and rows are the two directions of a column-major
+ * m x n matrix. */
+static void s_check_sums(const void *c, burn_storage_t st, size_t along, size_t across,
+                         size_t along_step, size_t across_step, size_t block, const double *ref,
+                         burn_tol_t tol, uint64_t *off, uint64_t *first, burn_abft_result_t *out)
+{
+    for (size_t blk = 0; blk < burn_abft_blocks(along, block); blk++)
+        for (size_t x = 0; x < across; x++) {
+            double sum = 0;
+            for (size_t y = blk * block; y < along && y < (blk + 1) * block; y++)
+                sum += burn_load(c, y * along_step + x * across_step, st);
+            uint64_t key = burn_abft_key(blk, x, across);
+            s_compare(sum, ref[key], tol, key, off, first, out);
+        }
+}
+
 void burn_abft_check_host(const void *c, burn_storage_t st, size_t m, size_t n, size_t block,
                           const double *colref, const double *rowref, burn_tol_t tol,
                           burn_abft_result_t *out)
 {
-    for (size_t blk = 0; blk < burn_abft_blocks(m, block); blk++) /* column j over a row block */
-        for (size_t j = 0; j < n; j++) {
-            double sum = 0;
-            for (size_t i = blk * block; i < m && i < (blk + 1) * block; i++)
-                sum += burn_load(c, i + j * m, st);
-            uint64_t key = burn_abft_key(blk, j, n);
-            s_compare(sum, colref[key], tol, key, &out->col_off, &out->col_key, out);
-        }
-    for (size_t blk = 0; blk < burn_abft_blocks(n, block); blk++) /* row i over a column block */
-        for (size_t i = 0; i < m; i++) {
-            double sum = 0;
-            for (size_t j = blk * block; j < n && j < (blk + 1) * block; j++)
-                sum += burn_load(c, i + j * m, st);
-            uint64_t key = burn_abft_key(blk, i, m);
-            s_compare(sum, rowref[key], tol, key, &out->row_off, &out->row_key, out);
-        }
+    /* column j over a row block */
+    s_check_sums(c, st, m, n, 1, m, block, colref, tol, &out->col_off, &out->col_key, out);
+    /* row i over a column block */
+    s_check_sums(c, st, n, m, m, 1, block, rowref, tol, &out->row_off, &out->row_key, out);
 }
 
 /* Last row (column) of block blk of n. */
