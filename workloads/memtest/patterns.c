@@ -238,7 +238,10 @@ MT_HOT static void s_fill_halves(mt_ctx_t *c, uint64_t *a, uint64_t *b, size_t h
     c->bytes += 2 * h * sizeof *a;
 }
 
-MT_HOT static void s_verify(mt_ctx_t *c, const uint64_t *p, size_t n, gen_t *g)
+/* Reads p block by block against the expected words. With b (the half-buffer tests), b is read
+ * against the same words beside it, so a pair that differs is caught (as memtester's comparison
+ * does) and so is a fault that hits both halves alike. */
+MT_HOT static void s_verify(mt_ctx_t *c, const uint64_t *p, const uint64_t *b, size_t n, gen_t *g)
 {
     _Alignas(64) uint64_t e[MT_BLOCK];
     _Alignas(64) uint64_t x[MT_BLOCK];
@@ -248,27 +251,10 @@ MT_HOT static void s_verify(mt_ctx_t *c, const uint64_t *p, size_t n, gen_t *g)
         g->fn(g, off, e);
         if (s_xor_block(p + off, e, x, len))
             s_report(c, p + off, e, x, len);
-    }
-    c->bytes += n * sizeof *p;
-}
-
-/* Reads the two halves block by block, each against the expected words, so a pair that differs
- * is caught (as memtester's comparison does) and so is a fault that hits both halves alike. */
-MT_HOT static void s_verify_halves(mt_ctx_t *c, const uint64_t *a, const uint64_t *b, size_t h,
-                                   gen_t *g)
-{
-    _Alignas(64) uint64_t e[MT_BLOCK];
-    _Alignas(64) uint64_t x[MT_BLOCK];
-    MT_BARRIER();
-    for (size_t off = 0; off < h; off += MT_BLOCK) {
-        size_t len = s_min(MT_BLOCK, h - off);
-        g->fn(g, off, e);
-        if (s_xor_block(a + off, e, x, len))
-            s_report(c, a + off, e, x, len);
-        if (s_xor_block(b + off, e, x, len))
+        if (b && s_xor_block(b + off, e, x, len))
             s_report(c, b + off, e, x, len);
     }
-    c->bytes += 2 * h * sizeof *a;
+    c->bytes += (b ? 2 : 1) * n * sizeof *p;
 }
 
 static inline __attribute__((always_inline)) void s_set_words(uint64_t *restrict p, uint64_t v,
@@ -372,7 +358,7 @@ static void s_round(mt_ctx_t *c, uint64_t *p, size_t n, gen_t *g)
 {
     s_fill(c, p, n, g);
     s_inject(c, p, n);
-    s_verify(c, p, n, g);
+    s_verify(c, p, NULL, n, g);
 }
 
 static void s_round_alt(mt_ctx_t *c, uint64_t *p, size_t n, uint64_t even, uint64_t odd)
@@ -394,7 +380,7 @@ static void s_round_halves(mt_ctx_t *c, uint64_t *p, size_t n, gen_t *g)
     size_t h = s_half(n);
     s_fill_halves(c, p, p + h, h, g);
     s_inject(c, p, 2 * h);
-    s_verify_halves(c, p, p + h, h, g);
+    s_verify(c, p, p + h, h, g);
 }
 
 static void s_round_halves_alt(mt_ctx_t *c, uint64_t *p, size_t n, uint64_t even, uint64_t odd)
@@ -489,7 +475,7 @@ static void s_moving_inversions(mt_ctx_t *c, uint64_t *p, size_t n)
         s_march(c, p, n, ~v, v, false);
         s_march(c, p, n, v, ~v, true);
         s_march(c, p, n, ~v, v, true);
-        s_verify(c, p, n, &g);
+        s_verify(c, p, NULL, n, &g);
         s_step(c, k + 1, n_bg);
     }
 }
@@ -502,7 +488,7 @@ static void s_random(mt_ctx_t *c, uint64_t *p, size_t n)
     s_fill(c, p, n, &g);
     s_inject(c, p, n);
     g.state = start;
-    s_verify(c, p, n, &g);
+    s_verify(c, p, NULL, n, &g);
     s_step(c, 1, 1);
 }
 
@@ -534,12 +520,12 @@ static void s_block_move(mt_ctx_t *c, uint64_t *p, size_t n)
         g.from = s;
         g.shift = s;
         uint64_t before = c->miscompares;
-        s_verify(c, p, n, &g);
+        s_verify(c, p, NULL, n, &g);
         if (c->miscompares != before)
             continue;
         s_move(c, p, p + s, n - s); /* p[i] = v(i) below n - s, v(i - s) from there */
         g.from = n - s;
-        s_verify(c, p, n, &g);
+        s_verify(c, p, NULL, n, &g);
         s_step(c, ++done, 3);
     }
     s_step(c, 1, 1);
@@ -566,7 +552,7 @@ static void s_compare(mt_ctx_t *c, uint64_t *p, size_t n, op_t op)
     s_inject(c, p, 2 * h);
     g.op = op;
     g.q = q;
-    s_verify_halves(c, p, p + h, h, &g);
+    s_verify(c, p, p + h, h, &g);
     s_step(c, 1, 1);
 }
 
