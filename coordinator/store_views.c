@@ -13,27 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static sqlite3_stmt *s_prepare(store_t *self, const char *sql, const char *what)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(self->db, sql, -1, &st, NULL);
-    if (rc != SQLITE_OK) {
-        store__sqlite_err(self, rc, what);
-        sqlite3_finalize(st);
-        return NULL;
-    }
-    return st;
-}
-
-/* 1 for a row, 0 at the end, or -errno. */
-static int s_step(store_t *self, sqlite3_stmt *st, const char *what)
-{
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        return 1;
-    return rc == SQLITE_DONE ? 0 : store__sqlite_err(self, rc, what);
-}
-
 typedef struct {
     store_node_result_t *v;
     size_t n, cap;
@@ -65,7 +44,7 @@ static int s_node(store_t *self, sqlite3_stmt *st, const char *node, size_t wind
     sqlite3_bind_int64(st, 2, (sqlite3_int64)window);
     size_t first = l->n;
     int more;
-    while ((more = s_step(self, st, what)) > 0) {
+    while ((more = store__step(self, st, what)) > 0) {
         const char *workload = store__col_text(st, 4);
         if (l->n > first && s_have_workload(l, first, workload))
             continue;
@@ -88,7 +67,7 @@ static int s_metrics(store_t *self, sqlite3_stmt *st, store_node_result_t *r)
     store__bind_text(st, 1, r->result_id);
     r->metrics = fb_result_new();
     int more;
-    while ((more = s_step(self, st, "reading a result's metrics")) > 0)
+    while ((more = store__step(self, st, "reading a result's metrics")) > 0)
         fb_result_add_metric(r->metrics, store__col_text(st, 0), sqlite3_column_double(st, 1),
                              store__col_text(st, 2));
     return more;
@@ -97,20 +76,20 @@ static int s_metrics(store_t *self, sqlite3_stmt *st, store_node_result_t *r)
 static int s_read(store_t *self, size_t window, s_list_t *l)
 {
     sqlite3_stmt *agents =
-        s_prepare(self, "SELECT name FROM agents ORDER BY name", "listing agents");
-    sqlite3_stmt *latest = s_prepare(
+        store__prepare(self, "SELECT name FROM agents ORDER BY name", "listing agents");
+    sqlite3_stmt *latest = store__prepare(
         self,
         "SELECT r.result_id, r.verdict, t.campaign_id, s.name, s.workload, r.received_ms"
         " FROM results r JOIN tasks t ON t.id = r.task_id JOIN stages s ON s.id = t.stage_id"
         " WHERE r.node = ?1 ORDER BY r.received_ms DESC, r.rowid DESC LIMIT ?2",
         "reading a node's latest results");
-    sqlite3_stmt *metrics = s_prepare(self,
-                                      "SELECT name, value, unit FROM metrics WHERE "
-                                      "result_id = ?1 ORDER BY rowid",
-                                      "reading a result's metrics");
+    sqlite3_stmt *metrics = store__prepare(self,
+                                           "SELECT name, value, unit FROM metrics WHERE "
+                                           "result_id = ?1 ORDER BY rowid",
+                                           "reading a result's metrics");
     int err = agents && latest && metrics ? 0 : -EIO;
     int more = 0;
-    while (!err && (more = s_step(self, agents, "listing agents")) > 0)
+    while (!err && (more = store__step(self, agents, "listing agents")) > 0)
         err = s_node(self, latest, store__col_text(agents, 0), window, l);
     err = err ? err : more;
     for (size_t i = 0; i < l->n && !err; i++)
