@@ -90,15 +90,6 @@ static char *s_evidence_line(const report_suspect_t *sus)
 
 /* ---- JSON -------------------------------------------------------------------------------- */
 
-static void s_json_time(fb_json_t *j, const char *key, uint64_t ms)
-{
-    char buf[40];
-    if (ms)
-        fb_json_string(j, key, fb_iso8601(ms, buf, sizeof buf));
-    else
-        fb_json_null(j, key);
-}
-
 static void s_json_campaign(fb_json_t *j, const store_campaign_t *c)
 {
     fb_json_object_begin(j, "campaign");
@@ -107,12 +98,9 @@ static void s_json_campaign(fb_json_t *j, const store_campaign_t *c)
     fb_json_string(j, "source", c->source);
     fb_json_string(j, "state", c->state);
     fb_json_string(j, "verdict", report_campaign_verdict(c));
-    s_json_time(j, "started", c->started_ms);
-    s_json_time(j, "finished", c->finished_ms);
-    if (c->started_ms && c->finished_ms >= c->started_ms)
-        fb_json_int(j, "duration_ms", (int64_t)(c->finished_ms - c->started_ms));
-    else
-        fb_json_null(j, "duration_ms");
+    fb_json_time(j, "started", c->started_ms);
+    fb_json_time(j, "finished", c->finished_ms);
+    report__json_duration(j, "duration_ms", c->started_ms, c->finished_ms);
     fb_json_object_end(j);
 }
 

@@ -99,6 +99,12 @@ bool report__diag_bad(const report_diag_t *d, const char *part);
  * those that did not run to a verdict (its failures are what the diagnosis explains). */
 bool report__unattributed(const store_stage_t *stage, const store_task_t *task);
 
+/* ---- JSON (report_json.c) ------------------------------------------------------------------ */
+
+struct fb_json;
+/* key: the milliseconds from start to end, or null while either is unknown (0). */
+void report__json_duration(struct fb_json *j, const char *key, uint64_t start, uint64_t end);
+
 /* ---- Slurm (report_slurm.c) --------------------------------------------------------------- */
 
 /* The "slurm" section of the text report: the campaign's events of kind "slurm", if any. 0 or
@@ -150,7 +156,6 @@ typedef struct {
 void report__env_load(store_t *store, const char *campaign_id, report_env_t *env);
 void report__env_free(report_env_t *env);
 /* "environment": {nodes, compared, changes, previous_campaigns, fingerprints} */
-struct fb_json;
 void report__env_json(struct fb_json *j, const report_env_t *env);
 /* "changes since previous campaign" and one line per change; nothing without fingerprints. */
 void report__env_text(const report_env_t *env, FILE *out);

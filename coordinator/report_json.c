@@ -15,16 +15,7 @@
 
 /* ---- JSON -------------------------------------------------------------------------------- */
 
-static void s_json_time(fb_json_t *j, const char *key, uint64_t ms)
-{
-    char buf[40];
-    if (ms)
-        fb_json_string(j, key, fb_iso8601(ms, buf, sizeof buf));
-    else
-        fb_json_null(j, key);
-}
-
-static void s_json_duration(fb_json_t *j, const char *key, uint64_t start, uint64_t end)
+void report__json_duration(struct fb_json *j, const char *key, uint64_t start, uint64_t end)
 {
     if (start && end && end >= start)
         fb_json_int(j, key, (int64_t)(end - start));
@@ -69,9 +60,9 @@ static void s_json_task(fb_json_t *j, const store_task_t *task)
     fb_json_string(j, "state", task->state);
     fb_json_string(j, "verdict", fb_verdict_name(task->verdict));
     fb_json_string(j, "error", task->error);
-    s_json_time(j, "started", task->started_ms);
-    s_json_time(j, "finished", task->finished_ms);
-    s_json_duration(j, "duration_ms", task->started_ms, task->finished_ms);
+    fb_json_time(j, "started", task->started_ms);
+    fb_json_time(j, "finished", task->finished_ms);
+    report__json_duration(j, "duration_ms", task->started_ms, task->finished_ms);
 
     report_metrics_t ms = {0};
     report__task_metrics(task, &ms);
@@ -101,9 +92,9 @@ static void s_json_task(fb_json_t *j, const store_task_t *task)
         fb_json_string(j, "node", r->node);
         fb_json_string(j, "verdict", fb_verdict_name(r->verdict));
         fb_json_string(j, "error", r->error);
-        s_json_time(j, "started", r->started_ms);
-        s_json_time(j, "finished", r->finished_ms);
-        s_json_time(j, "received", task->results[i].received_ms);
+        fb_json_time(j, "started", r->started_ms);
+        fb_json_time(j, "finished", r->finished_ms);
+        fb_json_time(j, "received", task->results[i].received_ms);
         report_metrics_t rm = {0};
         report__result_metrics(r, &rm);
         s_json_metrics(j, &rm);
@@ -133,9 +124,9 @@ static void s_json_stage(fb_json_t *j, const store_stage_t *stage)
         fb_json_string(j, "params", stage->params_json);
     else
         fb_json_raw(j, "params", "{}");
-    s_json_time(j, "started", stage->started_ms);
-    s_json_time(j, "finished", stage->finished_ms);
-    s_json_duration(j, "duration_ms", stage->started_ms, stage->finished_ms);
+    fb_json_time(j, "started", stage->started_ms);
+    fb_json_time(j, "finished", stage->finished_ms);
+    report__json_duration(j, "duration_ms", stage->started_ms, stage->finished_ms);
     fb_json_array_begin(j, "tasks");
     for (size_t t = 0; t < stage->n_tasks; t++)
         s_json_task(j, &stage->tasks[t]);
@@ -340,9 +331,9 @@ static char *s_json_report(const store_campaign_t *c, const report_software_t *s
         fb_json_null(j, "recorded_verdict");
     else
         fb_json_string(j, "recorded_verdict", fb_verdict_name(c->verdict));
-    s_json_time(j, "started", c->started_ms);
-    s_json_time(j, "finished", c->finished_ms);
-    s_json_duration(j, "duration_ms", c->started_ms, c->finished_ms);
+    fb_json_time(j, "started", c->started_ms);
+    fb_json_time(j, "finished", c->finished_ms);
+    report__json_duration(j, "duration_ms", c->started_ms, c->finished_ms);
     fb_json_object_begin(j, "counts");
     fb_json_int(j, "stages", (int64_t)c->n_stages);
     fb_json_int(j, "tasks", (int64_t)total);
