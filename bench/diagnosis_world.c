@@ -12,6 +12,7 @@
 #include "common/rng.h"
 #include "common/util.h"
 #include "scheduler/stage.h"
+#include "sim/simfabric.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,24 +22,6 @@
 #define S_NOMINAL 100.0 /* Gb/s of a healthy flow */
 
 /* ---- the fleet ------------------------------------------------------------------------------ */
-
-static char *s_topology_text(char **names, unsigned n)
-{
-    unsigned leaves = (n + DBENCH_LEAF_SIZE - 1) / DBENCH_LEAF_SIZE;
-    size_t cap = 256 + (size_t)n * 16 + leaves * 32, len = 0;
-    char *text = xmalloc(cap);
-    for (unsigned l = 0; l < leaves; l++) {
-        len += (size_t)snprintf(text + len, cap - len, "leaf%03u:", l + 1);
-        for (unsigned i = l * DBENCH_LEAF_SIZE; i < n && i < (l + 1) * DBENCH_LEAF_SIZE; i++)
-            len += (size_t)snprintf(text + len, cap - len, "%s%s", i % DBENCH_LEAF_SIZE ? "," : " ",
-                                    names[i]);
-        len += (size_t)snprintf(text + len, cap - len, "\n");
-    }
-    for (unsigned s = 0; s < DBENCH_SPINES; s++)
-        len +=
-            (size_t)snprintf(text + len, cap - len, "spine%02u: leaf[001-%03u]\n", s + 1, leaves);
-    return text;
-}
 
 /* The world's top-level keys as fault-file text. */
 static char *s_world_keys(const dbench_opts_t *o, unsigned trial)
@@ -121,7 +104,7 @@ int dbench__fleet_init(dbench_fleet_t *f, const dbench_opts_t *o, unsigned trial
     for (unsigned i = 0; i < f->n; i++)
         f->names[i] = xasprintf("sim-%0*u", width, i); /* as fleetburn-simfleet names them */
     char err[256];
-    char *text = s_topology_text(f->names, f->n);
+    char *text = fb_simfabric_text(f->names, f->n, DBENCH_LEAF_SIZE, DBENCH_SPINES, 3);
     int rc = fb_topology_parse(text, &f->topo, err, sizeof err);
     free(text);
     if (rc) {

@@ -12,6 +12,7 @@
 #include "common/securemem.h"
 #include "common/util.h"
 #include "scheduler/campaign.h"
+#include "sim/simfabric.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,26 +32,6 @@ static char **s_names(unsigned n)
     return names;
 }
 
-/* Leaves of SIMFLEET_LEAF_SIZE nodes, every leaf on the same SIMFLEET_SPINES spines. */
-static char *s_default_topology_text(char **names, unsigned n)
-{
-    unsigned leaves = (n + SIMFLEET_LEAF_SIZE - 1) / SIMFLEET_LEAF_SIZE;
-    int lw = leaves >= 100 ? (leaves >= 1000 ? 4 : 3) : 2;
-    size_t cap = 256 + (size_t)n * 16 + leaves * 32, len = 0;
-    char *text = xmalloc(cap);
-    for (unsigned l = 0; l < leaves; l++) {
-        len += (size_t)snprintf(text + len, cap - len, "leaf%0*u:", lw, l + 1);
-        for (unsigned i = l * SIMFLEET_LEAF_SIZE; i < n && i < (l + 1) * SIMFLEET_LEAF_SIZE; i++)
-            len += (size_t)snprintf(text + len, cap - len, "%s%s",
-                                    i % SIMFLEET_LEAF_SIZE ? "," : " ", names[i]);
-        len += (size_t)snprintf(text + len, cap - len, "\n");
-    }
-    for (unsigned s = 0; s < SIMFLEET_SPINES; s++)
-        len += (size_t)snprintf(text + len, cap - len, "spine%02u: leaf[%0*u-%0*u]\n", s + 1, lw, 1,
-                                lw, leaves);
-    return text;
-}
-
 static int s_load_topology(fleet_t *f)
 {
     const simfleet_cli_t *cli = f->cli;
@@ -67,7 +48,8 @@ static int s_load_topology(fleet_t *f)
         rc = fb_topology_parse_any(text, &f->topo, err, sizeof err);
         free(text);
     } else {
-        char *text = s_default_topology_text(f->names, cli->fleet);
+        char *text =
+            fb_simfabric_text(f->names, cli->fleet, SIMFLEET_LEAF_SIZE, SIMFLEET_SPINES, 0);
         rc = fb_topology_parse(text, &f->topo, err, sizeof err);
         free(text);
     }
