@@ -7,6 +7,7 @@
  * status: 0 on a signal, 2 for usage or configuration errors or a coordinator that refused this
  * agent, 1 when it could not start. */
 #include "agent.h"
+#include "common/cliopt.h"
 #include "common/conffile.h"
 #include "common/endpoint.h"
 #include "common/log.h"
@@ -152,14 +153,6 @@ static const char *s_setting(const char *option, const fb_conf_t *conf, const ch
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"coordinator", required_argument, 0, 'c'}, {"name", required_argument, 0, 'n'},
-        {"spool", required_argument, 0, 's'},       {"worker", required_argument, 0, 'w'},
-        {"allow-fault-injection", no_argument, 0, 'F'}, {"verbose", no_argument, 0, 'v'},
-        {"inject", required_argument, 0, 'i'},      {"address", required_argument, 0, 'a'},
-        {"config", required_argument, 0, 'C'},      {"key", required_argument, 0, 'k'},
-        {"server-key", required_argument, 0, 'K'},  {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, 'V'},          {0, 0, 0, 0}};
     /* A worker that exits while its exchange reply is being written must not kill the agent. */
     signal(SIGPIPE, SIG_IGN);
     agent_options_t opts = {0};
@@ -176,18 +169,25 @@ int main(int argc, char **argv)
     size_t n_inject = 0;
     int c;
     char coordinator[FB_ENDPOINT_MAX];
+    const fb_cliopt_t table[] = {
+        {"coordinator", 'c', FB_CLIOPT_TEXT, &opt_coordinator, 0, 0},
+        {"name", 'n', FB_CLIOPT_TEXT, &opt_name, 0, 0},
+        {"spool", 's', FB_CLIOPT_TEXT, &opt_spool, 0, 0},
+        {"worker", 'w', FB_CLIOPT_TEXT, &opt_worker, 0, 0},
+        {"allow-fault-injection", 'F', FB_CLIOPT_SET, &opts.allow_fault_injection, 0, 0},
+        {"verbose", 'v', FB_CLIOPT_SET, &verbose, 0, 0},
+        {"inject", 'i', FB_CLIOPT_CALLER, NULL, 0, 0},
+        {"address", 'a', FB_CLIOPT_TEXT, &opt_address, 0, 0},
+        {"config", 'C', FB_CLIOPT_TEXT, &opt_config, 0, 0},
+        {"key", 'k', FB_CLIOPT_TEXT, &opt_key, 0, 0},
+        {"server-key", 'K', FB_CLIOPT_TEXT, &opt_server_key, 0, 0},
+        {"help", 'h', FB_CLIOPT_CALLER_FLAG, NULL, 0, 0},
+        {"version", 'V', FB_CLIOPT_CALLER_FLAG, NULL, 0, 0},
+        {0}};
+    char *error = NULL;
     opterr = 0; /* unknown options are named below, without the whole usage */
-    while ((c = getopt_long(argc, argv, ":c:n:s:w:Fvhi:a:", longopts, NULL)) != -1) {
+    while ((c = fb_cliopt_next(argc, argv, ":c:n:s:w:Fvhi:a:", table, &error)) > 0) {
         switch (c) {
-        case 'c': opt_coordinator = optarg; break;
-        case 'n': opt_name = optarg; break;
-        case 's': opt_spool = optarg; break;
-        case 'w': opt_worker = optarg; break;
-        case 'a': opt_address = optarg; break;
-        case 'C': opt_config = optarg; break;
-        case 'k': opt_key = optarg; break;
-        case 'K': opt_server_key = optarg; break;
-        case 'F': opts.allow_fault_injection = true; break;
         case 'i': {
             char err[2048];
             if (fb_inject_check(optarg, NULL, err, sizeof err)) {
@@ -198,24 +198,19 @@ int main(int argc, char **argv)
             inject[n_inject++] = optarg;
             break;
         }
-        case 'v': verbose = true; break;
         case 'h': s_usage(stdout); status = 0; goto out;
         case 'V':
             printf("fleetburn-agent %s (protocol %d)\n", FB_VERSION, FB_PROTOCOL_VERSION);
             status = 0;
             goto out;
-        case ':':
-            fprintf(stderr, "fleetburn-agent: %s needs a value (fleetburn-agent --help)\n",
-                    argv[optind - 1]);
-            status = 2;
-            goto out;
-        default:
-            fprintf(stderr, "fleetburn-agent: unknown option '%s' (fleetburn-agent --help lists "
-                            "the options)\n",
-                    optopt ? (char[3]){'-', (char)optopt, 0} : argv[optind - 1]);
-            status = 2;
-            goto out;
         }
+    }
+    if (c < 0) { /* an unknown option or a missing value */
+        fprintf(stderr, "fleetburn-agent: %s (fleetburn-agent --help lists the options)\n",
+                error ? error : "bad option");
+        free(error);
+        status = 2;
+        goto out;
     }
     if (optind < argc) {
         fprintf(stderr, "fleetburn-agent: unexpected argument '%s'\n", argv[optind]);

@@ -47,6 +47,7 @@
  * baselines) in diagnosis_methods.c, what they share in diagnosis_internal.h. */
 #include "diagnosis_internal.h"
 
+#include "common/cliopt.h"
 #include "common/rng.h"
 #include "common/util.h"
 
@@ -167,17 +168,75 @@ static void s_usage(FILE *out)
         "      nic-intermittent nic-bursty leaf-hard leaf-intermittent uplink-slow\n");
 }
 
-/* A number option within [lo, hi]; -EINVAL otherwise. */
-static int s_num(const char *name, const char *text, double lo, double hi, double *out)
+/* The options whose value only goes somewhere, as a table (common/cliopt.h); the others are
+ * parsed below. */
+static int s_parse_options(int argc, char **argv, dbench_opts_t *o)
 {
-    char *end = NULL;
-    double v = strtod(text, &end);
-    if (!end || *end || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "--%s: '%s' is not a number from %g to %g\n", name, text, lo, hi);
-        return -EINVAL;
+    const fb_cliopt_t table[] = {
+        {"nodes", 'n', FB_CLIOPT_UINT, &o->nodes, 4, 65536},
+        {"rails", 'R', FB_CLIOPT_UINT, &o->rails, 1, 64},
+        {"trials", 't', FB_CLIOPT_UINT, &o->trials, 1, 1e6},
+        {"seed", 'S', FB_CLIOPT_CALLER, NULL, 0, 0},
+        {"mix", 'm', FB_CLIOPT_CALLER, NULL, 0, 0},
+        {"q", 'q', FB_CLIOPT_REAL, &o->mix.q, 0, 1},
+        {"factor", 'x', FB_CLIOPT_REAL, &o->mix.factor, 0, 0.999},
+        {"burst", 'b', FB_CLIOPT_REAL, &o->mix.burst_s, 0, 1e7},
+        {"faults", 'F', FB_CLIOPT_CALLER, NULL, 0, 0},
+        {"false-fail", 'f', FB_CLIOPT_REAL, &o->false_fail, 0, 0.5},
+        {"noise-sigma", 'N', FB_CLIOPT_REAL, &o->noise_sigma, 0, 1},
+        {"noise-width", 'W', FB_CLIOPT_CALLER, NULL, 0, 0},
+        {"lost", 'l', FB_CLIOPT_REAL, &o->lost, 0, 0.5},
+        {"disagree", 'd', FB_CLIOPT_REAL, &o->disagree, 0, 0.5},
+        {"noisy-share", 'y', FB_CLIOPT_REAL, &o->mix.noisy_share, 0, 0.5},
+        {"noisy-sigma", 'Y', FB_CLIOPT_REAL, &o->mix.noisy_sigma, 0.001, 1},
+        {"second-share", '2', FB_CLIOPT_REAL, &o->mix.second_share, 0, 1},
+        {"sweeps", 's', FB_CLIOPT_UINT, &o->sweeps, 1, 16},
+        {"follow-ups", 'k', FB_CLIOPT_UINT, &o->follow_ups, 0, 200},
+        {"timeout-factor", 'T', FB_CLIOPT_REAL, &o->timeout_factor, 1, 100},
+        {"goal-follow-ups", 'g', FB_CLIOPT_UINT, &o->goal_follow_ups, 0, 200},
+        {"pairing", 'p', FB_CLIOPT_CALLER, NULL, 0, 0},
+        {"no-baselines", 'B', FB_CLIOPT_UNSET, &o->baselines, 0, 0},
+        {"order-check", 'o', FB_CLIOPT_UINT, &o->order_check, 0, 1e6},
+        {"check-world", 'C', FB_CLIOPT_SET, &o->check_world, 0, 0},
+        {"faults-file", 'X', FB_CLIOPT_TEXT, &o->faults_file, 0, 0},
+        {"help", 'h', FB_CLIOPT_CALLER_FLAG, NULL, 0, 0},
+        {0}};
+    int c;
+    char *error = NULL;
+    while ((c = fb_cliopt_next(argc, argv, "", table, &error)) > 0) {
+        int rc = 0;
+        switch (c) {
+        case 'S':
+            rc = fb_cliopt_uint("seed", optarg, 0, UINT64_MAX, &o->seed, &error);
+            break;
+        case 'm':
+            o->mix.only = strcmp(optarg, "fleet") ? dmix_type_parse(optarg) : -1;
+            rc = strcmp(optarg, "fleet") && o->mix.only < 0 ? -EINVAL : 0;
+            break;
+        case 'F':
+            if (sscanf(optarg, "%u-%u", &o->mix.faults_min, &o->mix.faults_max) != 2)
+                o->mix.faults_min = o->mix.faults_max = (unsigned)atoi(optarg);
+            break;
+        case 'W': /* a uniform noise instead of the lognormal one */
+            rc = fb_cliopt_real("noise-width", optarg, 0, 0.5, &o->noise_width, &error);
+            o->noise_sigma = 0;
+            break;
+        case 'p':
+            rc = fb_pairing_parse(optarg, &o->pairing);
+            break;
+        case 'h':
+            s_usage(stdout);
+            exit(0);
+        }
+        if (rc) {
+            c = -EINVAL;
+            break;
+        }
     }
-    *out = v;
-    return 0;
+    if (error)
+        fprintf(stderr, "fleetburn-bench-diagnosis: %s\n", error);
+    free(error);
+    return c;
 }
 
 static int s_parse(int argc, char **argv, dbench_opts_t *o)
@@ -201,133 +260,7 @@ static int s_parse(int argc, char **argv, dbench_opts_t *o)
                                  .second_share = 0.1,
                                  .noisy_share = 0.01,
                                  .noisy_sigma = 0.15}};
-    static const struct option opts[] = {{"nodes", 1, 0, 'n'},
-                                         {"rails", 1, 0, 'R'},
-                                         {"trials", 1, 0, 't'},
-                                         {"seed", 1, 0, 'S'},
-                                         {"mix", 1, 0, 'm'},
-                                         {"q", 1, 0, 'q'},
-                                         {"factor", 1, 0, 'x'},
-                                         {"burst", 1, 0, 'b'},
-                                         {"faults", 1, 0, 'F'},
-                                         {"false-fail", 1, 0, 'f'},
-                                         {"noise-sigma", 1, 0, 'N'},
-                                         {"noise-width", 1, 0, 'W'},
-                                         {"lost", 1, 0, 'l'},
-                                         {"disagree", 1, 0, 'd'},
-                                         {"noisy-share", 1, 0, 'y'},
-                                         {"noisy-sigma", 1, 0, 'Y'},
-                                         {"second-share", 1, 0, '2'},
-                                         {"sweeps", 1, 0, 's'},
-                                         {"follow-ups", 1, 0, 'k'},
-                                         {"timeout-factor", 1, 0, 'T'},
-                                         {"goal-follow-ups", 1, 0, 'g'},
-                                         {"pairing", 1, 0, 'p'},
-                                         {"no-baselines", 0, 0, 'B'},
-                                         {"order-check", 1, 0, 'o'},
-                                         {"check-world", 0, 0, 'C'},
-                                         {"faults-file", 1, 0, 'X'},
-                                         {"help", 0, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    int c;
-    double v = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        int rc = 0;
-        const char *name = NULL;
-        for (size_t i = 0; opts[i].name; i++)
-            if (opts[i].val == c)
-                name = opts[i].name;
-        switch (c) {
-        case 'n':
-            rc = s_num(name, optarg, 4, 65536, &v), o->nodes = (unsigned)v;
-            break;
-        case 'R':
-            rc = s_num(name, optarg, 1, 64, &v), o->rails = (unsigned)v;
-            break;
-        case 't':
-            rc = s_num(name, optarg, 1, 1e6, &v), o->trials = (unsigned)v;
-            break;
-        case 'S':
-            o->seed = strtoull(optarg, NULL, 10);
-            break;
-        case 'm':
-            o->mix.only = strcmp(optarg, "fleet") ? dmix_type_parse(optarg) : -1;
-            rc = strcmp(optarg, "fleet") && o->mix.only < 0 ? -EINVAL : 0;
-            break;
-        case 'q':
-            rc = s_num(name, optarg, 0, 1, &o->mix.q);
-            break;
-        case 'x':
-            rc = s_num(name, optarg, 0, 0.999, &o->mix.factor);
-            break;
-        case 'b':
-            rc = s_num(name, optarg, 0, 1e7, &o->mix.burst_s);
-            break;
-        case 'F':
-            if (sscanf(optarg, "%u-%u", &o->mix.faults_min, &o->mix.faults_max) != 2)
-                o->mix.faults_min = o->mix.faults_max = (unsigned)atoi(optarg);
-            break;
-        case 'f':
-            rc = s_num(name, optarg, 0, 0.5, &o->false_fail);
-            break;
-        case 'N':
-            rc = s_num(name, optarg, 0, 1, &o->noise_sigma);
-            break;
-        case 'W':
-            rc = s_num(name, optarg, 0, 0.5, &o->noise_width), o->noise_sigma = 0;
-            break;
-        case 'l':
-            rc = s_num(name, optarg, 0, 0.5, &o->lost);
-            break;
-        case 'd':
-            rc = s_num(name, optarg, 0, 0.5, &o->disagree);
-            break;
-        case 'y':
-            rc = s_num(name, optarg, 0, 0.5, &o->mix.noisy_share);
-            break;
-        case 'Y':
-            rc = s_num(name, optarg, 0.001, 1, &o->mix.noisy_sigma);
-            break;
-        case '2':
-            rc = s_num(name, optarg, 0, 1, &o->mix.second_share);
-            break;
-        case 's':
-            rc = s_num(name, optarg, 1, 16, &v), o->sweeps = (unsigned)v;
-            break;
-        case 'k':
-            rc = s_num(name, optarg, 0, 200, &v), o->follow_ups = (unsigned)v;
-            break;
-        case 'T':
-            rc = s_num(name, optarg, 1, 100, &o->timeout_factor);
-            break;
-        case 'g':
-            rc = s_num(name, optarg, 0, 200, &v), o->goal_follow_ups = (unsigned)v;
-            break;
-        case 'p':
-            rc = fb_pairing_parse(optarg, &o->pairing);
-            break;
-        case 'B':
-            o->baselines = false;
-            break;
-        case 'o':
-            rc = s_num(name, optarg, 0, 1e6, &v), o->order_check = (unsigned)v;
-            break;
-        case 'C':
-            o->check_world = true;
-            break;
-        case 'X':
-            o->faults_file = optarg;
-            break;
-        case 'h':
-            s_usage(stdout);
-            exit(0);
-        default:
-            return -EINVAL;
-        }
-        if (rc)
-            return -EINVAL;
-    }
-    if (optind < argc || o->mix.faults_max < o->mix.faults_min ||
+    if (s_parse_options(argc, argv, o) || optind < argc || o->mix.faults_max < o->mix.faults_min ||
         o->mix.faults_max * 2 > o->nodes || o->sweeps + o->follow_ups > DBENCH_MAX_ROUNDS)
         return -EINVAL;
     return 0;

@@ -21,6 +21,7 @@
  * fault files with slow parts are for fleetburn-simfleet alone. Exit status: 0, 2 for usage and
  * file errors. */
 #include "coordinator/campaign_file.h"
+#include "common/cliopt.h"
 #include "common/fileload.h"
 #include "common/json.h"
 #include "common/units.h"
@@ -32,6 +33,7 @@
 #include "scheduler/routes.h"
 #include "scheduler/topology.h"
 #include "sim/faultmodel.h"
+#include "sim/simfabric.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -64,25 +66,6 @@ typedef struct {
     double clock_s; /* simulated start of the next round (sim/simtask.c's clock) */
 } s_world_t;
 
-static char *s_default_topology(char **names, unsigned n)
-{
-    unsigned leaves = (n + S_LEAF_SIZE - 1) / S_LEAF_SIZE;
-    int lw = leaves >= 100 ? (leaves >= 1000 ? 4 : 3) : 2;
-    size_t cap = 256 + (size_t)n * 16 + leaves * 32, len = 0;
-    char *text = xmalloc(cap);
-    for (unsigned l = 0; l < leaves; l++) {
-        len += (size_t)snprintf(text + len, cap - len, "leaf%0*u:", lw, l + 1);
-        for (unsigned i = l * S_LEAF_SIZE; i < n && i < (l + 1) * S_LEAF_SIZE; i++)
-            len += (size_t)snprintf(text + len, cap - len, "%s%s", i % S_LEAF_SIZE ? "," : " ",
-                                    names[i]);
-        len += (size_t)snprintf(text + len, cap - len, "\n");
-    }
-    for (unsigned s = 0; s < S_SPINES; s++)
-        len += (size_t)snprintf(text + len, cap - len, "spine%02u: leaf[%0*u-%0*u]\n", s + 1, lw, 1,
-                                lw, leaves);
-    return text;
-}
-
 static int s_world(const s_cli_t *cli, s_world_t *w)
 {
     memset(w, 0, sizeof *w);
@@ -100,7 +83,7 @@ static int s_world(const s_cli_t *cli, s_world_t *w)
         else
             snprintf(err, sizeof err, "%s", error);
     } else {
-        text = s_default_topology(w->names, w->n);
+        text = fb_simfabric_text(w->names, w->n, S_LEAF_SIZE, S_SPINES, 0);
         rc = fb_topology_parse(text, &w->topo, err, sizeof err);
     }
     free(text);
@@ -210,17 +193,6 @@ static void s_node_stage(s_world_t *w, size_t k, char **names, size_t n)
     w->clock_s += s_duration_s(&w->cf->campaign->stages[k]);
 }
 
-static char *s_join_rails(const fb_stage_t *st)
-{
-    char *csv = xstrdup("");
-    for (size_t i = 0; i < st->n_rails; i++) {
-        char *x = xasprintf("%s%s%s", csv, i ? "," : "", st->rails[i]);
-        free(csv);
-        csv = x;
-    }
-    return csv;
-}
-
 /* The session as coordinator/runner_bisect.c starts it. */
 static const char *s_route(void *routes, const char *src, const char *dst, const char *rail)
 {
@@ -250,7 +222,7 @@ static fb_bisect_t *s_session(s_world_t *w, size_t k, char **names, size_t n)
         o.flow.slow_fraction = st->bisect_slow;
     o.split_repeat = st->bisect_repeat;
     fb_bisect_t *b = fb_bisect_new(&o);
-    char *rails = s_join_rails(st);
+    char *rails = fb_strjoin(st->rails, st->n_rails, ",");
     for (size_t i = 0; b && i < n; i++)
         fb_bisect_add_node(b, names[i], rails);
     free(rails);
@@ -404,39 +376,32 @@ static void s_usage(FILE *out)
 int main(int argc, char **argv)
 {
     s_cli_t cli = {0};
-    static const struct option opts[] = {{"agents", 1, 0, 'n'},
-                                         {"faults", 1, 0, 'f'},
-                                         {"campaign", 1, 0, 'c'},
-                                         {"topology", 1, 0, 't'},
-                                         {"seed", 1, 0, 's'},
-                                         {"help", 0, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    const fb_cliopt_t table[] = {{"agents", 'n', FB_CLIOPT_UINT, &cli.agents, 2, 65536},
+                                 {"faults", 'f', FB_CLIOPT_TEXT, &cli.faults, 0, 0},
+                                 {"campaign", 'c', FB_CLIOPT_TEXT, &cli.campaign, 0, 0},
+                                 {"topology", 't', FB_CLIOPT_TEXT, &cli.topology, 0, 0},
+                                 {"seed", 's', FB_CLIOPT_CALLER, NULL, 0, 0},
+                                 {"help", 'h', FB_CLIOPT_CALLER_FLAG, NULL, 0, 0},
+                                 {0}};
     int ch;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'n':
-            cli.agents = (unsigned)strtoul(optarg, NULL, 10);
-            break;
-        case 'f':
-            cli.faults = optarg;
-            break;
-        case 'c':
-            cli.campaign = optarg;
-            break;
-        case 't':
-            cli.topology = optarg;
-            break;
-        case 's':
-            cli.has_seed = true;
-            cli.seed = strtoull(optarg, NULL, 10);
-            break;
-        case 'h':
+    char *error = NULL;
+    while ((ch = fb_cliopt_next(argc, argv, "", table, &error)) > 0) {
+        if (ch == 'h') {
             s_usage(stdout);
             return 0;
-        default:
-            s_usage(stderr);
-            return 2;
         }
+        if (fb_cliopt_uint("seed", optarg, 0, UINT64_MAX, &cli.seed, &error)) {
+            ch = -EINVAL;
+            break;
+        }
+        cli.has_seed = true;
+    }
+    if (error)
+        fprintf(stderr, "fleetburn-simengine: %s\n", error);
+    free(error);
+    if (ch) {
+        s_usage(stderr);
+        return 2;
     }
     if (cli.agents < 2 || cli.agents > 65536 || !cli.faults || !cli.campaign || optind < argc) {
         s_usage(stderr);

@@ -29,6 +29,7 @@
  * campaign are in simfleet_fleet.c, simfleet_coord.c and simfleet_campaign.c (simfleet.h). */
 #include "simfleet.h"
 
+#include "common/cliopt.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "common/util.h"
@@ -97,27 +98,20 @@ static void s_usage(FILE *out)
         SIMFLEET_MAX_AGENTS, SIMFLEET_LEAF_SIZE, SIMFLEET_SPINES, SIMFLEET_TICK_MS);
 }
 
-static int s_parse_u32(const char *opt, const char *text, uint64_t min, uint64_t max, uint32_t *out)
-{
-    uint64_t v;
-    if (fb_parse_uint(text, max, &v) || v < min) {
-        fprintf(stderr, "fleetburn-simfleet: %s: '%s' is not a number from %llu to %llu\n", opt,
-                text, (unsigned long long)min, (unsigned long long)max);
-        return -EINVAL;
-    }
-    *out = (uint32_t)v;
-    return 0;
-}
-
-static int s_parse_delay(const char *text, simfleet_cli_t *cli)
+/* --delay-ms MIN[-MAX]: 0, or -EINVAL with *error (heap) saying why. */
+static int s_parse_delay(const char *text, simfleet_cli_t *cli, char **error)
 {
     const char *dash = strchr(text, '-');
     char *lo = dash ? xstrndup(text, (size_t)(dash - text)) : xstrdup(text);
-    int rc = s_parse_u32("--delay-ms", lo, 0, 600000, &cli->delay_min_ms);
+    uint64_t min, max;
+    int rc = fb_cliopt_uint("delay-ms", lo, 0, 600000, &min, error);
     free(lo);
-    cli->delay_max_ms = cli->delay_min_ms;
     if (!rc && dash)
-        rc = s_parse_u32("--delay-ms", dash + 1, cli->delay_min_ms, 600000, &cli->delay_max_ms);
+        rc = fb_cliopt_uint("delay-ms", dash + 1, min, 600000, &max, error);
+    if (!rc) {
+        cli->delay_min_ms = (uint32_t)min;
+        cli->delay_max_ms = (uint32_t)(dash ? max : min);
+    }
     return rc;
 }
 
@@ -138,156 +132,93 @@ enum {
 
 static int s_check_cli(simfleet_cli_t *cli);
 
+/* The options the table (common/cliopt.h) cannot store: 0, or -EINVAL with *error (heap) when
+ * the reason is not printed yet. */
+static int s_parse_other(int c, simfleet_cli_t *cli, char **error)
+{
+    uint64_t v;
+    switch (c) {
+    case 's':
+        if (fb_parse_uint(optarg, UINT64_MAX, &cli->seed)) {
+            *error = xasprintf("--seed: '%s' is not a number", optarg);
+            return -EINVAL;
+        }
+        cli->has_seed = true;
+        return 0;
+    case 'D':
+        return s_parse_delay(optarg, cli, error);
+    case S_OPT_PID:
+        if (fb_cliopt_uint("coordinator-pid", optarg, 1, INT32_MAX, &v, error))
+            return -EINVAL;
+        cli->coordinator_pid = (int)v;
+        return 0;
+    case S_OPT_RELAY:
+    case S_OPT_RELAY_KEY:
+        if ((c == S_OPT_RELAY ? cli->n_relays : cli->n_relay_keys) == SIMFLEET_MAX_RELAYS) {
+            *error = xasprintf("at most %d --relay and --relay-key", SIMFLEET_MAX_RELAYS);
+            return -EINVAL;
+        }
+        if (c == S_OPT_RELAY)
+            cli->relays[cli->n_relays++] = optarg;
+        else
+            cli->relay_keys[cli->n_relay_keys++] = optarg;
+        return 0;
+    case 'h':
+        s_usage(stdout);
+        exit(0);
+    default:
+        return -EINVAL;
+    }
+}
+
 static int s_parse_cli(int argc, char **argv, simfleet_cli_t *cli)
 {
-    static const struct option longopts[] = {{"agents", required_argument, 0, 'n'},
-                                             {"topology", required_argument, 0, 't'},
-                                             {"faults", required_argument, 0, 'f'},
-                                             {"campaign", required_argument, 0, 'c'},
-                                             {"db", required_argument, 0, 'd'},
-                                             {"report-json", required_argument, 0, 'r'},
-                                             {"seed", required_argument, 0, 's'},
-                                             {"delay-ms", required_argument, 0, 'D'},
-                                             {"heartbeat-ms", required_argument, 0, 'H'},
-                                             {"liveness", required_argument, 0, 'L'},
-                                             {"stats", required_argument, 0, 'S'},
-                                             {"keep", no_argument, 0, 'k'},
-                                             {"verbose", no_argument, 0, 'v'},
-                                             {"help", no_argument, 0, 'h'},
-                                             {"tick-ms", required_argument, 0, 'T'},
-                                             {"curve", no_argument, 0, 'C'},
-                                             {"coordinator", required_argument, 0, S_OPT_COORD},
-                                             {"key", required_argument, 0, S_OPT_KEY},
-                                             {"server-key", required_argument, 0, S_OPT_SERVER_KEY},
-                                             {"operator-key", required_argument, 0, S_OPT_OP_KEY},
-                                             {"first", required_argument, 0, S_OPT_FIRST},
-                                             {"fleet", required_argument, 0, S_OPT_FLEET},
-                                             {"no-submit", no_argument, 0, S_OPT_NO_SUBMIT},
-                                             {"coordinator-pid", required_argument, 0, S_OPT_PID},
-                                             {"connect-window", required_argument, 0, S_OPT_WINDOW},
-                                             {"routes", required_argument, 0, S_OPT_ROUTES},
-                                             {"relay", required_argument, 0, S_OPT_RELAY},
-                                             {"relay-key", required_argument, 0, S_OPT_RELAY_KEY},
-                                             {0, 0, 0, 0}};
     memset(cli, 0, sizeof *cli);
     cli->delay_max_ms = 50;
     cli->tick_ms = SIMFLEET_TICK_MS;
+    const fb_cliopt_t table[] = {
+        {"agents", 'n', FB_CLIOPT_UINT, &cli->agents, 1, SIMFLEET_MAX_AGENTS},
+        {"topology", 't', FB_CLIOPT_TEXT, &cli->topology, 0, 0},
+        {"faults", 'f', FB_CLIOPT_TEXT, &cli->faults, 0, 0},
+        {"campaign", 'c', FB_CLIOPT_TEXT, &cli->campaign, 0, 0},
+        {"db", 'd', FB_CLIOPT_TEXT, &cli->db, 0, 0},
+        {"report-json", 'r', FB_CLIOPT_TEXT, &cli->report, 0, 0},
+        {"seed", 's', FB_CLIOPT_CALLER, NULL, 0, 0},
+        {"delay-ms", 'D', FB_CLIOPT_CALLER, NULL, 0, 0},
+        {"heartbeat-ms", 'H', FB_CLIOPT_UINT, &cli->heartbeat_ms, 10, 600000},
+        {"liveness", 'L', FB_CLIOPT_UINT, &cli->liveness, 1, 100},
+        {"stats", 'S', FB_CLIOPT_TEXT, &cli->stats, 0, 0},
+        {"keep", 'k', FB_CLIOPT_SET, &cli->keep, 0, 0},
+        {"verbose", 'v', FB_CLIOPT_SET, &cli->verbose, 0, 0},
+        {"help", 'h', FB_CLIOPT_CALLER_FLAG, NULL, 0, 0},
+        {"tick-ms", 'T', FB_CLIOPT_UINT, &cli->tick_ms, 10, 10000},
+        {"curve", 'C', FB_CLIOPT_SET, &cli->curve, 0, 0},
+        {"coordinator", S_OPT_COORD, FB_CLIOPT_TEXT, &cli->coordinator, 0, 0},
+        {"key", S_OPT_KEY, FB_CLIOPT_TEXT, &cli->key, 0, 0},
+        {"server-key", S_OPT_SERVER_KEY, FB_CLIOPT_TEXT, &cli->server_key, 0, 0},
+        {"operator-key", S_OPT_OP_KEY, FB_CLIOPT_TEXT, &cli->operator_key, 0, 0},
+        {"first", S_OPT_FIRST, FB_CLIOPT_UINT, &cli->first, 0, SIMFLEET_MAX_AGENTS - 1},
+        {"fleet", S_OPT_FLEET, FB_CLIOPT_UINT, &cli->fleet, 1, SIMFLEET_MAX_AGENTS},
+        {"no-submit", S_OPT_NO_SUBMIT, FB_CLIOPT_SET, &cli->no_submit, 0, 0},
+        {"coordinator-pid", S_OPT_PID, FB_CLIOPT_CALLER, NULL, 0, 0},
+        {"connect-window", S_OPT_WINDOW, FB_CLIOPT_UINT, &cli->connect_window, 1,
+         SIMFLEET_MAX_AGENTS},
+        {"routes", S_OPT_ROUTES, FB_CLIOPT_TEXT, &cli->routes, 0, 0},
+        {"relay", S_OPT_RELAY, FB_CLIOPT_CALLER, NULL, 0, 0},
+        {"relay-key", S_OPT_RELAY_KEY, FB_CLIOPT_CALLER, NULL, 0, 0},
+        {0}};
     int c;
-    uint32_t v;
-    while ((c = getopt_long(argc, argv, "n:t:f:c:d:r:s:D:H:L:S:T:kvh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'n':
-            if (s_parse_u32("--agents", optarg, 1, SIMFLEET_MAX_AGENTS, &v))
-                return -EINVAL;
-            cli->agents = v;
+    char *error = NULL;
+    while ((c = fb_cliopt_next(argc, argv, "n:t:f:c:d:r:s:D:H:L:S:T:kvh", table, &error)) > 0)
+        if (s_parse_other(c, cli, &error)) {
+            c = -EINVAL;
             break;
-        case 't':
-            cli->topology = optarg;
-            break;
-        case S_OPT_ROUTES:
-            cli->routes = optarg;
-            break;
-        case 'f':
-            cli->faults = optarg;
-            break;
-        case 'c':
-            cli->campaign = optarg;
-            break;
-        case 'd':
-            cli->db = optarg;
-            break;
-        case 'r':
-            cli->report = optarg;
-            break;
-        case 'S':
-            cli->stats = optarg;
-            break;
-        case 's':
-            if (fb_parse_uint(optarg, UINT64_MAX, &cli->seed)) {
-                fprintf(stderr, "fleetburn-simfleet: --seed: '%s' is not a number\n", optarg);
-                return -EINVAL;
-            }
-            cli->has_seed = true;
-            break;
-        case 'D':
-            if (s_parse_delay(optarg, cli))
-                return -EINVAL;
-            break;
-        case 'H':
-            if (s_parse_u32("--heartbeat-ms", optarg, 10, 600000, &cli->heartbeat_ms))
-                return -EINVAL;
-            break;
-        case 'L':
-            if (s_parse_u32("--liveness", optarg, 1, 100, &cli->liveness))
-                return -EINVAL;
-            break;
-        case 'T':
-            if (s_parse_u32("--tick-ms", optarg, 10, 10000, &cli->tick_ms))
-                return -EINVAL;
-            break;
-        case 'k':
-            cli->keep = true;
-            break;
-        case 'C':
-            cli->curve = true;
-            break;
-        case 'v':
-            cli->verbose = true;
-            break;
-        case S_OPT_COORD:
-            cli->coordinator = optarg;
-            break;
-        case S_OPT_KEY:
-            cli->key = optarg;
-            break;
-        case S_OPT_SERVER_KEY:
-            cli->server_key = optarg;
-            break;
-        case S_OPT_OP_KEY:
-            cli->operator_key = optarg;
-            break;
-        case S_OPT_FIRST:
-            if (s_parse_u32("--first", optarg, 0, SIMFLEET_MAX_AGENTS - 1, &v))
-                return -EINVAL;
-            cli->first = v;
-            break;
-        case S_OPT_FLEET:
-            if (s_parse_u32("--fleet", optarg, 1, SIMFLEET_MAX_AGENTS, &v))
-                return -EINVAL;
-            cli->fleet = v;
-            break;
-        case S_OPT_NO_SUBMIT:
-            cli->no_submit = true;
-            break;
-        case S_OPT_PID:
-            if (s_parse_u32("--coordinator-pid", optarg, 1, INT32_MAX, &v))
-                return -EINVAL;
-            cli->coordinator_pid = (int)v;
-            break;
-        case S_OPT_WINDOW:
-            if (s_parse_u32("--connect-window", optarg, 1, SIMFLEET_MAX_AGENTS, &v))
-                return -EINVAL;
-            cli->connect_window = v;
-            break;
-        case S_OPT_RELAY:
-        case S_OPT_RELAY_KEY:
-            if ((c == S_OPT_RELAY ? cli->n_relays : cli->n_relay_keys) == SIMFLEET_MAX_RELAYS) {
-                fprintf(stderr, "fleetburn-simfleet: at most %d --relay and --relay-key\n",
-                        SIMFLEET_MAX_RELAYS);
-                return -EINVAL;
-            }
-            if (c == S_OPT_RELAY)
-                cli->relays[cli->n_relays++] = optarg;
-            else
-                cli->relay_keys[cli->n_relay_keys++] = optarg;
-            break;
-        case 'h':
-            s_usage(stdout);
-            exit(0);
-        default:
-            return -EINVAL;
         }
-    }
+    if (error)
+        fprintf(stderr, "fleetburn-simfleet: %s\n", error);
+    free(error);
+    if (c)
+        return -EINVAL;
     if (optind < argc) {
         fprintf(stderr, "fleetburn-simfleet: unexpected argument '%s'\n", argv[optind]);
         return -EINVAL;
