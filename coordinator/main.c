@@ -64,6 +64,20 @@ static int s_parse_u32(const char *opt, const char *text, uint64_t max, uint32_t
     return 0;
 }
 
+/* A duration option within [min_ms, max_ms]; otherwise says that text is not a duration
+ * `expected` and returns -EINVAL. */
+static int s_parse_duration(const char *opt, const char *text, uint64_t min_ms, uint64_t max_ms,
+                            const char *expected, uint64_t *out_ms)
+{
+    uint64_t v;
+    if (fb_parse_duration_ms(text, &v) || v < min_ms || v > max_ms) {
+        fprintf(stderr, "fleetburn: %s: '%s' is not a duration %s\n", opt, text, expected);
+        return -EINVAL;
+    }
+    *out_ms = v;
+    return 0;
+}
+
 /* Long-only options (no short letter). */
 enum {
     S_OPT_MAX_CONNECTIONS = 0x100,
@@ -214,30 +228,19 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             break;
         }
         case S_OPT_FORGET_AFTER:
-            if (fb_parse_duration_ms(optarg, &cli->forget_after_ms) || cli->forget_after_ms == 0) {
-                fprintf(stderr, "fleetburn: --forget-after: '%s' is not a duration above zero "
-                                "(e.g. 30m, 1h, 2d)\n",
-                        optarg);
+            if (s_parse_duration("--forget-after", optarg, 1, UINT64_MAX,
+                                 "above zero (e.g. 30m, 1h, 2d)", &cli->forget_after_ms))
                 return -EINVAL;
-            }
             break;
         case S_OPT_STORE_TIMEOUT:
-            if (fb_parse_duration_ms(optarg, &cli->store_timeout_ms) ||
-                cli->store_timeout_ms < 1000) {
-                fprintf(stderr, "fleetburn: --store-timeout: '%s' is not a duration of at least "
-                                "1s (e.g. 30s, 5m)\n",
-                        optarg);
+            if (s_parse_duration("--store-timeout", optarg, 1000, UINT64_MAX,
+                                 "of at least 1s (e.g. 30s, 5m)", &cli->store_timeout_ms))
                 return -EINVAL;
-            }
             break;
         case S_OPT_HANDSHAKE_TIMEOUT:
-            if (fb_parse_duration_ms(optarg, &cli->handshake_ms) || cli->handshake_ms < 100 ||
-                cli->handshake_ms > 600000) {
-                fprintf(stderr, "fleetburn: --handshake-timeout: '%s' is not a duration between "
-                                "100ms and 10m\n",
-                        optarg);
+            if (s_parse_duration("--handshake-timeout", optarg, 100, 600000,
+                                 "between 100ms and 10m", &cli->handshake_ms))
                 return -EINVAL;
-            }
             break;
         case S_OPT_IO_THREADS: {
             uint64_t n;
@@ -250,13 +253,9 @@ static int s_parse_cli(int argc, char **argv, cli_t *cli)
             break;
         }
         case S_OPT_WAIT:
-            if (fb_parse_duration_ms(optarg, &cli->wait_ms) || cli->wait_ms < 100 ||
-                cli->wait_ms > 7 * 86400000ull) {
-                fprintf(stderr, "fleetburn: --wait: '%s' is not a duration between 100ms and "
-                                "7d (e.g. 30s, 5m)\n",
-                        optarg);
+            if (s_parse_duration("--wait", optarg, 100, 7 * 86400000ull,
+                                 "between 100ms and 7d (e.g. 30s, 5m)", &cli->wait_ms))
                 return -EINVAL;
-            }
             cli->wait_given = true;
             break;
         case S_OPT_QUEUE: cli->queue = true; break;
@@ -667,22 +666,19 @@ int main(int argc, char **argv)
         fb_log_set_level(cli.verbose ? FB_LOG_DEBUG : FB_LOG_INFO);
         return s_cmd_serve(&cli);
     }
-    if (!strcmp(cmd, "report"))
-        return s_cmd_report(&cli);
-    if (!strcmp(cmd, "timeline"))
-        return cli_timeline(&cli); /* cli_timeline.c */
-    if (!strcmp(cmd, "compare"))
-        return cli_compare(&cli);
-    if (!strcmp(cmd, "baseline"))
-        return cli_baseline(&cli);
-    if (!strcmp(cmd, "nodes"))
-        return s_cmd_nodes(&cli);
-    if (!strcmp(cmd, "expect"))
-        return cli_expect(&cli); /* cli_expect.c */
-    if (!strcmp(cmd, "keygen"))
-        return s_cmd_keygen(&cli);
-    if (!strcmp(cmd, "workloads"))
-        return cli_workloads(&cli); /* cli_workloads.c */
+    /* The commands that need nothing but the command line. */
+    static const struct {
+        const char *name;
+        int (*run)(cli_t *cli);
+    } commands[] = {
+        {"report", s_cmd_report}, {"timeline", cli_timeline},   /* cli_timeline.c */
+        {"compare", cli_compare}, {"baseline", cli_baseline},   /* cli_compare.c */
+        {"nodes", s_cmd_nodes},   {"expect", cli_expect},       /* cli_expect.c */
+        {"keygen", s_cmd_keygen}, {"workloads", cli_workloads}, /* cli_workloads.c */
+    };
+    for (size_t i = 0; i < FB_ARRAY_LEN(commands); i++)
+        if (!strcmp(cmd, commands[i].name))
+            return commands[i].run(&cli);
     fprintf(stderr, "fleetburn: unknown command '%s'\n", cmd);
     cli_usage(stderr);
     return EXIT_USAGE;
