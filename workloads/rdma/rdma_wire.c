@@ -229,50 +229,79 @@ static int s_ep_line(char *line, rdma_endpoint_t *e, char *err, size_t errlen, u
     return 0;
 }
 
+/* One line of a text message, numbered from 1 (the magic line): 0 to go on, 1 to stop reading,
+ * or a negative errno with err written. */
+typedef int (*s_line_fn)(char *line, unsigned lineno, void *arg, char *err, size_t errlen);
+
+/* Hands the lines of msg to fn in order until it returns non-zero; a message without lines is
+ * "empty WHAT message". Returns 0 or fn's (or the framing's) negative errno. */
+static int s_each_line(const void *msg, size_t len, const char *what, s_line_fn fn, void *arg,
+                       char *err, size_t errlen)
+{
+    char *text = s_terminated(msg, len, err, errlen);
+    if (!text)
+        return -EINVAL;
+    int rc = 0;
+    unsigned lineno = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
+         line = strtok_r(NULL, "\n", &save))
+        rc = fn(line, ++lineno, arg, err, errlen);
+    if (rc == 0 && lineno == 0) {
+        snprintf(err, errlen, "empty %s message", what);
+        rc = -EINVAL;
+    }
+    free(text);
+    return rc < 0 ? rc : 0;
+}
+
+/* What rdma_endpoints_decode fills, for s_endpoints_line. */
+typedef struct {
+    rdma_endpoint_t *eps;
+    size_t cap, n;
+    bool *none;
+    char *reason;
+    size_t reason_len;
+} s_endpoints_t;
+
+static int s_endpoints_line(char *line, unsigned lineno, void *arg, char *err, size_t errlen)
+{
+    s_endpoints_t *d = arg;
+    if (lineno == 1) {
+        if (strcmp(line, S_MAGIC) == 0)
+            return 0;
+        snprintf(err, errlen, "not an rdmabw endpoint message (first line '%.40s')", line);
+        return -EINVAL;
+    }
+    if (!strncmp(line, "none ", 5) && lineno == 2) {
+        *d->none = true;
+        fb_strlcpy(d->reason, line + 5, d->reason_len);
+        return 1;
+    }
+    if (strncmp(line, "ep ", 3) != 0) {
+        snprintf(err, errlen, "line %u: expected 'ep ...' or 'none ...'", lineno);
+        return -EINVAL;
+    }
+    if (d->n >= d->cap || d->n >= RDMA_MAX_CONNS) {
+        snprintf(err, errlen, "more than %zu endpoints",
+                 d->cap < RDMA_MAX_CONNS ? d->cap : (size_t)RDMA_MAX_CONNS);
+        return -EINVAL;
+    }
+    int rc = s_ep_line(line + 3, &d->eps[d->n], err, errlen, lineno);
+    if (rc == 0)
+        d->n++;
+    return rc;
+}
+
 int rdma_endpoints_decode(const void *msg, size_t len, rdma_endpoint_t *eps, size_t cap, bool *none,
                           char *reason, size_t reason_len, char *err, size_t errlen)
 {
     *none = false;
     if (reason_len)
         reason[0] = '\0';
-    char *text = s_terminated(msg, len, err, errlen);
-    if (!text)
-        return -EINVAL;
-    int n = 0, rc = 0;
-    unsigned lineno = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
-         line = strtok_r(NULL, "\n", &save)) {
-        lineno++;
-        if (lineno == 1) {
-            if (strcmp(line, S_MAGIC) != 0) {
-                snprintf(err, errlen, "not an rdmabw endpoint message (first line '%.40s')", line);
-                rc = -EINVAL;
-            }
-            continue;
-        }
-        if (!strncmp(line, "none ", 5) && lineno == 2) {
-            *none = true;
-            fb_strlcpy(reason, line + 5, reason_len);
-            break;
-        }
-        if (strncmp(line, "ep ", 3) != 0) {
-            snprintf(err, errlen, "line %u: expected 'ep ...' or 'none ...'", lineno);
-            rc = -EINVAL;
-        } else if ((size_t)n >= cap || n >= RDMA_MAX_CONNS) {
-            snprintf(err, errlen, "more than %zu endpoints",
-                     cap < RDMA_MAX_CONNS ? cap : (size_t)RDMA_MAX_CONNS);
-            rc = -EINVAL;
-        } else if ((rc = s_ep_line(line + 3, &eps[n], err, errlen, lineno)) == 0) {
-            n++;
-        }
-    }
-    if (rc == 0 && lineno == 0) {
-        snprintf(err, errlen, "empty endpoint message");
-        rc = -EINVAL;
-    }
-    free(text);
-    return rc < 0 ? rc : n;
+    s_endpoints_t d = {eps, cap, 0, none, reason, reason_len};
+    int rc = s_each_line(msg, len, "endpoint", s_endpoints_line, &d, err, errlen);
+    return rc < 0 ? rc : (int)d.n;
 }
 
 /* ---- the result summary ---------------------------------------------------------------------- */
@@ -295,44 +324,35 @@ char *rdma_summary_encode(const rdma_summary_t *s)
     return msg;
 }
 
+static int s_summary_line(char *line, unsigned lineno, void *arg, char *err, size_t errlen)
+{
+    rdma_summary_t *out = arg;
+    if (lineno == 1) {
+        if (strcmp(line, S_RESULT_MAGIC) == 0)
+            return 0;
+        snprintf(err, errlen, "not an rdmabw result message");
+        return -EINVAL;
+    }
+    if (!strncmp(line, "error ", 6)) {
+        fb_strlcpy(out->error, line + 6, sizeof out->error);
+        return 0;
+    }
+    unsigned idx;
+    double gbps;
+    int used = 0;
+    if (sscanf(line, "tx %u %lf%n", &idx, &gbps, &used) != 2 || line[used] != '\0' ||
+        idx != out->n || idx >= RDMA_MAX_CONNS || !isfinite(gbps) || gbps > 1e6) {
+        snprintf(err, errlen, "line %u: expected 'tx %zu <Gb/s>'", lineno, out->n);
+        return -EINVAL;
+    }
+    out->tx_gbps[out->n++] = gbps;
+    return 0;
+}
+
 int rdma_summary_decode(const void *msg, size_t len, rdma_summary_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    char *text = s_terminated(msg, len, err, errlen);
-    if (!text)
-        return -EINVAL;
-    int rc = 0;
-    unsigned lineno = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
-         line = strtok_r(NULL, "\n", &save)) {
-        lineno++;
-        if (lineno == 1) {
-            if (strcmp(line, S_RESULT_MAGIC) != 0) {
-                snprintf(err, errlen, "not an rdmabw result message");
-                rc = -EINVAL;
-            }
-        } else if (!strncmp(line, "error ", 6)) {
-            fb_strlcpy(out->error, line + 6, sizeof out->error);
-        } else {
-            unsigned idx;
-            double gbps;
-            int used = 0;
-            if (sscanf(line, "tx %u %lf%n", &idx, &gbps, &used) != 2 || line[used] != '\0' ||
-                idx != out->n || idx >= RDMA_MAX_CONNS || !isfinite(gbps) || gbps > 1e6) {
-                snprintf(err, errlen, "line %u: expected 'tx %zu <Gb/s>'", lineno, out->n);
-                rc = -EINVAL;
-            } else {
-                out->tx_gbps[out->n++] = gbps;
-            }
-        }
-    }
-    if (rc == 0 && lineno == 0) {
-        snprintf(err, errlen, "empty result message");
-        rc = -EINVAL;
-    }
-    free(text);
-    return rc;
+    return s_each_line(msg, len, "result", s_summary_line, out, err, errlen);
 }
 
 /* ---- control messages ------------------------------------------------------------------------ */
