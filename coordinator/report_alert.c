@@ -93,14 +93,8 @@ static char *s_evidence_line(const report_suspect_t *sus)
 static void s_json_campaign(fb_json_t *j, const store_campaign_t *c)
 {
     fb_json_object_begin(j, "campaign");
-    fb_json_string(j, "id", c->id);
-    fb_json_string(j, "name", c->name);
-    fb_json_string(j, "source", c->source);
-    fb_json_string(j, "state", c->state);
-    fb_json_string(j, "verdict", report_campaign_verdict(c));
-    fb_json_time(j, "started", c->started_ms);
-    fb_json_time(j, "finished", c->finished_ms);
-    report__json_duration(j, "duration_ms", c->started_ms, c->finished_ms);
+    report__json_campaign_fields(j, c);
+    report__json_span(j, c->started_ms, c->finished_ms);
     fb_json_object_end(j);
 }
 

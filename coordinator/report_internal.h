@@ -102,8 +102,12 @@ bool report__unattributed(const store_stage_t *stage, const store_task_t *task);
 /* ---- JSON (report_json.c) ------------------------------------------------------------------ */
 
 struct fb_json;
-/* key: the milliseconds from start to end, or null while either is unknown (0). */
-void report__json_duration(struct fb_json *j, const char *key, uint64_t start, uint64_t end);
+/* "started" and "finished" (ISO 8601, or null while unknown) and "duration_ms" (null until
+ * both are known): the span of a campaign, stage or task, as every JSON document writes it. */
+void report__json_span(struct fb_json *j, uint64_t started_ms, uint64_t finished_ms);
+/* The campaign's "id", "name", "source", "state" and "verdict" (report_campaign_verdict), the
+ * fields that name it in the JSON report and in the alert. */
+void report__json_campaign_fields(struct fb_json *j, const store_campaign_t *c);
 
 /* ---- Slurm (report_slurm.c) --------------------------------------------------------------- */
 

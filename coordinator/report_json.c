@@ -15,12 +15,23 @@
 
 /* ---- JSON -------------------------------------------------------------------------------- */
 
-void report__json_duration(struct fb_json *j, const char *key, uint64_t start, uint64_t end)
+void report__json_span(struct fb_json *j, uint64_t started_ms, uint64_t finished_ms)
 {
-    if (start && end && end >= start)
-        fb_json_int(j, key, (int64_t)(end - start));
+    fb_json_time(j, "started", started_ms);
+    fb_json_time(j, "finished", finished_ms);
+    if (started_ms && finished_ms && finished_ms >= started_ms)
+        fb_json_int(j, "duration_ms", (int64_t)(finished_ms - started_ms));
     else
-        fb_json_null(j, key);
+        fb_json_null(j, "duration_ms");
+}
+
+void report__json_campaign_fields(struct fb_json *j, const store_campaign_t *c)
+{
+    fb_json_string(j, "id", c->id);
+    fb_json_string(j, "name", c->name);
+    fb_json_string(j, "source", c->source);
+    fb_json_string(j, "state", c->state);
+    fb_json_string(j, "verdict", report_campaign_verdict(c));
 }
 
 static void s_json_metrics(fb_json_t *j, const report_metrics_t *ms)
@@ -60,9 +71,7 @@ static void s_json_task(fb_json_t *j, const store_task_t *task)
     fb_json_string(j, "state", task->state);
     fb_json_string(j, "verdict", fb_verdict_name(task->verdict));
     fb_json_string(j, "error", task->error);
-    fb_json_time(j, "started", task->started_ms);
-    fb_json_time(j, "finished", task->finished_ms);
-    report__json_duration(j, "duration_ms", task->started_ms, task->finished_ms);
+    report__json_span(j, task->started_ms, task->finished_ms);
 
     report_metrics_t ms = {0};
     report__task_metrics(task, &ms);
@@ -124,9 +133,7 @@ static void s_json_stage(fb_json_t *j, const store_stage_t *stage)
         fb_json_string(j, "params", stage->params_json);
     else
         fb_json_raw(j, "params", "{}");
-    fb_json_time(j, "started", stage->started_ms);
-    fb_json_time(j, "finished", stage->finished_ms);
-    report__json_duration(j, "duration_ms", stage->started_ms, stage->finished_ms);
+    report__json_span(j, stage->started_ms, stage->finished_ms);
     fb_json_array_begin(j, "tasks");
     for (size_t t = 0; t < stage->n_tasks; t++)
         s_json_task(j, &stage->tasks[t]);
@@ -322,18 +329,12 @@ static char *s_json_report(const store_campaign_t *c, const report_software_t *s
     fb_json_string(j, "generated", fb_iso8601(fb_now_ms(), now, sizeof now));
 
     fb_json_object_begin(j, "campaign");
-    fb_json_string(j, "id", c->id);
-    fb_json_string(j, "name", c->name);
-    fb_json_string(j, "source", c->source);
-    fb_json_string(j, "state", c->state);
-    fb_json_string(j, "verdict", report_campaign_verdict(c));
+    report__json_campaign_fields(j, c);
     if (c->verdict == FB_VERDICT_NONE)
         fb_json_null(j, "recorded_verdict");
     else
         fb_json_string(j, "recorded_verdict", fb_verdict_name(c->verdict));
-    fb_json_time(j, "started", c->started_ms);
-    fb_json_time(j, "finished", c->finished_ms);
-    report__json_duration(j, "duration_ms", c->started_ms, c->finished_ms);
+    report__json_span(j, c->started_ms, c->finished_ms);
     fb_json_object_begin(j, "counts");
     fb_json_int(j, "stages", (int64_t)c->n_stages);
     fb_json_int(j, "tasks", (int64_t)total);
