@@ -164,31 +164,26 @@ static void s_post_none(run_t *r, const char *reason)
     free(msg);
 }
 
-static fb_verdict_t s_skip(run_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static fb_verdict_t s_skip(run_t *r, const char *fmt, ...)
+/* Ends the run with verdict v (FB_VERDICT_SKIPPED or FB_VERDICT_ERROR) for the reason fmt gives:
+ * the partner is told there are no endpoints, and the reason is recorded and logged as a skip or
+ * through worker_error. Returns v. */
+static fb_verdict_t s_stop(run_t *r, fb_verdict_t v, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static fb_verdict_t s_stop(run_t *r, fb_verdict_t v, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     char *why = xvasprintf(fmt, ap);
     va_end(ap);
     s_post_none(r, why);
-    fb_result_set_error(r->result, "rdmabw skipped: %s", why);
-    worker_log(r->ctx, "rdmabw skipped: %s", why);
+    if (v == FB_VERDICT_SKIPPED) {
+        fb_result_set_error(r->result, "rdmabw skipped: %s", why);
+        worker_log(r->ctx, "rdmabw skipped: %s", why);
+    } else {
+        worker_error(r->ctx, "rdmabw: %s", why);
+    }
     free(why);
-    return FB_VERDICT_SKIPPED;
-}
-
-static fb_verdict_t s_error(run_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static fb_verdict_t s_error(run_t *r, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *why = xvasprintf(fmt, ap);
-    va_end(ap);
-    s_post_none(r, why);
-    worker_error(r->ctx, "rdmabw: %s", why);
-    free(why);
-    return FB_VERDICT_ERROR;
+    return v;
 }
 
 static void s_note(void *user, const char *line)
@@ -209,25 +204,25 @@ static fb_verdict_t s_choose_ports(run_t *r)
     bool absent = false;
     r->n_ports = ib_ports_list(r->root, &r->ports, &absent);
     if (r->n_ports == 0)
-        return s_skip(r, "no RDMA device: /sys/class/infiniband is %s",
+        return s_stop(r, FB_VERDICT_SKIPPED, "no RDMA device: /sys/class/infiniband is %s",
                       absent ? "absent" : "empty (no HCA driver loaded)");
     size_t *sel = NULL;
     char why[600];
     int n = ib_ports_select(r->ports, r->n_ports, r->p.device, &sel, why, sizeof why);
     if (n < 0)
-        return s_error(r, "%s", why);
+        return s_stop(r, FB_VERDICT_ERROR, "%s", why);
     bool named = strcmp(r->p.device, "all") != 0;
     if (n == 0) {
         char states[1024];
         ib_ports_describe(r->ports, r->n_ports, states, sizeof states);
         free(sel);
-        return s_skip(r, "no active RDMA port: %s", states);
+        return s_stop(r, FB_VERDICT_SKIPPED, "no active RDMA port: %s", states);
     }
     for (int i = 0; i < n; i++) {
         const ib_port_t *p = &r->ports[sel[i]];
         if (p->problem[0]) {
             free(sel);
-            return s_error(r, "%s", p->problem);
+            return s_stop(r, FB_VERDICT_ERROR, "%s", p->problem);
         }
         if (!p->active) {
             /* The campaign named this port: a dead link is what the test is for. */
@@ -327,7 +322,7 @@ static fb_verdict_t s_open_conns(run_t *r)
                        strerror(-pin));
         bool dmabuf = false;
         if (s_gpu_for(r, p, &r->gpu[i], &dmabuf, err, sizeof err) < 0)
-            return s_error(r, "%s", err);
+            return s_stop(r, FB_VERDICT_ERROR, "%s", err);
         rdma_conn_opts_t o = {p, s_region(r), r->gpu[i], dmabuf};
         for (unsigned k = 0; k < per_port; k++) {
             int rc = rdma_conn_open(r->verbs, &o, &r->conn[i][k], err, sizeof err);
@@ -339,7 +334,7 @@ static fb_verdict_t s_open_conns(run_t *r)
                 rc = rdma_conn_open(r->verbs, &o, &r->conn[i][k], err, sizeof err);
             }
             if (rc < 0)
-                return s_error(r, "%s", err);
+                return s_stop(r, FB_VERDICT_ERROR, "%s", err);
         }
         if (r->gpu[i])
             r->gpu_conns++;
@@ -370,7 +365,7 @@ static fb_verdict_t s_connect(run_t *r)
             r->remote[i] = eb;
             if (rdma_conn_connect(r->conn[i][0], &eb, err, sizeof err) < 0 ||
                 rdma_conn_connect(r->conn[i][1], &ea, err, sizeof err) < 0)
-                return s_error(r, "%s", err);
+                return s_stop(r, FB_VERDICT_ERROR, "%s", err);
         }
         return FB_VERDICT_NONE;
     }
@@ -384,7 +379,8 @@ static fb_verdict_t s_connect(run_t *r)
         worker_exchange(r->ctx, "qp", msg, strlen(msg), s_timeout(r), &values, err, sizeof err);
     free(msg);
     if (rc < 0)
-        return s_error(r, "queue-pair exchange with %s failed: %s", r->partner, err);
+        return s_stop(r, FB_VERDICT_ERROR, "queue-pair exchange with %s failed: %s", r->partner,
+                      err);
     unsigned other = 1 - r->rank;
     bool none = false;
     char reason[512];
@@ -392,9 +388,11 @@ static fb_verdict_t s_connect(run_t *r)
                                   &none, reason, sizeof reason, err, sizeof err);
     worker_blobs_free(&values, worker_size(r->ctx));
     if (n < 0)
-        return s_error(r, "the queue-pair details from %s do not parse: %s", r->partner, err);
+        return s_stop(r, FB_VERDICT_ERROR, "the queue-pair details from %s do not parse: %s",
+                      r->partner, err);
     if (none)
-        return s_skip(r, "the partner %s cannot take part: %s", r->partner, reason);
+        return s_stop(r, FB_VERDICT_SKIPPED, "the partner %s cannot take part: %s", r->partner,
+                      reason);
     if ((size_t)n < r->n_conns) {
         worker_log(r->ctx, "rdmabw: %s has %d port%s to this node's %zu; measuring %d", r->partner,
                    n, n == 1 ? "" : "s", r->n_conns, n);
@@ -412,17 +410,17 @@ static fb_verdict_t s_connect(run_t *r)
             char e2[256];
             if (worker_exchange(r->ctx, "rts", "fail", 4, s_timeout(r), &b, e2, sizeof e2) == 0)
                 worker_blobs_free(&b, worker_size(r->ctx));
-            return s_error(r, "%s", err);
+            return s_stop(r, FB_VERDICT_ERROR, "%s", err);
         }
     /* Both ends must be ready to receive before either sends: a barrier through the
      * coordinator. */
     rc = worker_exchange(r->ctx, "rts", "ok", 2, s_timeout(r), &values, err, sizeof err);
     if (rc < 0)
-        return s_error(r, "waiting for %s to connect failed: %s", r->partner, err);
+        return s_stop(r, FB_VERDICT_ERROR, "waiting for %s to connect failed: %s", r->partner, err);
     bool partner_ok = values[other].len == 2 && !memcmp(values[other].data, "ok", 2);
     worker_blobs_free(&values, worker_size(r->ctx));
     if (!partner_ok)
-        return s_error(r, "%s could not connect its queue pairs", r->partner);
+        return s_stop(r, FB_VERDICT_ERROR, "%s could not connect its queue pairs", r->partner);
     return FB_VERDICT_NONE;
 }
 
@@ -802,7 +800,7 @@ static fb_verdict_t s_check_counters(run_t *r)
     for (size_t i = 0; i < r->n_use && v == FB_VERDICT_NONE; i++) {
         const ib_port_t *p = &r->ports[r->use[i]];
         if (ib_snapshot_read(r->root, p->hca, p->port, snap, err, sizeof err) < 0)
-            v = s_error(r, "port counters of %s unreadable: %s", p->name, err);
+            v = s_stop(r, FB_VERDICT_ERROR, "port counters of %s unreadable: %s", p->name, err);
     }
     free(snap);
     return v;
@@ -818,16 +816,17 @@ static fb_verdict_t s_load_verbs(run_t *r)
         rc = rdma_verbs_open(r->opts->verbs_lib, &r->verbs, err, sizeof err);
     const ib_port_t *first = &r->ports[r->use[0]];
     if (rc == -ENOSYS)
-        return s_error(r, "%s is here but this worker was %s", first->hca, err);
+        return s_stop(r, FB_VERDICT_ERROR, "%s is here but this worker was %s", first->hca, err);
     if (rc < 0)
-        return s_error(r, "%s is here but libibverbs is missing: %s", first->hca, err);
+        return s_stop(r, FB_VERDICT_ERROR, "%s is here but libibverbs is missing: %s", first->hca,
+                      err);
     for (size_t i = 0; i < r->n_use; i++) {
         const char *hca = r->ports[r->use[i]].hca;
         if (!rdma_verbs_has_device(r->verbs, hca))
-            return s_error(r,
-                           "%s is in sysfs but libibverbs lists no such device (its provider "
-                           "library is missing: install rdma-core / ibverbs-providers)",
-                           hca);
+            return s_stop(r, FB_VERDICT_ERROR,
+                          "%s is in sysfs but libibverbs lists no such device (its provider "
+                          "library is missing: install rdma-core / ibverbs-providers)",
+                          hca);
     }
     return FB_VERDICT_NONE;
 }
