@@ -1,20 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the libFuzzer harnesses in tests/fuzz share: a NUL-terminated copy of the input, quiet
- * logging, and a check that aborts (so libFuzzer records the input) when an invariant of a
- * decoder does not hold. Each harness is one tests/fuzz/fuzz_<name>.c with its own
- * LLVMFuzzerTestOneInput; docs/fuzzing.md lists them. */
+ * logging, a check that aborts (so libFuzzer records the input) when an invariant of a decoder
+ * does not hold, and a private directory and whole writes for harnesses that read files. Each
+ * harness is one tests/fuzz/fuzz_<name>.c with its own LLVMFuzzerTestOneInput; docs/fuzzing.md
+ * lists them. */
 #ifndef FB_FUZZ_H
 #define FB_FUZZ_H
 
 #include "common/log.h"
 #include "common/util.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -43,5 +47,50 @@ static inline void fz_quiet(void)
             abort();                                                                               \
         }                                                                                          \
     } while (0)
+
+/* The contract of a parser returning rc and an object through out (with a message in err): 0
+ * and an object, or -EINVAL, no object and a message. */
+#define FZ_CHECK_PARSED(rc, out, err)                                                              \
+    FZ_CHECK((rc) == 0 ? (out) != NULL : ((rc) == -EINVAL && (out) == NULL && (err)[0] != '\0'))
+
+/* The harness's LLVMFuzzerInitialize: quiet logging, then `setup` (a statement; empty for none). */
+#define FZ_INITIALIZE(setup)                                                                       \
+    int LLVMFuzzerInitialize(int *argc, char ***argv)                                              \
+    {                                                                                              \
+        (void)argc;                                                                                \
+        (void)argv;                                                                                \
+        fz_quiet();                                                                                \
+        setup;                                                                                     \
+        return 0;                                                                                  \
+    }
+
+/* A new private directory fb-fuzz-<what>.XXXXXX (a heap path) under /dev/shm when there is one,
+ * else $TMPDIR or /tmp: files the harness writes for every input stay in memory. Aborts when it
+ * cannot be made. */
+static inline char *fz_private_dir(const char *what)
+{
+    struct stat st;
+    const char *tmp = getenv("TMPDIR");
+    const char *parent = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm"
+                         : tmp && *tmp                                     ? tmp
+                                                                           : "/tmp";
+    char *dir = xasprintf("%s/fb-fuzz-%s.XXXXXX", parent, what);
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "fuzz %s: mkdtemp: %s\n", what, strerror(errno));
+        abort();
+    }
+    return dir;
+}
+
+/* Writes all of bytes[0..len) to fd; a short write is an invariant failure. */
+static inline void fz_write_all(int fd, const uint8_t *bytes, size_t len)
+{
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, bytes + off, len - off);
+        FZ_CHECK(w > 0);
+        off += (size_t)w;
+    }
+}
 
 #endif

@@ -18,13 +18,7 @@
 #define S_EXPAND_MAX 4096
 #define S_FILES_MAX 8
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet();
-    return 0;
-}
+FZ_INITIALIZE()
 
 static void s_check_stages(const fb_campaign_t *c)
 {

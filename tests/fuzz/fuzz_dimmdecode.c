@@ -19,13 +19,7 @@
 #include <inttypes.h>
 #include <time.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet();
-    return 0;
-}
+FZ_INITIALIZE()
 
 static void s_check_string(const char *s, size_t max)
 {

@@ -10,13 +10,7 @@
 #include <errno.h>
 #include <stdbool.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet();
-    return 0;
-}
+FZ_INITIALIZE()
 
 /* The decimal token that precedes the value in a post line: the second token after the key. */
 static bool s_timeout_token_is(const char *line, uint64_t value)

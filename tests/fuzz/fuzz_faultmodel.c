@@ -20,18 +20,16 @@ static const char s_fabric[] = "leaf01: node[01-04]\n"
                                "spine01: leaf[01-04]\n"
                                "spine02: leaf[01-04]\n";
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
+static void s_init(void)
 {
-    (void)argc;
-    (void)argv;
-    fz_quiet();
     char err[256];
     if (fb_topology_parse(s_fabric, &s_topo, err, sizeof err) != 0) {
         fprintf(stderr, "fuzz_faultmodel: fabric: %s\n", err);
         abort();
     }
-    return 0;
 }
+
+FZ_INITIALIZE(s_init())
 
 static void s_judge(const fb_faultmodel_t *m, const char *id, const char *const *members, size_t n,
                     int rail)

@@ -14,13 +14,7 @@
 /* Round trips above this many names cost more time than they find. */
 #define S_ROUND_TRIP_MAX 65536
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet();
-    return 0;
-}
+FZ_INITIALIZE()
 
 static int s_cmp(const void *a, const void *b)
 {

@@ -10,14 +10,7 @@
 #include "common/inventory_format.h"
 #include "common/wire.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet();
-    fz_tree_init();
-    return 0;
-}
+FZ_INITIALIZE(fz_tree_init())
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

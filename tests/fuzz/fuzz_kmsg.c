@@ -11,13 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet();
-    return 0;
-}
+FZ_INITIALIZE()
 
 static void s_check_record(const fb_kmsg_record_t *rec)
 {
@@ -51,12 +45,7 @@ static void s_stream(const uint8_t *data, size_t size)
 {
     int fd = memfd_create("fuzz-kmsg", MFD_CLOEXEC);
     FZ_CHECK(fd >= 0);
-    size_t off = 0;
-    while (off < size) {
-        ssize_t w = write(fd, data + off, size - off);
-        FZ_CHECK(w > 0);
-        off += (size_t)w;
-    }
+    fz_write_all(fd, data, size);
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     fb_kmsg_t *k = NULL;

@@ -15,13 +15,7 @@
 
 #include <errno.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet();
-    return 0;
-}
+FZ_INITIALIZE()
 
 /* n(text) = encode(decode(text)), NULL when text does not decode. What decodes encodes into text
  * that decodes, and the encoding settles: n(n(n(x))) = n(n(x)). (Free text such as a reason is

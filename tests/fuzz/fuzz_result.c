@@ -9,13 +9,7 @@
 
 #include <math.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet();
-    return 0;
-}
+FZ_INITIALIZE()
 
 static int s_streq(const char *a, const char *b)
 {

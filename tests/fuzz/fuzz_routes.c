@@ -9,13 +9,7 @@
 
 #include <errno.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet();
-    return 0;
-}
+FZ_INITIALIZE()
 
 static void s_use(const fb_routes_t *r)
 {
@@ -48,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[256];
     fb_routes_t *r = NULL;
     int rc = fb_routes_parse(text, &r, err, sizeof err);
-    FZ_CHECK(rc == 0 ? r != NULL : (rc == -EINVAL && r == NULL && err[0] != '\0'));
+    FZ_CHECK_PARSED(rc, r, err);
     if (r)
         s_use(r);
     fb_routes_destroy(&r);

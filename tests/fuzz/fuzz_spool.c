@@ -47,25 +47,14 @@ static void s_atexit(void)
     rmdir(s_base);
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
+static void s_init(void)
 {
-    (void)argc;
-    (void)argv;
-    fz_quiet();
-    struct stat st;
-    const char *tmp = getenv("TMPDIR");
-    const char *parent = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm"
-                         : tmp && *tmp                                     ? tmp
-                                                                           : "/tmp";
-    s_base = xasprintf("%s/fb-fuzz-spool.XXXXXX", parent);
-    if (!mkdtemp(s_base)) {
-        perror("fuzz_spool: mkdtemp");
-        abort();
-    }
+    s_base = fz_private_dir("spool");
     s_dir = xasprintf("%s/spool", s_base);
     atexit(s_atexit);
-    return 0;
 }
+
+FZ_INITIALIZE(s_init())
 
 static void s_put_le(uint8_t *p, uint64_t v, int bytes)
 {
@@ -85,12 +74,7 @@ static void s_write_entry(const char *name, const uint8_t *bytes, size_t len)
     FZ_CHECK(dfd >= 0);
     int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     FZ_CHECK(fd >= 0);
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, bytes + off, len - off);
-        FZ_CHECK(w > 0);
-        off += (size_t)w;
-    }
+    fz_write_all(fd, bytes, len);
     close(fd);
     close(dfd);
 }

@@ -11,13 +11,7 @@
 #include <errno.h>
 #include <stdbool.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet();
-    return 0;
-}
+FZ_INITIALIZE()
 
 /* Every node of the topology, leaf by leaf (borrowed names). */
 static const char **s_nodes(const fb_topology_t *t, size_t *n_out)
@@ -76,21 +70,23 @@ static void s_use(const fb_topology_t *t)
     free(nodes);
 }
 
+/* The text through one of the topology parsers; what parses is used. */
+static void s_parse(int (*parse)(const char *, fb_topology_t **, char *, size_t), const char *text)
+{
+    char err[256];
+    fb_topology_t *t = NULL;
+    int rc = parse(text, &t, err, sizeof err);
+    FZ_CHECK_PARSED(rc, t, err);
+    if (t)
+        s_use(t);
+    fb_topology_destroy(&t);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = fz_cstr(data, size);
-    char err[256];
-    fb_topology_t *t = NULL;
-    int rc = fb_topology_parse(text, &t, err, sizeof err);
-    FZ_CHECK(rc == 0 ? t != NULL : (rc == -EINVAL && t == NULL && err[0] != '\0'));
-    if (t)
-        s_use(t);
-    fb_topology_destroy(&t);
-    rc = fb_topology_parse_ibnetdiscover(text, &t, err, sizeof err);
-    FZ_CHECK(rc == 0 ? t != NULL : (rc == -EINVAL && t == NULL && err[0] != '\0'));
-    if (t)
-        s_use(t);
-    fb_topology_destroy(&t);
+    s_parse(fb_topology_parse, text);
+    s_parse(fb_topology_parse_ibnetdiscover, text);
     free(text);
     return 0;
 }

@@ -63,16 +63,7 @@ static void fz_tree_atexit(void)
 /* Once, from LLVMFuzzerInitialize. */
 static void fz_tree_init(void)
 {
-    struct stat st;
-    const char *tmp = getenv("TMPDIR");
-    const char *parent = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm"
-                         : tmp && *tmp                                     ? tmp
-                                                                           : "/tmp";
-    fz_tree_base = xasprintf("%s/fb-fuzz-tree.XXXXXX", parent);
-    if (!mkdtemp(fz_tree_base)) {
-        perror("fuzz tree: mkdtemp");
-        abort();
-    }
+    fz_tree_base = fz_private_dir("tree");
     fz_tree_root = xasprintf("%s/root", fz_tree_base);
     atexit(fz_tree_atexit);
 }

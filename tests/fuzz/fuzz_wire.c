@@ -12,13 +12,7 @@
 
 #include <errno.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fz_quiet();
-    return 0;
-}
+FZ_INITIALIZE()
 
 static void s_use(const Fleetburn__Envelope *env, int depth)
 {
