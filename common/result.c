@@ -119,8 +119,13 @@ void fb_result_set_error(fb_result_t *self, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *text = xvasprintf(fmt, ap);
+    fb_result_set_errorv(self, fmt, ap);
     va_end(ap);
+}
+
+void fb_result_set_errorv(fb_result_t *self, const char *fmt, va_list ap)
+{
+    char *text = xvasprintf(fmt, ap);
     free(self->error);
     self->error = text;
 }

@@ -5,6 +5,7 @@
 #ifndef FB_RESULT_H
 #define FB_RESULT_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +66,9 @@ void fb_result_add_findingf(fb_result_t *self, const char *part, const char *kin
 /* Replaces the error text (copied). */
 void fb_result_set_error(fb_result_t *self, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* fb_result_set_error with the arguments in ap. */
+void fb_result_set_errorv(fb_result_t *self, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 void fb_result_set_ids(fb_result_t *self, const char *result_id, const char *task_id,
                        const char *node);
 

@@ -256,11 +256,9 @@ fb_verdict_t worker_error(worker_ctx_t *ctx, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *text = xvasprintf(fmt, ap);
+    fb_result_set_errorv(ctx->result, fmt, ap);
     va_end(ap);
-    fb_result_set_error(ctx->result, "%s", text);
-    worker_log(ctx, "error: %s", text);
-    free(text);
+    worker_log(ctx, "error: %s", ctx->result->error);
     return FB_VERDICT_ERROR;
 }
 
