@@ -213,6 +213,12 @@ static dmix_fault_t *s_fault_add(dmix_world_t *w, dmix_type_t t, const char *cat
     return f;
 }
 
+/* An option's fixed value (> 0), else one drawn from [lo, hi). */
+static double s_fixed_or_drawn(s_draw_t *d, double fixed, double lo, double hi)
+{
+    return fixed > 0 ? fixed : s_uniform(d->rng, lo, hi);
+}
+
 /* q, burst and factor of a fault of type t: the options' fixed values, else drawn. */
 static void s_parameters(s_draw_t *d, dmix_fault_t *f)
 {
@@ -225,23 +231,23 @@ static void s_parameters(s_draw_t *d, dmix_fault_t *f)
         break;
     case DMIX_NODE_BURSTY:
     case DMIX_NIC_BURSTY:
-        f->q = o->q > 0 ? o->q : s_uniform(d->rng, 0.1, 0.5);
+        f->q = s_fixed_or_drawn(d, o->q, 0.1, 0.5);
         f->burst_s = o->burst_s > 0 ? o->burst_s : 60.0 * exp(s_uniform(d->rng, 0, log(60.0)));
         break;
     case DMIX_SDC:
-        f->q = o->q > 0 ? o->q : s_uniform(d->rng, 0.05, 0.2);
+        f->q = s_fixed_or_drawn(d, o->q, 0.05, 0.2);
         break;
     case DMIX_NODE_SLOW:
-        f->factor = o->factor > 0 ? o->factor : s_uniform(d->rng, 0.6, 0.8);
+        f->factor = s_fixed_or_drawn(d, o->factor, 0.6, 0.8);
         break;
     case DMIX_NODE_SLOW_MILD:
-        f->factor = o->factor > 0 ? o->factor : s_uniform(d->rng, 0.8, 0.9);
+        f->factor = s_fixed_or_drawn(d, o->factor, 0.8, 0.9);
         break;
     case DMIX_UPLINK_SLOW:
-        f->factor = o->factor > 0 ? o->factor : s_uniform(d->rng, 0.5, 0.8);
+        f->factor = s_fixed_or_drawn(d, o->factor, 0.5, 0.8);
         break;
     default: /* intermittent */
-        f->q = o->q > 0 ? o->q : s_uniform(d->rng, 0.3, 0.9);
+        f->q = s_fixed_or_drawn(d, o->q, 0.3, 0.9);
     }
 }
 
