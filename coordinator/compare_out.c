@@ -3,6 +3,7 @@
  * shifts with the environment changes of their nodes beside them, then improvements, what was not
  * compared, and one summary line; and the JSON document of docs/report-json.md "compare". */
 #include "compare.h"
+#include "report.h"
 
 #include "common/hostlist.h"
 #include "common/json.h"
@@ -453,12 +454,7 @@ static void s_json_not_compared(fb_json_t *j, const compare_t *c)
 int compare_write_json(const compare_t *c, FILE *out)
 {
     fb_json_t *j = fb_json_new(true);
-    char now[40];
-    fb_json_object_begin(j, NULL);
-    fb_json_string(j, "format", "fleetburn-compare");
-    fb_json_int(j, "format_version", COMPARE_JSON_FORMAT_VERSION);
-    fb_json_string(j, "generator", "fleetburn " FB_VERSION);
-    fb_json_string(j, "generated", fb_iso8601(fb_now_ms(), now, sizeof now));
+    report_json_begin(j, "fleetburn-compare", COMPARE_JSON_FORMAT_VERSION);
     fb_json_string(j, "verdict", compare_has_regression(c) ? "regression" : "no regression");
     s_json_campaign(j, "base", &c->base);
     s_json_campaign(j, "campaign", &c->now);

@@ -20,6 +20,11 @@
 #define REPORT_JSON_FORMAT_VERSION 1
 
 int report_write_json(store_t *store, const char *campaign_id, FILE *out);
+/* Opens a fleetburn JSON document (the report, the alert, `fleetburn compare --json`): its
+ * top-level object, with "format", "format_version", "generator" (fleetburn and its version)
+ * and "generated" (now, ISO 8601). The caller writes the rest and closes the object. */
+struct fb_json;
+void report_json_begin(struct fb_json *j, const char *format, int format_version);
 int report_write_text(store_t *store, const char *campaign_id, FILE *out);
 /* The HTML report (report_html*.c; docs/operations.md "HTML report"): one self-contained file,
  * no script, SVG charts, nothing fetched when viewed. baseline_id: a campaign whose allreduce

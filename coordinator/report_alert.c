@@ -254,12 +254,7 @@ char *report_alert_json(const store_campaign_t *c, unsigned triggers,
     report_diag_t d;
     report__diag_build(&d, c);
     fb_json_t *j = fb_json_new(false);
-    char now[40];
-    fb_json_object_begin(j, NULL);
-    fb_json_string(j, "format", "fleetburn-alert");
-    fb_json_int(j, "format_version", REPORT_ALERT_FORMAT_VERSION);
-    fb_json_string(j, "generator", "fleetburn " FB_VERSION);
-    fb_json_string(j, "generated", fb_iso8601(fb_now_ms(), now, sizeof now));
+    report_json_begin(j, "fleetburn-alert", REPORT_ALERT_FORMAT_VERSION);
     fb_json_array_begin(j, "triggers");
     for (unsigned bit = 1; bit & FB_ALERT_ALL; bit <<= 1)
         if (triggers & bit)

@@ -15,6 +15,16 @@
 
 /* ---- JSON -------------------------------------------------------------------------------- */
 
+void report_json_begin(struct fb_json *j, const char *format, int format_version)
+{
+    char now[40];
+    fb_json_object_begin(j, NULL);
+    fb_json_string(j, "format", format);
+    fb_json_int(j, "format_version", format_version);
+    fb_json_string(j, "generator", "fleetburn " FB_VERSION);
+    fb_json_string(j, "generated", fb_iso8601(fb_now_ms(), now, sizeof now));
+}
+
 void report__json_span(struct fb_json *j, uint64_t started_ms, uint64_t finished_ms)
 {
     fb_json_time(j, "started", started_ms);
@@ -318,15 +328,10 @@ static char *s_json_report(const store_campaign_t *c, const report_software_t *s
                            const report_env_t *env)
 {
     fb_json_t *j = fb_json_new(true);
-    char now[40];
     size_t counts[FB_VERDICT_MAX + 1], total;
     report__count_tasks(c, counts, &total);
 
-    fb_json_object_begin(j, NULL);
-    fb_json_string(j, "format", "fleetburn-report");
-    fb_json_int(j, "format_version", REPORT_JSON_FORMAT_VERSION);
-    fb_json_string(j, "generator", "fleetburn " FB_VERSION);
-    fb_json_string(j, "generated", fb_iso8601(fb_now_ms(), now, sizeof now));
+    report_json_begin(j, "fleetburn-report", REPORT_JSON_FORMAT_VERSION);
 
     fb_json_object_begin(j, "campaign");
     report__json_campaign_fields(j, c);
