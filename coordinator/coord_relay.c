@@ -11,8 +11,8 @@
  * the registry, the result and event checks, acknowledgements and the exchange relay need no
  * change; coord_send_to wraps what goes to such an identity in a Relayed for the relay. */
 #include "coord_internal.h"
+#include "warn_limited.h"
 #include "common/log.h"
-#include "common/ratelimit.h"
 #include "common/util.h"
 #include "common/wire.h"
 #include "common/zsock.h"
@@ -37,18 +37,13 @@ static void s_refused(coord_t *self, const char *fmt, ...) __attribute__((format
 
 static void s_refused(coord_t *self, const char *fmt, ...)
 {
-    self->n_relay_refused++;
-    uint64_t held = 0;
-    if (!fb_ratelimit_ok(&self->relay_log, fb_mono_ms(), &held))
-        return;
     va_list ap;
     va_start(ap, fmt);
-    char *what = xvasprintf(fmt, ap);
+    char *line = warn_limited_vline(&self->relay_log, &self->n_relay_refused, "refused", fmt, ap);
     va_end(ap);
-    log_warn("refused a relayed message from %s: %s (%llu refused in all, %llu lines held back)",
-             fb_zsock_peer_address(self->zs), what, (unsigned long long)self->n_relay_refused,
-             (unsigned long long)held);
-    free(what);
+    if (line)
+        log_warn("refused a relayed message from %s: %s", fb_zsock_peer_address(self->zs), line);
+    free(line);
 }
 
 static const char *s_key_file(coord_t *self, const char *key)

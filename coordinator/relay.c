@@ -11,6 +11,7 @@
 #include "relay.h"
 #include "auth.h"
 #include "conns.h"
+#include "warn_limited.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/ratelimit.h"
@@ -101,17 +102,13 @@ static void s_dropped(relay_t *self, const char *fmt, ...) __attribute__((format
 /* Messages dropped (invalid, unregistered, over a limit): one line per 10 s with the count. */
 static void s_dropped(relay_t *self, const char *fmt, ...)
 {
-    self->n_dropped++;
-    uint64_t held = 0;
-    if (!fb_ratelimit_ok(&self->drop_log, fb_mono_ms(), &held))
-        return;
     va_list ap;
     va_start(ap, fmt);
-    char *what = xvasprintf(fmt, ap);
+    char *line = warn_limited_vline(&self->drop_log, &self->n_dropped, "dropped", fmt, ap);
     va_end(ap);
-    log_warn("%s (%llu dropped in all, %llu lines held back)", what,
-             (unsigned long long)self->n_dropped, (unsigned long long)held);
-    free(what);
+    if (line)
+        log_warn("%s", line);
+    free(line);
 }
 
 /* --- towards the agents --------------------------------------------------------------------- */
