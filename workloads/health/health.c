@@ -562,47 +562,43 @@ static void s_check_kmsg(sweep_t *s, const char *path, size_t counts[FB_KMSG_N_C
 
 /* ---- the workload ---------------------------------------------------------------------------- */
 
-static void s_metric(sweep_t *s, const char *name, double v)
-{
-    fb_result_set_metric(s->result, name, v, "");
-}
-
+/* The sweep's counts as the result's metrics, in this order. */
 static void s_metrics(sweep_t *s, const size_t *k)
 {
-    s_metric(s, "gpus", (double)s->n_gpus);
-    s_metric(s, "hcas", s->hcas);
-    s_metric(s, "ib_ports", s->ib_ports);
-    s_metric(s, "pcie_degraded", s->pcie_degraded);
-    s_metric(s, "ib_ports_down", s->ib_down);
-    s_metric(s, "ib_ports_slow", s->ib_slow);
-    s_metric(s, "dimm_ue", s->dimm_ue);
-    s_metric(s, "edac_ce_total", (double)s->edac_ce);
-    s_metric(s, "edac_ue_total", (double)s->edac_ue);
-    s_metric(s, "gpu_retired_pages", s->gpu_retired);
-    s_metric(s, "gpu_retire_pending", s->gpu_retire_pending);
-    s_metric(s, "gpu_remap_failure", s->gpu_remap_failure);
-    s_metric(s, "gpu_remap_pending", s->gpu_remap_pending);
-    s_metric(s, "gpu_ecc_ue", s->gpu_ecc_ue);
-    s_metric(s, "gpu_lost", s->gpu_lost);
-    s_metric(s, "gpu_missing", s->gpu_missing);
-    static const struct {
+    const struct {
         const char *name;
-        fb_kmsg_class_t cls;
-    } classes[] = {
-        {"kmsg_xid", FB_KMSG_XID},
-        {"kmsg_gpu_error", FB_KMSG_GPU_ERROR},
-        {"kmsg_gpu_thermal", FB_KMSG_GPU_THERMAL},
-        {"kmsg_edac_ue", FB_KMSG_EDAC_UE},
-        {"kmsg_edac_ce", FB_KMSG_EDAC_CE},
-        {"kmsg_mce", FB_KMSG_MCE},
-        {"kmsg_cpu_thermal", FB_KMSG_CPU_THERMAL},
-        {"kmsg_pcie_aer", FB_KMSG_PCIE_AER},
-        {"kmsg_link_down", FB_KMSG_LINK_DOWN},
-        {"kmsg_nic_error", FB_KMSG_NIC_ERROR},
+        double value;
+    } metrics[] = {
+        {"gpus", (double)s->n_gpus},
+        {"hcas", s->hcas},
+        {"ib_ports", s->ib_ports},
+        {"pcie_degraded", s->pcie_degraded},
+        {"ib_ports_down", s->ib_down},
+        {"ib_ports_slow", s->ib_slow},
+        {"dimm_ue", s->dimm_ue},
+        {"edac_ce_total", (double)s->edac_ce},
+        {"edac_ue_total", (double)s->edac_ue},
+        {"gpu_retired_pages", s->gpu_retired},
+        {"gpu_retire_pending", s->gpu_retire_pending},
+        {"gpu_remap_failure", s->gpu_remap_failure},
+        {"gpu_remap_pending", s->gpu_remap_pending},
+        {"gpu_ecc_ue", s->gpu_ecc_ue},
+        {"gpu_lost", s->gpu_lost},
+        {"gpu_missing", s->gpu_missing},
+        {"kmsg_xid", (double)k[FB_KMSG_XID]},
+        {"kmsg_gpu_error", (double)k[FB_KMSG_GPU_ERROR]},
+        {"kmsg_gpu_thermal", (double)k[FB_KMSG_GPU_THERMAL]},
+        {"kmsg_edac_ue", (double)k[FB_KMSG_EDAC_UE]},
+        {"kmsg_edac_ce", (double)k[FB_KMSG_EDAC_CE]},
+        {"kmsg_mce", (double)k[FB_KMSG_MCE]},
+        {"kmsg_cpu_thermal", (double)k[FB_KMSG_CPU_THERMAL]},
+        {"kmsg_pcie_aer", (double)k[FB_KMSG_PCIE_AER]},
+        {"kmsg_link_down", (double)k[FB_KMSG_LINK_DOWN]},
+        {"kmsg_nic_error", (double)k[FB_KMSG_NIC_ERROR]},
+        {"findings", (double)s->result->n_findings},
     };
-    for (size_t i = 0; i < FB_ARRAY_LEN(classes); i++)
-        s_metric(s, classes[i].name, (double)k[classes[i].cls]);
-    s_metric(s, "findings", (double)s->result->n_findings);
+    for (size_t i = 0; i < FB_ARRAY_LEN(metrics); i++)
+        fb_result_set_metric(s->result, metrics[i].name, metrics[i].value, "");
 }
 
 fb_verdict_t health_run_opts(worker_ctx_t *ctx, const health_opts_t *opts)
