@@ -311,6 +311,25 @@ int fb_yaml_load(fb_yaml_t *y, yaml_document_t *doc, size_t max_bytes, const cha
     return rc;
 }
 
+int fb_yaml_parse_text(const char *text, size_t len, const char *source, size_t max_bytes,
+                       const char *what, fb_yaml_root_fn fn, void *arg, char **error_out)
+{
+    if (error_out)
+        *error_out = NULL;
+    fb_yaml_t y = {source, text ? text : "", text ? len : 0, NULL, NULL, 0};
+    yaml_document_t doc;
+    int rc = fb_yaml_load(&y, &doc, max_bytes, what);
+    if (rc == 0) {
+        rc = fn(&y, yaml_document_get_root_node(&doc), arg);
+        yaml_document_delete(&doc);
+    }
+    if (rc && error_out)
+        *error_out = y.error;
+    else
+        free(y.error);
+    return rc;
+}
+
 int fb_yaml_key(fb_yaml_t *y, const yaml_node_t *key, const char *path, const char *expected,
                 const char **out)
 {

@@ -43,6 +43,18 @@ typedef struct {
  * delete. An empty input gives 0 and a document without a root node. Aborts on out of memory. */
 int fb_yaml_load(fb_yaml_t *y, yaml_document_t *doc, size_t max_bytes, const char *what);
 
+/* What a reader makes of a loaded document's root node (NULL for an empty input): 0 or the error
+ * it recorded in y. */
+typedef int (*fb_yaml_root_fn)(fb_yaml_t *y, yaml_node_t *root, void *arg);
+
+/* Loads text[0..len) (source: the name in messages) with fb_yaml_load (max_bytes, what), hands
+ * the root to fn and deletes the document: the frame every reader of a whole file shares. fn
+ * decides what an empty input or a second document means. Returns 0, or the loader's or fn's
+ * error with the message in *error_out (heap; freed when error_out is NULL); *error_out is NULL
+ * on success. */
+int fb_yaml_parse_text(const char *text, size_t len, const char *source, size_t max_bytes,
+                       const char *what, fb_yaml_root_fn fn, void *arg, char **error_out);
+
 /* Records the first error as "SOURCE:LINE: PATH: message" and returns -EINVAL (also when an
  * error was recorded before, which it keeps). */
 int fb_yaml_fail(fb_yaml_t *y, int line, const char *path, const char *fmt, ...)

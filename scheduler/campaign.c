@@ -209,42 +209,32 @@ static int s_campaign(fb_yaml_t *ctx, const yaml_node_t *root, fb_campaign_t *c)
 
 /* ---- entry points ---- */
 
+/* The root of a campaign file (fb_yaml_parse_text) into the campaign arg. */
+static int s_campaign_root(fb_yaml_t *ctx, yaml_node_t *root, void *arg)
+{
+    if (!root || fb_yaml_is_null(root))
+        return fb_yaml_fail(ctx, fb_yaml_line(root), "(top level)",
+                            "empty campaign file; expected a mapping with keys %s", S_TOP_KEYS);
+    int rc = s_campaign(ctx, root, arg);
+    /* one document per file: a second one is a mistake (two files pasted together) */
+    if (!rc && ctx->extra_document_line)
+        rc = fb_yaml_fail(ctx, ctx->extra_document_line, "(top level)",
+                          "a second YAML document; expected one campaign per file");
+    return rc;
+}
+
 int fb_campaign_parse(const char *text, size_t len, const char *source, fb_campaign_t **out,
                       char **error_out)
 {
     *out = NULL;
-    if (error_out)
-        *error_out = NULL;
-    fb_yaml_t ctx = {
-        source ? source : "<campaign>", text ? text : "", text ? len : 0, NULL, NULL, 0};
-    yaml_document_t doc;
+    const char *name = source ? source : "<campaign>";
     fb_campaign_t *c = xcalloc(1, sizeof *c);
-    c->source = xstrdup(ctx.source);
+    c->source = xstrdup(name);
     c->nodes_expr = xstrdup("all");
-    int rc = fb_yaml_load(&ctx, &doc, FB_CAMPAIGN_MAX_BYTES, "campaign file");
-    if (rc == 0) {
-        yaml_node_t *root = yaml_document_get_root_node(&doc);
-        if (!root) {
-            rc = fb_yaml_fail(&ctx, 1, "(top level)",
-                              "empty campaign file; expected a mapping with keys %s", S_TOP_KEYS);
-        } else if (fb_yaml_is_null(root)) {
-            rc = fb_yaml_fail(&ctx, fb_yaml_line(root), "(top level)",
-                              "empty campaign file; expected a mapping with keys %s", S_TOP_KEYS);
-        } else {
-            rc = s_campaign(&ctx, root, c);
-        }
-        /* one document per file: a second one is a mistake (two files pasted together) */
-        if (!rc && ctx.extra_document_line)
-            rc = fb_yaml_fail(&ctx, ctx.extra_document_line, "(top level)",
-                              "a second YAML document; expected one campaign per file");
-        yaml_document_delete(&doc);
-    }
+    int rc = fb_yaml_parse_text(text, len, name, FB_CAMPAIGN_MAX_BYTES, "campaign file",
+                                s_campaign_root, c, error_out);
     if (rc) {
         fb_campaign_destroy(&c);
-        if (error_out)
-            *error_out = ctx.error;
-        else
-            free(ctx.error);
         return rc;
     }
     *out = c;

@@ -217,27 +217,19 @@ static const yaml_node_t *s_top_key(fb_yaml_t *ctx, const yaml_node_t *root)
     return NULL;
 }
 
+/* The regress key of a campaign file's root (fb_yaml_parse_text) into *arg; none is no error. */
+static int s_regress_root(fb_yaml_t *ctx, yaml_node_t *root, void *arg)
+{
+    const yaml_node_t *v = s_top_key(ctx, root);
+    return v ? fb_regress_config_parse(ctx, v, "regress", arg) : 0;
+}
+
 int fb_regress_config_from_text(const char *text, size_t len, const char *source,
                                 fb_regress_config_t **out, char **error_out)
 {
     *out = NULL;
-    if (error_out)
-        *error_out = NULL;
-    fb_yaml_t ctx = {
-        source ? source : "<campaign>", text ? text : "", text ? len : 0, NULL, NULL, 0};
-    yaml_document_t doc;
-    int rc = fb_yaml_load(&ctx, &doc, FB_CAMPAIGN_MAX_BYTES, "campaign file");
-    if (rc == 0) {
-        const yaml_node_t *v = s_top_key(&ctx, yaml_document_get_root_node(&doc));
-        if (v)
-            rc = fb_regress_config_parse(&ctx, v, "regress", out);
-        yaml_document_delete(&doc);
-    }
-    if (rc && error_out)
-        *error_out = ctx.error;
-    else
-        free(ctx.error);
-    return rc;
+    return fb_yaml_parse_text(text, len, source ? source : "<campaign>", FB_CAMPAIGN_MAX_BYTES,
+                              "campaign file", s_regress_root, out, error_out);
 }
 
 const fb_regress_entry_t *fb_regress_config_match(const fb_regress_config_t *cfg, const char *name)

@@ -508,31 +508,25 @@ static fb_faultmodel_t *s_model_new(const char *source)
     return m;
 }
 
+/* The root of a fault file (fb_yaml_parse_text) into the model arg. */
+static int s_root(fb_yaml_t *ctx, yaml_node_t *root, void *arg)
+{
+    if (!root || fb_yaml_is_null(root))
+        return fb_yaml_fail(ctx, fb_yaml_line(root), "(top level)",
+                            "empty fault file; expected a mapping with keys %s", S_TOP_KEYS);
+    return s_top(ctx, root, arg);
+}
+
 int fb_faultmodel_parse(const char *text, size_t len, const char *source, fb_faultmodel_t **out,
                         char **error_out)
 {
     *out = NULL;
-    if (error_out)
-        *error_out = NULL;
-    fb_yaml_t ctx = {source ? source : "<faults>", text ? text : "", text ? len : 0, NULL, NULL, 0};
-    yaml_document_t doc;
-    fb_faultmodel_t *m = s_model_new(ctx.source);
-    int rc = fb_yaml_load(&ctx, &doc, FB_FAULTMODEL_MAX_BYTES, "fault file");
-    if (rc == 0) {
-        yaml_node_t *root = yaml_document_get_root_node(&doc);
-        if (!root || fb_yaml_is_null(root))
-            rc = fb_yaml_fail(&ctx, fb_yaml_line(root), "(top level)",
-                              "empty fault file; expected a mapping with keys %s", S_TOP_KEYS);
-        else
-            rc = s_top(&ctx, root, m);
-        yaml_document_delete(&doc);
-    }
+    const char *name = source ? source : "<faults>";
+    fb_faultmodel_t *m = s_model_new(name);
+    int rc = fb_yaml_parse_text(text, len, name, FB_FAULTMODEL_MAX_BYTES, "fault file", s_root, m,
+                                error_out);
     if (rc) {
         fb_faultmodel_destroy(&m);
-        if (error_out)
-            *error_out = ctx.error;
-        else
-            free(ctx.error);
         return rc;
     }
     *out = m;
