@@ -123,6 +123,16 @@ static void s_send_down(relay_t *self, const uint8_t *rid, size_t rid_len, const
         s_dropped(self, "cannot send to an agent: %s", zmq_strerror(-rc));
 }
 
+/* Encodes env and sends it to the agent at rid. */
+static void s_send_env_down(relay_t *self, const uint8_t *rid, size_t rid_len,
+                            Fleetburn__Envelope *env)
+{
+    size_t len = 0;
+    uint8_t *buf = fb_wire_encode(env, &len);
+    s_send_down(self, rid, rid_len, buf, len);
+    free(buf);
+}
+
 /* A refused Hello is answered here, as the coordinator would answer it; nothing goes up. */
 static void s_refuse(relay_t *self, const uint8_t *rid, size_t rid_len, const char *name,
                      const char *reason)
@@ -138,10 +148,7 @@ static void s_refuse(relay_t *self, const uint8_t *rid, size_t rid_len, const ch
     w.protocol_version = FB_PROTOCOL_VERSION;
     env.body_case = FLEETBURN__ENVELOPE__BODY_WELCOME;
     env.welcome = &w;
-    size_t len = 0;
-    uint8_t *buf = fb_wire_encode(&env, &len);
-    s_send_down(self, rid, rid_len, buf, len);
-    free(buf);
+    s_send_env_down(self, rid, rid_len, &env);
 }
 
 /* Why key may not register as name, or NULL when it may (heap). */
@@ -185,6 +192,17 @@ static bool s_agent_body(Fleetburn__Envelope__BodyCase body)
            body == FLEETBURN__ENVELOPE__BODY_EXCHANGE;
 }
 
+/* Encodes env and sends it to the coordinator: 0 or -errno. */
+static int s_send_env_up(relay_t *self, Fleetburn__Envelope *env)
+{
+    size_t len = 0;
+    uint8_t *buf = fb_wire_encode(env, &len);
+    const void *frames[] = {buf};
+    int rc = fb_zsock_send(self->up, frames, &len, 1);
+    free(buf);
+    return rc;
+}
+
 static void s_forward_up(relay_t *self, const link_t *link, const uint8_t *data, size_t len)
 {
     Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
@@ -196,11 +214,7 @@ static void s_forward_up(relay_t *self, const link_t *link, const uint8_t *data,
     r.frame.len = len;
     env.body_case = FLEETBURN__ENVELOPE__BODY_RELAYED;
     env.relayed = &r;
-    size_t out_len = 0;
-    uint8_t *buf = fb_wire_encode(&env, &out_len);
-    const void *frames[] = {buf};
-    int rc = fb_zsock_send(self->up, frames, &out_len, 1);
-    free(buf);
+    int rc = s_send_env_up(self, &env);
     if (rc)
         s_dropped(self, "cannot forward a message of %s to the coordinator: %s", link->node,
                   zmq_strerror(-rc));
@@ -223,10 +237,7 @@ static void s_answer_heartbeat(relay_t *self, link_t *link)
     hb.time_ms = fb_now_ms();
     env.body_case = FLEETBURN__ENVELOPE__BODY_HEARTBEAT;
     env.heartbeat = &hb;
-    size_t len = 0;
-    uint8_t *buf = fb_wire_encode(&env, &len);
-    s_send_down(self, link->rid, link->rid_len, buf, len);
-    free(buf);
+    s_send_env_down(self, link->rid, link->rid_len, &env);
 }
 
 static void s_send_status(relay_t *self, char **nodes, uint64_t *links, size_t n)
@@ -239,11 +250,7 @@ static void s_send_status(relay_t *self, char **nodes, uint64_t *links, size_t n
     st.n_links = n;
     env.body_case = FLEETBURN__ENVELOPE__BODY_RELAY_STATUS;
     env.relay_status = &st;
-    size_t len = 0;
-    uint8_t *buf = fb_wire_encode(&env, &len);
-    const void *frames[] = {buf};
-    int rc = fb_zsock_send(self->up, frames, &len, 1);
-    free(buf);
+    int rc = s_send_env_up(self, &env);
     if (rc)
         s_dropped(self, "cannot send a status to the coordinator: %s", zmq_strerror(-rc));
 }
