@@ -159,16 +159,16 @@ int store_baseline_foreach(store_t *self, int (*cb)(const store_baseline_t *base
     return ret ? ret : more;
 }
 
-/* The fingerprints recorded for campaign_id (table fingerprints, schema 4: each node's
- * environment when the campaign first gave it a task). *found: whether there were any. */
-static int s_recorded_fingerprints(store_t *self, const char *campaign_id,
-                                   int (*cb)(const char *node, const char *component,
-                                             const char *version, void *arg),
-                                   void *arg, bool *found)
+typedef int (*s_fingerprint_cb_t)(const char *node, const char *component, const char *version,
+                                  void *arg);
+
+/* Runs sql, whose ?1 is campaign_id and whose rows are (node, component, version), and calls cb
+ * with each row until it returns non-zero. *found: whether there was a row. 0, cb's return, or
+ * -errno. */
+static int s_fingerprint_rows(store_t *self, const char *sql, const char *what,
+                              const char *campaign_id, s_fingerprint_cb_t cb, void *arg,
+                              bool *found)
 {
-    static const char *sql = "SELECT node, component, version FROM fingerprints"
-                             " WHERE campaign_id = ?1 ORDER BY node, component";
-    const char *what = "reading the nodes' recorded fingerprints";
     *found = false;
     sqlite3_stmt *st = store__prepare(self, sql, what);
     if (!st)
@@ -188,8 +188,14 @@ int store_node_fingerprint_foreach(store_t *self, const char *campaign_id,
                                              const char *version, void *arg),
                                    void *arg)
 {
+    /* The fingerprints recorded for the campaign (table fingerprints, schema 4: each node's
+     * environment when the campaign first gave it a task). */
     bool found;
-    int rc = s_recorded_fingerprints(self, campaign_id, cb, arg, &found);
+    int rc = s_fingerprint_rows(self,
+                                "SELECT node, component, version FROM fingerprints"
+                                " WHERE campaign_id = ?1 ORDER BY node, component",
+                                "reading the nodes' recorded fingerprints", campaign_id, cb, arg,
+                                &found);
     if (rc || found)
         return rc;
     /* A campaign run before fingerprints were recorded: what the agent's inventory snapshots
@@ -212,14 +218,6 @@ int store_node_fingerprint_foreach(store_t *self, const char *campaign_id,
         " UNION ALL SELECT node, 'agent_version', json_extract(j, '$.agent_version') FROM inv"
         "   WHERE json_type(j, '$.agent_version') = 'text'"
         " ORDER BY 1, 2";
-    const char *what = "reading the nodes' fingerprints";
-    sqlite3_stmt *st = store__prepare(self, sql, what);
-    if (!st)
-        return -EIO;
-    store__bind_text(st, 1, campaign_id);
-    int more, ret = 0;
-    while (!ret && (more = store__step(self, st, what)) > 0)
-        ret = cb(store__col_text(st, 0), store__col_text(st, 1), store__col_text(st, 2), arg);
-    sqlite3_finalize(st);
-    return ret ? ret : more;
+    return s_fingerprint_rows(self, sql, "reading the nodes' fingerprints", campaign_id, cb, arg,
+                              &found);
 }
