@@ -154,15 +154,24 @@ static void test_slow_node(void **state)
     }
 }
 
+/* A judge given `rounds` rounds on `rails` rails of the fleet with faults f, which must name one
+ * part in j; the caller clears j and destroys the judge. */
+static fb_flowjudge_t *s_named_one(const s_faults_t *f, int rounds, int rails, uint64_t seed,
+                                   fb_flow_judgment_t *j)
+{
+    fb_flowjudge_t *fj = fb_flowjudge_new(NULL);
+    s_run(fj, f, rounds, rails, seed);
+    assert_int_equal(fb_flowjudge_judge(fj, j), 1);
+    return fj;
+}
+
 /* A node that only sends slowly (a throttled sender): slow when sending, its partners are not. */
 static void test_send_only(void **state)
 {
     (void)state;
     s_faults_t f = {-1, 5, -1, -1, -1};
-    fb_flowjudge_t *fj = fb_flowjudge_new(NULL);
-    s_run(fj, &f, 3, 1, 7);
     fb_flow_judgment_t j;
-    assert_int_equal(fb_flowjudge_judge(fj, &j), 1);
+    fb_flowjudge_t *fj = s_named_one(&f, 3, 1, 7, &j);
     assert_string_equal(j.findings[0].part, "n05");
     assert_string_equal(j.findings[0].direction, "send");
     assert_int_equal(j.findings[0].n_slow, 3);
@@ -176,10 +185,8 @@ static void test_uplink(void **state)
 {
     (void)state;
     s_faults_t f = {-1, -1, -1, -1, 2};
-    fb_flowjudge_t *fj = fb_flowjudge_new(NULL);
-    s_run(fj, &f, 1, 4, 11);
     fb_flow_judgment_t j;
-    assert_int_equal(fb_flowjudge_judge(fj, &j), 1);
+    fb_flowjudge_t *fj = s_named_one(&f, 1, 4, 11, &j);
     assert_string_equal(j.findings[0].part, "leaf2<->spine0");
     assert_string_equal(j.findings[0].kind, "link");
     assert_true(j.findings[0].n_partners >= 3);
@@ -193,10 +200,8 @@ static void test_nic(void **state)
 {
     (void)state;
     s_faults_t f = {-1, -1, 40, 3, -1};
-    fb_flowjudge_t *fj = fb_flowjudge_new(NULL);
-    s_run(fj, &f, 3, 8, 13);
     fb_flow_judgment_t j;
-    assert_int_equal(fb_flowjudge_judge(fj, &j), 1);
+    fb_flowjudge_t *fj = s_named_one(&f, 3, 8, 13, &j);
     assert_string_equal(j.findings[0].part, "n40/r3");
     assert_string_equal(j.findings[0].kind, "nic");
     assert_string_equal(j.findings[0].direction, "both");
