@@ -174,6 +174,22 @@ static burn_abft_result_t s_check(const gemm_t *g, const refs_t *r)
 
 /* ---- references ---------------------------------------------------------------------------- */
 
+/* ref[blk * n_y + y] must be, for every block of `block` rows of x (n_x rows of k) and every row y
+ * of ys (n_y rows of k), the sum over the block's rows of their dot products with y, added in
+ * order: the column references when x is A, the row references when x is B. */
+static void s_expect_refs(const double *ref, size_t n_blocks, const double *xs, size_t n_x,
+                          const double *ys, size_t n_y, size_t k, size_t block)
+{
+    for (size_t blk = 0; blk < n_blocks; blk++)
+        for (size_t y = 0; y < n_y; y++) {
+            double want = 0;
+            for (size_t x = blk * block; x < n_x && x < (blk + 1) * block; x++)
+                for (size_t l = 0; l < k; l++)
+                    want += xs[x * k + l] * ys[y * k + l];
+            assert_true(ref[blk * n_y + y] == want);
+        }
+}
+
 /* With integer operands every sum is exact: the references equal the block sums of the exact
  * product, computed the plain way. */
 static void test_refs_exact(void **state)
@@ -193,22 +209,8 @@ static void test_refs_exact(void **state)
     burn_abft_block_sums_host(bv, BURN_ST_FP64, n, k, block, sb);
     burn_abft_refs_host(sa, 3, bv, BURN_ST_FP64, n, k, colref);
     burn_abft_refs_host(sb, 2, av, BURN_ST_FP64, m, k, rowref);
-    for (size_t blk = 0; blk < 3; blk++)
-        for (size_t j = 0; j < n; j++) {
-            double want = 0;
-            for (size_t i = blk * block; i < m && i < (blk + 1) * block; i++)
-                for (size_t l = 0; l < k; l++)
-                    want += av[i * k + l] * bv[j * k + l];
-            assert_true(colref[blk * n + j] == want);
-        }
-    for (size_t blk = 0; blk < 2; blk++)
-        for (size_t i = 0; i < m; i++) {
-            double want = 0;
-            for (size_t j = blk * block; j < n && j < (blk + 1) * block; j++)
-                for (size_t l = 0; l < k; l++)
-                    want += av[i * k + l] * bv[j * k + l];
-            assert_true(rowref[blk * m + i] == want);
-        }
+    s_expect_refs(colref, 3, av, m, bv, n, k, block);
+    s_expect_refs(rowref, 2, bv, n, av, m, k, block);
     /* An exact product checks clean with a zero tolerance, and every element off by one is seen. */
     double c[40 * 24];
     for (size_t j = 0; j < n; j++)
