@@ -238,21 +238,6 @@ static void test_rank_and_error_lines(void **state)
 
 /* ---- parameters ---- */
 
-/* The options read from the parameters, field by field. */
-static void s_expect_opts(const ar_opts_t *o, ar_launcher_t launcher, uint64_t min_bytes,
-                          uint64_t max_bytes, unsigned factor, ar_dtype_t dtype, ar_op_t op,
-                          unsigned iters, unsigned warmup)
-{
-    assert_int_equal(o->launcher, launcher);
-    assert_int_equal(o->min_bytes, min_bytes);
-    assert_int_equal(o->max_bytes, max_bytes);
-    assert_int_equal(o->factor, factor);
-    assert_int_equal(o->dtype, dtype);
-    assert_int_equal(o->op, op);
-    assert_int_equal(o->iters, iters);
-    assert_int_equal(o->warmup, warmup);
-}
-
 static void test_opts_defaults(void **state)
 {
     (void)state;
@@ -260,7 +245,14 @@ static void test_opts_defaults(void **state)
     ar_opts_t o;
     char err[256];
     assert_int_equal(ar_opts_from_params(ctx, true, 0, 1, &o, err, sizeof err), 0);
-    s_expect_opts(&o, AR_LAUNCH_MPIRUN, 8, 8ull << 30, 2, AR_DT_FLOAT, AR_OP_SUM, 20, 5);
+    assert_int_equal(o.launcher, AR_LAUNCH_MPIRUN);
+    assert_int_equal(o.min_bytes, 8);
+    assert_int_equal(o.max_bytes, 8ull << 30);
+    assert_int_equal(o.factor, 2);
+    assert_int_equal(o.dtype, AR_DT_FLOAT);
+    assert_int_equal(o.op, AR_OP_SUM);
+    assert_int_equal(o.iters, 20);
+    assert_int_equal(o.warmup, 5);
     assert_false(o.inject_corrupt);
     /* CPU: the smaller of 1 GiB and a quarter of memory per rank. */
     assert_int_equal(ar_opts_from_params(ctx, false, 64ull << 30, 2, &o, err, sizeof err), 0);
@@ -282,7 +274,14 @@ static void test_opts_given_and_bad(void **state)
     ar_opts_t o;
     char err[256];
     assert_int_equal(ar_opts_from_params(ctx, false, 1ull << 30, 1, &o, err, sizeof err), 0);
-    s_expect_opts(&o, AR_LAUNCH_NATIVE, 1024, 4ull << 20, 4, AR_DT_BF16, AR_OP_MAX, 3, 0);
+    assert_int_equal(o.launcher, AR_LAUNCH_NATIVE);
+    assert_int_equal(o.min_bytes, 1024);
+    assert_int_equal(o.max_bytes, 4ull << 20);
+    assert_int_equal(o.factor, 4);
+    assert_int_equal(o.dtype, AR_DT_BF16);
+    assert_int_equal(o.op, AR_OP_MAX);
+    assert_int_equal(o.iters, 3);
+    assert_int_equal(o.warmup, 0);
     worker_ctx_destroy(&ctx);
 
     static const char *const bad[][2] = {
