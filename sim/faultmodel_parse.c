@@ -40,6 +40,16 @@ static bool s_valid_name(const char *s)
            strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
+/* The error for the value text at path that is not what it should be:
+ * "'TEXT' is not WHAT; EXPECTED". */
+static int s_not(fb_yaml_t *ctx, const yaml_node_t *node, const char *path, const char *text,
+                 const char *what, const char *expected)
+{
+    char shown[64];
+    return fb_yaml_fail(ctx, fb_yaml_line(node), path, "'%s' is not %s; %s",
+                        s_show(text, shown, sizeof shown), what, expected);
+}
+
 /* A number in a range whose ends are each open or closed; expected names the range. */
 typedef struct {
     double min, max;
@@ -56,8 +66,7 @@ static int s_number(fb_yaml_t *ctx, const yaml_node_t *node, const char *path,
     double v;
     char shown[64];
     if (fb_parse_double(text, &v))
-        return fb_yaml_fail(ctx, fb_yaml_line(node), path, "'%s' is not a number; %s",
-                            s_show(text, shown, sizeof shown), range->expected);
+        return s_not(ctx, node, path, text, "a number", range->expected);
     if (v < range->min || (v == range->min && range->min_open) || v > range->max ||
         (v == range->max && range->max_open))
         return fb_yaml_fail(ctx, fb_yaml_line(node), path, "%s is out of range; %s",
@@ -188,7 +197,6 @@ static int s_nic(fb_yaml_t *ctx, const yaml_node_t *node, const char *p, fb_faul
 {
     const char *expected = "expected NODE/RAIL, e.g. sim-0100/1";
     const char *text;
-    char shown[64];
     if (fb_yaml_scalar(ctx, node, p, expected, &text))
         return -EINVAL;
     const char *slash = strrchr(text, '/');
@@ -197,8 +205,7 @@ static int s_nic(fb_yaml_t *ctx, const yaml_node_t *node, const char *p, fb_faul
     if (!slash || !s_valid_name(name) ||
         fb_parse_uint(slash + 1, FB_FAULTMODEL_RAILS_MAX - 1, &rail)) {
         free(name);
-        return fb_yaml_fail(ctx, fb_yaml_line(node), p, "'%s' is not a NIC; %s",
-                            s_show(text, shown, sizeof shown), expected);
+        return s_not(ctx, node, p, text, "a NIC", expected);
     }
     f->a = name;
     f->rail = (unsigned)rail;
@@ -209,7 +216,6 @@ static int s_link(fb_yaml_t *ctx, const yaml_node_t *node, const char *p, fb_fau
 {
     const char *expected = "expected NODE<->LEAF or LEAF<->SPINE, e.g. leaf02<->spine01";
     const char *text;
-    char shown[64];
     if (fb_yaml_scalar(ctx, node, p, expected, &text))
         return -EINVAL;
     const char *sep = strstr(text, S_LINK_SEP);
@@ -217,8 +223,7 @@ static int s_link(fb_yaml_t *ctx, const yaml_node_t *node, const char *p, fb_fau
     const char *b = sep ? sep + strlen(S_LINK_SEP) : NULL;
     if (!sep || !s_valid_name(a) || !s_valid_name(b) || !strcmp(a, b)) {
         free(a);
-        return fb_yaml_fail(ctx, fb_yaml_line(node), p, "'%s' is not a link; %s",
-                            s_show(text, shown, sizeof shown), expected);
+        return s_not(ctx, node, p, text, "a link", expected);
     }
     f->a = a;
     f->b = xstrdup(b);
