@@ -9,6 +9,9 @@ FLEETBURN="$FB_BIN/bin/fleetburn"
 AGENT="$FB_BIN/bin/fleetburn-agent"
 SIMFLEET="$FB_BIN/bin/fleetburn-simfleet"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/fbtest-XXXXXX")
+# Everything the test starts makes its temporary files in $WORK, which goes on exit: an agent
+# killed with SIGKILL cannot remove its work directory itself.
+export TMPDIR="$WORK"
 PIDS=()
 export FLEETBURN_LOG=${FLEETBURN_LOG:-info}
 

@@ -8,7 +8,6 @@
 # stage in one campaign.
 . "$(dirname "$0")/lib.sh"
 
-export TMPDIR="$WORK"
 
 cat >"$WORK/campaign.yaml" <<'YAML'
 name: sim-bisect-determinism

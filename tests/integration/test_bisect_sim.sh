@@ -11,7 +11,6 @@
 . "$(dirname "$0")/lib.sh"
 
 SIMENGINE="$FB_BIN/bin/fleetburn-simengine"
-export TMPDIR="$WORK"
 
 simfleet() { # name agents faults campaign [more args]
     local name=$1 agents=$2 faults=$3 campaign=$4

@@ -9,7 +9,6 @@
 . "$(dirname "$0")/lib.sh"
 
 command -v python3 >/dev/null || { echo "skip: python3 missing"; exit 77; }
-export TMPDIR="$WORK"
 python3 "$FB_SRC/bench/chaos.py" --bin "$FB_BIN" --mode sim --agents 64 --runs 1 --kills 3 \
     --seed 7 >"$WORK/sim.out" 2>"$WORK/sim.log" || fail "simulated fleet: $(cat "$WORK/sim.out")"
 grep -q "all matched the reference" "$WORK/sim.out" || fail "$(cat "$WORK/sim.out")"

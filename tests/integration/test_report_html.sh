@@ -23,7 +23,6 @@ if ! command -v chromium >/dev/null; then
     exit 77
 fi
 CHECK="python3 $FB_SRC/tests/integration/html_check.py --profile $WORK/chromium-profile"
-export TMPDIR="$WORK"
 
 # --- a local campaign with a failing node --------------------------------------------------------
 { [ "$(id -u)" -ne 0 ] || echo "mpirun_allow_run_as_root = yes"; } >"$WORK/agent.conf"

@@ -11,7 +11,6 @@
 . "$(dirname "$0")/lib.sh"
 
 FIX="$FB_SRC/tests/fixtures"
-export TMPDIR="$WORK"
 
 # The fixtures' fabric with the simulated agents' names: node01 ... node16 -> sim-00 ... sim-15
 # (fabric-2s4l16n.topo, written with them).

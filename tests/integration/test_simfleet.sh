@@ -7,7 +7,6 @@
 # width of N-1, and bad input exits 2 with a FILE:LINE message.
 . "$(dirname "$0")/lib.sh"
 
-export TMPDIR="$WORK"
 
 cat >"$WORK/campaign.yaml" <<'YAML'
 name: sim-two-stages

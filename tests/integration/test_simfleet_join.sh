@@ -9,7 +9,6 @@
 # together exit 2; the coordinator runs with two ZeroMQ I/O threads. Every process and the work directory are removed at the end (lib.sh).
 . "$(dirname "$0")/lib.sh"
 
-export TMPDIR="$WORK"
 
 # Keys: the coordinator's; one agent key for sim-[000-127] (a nodes: line); an operator key.
 make_fleet_keys "sim-[000-127]"

@@ -9,7 +9,6 @@
 # on.
 . "$(dirname "$0")/lib.sh"
 
-export TMPDIR="$WORK"
 
 # run NAME AGENTS FAULTS CAMPAIGN [simfleet options]: the report in $WORK/NAME.json; exit 0 or 1
 run() {
