@@ -48,7 +48,10 @@ pass "a stage that cannot run says why"
 # A plain line of the memtest stage with a node's phase and an ETA: the 5 s repeat while both
 # nodes run, or the line after the first node's result while the other one runs (how long the
 # stage takes depends on the machine).
-dram_line='\[stage 3/3 dram\] (0/2 done, 0 failed, 2|1/2 done, 0 failed, 1) running, [0-9]+\.[0-9]s elapsed, ETA [0-9.]+s; slowest: local-[01] [0-9]+% pass [12]/2 [a-z_]+'
+# A duration as fleetburn prints it (6.0s, 1m02s, 1h05m09s): under the sanitizers the stage
+# takes minutes.
+dur='([0-9]+\.[0-9]s|[0-9]+m[0-9]{2}s|[0-9]+h[0-9]{2}m[0-9]{2}s)'
+dram_line="\\[stage 3/3 dram\\] (0/2 done, 0 failed, 2|1/2 done, 0 failed, 1) running, $dur elapsed, ETA $dur; slowest: local-[01] [0-9]+% pass [12]/2 [a-z_]+"
 
 # --- through a pipe ------------------------------------------------------------------------------
 rc=0
@@ -56,7 +59,7 @@ rc=0
     || true
 ! grep -aq $'\r' "$WORK/pipe.out" || fail "carriage return in the output through a pipe"
 ! grep -aq $'\033' "$WORK/pipe.out" || fail "escape code in the output through a pipe"
-grep -aqE "^$dram_line \\([0-9.]+s\\)" \
+grep -aqE "^$dram_line \\($dur\\)" \
     "$WORK/pipe.out" || fail "no plain progress line with memtest's phase and an ETA"
 n=$(ticks "$WORK/pipe.out")
 [ "$n" -ge 2 ] || fail "elapsed did not move in the plain lines ($n values)"
