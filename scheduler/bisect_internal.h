@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The diagnosis session's insides, shared by bisect.c (recording, planning, the end) and
- * bisect_verdicts.c (the verdicts). Nothing outside scheduler/bisect*.c includes this. */
+/* The diagnosis session's insides, shared by bisect.c (recording, planning, the end),
+ * bisect_verdicts.c and bisect_slow.c (the verdicts). Nothing outside scheduler/bisect*.c
+ * includes this. */
 #ifndef FB_BISECT_INTERNAL_H
 #define FB_BISECT_INTERNAL_H
 
@@ -82,5 +83,29 @@ struct fb_bisect {
 void bisect__read(const fb_bisect_t *b);
 /* The judgment of every flow so far (borrowed, until the next call). */
 const fb_flow_judgment_t *bisect__judgment(const fb_bisect_t *b);
+
+/* The verdicts list being built (bisect_verdicts.c, bisect_slow.c). */
+typedef struct {
+    fb_bisect_verdict_t *v;
+    size_t n, cap;
+} bisect_vlist_t;
+
+fb_bisect_verdict_t *bisect__verdict_find(bisect_vlist_t *l, const char *part);
+fb_bisect_verdict_t *bisect__verdict_new(bisect_vlist_t *l, const char *part, const char *kind,
+                                         fb_bisect_state_t state, double confidence);
+/* Takes ownership of what. */
+void bisect__evidence_add(fb_bisect_verdict_t *v, const char *test_id, char *what);
+void bisect__partner_add(fb_bisect_verdict_t *v, const char *node, size_t len);
+/* x's findings are explained by the part `by` names (a bad leaf switch or uplink): by takes x's
+ * part as a partner and x's first two pieces of evidence, and x becomes passed with summary
+ * (taken). */
+void bisect__explained_by(fb_bisect_verdict_t *by, fb_bisect_verdict_t *x, char *summary);
+/* P(X >= k) for X ~ Binomial(n, p). */
+double bisect__binom_tail(size_t n, size_t k, double p);
+
+/* bisect_slow.c: the slow parts the flows name and the uplinks of leaves (appended to l), and
+ * the same as names appended to (*parts)[0..n) for fb_bisect_bad; returns the new count. */
+void bisect__slow_verdicts(const fb_bisect_t *b, bisect_vlist_t *l);
+size_t bisect__slow_bad(const fb_bisect_t *b, char ***parts, size_t n);
 
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The diagnosis session's verdicts (bisect.h): the engine's parts (bad, undecided with what was
- * tried, cleared with the bound that cleared them, passed), the groups a split could not narrow,
- * and the slow parts of the flows, one list with evidence. One standard decides them all
- * (docs/diagnosis.md "Naming"); this file only says it. */
+ * tried, cleared with the bound that cleared them, passed), leaf switches and the groups a split
+ * could not narrow, with the slow parts of the flows (bisect_slow.c) one list with evidence. One
+ * standard decides them all (docs/diagnosis.md "Naming"); this file only says it. */
 #include "bisect_internal.h"
 
 #include "common/util.h"
@@ -14,12 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    fb_bisect_verdict_t *v;
-    size_t n, cap;
-} s_vlist_t;
-
-static fb_bisect_verdict_t *s_find_verdict(s_vlist_t *l, const char *part)
+fb_bisect_verdict_t *bisect__verdict_find(bisect_vlist_t *l, const char *part)
 {
     for (size_t i = 0; i < l->n; i++)
         if (!strcmp(l->v[i].part, part))
@@ -27,7 +22,7 @@ static fb_bisect_verdict_t *s_find_verdict(s_vlist_t *l, const char *part)
     return NULL;
 }
 
-static fb_bisect_verdict_t *s_verdict_new(s_vlist_t *l, const char *part, const char *kind,
+fb_bisect_verdict_t *bisect__verdict_new(bisect_vlist_t *l, const char *part, const char *kind,
                                           fb_bisect_state_t state, double confidence)
 {
     if (l->n == l->cap) {
@@ -44,13 +39,13 @@ static fb_bisect_verdict_t *s_verdict_new(s_vlist_t *l, const char *part, const 
 }
 
 /* Takes ownership of what. */
-static void s_evidence_add(fb_bisect_verdict_t *v, const char *test_id, char *what)
+void bisect__evidence_add(fb_bisect_verdict_t *v, const char *test_id, char *what)
 {
     v->evidence = xrealloc(v->evidence, (v->n_evidence + 1) * sizeof *v->evidence);
     v->evidence[v->n_evidence++] = (fb_bisect_evidence_t){xstrdup(test_id), what};
 }
 
-static void s_partner_add(fb_bisect_verdict_t *v, const char *node, size_t len)
+void bisect__partner_add(fb_bisect_verdict_t *v, const char *node, size_t len)
 {
     for (size_t i = 0; i < v->n_partners; i++)
         if (strlen(v->partners[i]) == len && !strncmp(v->partners[i], node, len))
@@ -62,11 +57,11 @@ static void s_partner_add(fb_bisect_verdict_t *v, const char *node, size_t len)
 /* x's findings are explained by the part `by` names (a bad leaf switch or uplink): by takes x's
  * part as a partner and x's first two pieces of evidence, and x becomes passed with summary
  * (taken). */
-static void s_explained_by(fb_bisect_verdict_t *by, fb_bisect_verdict_t *x, char *summary)
+void bisect__explained_by(fb_bisect_verdict_t *by, fb_bisect_verdict_t *x, char *summary)
 {
-    s_partner_add(by, x->part, strlen(x->part));
+    bisect__partner_add(by, x->part, strlen(x->part));
     for (size_t e = 0; e < x->n_evidence && e < 2; e++)
-        s_evidence_add(by, x->evidence[e].test_id,
+        bisect__evidence_add(by, x->evidence[e].test_id,
                        xasprintf("%s: %s", x->part, x->evidence[e].what));
     x->state = FB_BISECT_PASSED;
     x->confidence = NAN;
@@ -81,7 +76,7 @@ static void s_partners_add(fb_bisect_verdict_t *v, const char *csv)
         size_t len = strcspn(csv, ",");
         size_t node_len = strcspn(csv, ",/");
         if (node_len > 0)
-            s_partner_add(v, csv, node_len < len ? node_len : len);
+            bisect__partner_add(v, csv, node_len < len ? node_len : len);
         csv += len;
         if (*csv == ',')
             csv++;
@@ -189,7 +184,7 @@ static bool s_diag_bad(const fb_diag_verdict_t *v, size_t n, const char *suspect
 }
 
 /* Every part of the engine that was in a failed test or had a counter against it. */
-static void s_diag_verdicts(const fb_bisect_t *b, s_vlist_t *l)
+static void s_diag_verdicts(const fb_bisect_t *b, bisect_vlist_t *l)
 {
     fb_diag_verdict_t *v;
     size_t n = fb_diag_verdicts(b->diag, &v);
@@ -205,7 +200,7 @@ static void s_diag_verdicts(const fb_bisect_t *b, s_vlist_t *l)
         fb_bisect_state_t st = s_state(x->state);
         double p = x->ambiguous ? x->p_unit : x->p_bad;
         double conf = st == FB_BISECT_CLEARED ? 1.0 - p : (st == FB_BISECT_PASSED ? NAN : p);
-        fb_bisect_verdict_t *bv = s_verdict_new(l, x->suspect, x->kind, st, conf);
+        fb_bisect_verdict_t *bv = bisect__verdict_new(l, x->suspect, x->kind, st, conf);
         bv->summary = s_diag_summary(x, &b->o.diag, q_clear);
         bv->unit = !x->parent && railless;
         if (bv->unit && st == FB_BISECT_BAD) {
@@ -215,7 +210,7 @@ static void s_diag_verdicts(const fb_bisect_t *b, s_vlist_t *l)
             bv->summary = s;
         }
         for (size_t k = 0; k < x->n_evidence; k++) {
-            s_evidence_add(bv, x->evidence[k].test_id, s_diag_what(&x->evidence[k]));
+            bisect__evidence_add(bv, x->evidence[k].test_id, s_diag_what(&x->evidence[k]));
             s_partners_add(bv, x->evidence[k].partners);
         }
     }
@@ -225,7 +220,7 @@ static void s_diag_verdicts(const fb_bisect_t *b, s_vlist_t *l)
 /* ---- leaf switches ---- */
 
 /* P(X >= k) for X ~ Binomial(n, p). */
-static double s_tail(size_t n, size_t k, double p)
+double bisect__binom_tail(size_t n, size_t k, double p)
 {
     if (k == 0)
         return 1.0;
@@ -278,7 +273,7 @@ static size_t s_bad_leaves(const fb_bisect_t *b, double **chance)
         if (bad[k] < 3 || 2 * bad[k] < in[k])
             continue;
         double rate = (double)(total_bad - bad[k] + 1) / (double)(total - in[k] + 2);
-        double c = s_tail(in[k], bad[k], rate) * (double)leaves;
+        double c = bisect__binom_tail(in[k], bad[k], rate) * (double)leaves;
         if (c <= b->o.diag.fleet_error) {
             (*chance)[k] = c;
             named++;
@@ -291,7 +286,7 @@ static size_t s_bad_leaves(const fb_bisect_t *b, double **chance)
 }
 
 /* The leaves named, as verdicts; their nodes' verdicts become passed: the leaf explains them. */
-static void s_leaf_verdicts(const fb_bisect_t *b, s_vlist_t *l)
+static void s_leaf_verdicts(const fb_bisect_t *b, bisect_vlist_t *l)
 {
     double *chance;
     size_t named = s_bad_leaves(b, &chance);
@@ -301,7 +296,7 @@ static void s_leaf_verdicts(const fb_bisect_t *b, s_vlist_t *l)
             continue;
         const char *leaf = fb_topology_leaf_name(t, k);
         size_t before = l->n;
-        fb_bisect_verdict_t *lv = s_verdict_new(l, leaf, "leaf", FB_BISECT_BAD, 1.0 - chance[k]);
+        fb_bisect_verdict_t *lv = bisect__verdict_new(l, leaf, "leaf", FB_BISECT_BAD, 1.0 - chance[k]);
         size_t n_bad = 0;
         for (size_t i = 0; i < before; i++) {
             fb_bisect_verdict_t *x = &l->v[i];
@@ -309,7 +304,7 @@ static void s_leaf_verdicts(const fb_bisect_t *b, s_vlist_t *l)
             if (x->state != FB_BISECT_BAD || !xl || strcmp(xl, leaf))
                 continue;
             n_bad++;
-            s_explained_by(lv, x,
+            bisect__explained_by(lv, x,
                            xasprintf("passed: its failures are its leaf's (%s named bad)", leaf));
         }
         lv->summary = xasprintf("bad leaf switch: %zu of its nodes named bad, more than half of "
@@ -341,7 +336,7 @@ static void s_group_evidence(const fb_bisect_t *b, fb_bisect_verdict_t *v,
             all = s_has_member(g, members[i]);
         if (!all)
             continue;
-        s_evidence_add(
+        bisect__evidence_add(
             v, g->test_id,
             xasprintf("group of %zu: %s", g->n_members, g->failed ? "failed" : "passed"));
     }
@@ -375,7 +370,7 @@ static bool s_any_bad(const fb_bisect_t *b, const char *const *names, size_t n)
 /* One split search: groups none of whose parts failed alone (irreducible) and the nodes still
  * being split when the budget ran out are undecided groups, unless a member named bad explains
  * them. The members of failing parts at the floor are the engine's (pairs with trusted nodes). */
-static void s_split_verdicts(const fb_bisect_t *b, size_t si, s_vlist_t *l)
+static void s_split_verdicts(const fb_bisect_t *b, size_t si, bisect_vlist_t *l)
 {
     const fb_split_t *s = b->splits[si];
     const bisect_gtest_t *g = &b->st->gtests[b->st->failing[b->split_group[si]]];
@@ -386,7 +381,7 @@ static void s_split_verdicts(const fb_bisect_t *b, size_t si, s_vlist_t *l)
         if (fb_split_finding_failed(s, k) || s_any_bad(b, m, size))
             continue;
         char *part = s_join(m, size);
-        fb_bisect_verdict_t *v = s_verdict_new(l, part, "group", FB_BISECT_UNDECIDED, NAN);
+        fb_bisect_verdict_t *v = bisect__verdict_new(l, part, "group", FB_BISECT_UNDECIDED, NAN);
         v->summary = xasprintf("undecided group of %zu: failed together, no part of it failed "
                                "alone in %u run(s) (the fault needs this scale, or it hid, or the "
                                "failure was chance)",
@@ -406,243 +401,13 @@ static void s_split_verdicts(const fb_bisect_t *b, size_t si, s_vlist_t *l)
     }
     if (!s_any_bad(b, m, n)) {
         char *part = s_join(m, n);
-        fb_bisect_verdict_t *v = s_verdict_new(l, part, "group", FB_BISECT_UNDECIDED, NAN);
+        fb_bisect_verdict_t *v = bisect__verdict_new(l, part, "group", FB_BISECT_UNDECIDED, NAN);
         v->summary = xasprintf("undecided: %zu node(s) still being split at level %u when the "
                                "session ended (%s)",
                                n, fb_split_levels(s), fb_bisect_end_name(b->end));
         free(part);
     }
     free(m);
-}
-
-/* ---- slow parts ---- */
-
-#define S_MAX_FLOW_EVIDENCE 24
-
-static void s_slow_finding(const fb_flow_finding_t *f, s_vlist_t *l)
-{
-    const char *how = !strcmp(f->direction, "both")
-                          ? "both ways"
-                          : (!strcmp(f->direction, "send") ? "when sending" : "when receiving");
-    char *summary = xasprintf("slow %s %s: %zu flows at %.2f of their median, with %u distinct "
-                              "partners; chance alone in this fleet %.2g",
-                              f->kind, how, f->n_flows, f->ratio, f->n_partners, f->chance);
-    fb_bisect_verdict_t *v = s_find_verdict(l, f->part);
-    if (v && v->state == FB_BISECT_BAD) {
-        char *both = xasprintf("%s; %s", v->summary, summary);
-        free(v->summary);
-        free(summary);
-        v->summary = both;
-    } else {
-        if (v) { /* an engine suspect that the flows name: bad for its slowness */
-            v->state = FB_BISECT_BAD;
-            v->kind = f->kind;
-            free(v->summary);
-        } else {
-            v = s_verdict_new(l, f->part, f->kind, FB_BISECT_BAD, 0.0);
-        }
-        v->summary = summary;
-        v->confidence = f->confidence;
-    }
-    bool recv = !strcmp(f->direction, "receive");
-    for (size_t k = 0; k < f->n_slow; k++) {
-        const fb_flow_sample_t *s = &f->slow[k];
-        s_partner_add(v, recv ? s->src : s->dst, strlen(recv ? s->src : s->dst));
-        if (k == S_MAX_FLOW_EVIDENCE) {
-            s_evidence_add(v, s->test_id, xasprintf("... and %zu more flows", f->n_slow - k));
-            continue;
-        }
-        if (k > S_MAX_FLOW_EVIDENCE)
-            continue;
-        s_evidence_add(v, s->test_id,
-                       xasprintf("flow %s -> %s%s%s: %.4g, %.2f of the median %.4g (score %.1f)",
-                                 s->src, s->dst, s->rail ? " on " : "", s->rail ? s->rail : "",
-                                 s->value, s->median > 0 ? s->value / s->median : NAN, s->median,
-                                 s->score));
-    }
-}
-
-static void s_slow_verdicts(const fb_bisect_t *b, s_vlist_t *l)
-{
-    const fb_flow_judgment_t *j = bisect__judgment(b);
-    for (size_t i = 0; i < j->n_findings; i++)
-        s_slow_finding(&j->findings[i], l);
-    for (size_t i = 0; i < j->n_pending; i++) {
-        fb_bisect_verdict_t *v = s_find_verdict(l, j->pending[i]);
-        if (v && v->state != FB_BISECT_PASSED)
-            continue;
-        if (!v)
-            v = s_verdict_new(l, j->pending[i], "node", FB_BISECT_UNDECIDED, NAN);
-        v->state = FB_BISECT_UNDECIDED;
-        free(v->summary);
-        v->summary = xstrdup("undecided: its flows are slow enough to matter, but too few flows "
-                             "or partners to rule out chance in this fleet so far");
-    }
-    size_t pos = 0;
-    const char *node;
-    void *val;
-    while (fb_strmap_next(b->ever_pending, &pos, &node, &val)) {
-        if (s_find_verdict(l, node) || fb_flow_judgment_pending(j, node))
-            continue;
-        bool fast = fb_flow_judgment_fast(j, node);
-        if (!fast && !fb_flow_judgment_stray(j, node))
-            continue; /* its slow flows are a named part's: it is not implicated any more */
-        fb_bisect_verdict_t *v = s_verdict_new(
-            l, node, "node", fast ? FB_BISECT_CLEARED : FB_BISECT_UNDECIDED, fast ? 0.99 : NAN);
-        v->summary = xstrdup(fast ? "cleared: slow flows once; its flows since rule a slowdown "
-                                    "that matters out (99% bound, each way)"
-                                  : "undecided: slow flows once; too few flows since to rule a "
-                                    "slowdown that matters out");
-    }
-}
-
-/* ---- slow uplinks, where the routes are not known ---- */
-
-/* A slow leaf-spine link slows the flows routed over it: those to the leaf's nodes that the
- * subnet manager routes through that spine (about one in S of them, with S spines), and those from
- * the leaf to such nodes elsewhere. Without the routes (fb_bisect_opts_t.route) the flow judge has
- * no part for it, and names those nodes slow when receiving. Several nodes of one leaf slow the
- * same way are the leaf's doing, by the leaf switch's standard (s_bad_leaves): at least three, and
- * chance alone (nodes slow at the fleet's rate elsewhere landing on one leaf, in one direction,
- * times the leaves and the two directions) at most fleet_error. The leaf is named by its uplinks,
- * "leaf02<->*": which spine's needs the routes. Fills (*chance)[leaf] (1: not named); returns how
- * many are named. */
-static size_t s_slow_uplinks(const fb_bisect_t *b, const fb_flow_judgment_t *j, double **chance)
-{
-    const fb_topology_t *t = b->o.topology;
-    size_t leaves = t ? fb_topology_n_leaves(t) : 0, named = 0;
-    *chance = xcalloc(leaves + 1, sizeof **chance);
-    if (!leaves)
-        return 0;
-    size_t *in = xcalloc(leaves, sizeof *in), *slow = xcalloc(2 * leaves, sizeof *slow);
-    size_t total = 0, total_slow[2] = {0, 0};
-    for (size_t k = 0; k < leaves; k++) {
-        size_t n;
-        const char *const *nodes = fb_topology_leaf_nodes(t, k, &n);
-        for (size_t i = 0; i < n; i++)
-            in[k] += !isnan(fb_diag_p_bad(b->diag, nodes[i]));
-        total += in[k];
-    }
-    for (size_t i = 0; i < j->n_findings; i++) {
-        const fb_flow_finding_t *f = &j->findings[i];
-        /* a node slow both ways is slow each way */
-        bool rx = strcmp(f->direction, "send") != 0, tx = strcmp(f->direction, "receive") != 0;
-        const char *leaf = strcmp(f->kind, "node") ? NULL : fb_topology_leaf_of(t, f->part);
-        for (size_t k = 0; leaf && k < leaves; k++)
-            if (!strcmp(fb_topology_leaf_name(t, k), leaf))
-                for (size_t dir = 0; dir < 2; dir++)
-                    if (dir ? tx : rx) {
-                        slow[2 * k + dir]++;
-                        total_slow[dir]++;
-                    }
-    }
-    for (size_t k = 0; k < leaves; k++) {
-        (*chance)[k] = 1.0;
-        for (size_t dir = 0; dir < 2; dir++) {
-            size_t s = slow[2 * k + dir];
-            if (s < 3)
-                continue;
-            double rate = (double)(total_slow[dir] - s + 1) / (double)(total - in[k] + 2);
-            double c = s_tail(in[k], s, rate) * (double)leaves * 2.0;
-            if (c <= b->o.diag.fleet_error && c < (*chance)[k])
-                (*chance)[k] = c;
-        }
-        named += (*chance)[k] < 1.0;
-    }
-    free(in);
-    free(slow);
-    return named;
-}
-
-/* The index of the leaf of node, among those whose uplinks s_slow_uplinks named; -1 if none. */
-static long s_named_leaf(const fb_bisect_t *b, const double *chance, const char *node)
-{
-    const fb_topology_t *t = b->o.topology;
-    const char *name = node ? fb_topology_leaf_of(t, node) : NULL;
-    for (size_t k = 0; name && k < fb_topology_n_leaves(t); k++)
-        if (chance[k] < 1.0 && !strcmp(fb_topology_leaf_name(t, k), name))
-            return (long)k;
-    return -1;
-}
-
-static int s_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Whether finding f (a node or NIC that the engine does not name by its failures) is explained by
- * an uplink s_slow_uplinks named, as the flow judge explains: its flows that do not leave or enter
- * that leaf (those that cannot cross the slow uplink), judged again on their own, are not slow
- * (their upper median above slow_fraction of the median, or there are none). *leaf gets the leaf. */
-static bool s_behind_slow_uplink(const fb_bisect_t *b, const double *chance,
-                                 const fb_flow_finding_t *f, size_t *leaf)
-{
-    const fb_topology_t *t = b->o.topology;
-    if (strstr(f->part, "<->") || !f->n_slow ||
-        fb_diag_p_bad(b->diag, f->part) >= b->o.diag.bad_threshold)
-        return false;
-    long at = -1;
-    double *rest = xmalloc(f->n_slow * sizeof *rest);
-    size_t n_rest = 0, n_through = 0;
-    for (size_t k = 0; k < f->n_slow; k++) {
-        const fb_flow_sample_t *x = &f->slow[k];
-        const char *ls = fb_topology_leaf_of(t, x->src), *ld = fb_topology_leaf_of(t, x->dst);
-        long here = s_named_leaf(b, chance, x->src);
-        if (here < 0)
-            here = s_named_leaf(b, chance, x->dst);
-        if (here >= 0 && (at < 0 || here == at) && ls && ld && strcmp(ls, ld)) {
-            at = here;
-            n_through++;
-        } else {
-            rest[n_rest++] = x->median > 0 ? x->value / x->median : 1.0;
-        }
-    }
-    bool explained = at >= 0 && n_through > 0;
-    if (explained && n_rest) {
-        qsort(rest, n_rest, sizeof *rest, s_cmp_double);
-        explained = rest[n_rest / 2] > b->o.flow.slow_fraction;
-    }
-    free(rest);
-    if (explained)
-        *leaf = (size_t)at;
-    return explained;
-}
-
-/* The uplinks named, as verdicts; the nodes and NICs of their leaves named slow by their flows
- * alone become passed: the uplink explains their slow flows. */
-static void s_uplink_verdicts(const fb_bisect_t *b, s_vlist_t *l)
-{
-    const fb_flow_judgment_t *j = bisect__judgment(b);
-    double *chance;
-    size_t named = s_slow_uplinks(b, j, &chance);
-    const fb_topology_t *t = b->o.topology;
-    for (size_t k = 0; named && k < fb_topology_n_leaves(t); k++) {
-        if (chance[k] >= 1.0)
-            continue;
-        char *part = xasprintf("%s<->*", fb_topology_leaf_name(t, k));
-        fb_bisect_verdict_t *uv = s_verdict_new(l, part, "link", FB_BISECT_BAD, 1.0 - chance[k]);
-        free(part);
-        size_t n_nodes = 0;
-        for (size_t i = 0; i < j->n_findings; i++) {
-            const fb_flow_finding_t *f = &j->findings[i];
-            size_t leaf;
-            fb_bisect_verdict_t *x = s_find_verdict(l, f->part);
-            if (!x || x->state != FB_BISECT_BAD || !s_behind_slow_uplink(b, chance, f, &leaf) ||
-                leaf != k)
-                continue;
-            n_nodes++;
-            s_explained_by(uv, x,
-                           xasprintf("passed: its slow flows are its leaf's uplink's (%s<->* named "
-                                     "bad)",
-                                     fb_topology_leaf_name(t, k)));
-        }
-        uv->summary = xasprintf("slow uplink of %s (which spine: the subnet manager's routes tell): "
-                                "%zu nodes and NICs whose slow flows leave or enter the leaf; "
-                                "chance alone in this fleet %.2g",
-                                fb_topology_leaf_name(t, k), n_nodes, chance[k]);
-    }
-    free(chance);
 }
 
 /* ---- the list ---- */
@@ -671,22 +436,8 @@ size_t fb_bisect_bad(const fb_bisect_t *b, char ***parts)
     }
     free(chance);
     free((void *)bad);
-    double *up;
-    size_t n_up = s_slow_uplinks(b, j, &up), leaf;
-    out = xrealloc(out, (n + j->n_findings + n_up + 1) * sizeof *out);
-    for (size_t k = 0; n_up && k < fb_topology_n_leaves(t); k++)
-        if (up[k] < 1.0)
-            out[n++] = xasprintf("%s<->*", fb_topology_leaf_name(t, k));
-    for (size_t i = 0; i < j->n_findings; i++) {
-        bool seen = n_up && s_behind_slow_uplink(b, up, &j->findings[i], &leaf);
-        for (size_t k = 0; k < n && !seen; k++)
-            seen = !strcmp(out[k], j->findings[i].part);
-        if (!seen)
-            out[n++] = xstrdup(j->findings[i].part);
-    }
-    free(up);
     *parts = out;
-    return n;
+    return bisect__slow_bad(b, parts, n);
 }
 
 static int s_cmp_state(const void *a, const void *b)
@@ -701,13 +452,12 @@ size_t fb_bisect_verdicts(const fb_bisect_t *b, fb_bisect_verdict_t **out)
 {
     assert(b && out);
     bisect__read(b);
-    s_vlist_t l = {0};
+    bisect_vlist_t l = {0};
     s_diag_verdicts(b, &l);
     s_leaf_verdicts(b, &l);
     for (size_t i = 0; i < b->n_splits; i++)
         s_split_verdicts(b, i, &l);
-    s_slow_verdicts(b, &l);
-    s_uplink_verdicts(b, &l);
+    bisect__slow_verdicts(b, &l);
     if (l.n)
         qsort(l.v, l.n, sizeof *l.v, s_cmp_state);
     *out = l.v;

@@ -31,19 +31,25 @@ typedef struct {
     fb_faultmodel_t *model;
 } s_fleet_t;
 
-static void s_fleet(s_fleet_t *f, const char *faults)
+/* The fleet of N nodes in four leaves of eight on `spines` spines. */
+static void s_fleet_on(s_fleet_t *f, int spines, const char *faults)
 {
     for (int i = 0; i < N; i++)
         snprintf(f->names[i], sizeof f->names[i], "sim-%02d", i);
-    char err[128];
-    assert_int_equal(fb_topology_parse("leaf01: sim-[00-07]\nleaf02: sim-[08-15]\n"
-                                       "leaf03: sim-[16-23]\nleaf04: sim-[24-31]\n"
-                                       "spine01: leaf[01-04]\nspine02: leaf[01-04]\n",
-                                       &f->topo, err, sizeof err),
-                     0);
+    char topo[512], err[128];
+    int at = snprintf(topo, sizeof topo, "leaf01: sim-[00-07]\nleaf02: sim-[08-15]\n"
+                                         "leaf03: sim-[16-23]\nleaf04: sim-[24-31]\n");
+    for (int k = 1; k <= spines; k++)
+        at += snprintf(topo + at, sizeof topo - (size_t)at, "spine%02d: leaf[01-04]\n", k);
+    assert_int_equal(fb_topology_parse(topo, &f->topo, err, sizeof err), 0);
     char *error = NULL;
     assert_int_equal(fb_faultmodel_parse(faults, strlen(faults), "t", &f->model, &error), 0);
     assert_int_equal(fb_faultmodel_bind(f->model, f->topo, &error), 0);
+}
+
+static void s_fleet(s_fleet_t *f, const char *faults)
+{
+    s_fleet_on(f, 2, faults);
 }
 
 static void s_fleet_free(s_fleet_t *f)
@@ -234,6 +240,35 @@ static void test_uplink(void **state)
     s_fleet_free(&f);
 }
 
+/* fb_bisect_bad names exactly one part, `part`. */
+static void s_assert_only_named(const fb_bisect_t *b, const char *part)
+{
+    char **bad;
+    size_t nb = fb_bisect_bad(b, &bad);
+    assert_int_equal(nb, 1);
+    assert_string_equal(bad[0], part);
+    free(bad[0]);
+    free(bad);
+}
+
+/* A pairs session on 4 rails that knows the topology but not the routes (the runner's case
+ * until it reads the subnet manager's tables). */
+static fb_bisect_t *s_session_no_routes(const s_fleet_t *f)
+{
+    fb_bisect_opts_t o;
+    fb_bisect_opts_default(&o);
+    o.pairing = FB_PAIRING_TOPOLOGY;
+    o.topology = f->topo;
+    o.seed = 42;
+    o.sweeps = 2;
+    o.max_rounds = 8;
+    fb_bisect_t *b = fb_bisect_new(&o);
+    assert_non_null(b);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(fb_bisect_add_node(b, f->names[i], "mlx5_0,mlx5_1,mlx5_2,mlx5_3"), 0);
+    return b;
+}
+
 /* The same uplink where the routes are not known (the runner's case until it reads the subnet
  * manager's tables): the flows into the leaf's nodes that the fabric routes through that spine
  * are slow, so those nodes look slow when receiving. Several of one leaf slow the same way are
@@ -244,16 +279,7 @@ static void test_uplink_no_routes(void **state)
     s_fleet_t f;
     s_fleet(&f,
             "seed: 9\nrails: 4\nfaults:\n  - {link: leaf02<->spine01, kind: slow, factor: 0.5}\n");
-    fb_bisect_opts_t o;
-    fb_bisect_opts_default(&o);
-    o.pairing = FB_PAIRING_TOPOLOGY;
-    o.topology = f.topo; /* no o.route */
-    o.seed = 42;
-    o.sweeps = 2;
-    o.max_rounds = 8;
-    fb_bisect_t *b = fb_bisect_new(&o);
-    for (int i = 0; i < N; i++)
-        assert_int_equal(fb_bisect_add_node(b, f.names[i], "mlx5_0,mlx5_1,mlx5_2,mlx5_3"), 0);
+    fb_bisect_t *b = s_session_no_routes(&f);
     s_run(&f, b);
     fb_bisect_verdict_t *v;
     size_t n = fb_bisect_verdicts(b, &v);
@@ -267,12 +293,49 @@ static void test_uplink_no_routes(void **state)
         if (strstr(v[i].part, "sim-1") && v[i].n_evidence)
             assert_int_not_equal(v[i].state, FB_BISECT_BAD);
     fb_bisect_verdicts_free(&v, n);
-    char **bad;
-    size_t nb = fb_bisect_bad(b, &bad);
-    assert_int_equal(nb, 1);
-    assert_string_equal(bad[0], "leaf02<->*");
-    free(bad[0]);
-    free(bad);
+    s_assert_only_named(b, "leaf02<->*");
+    fb_bisect_destroy(&b);
+    s_fleet_free(&f);
+}
+
+/* A slow uplink on a fabric of four spines, without the routes: only the two nodes of leaf02
+ * that the fabric routes over spine01 receive over it, too few to name the leaf's uplinks, and
+ * each looks slow when receiving from other leaves only, exactly as a slow receive path of its
+ * own would. Neither is named: both stay undecided, saying which uplinks could be the cause. A
+ * throttled node on the same fabric, slow both ways, is still named. */
+static void test_uplink_two_nodes_no_routes(void **state)
+{
+    (void)state;
+    s_fleet_t f;
+    s_fleet_on(&f, 4,
+               "seed: 9\nrails: 4\nfaults:\n  - {link: leaf02<->spine01, kind: slow, factor: 0.5}\n"
+               "  - {node: sim-20, kind: slow, factor: 0.6}\n");
+    int behind = 0; /* the nodes of leaf02 whose traffic in crosses the slow link */
+    for (int i = 8; i < 16; i++)
+        behind += fb_faultmodel_flow_factor(f.model, "sim-00", f.names[i], 0) < 1.0;
+    assert_int_equal(behind, 2);
+    fb_bisect_t *b = s_session_no_routes(&f);
+    s_run(&f, b);
+    fb_bisect_verdict_t *v;
+    size_t n = fb_bisect_verdicts(b, &v);
+    const fb_bisect_verdict_t *slow = s_verdict(v, n, "sim-20");
+    assert_non_null(slow);
+    assert_int_equal(slow->state, FB_BISECT_BAD);
+    assert_int_equal(s_count(v, n, FB_BISECT_BAD), 1);
+    size_t undecided = 0;
+    for (int i = 8; i < 16; i++) {
+        const fb_bisect_verdict_t *x = s_verdict(v, n, f.names[i]);
+        if (!x || fb_faultmodel_flow_factor(f.model, "sim-00", f.names[i], 0) == 1.0)
+            continue;
+        printf("[bisect] %s behind leaf02<->spine01, no routes: %s\n", x->part, x->summary);
+        assert_int_equal(x->state, FB_BISECT_UNDECIDED);
+        assert_non_null(strstr(x->summary, "leaf02's uplinks"));
+        assert_true(x->n_evidence > 0);
+        undecided++;
+    }
+    assert_true(undecided >= 1);
+    fb_bisect_verdicts_free(&v, n);
+    s_assert_only_named(b, "sim-20");
     fb_bisect_destroy(&b);
     s_fleet_free(&f);
 }
@@ -593,6 +656,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pairs),        cmocka_unit_test(test_uplink),
         cmocka_unit_test(test_uplink_no_routes),
+        cmocka_unit_test(test_uplink_two_nodes_no_routes),
         cmocka_unit_test(test_groups),       cmocka_unit_test(test_groups_nic),
         cmocka_unit_test(test_groups_split), cmocka_unit_test(test_leaf),
         cmocka_unit_test(test_limits),       cmocka_unit_test(test_order),
