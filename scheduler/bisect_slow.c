@@ -41,19 +41,21 @@ typedef struct {
     const char *leaf;
 } s_leaf_split_t;
 
-/* Whether finding f is slow one way only and only on flows that cross its leaf's uplinks, while
- * its flows within the leaf (if it has any) are not slow. A slow leaf-spine link looks exactly so
- * to the nodes the subnet manager routes over it: every flow into them from another leaf crosses
- * it, none from their own leaf does, and their flows out are spread over all spines. Without the
- * routes (fb_bisect_opts_t.route) the engine cannot tell that link from the node's own receive
- * path, so it does not name the node: s_uplink_verdicts names the leaf's uplinks when three or
- * more nodes of the leaf are slow so, and otherwise the node stays undecided. A node slow both
- * ways (a throttled host) is named as before. Fills *split when it returns true. */
+/* Whether finding f is slow only on flows that cross its leaf's uplinks, while its flows within
+ * the leaf are not slow. A slow leaf-spine link looks exactly so to the nodes the subnet manager
+ * routes over it: every flow into them from another leaf crosses it, none from their own leaf
+ * does; on a fabric of two spines half their flows out cross it too, so they look slow both
+ * ways. Without the routes (fb_bisect_opts_t.route) the engine cannot tell that link from the
+ * node's own path, so it does not name the node: s_uplink_verdicts names the leaf's uplinks when
+ * three or more nodes of the leaf are slow so, and otherwise the node stays undecided. A node
+ * slow one way with no flows within its leaf is undecided too (nothing tells the two apart); one
+ * slow both ways with none (a throttled host, most often) is named as before. Fills *split when
+ * it returns true. */
 static bool s_slow_across_leaf_only(const fb_bisect_t *b, const fb_flow_finding_t *f,
                                     s_leaf_split_t *split)
 {
     const fb_topology_t *t = b->o.topology;
-    if (!t || b->o.route || !strcmp(f->direction, "both") || strstr(f->part, "<->") || !f->n_slow)
+    if (!t || b->o.route || strstr(f->part, "<->") || !f->n_slow)
         return false;
     double *across = xmalloc(f->n_slow * sizeof *across), *within = xmalloc(f->n_slow * sizeof *within);
     size_t na = 0, nw = 0;
@@ -68,16 +70,16 @@ static bool s_slow_across_leaf_only(const fb_bisect_t *b, const fb_flow_finding_
         else if (known)
             within[nw++] = r;
     }
-    const char *node = f->slow[0].src;
-    if (!strcmp(f->direction, "receive"))
-        node = f->slow[0].dst;
+    char *node = xstrndup(f->part, strcspn(f->part, "/"));
     *split = (s_leaf_split_t){s_upper_median(across, na), s_upper_median(within, nw), na, nw,
                               known ? fb_topology_leaf_of(t, node) : NULL};
+    free(node);
     free(across);
     free(within);
     double slow = b->o.flow.slow_fraction;
+    bool one_way = strcmp(f->direction, "both") != 0;
     return known && split->leaf && na >= b->o.flow.min_partners && split->across <= slow &&
-           (nw == 0 || split->within > slow);
+           (nw ? split->within > slow : one_way);
 }
 
 /* The flows behind f as v's partners and evidence. */
