@@ -27,10 +27,8 @@
 
 /* --- tasks ---------------------------------------------------------------------------------- */
 
-/* A TaskEvent of the task; samples: a TELEMETRY event's metrics (NULL, 0 for the others). */
 static void s_send_task_event(agent_t *self, const char *task_id, Fleetburn__TaskEvent__Kind kind,
-                              double progress, const char *text, Fleetburn__Metric **samples,
-                              size_t n_samples)
+                              double progress, const char *text)
 {
     Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
     Fleetburn__TaskEvent ev = FLEETBURN__TASK_EVENT__INIT;
@@ -39,8 +37,6 @@ static void s_send_task_event(agent_t *self, const char *task_id, Fleetburn__Tas
     ev.time_ms = fb_now_ms();
     ev.progress = progress;
     ev.message = (char *)(text ? text : "");
-    ev.samples = samples;
-    ev.n_samples = n_samples;
     env.body_case = FLEETBURN__ENVELOPE__BODY_TASK_EVENT;
     env.task_event = &ev;
     agent_send(self, &env);
@@ -78,9 +74,18 @@ static void s_send_telemetry(agent_t *self, const char *task_id, const char *tex
     Fleetburn__Metric **ptrs = xcalloc(n, sizeof *ptrs);
     for (size_t i = 0; i < n; i++)
         ptrs[i] = &samples[i];
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__TaskEvent ev = FLEETBURN__TASK_EVENT__INIT;
+    ev.task_id = (char *)task_id;
+    ev.kind = FLEETBURN__TASK_EVENT__KIND__KIND_TELEMETRY;
+    ev.time_ms = fb_now_ms();
+    ev.message = "";
+    ev.samples = ptrs;
+    ev.n_samples = n;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_TASK_EVENT;
+    env.task_event = &ev;
     if (n)
-        s_send_task_event(self, task_id, FLEETBURN__TASK_EVENT__KIND__KIND_TELEMETRY, 0, NULL, ptrs,
-                          n);
+        agent_send(self, &env);
     free(ptrs);
     free(samples);
     free(copy);
@@ -171,7 +176,7 @@ static void s_on_task_line(const char *task_id, const char *kind, double progres
     s_send_task_event(self, task_id,
                       is_progress ? FLEETBURN__TASK_EVENT__KIND__KIND_PROGRESS
                                   : FLEETBURN__TASK_EVENT__KIND__KIND_LOG,
-                      progress, text, NULL, 0);
+                      progress, text);
 }
 
 static void s_forget_running(agent_t *self, const char *id)
@@ -349,7 +354,7 @@ void agent_on_run_task(agent_t *self, const Fleetburn__RunTask *m)
             r->next = self->running;
             self->running = r;
             s_send_task_event(self, m->task_id, FLEETBURN__TASK_EVENT__KIND__KIND_STARTED, 0,
-                              m->workload, NULL, 0);
+                              m->workload);
         }
     }
     if (refused) {
