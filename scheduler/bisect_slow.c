@@ -57,7 +57,8 @@ static bool s_slow_across_leaf_only(const fb_bisect_t *b, const fb_flow_finding_
     const fb_topology_t *t = b->o.topology;
     if (!t || b->o.route || strstr(f->part, "<->") || !f->n_slow)
         return false;
-    double *across = xmalloc(f->n_slow * sizeof *across), *within = xmalloc(f->n_slow * sizeof *within);
+    double *across = xmalloc(f->n_slow * sizeof *across),
+           *within = xmalloc(f->n_slow * sizeof *within);
     size_t na = 0, nw = 0;
     bool known = true;
     for (size_t k = 0; k < f->n_slow && known; k++) {
@@ -95,11 +96,11 @@ static void s_flow_evidence(const fb_flow_finding_t *f, fb_bisect_verdict_t *v)
         }
         if (k > S_MAX_FLOW_EVIDENCE)
             continue;
-        bisect__evidence_add(v, s->test_id,
-                       xasprintf("flow %s -> %s%s%s: %.4g, %.2f of the median %.4g (score %.1f)",
-                                 s->src, s->dst, s->rail ? " on " : "", s->rail ? s->rail : "",
-                                 s->value, s->median > 0 ? s->value / s->median : NAN, s->median,
-                                 s->score));
+        bisect__evidence_add(
+            v, s->test_id,
+            xasprintf("flow %s -> %s%s%s: %.4g, %.2f of the median %.4g (score %.1f)", s->src,
+                      s->dst, s->rail ? " on " : "", s->rail ? s->rail : "", s->value,
+                      s->median > 0 ? s->value / s->median : NAN, s->median, s->score));
     }
 }
 
@@ -274,7 +275,8 @@ static long s_named_leaf(const fb_bisect_t *b, const double *chance, const char 
 /* Whether finding f (a node or NIC that the engine does not name by its failures) is explained by
  * an uplink s_slow_uplinks named, as the flow judge explains: its flows that do not leave or enter
  * that leaf (those that cannot cross the slow uplink), judged again on their own, are not slow
- * (their upper median above slow_fraction of the median, or there are none). *leaf gets the leaf. */
+ * (their upper median above slow_fraction of the median, or there are none). *leaf gets the leaf.
+ */
 static bool s_behind_slow_uplink(const fb_bisect_t *b, const double *chance,
                                  const fb_flow_finding_t *f, size_t *leaf)
 {
@@ -299,10 +301,8 @@ static bool s_behind_slow_uplink(const fb_bisect_t *b, const double *chance,
         }
     }
     bool explained = at >= 0 && n_through > 0;
-    if (explained && n_rest) {
-        qsort(rest, n_rest, sizeof *rest, s_cmp_double);
-        explained = rest[n_rest / 2] > b->o.flow.slow_fraction;
-    }
+    if (explained && n_rest)
+        explained = s_upper_median(rest, n_rest) > b->o.flow.slow_fraction;
     free(rest);
     if (explained)
         *leaf = (size_t)at;
@@ -321,7 +321,8 @@ static void s_uplink_verdicts(const fb_bisect_t *b, bisect_vlist_t *l)
         if (chance[k] >= 1.0)
             continue;
         char *part = xasprintf("%s<->*", fb_topology_leaf_name(t, k));
-        fb_bisect_verdict_t *uv = bisect__verdict_new(l, part, "link", FB_BISECT_BAD, 1.0 - chance[k]);
+        fb_bisect_verdict_t *uv =
+            bisect__verdict_new(l, part, "link", FB_BISECT_BAD, 1.0 - chance[k]);
         free(part);
         size_t n_nodes = 0;
         for (size_t i = 0; i < j->n_findings; i++) {
@@ -332,15 +333,17 @@ static void s_uplink_verdicts(const fb_bisect_t *b, bisect_vlist_t *l)
                 !s_behind_slow_uplink(b, chance, f, &leaf) || leaf != k)
                 continue;
             n_nodes++;
-            bisect__explained_by(uv, x,
-                           xasprintf("passed: its slow flows are its leaf's uplink's (%s<->* named "
-                                     "bad)",
-                                     fb_topology_leaf_name(t, k)));
+            bisect__explained_by(
+                uv, x,
+                xasprintf("passed: its slow flows are its leaf's uplink's (%s<->* named "
+                          "bad)",
+                          fb_topology_leaf_name(t, k)));
         }
-        uv->summary = xasprintf("slow uplink of %s (which spine: the subnet manager's routes tell): "
-                                "%zu nodes and NICs whose slow flows leave or enter the leaf; "
-                                "chance alone in this fleet %.2g",
-                                fb_topology_leaf_name(t, k), n_nodes, chance[k]);
+        uv->summary =
+            xasprintf("slow uplink of %s (which spine: the subnet manager's routes tell): "
+                      "%zu nodes and NICs whose slow flows leave or enter the leaf; "
+                      "chance alone in this fleet %.2g",
+                      fb_topology_leaf_name(t, k), n_nodes, chance[k]);
     }
     free(chance);
 }

@@ -23,7 +23,7 @@ fb_bisect_verdict_t *bisect__verdict_find(bisect_vlist_t *l, const char *part)
 }
 
 fb_bisect_verdict_t *bisect__verdict_new(bisect_vlist_t *l, const char *part, const char *kind,
-                                          fb_bisect_state_t state, double confidence)
+                                         fb_bisect_state_t state, double confidence)
 {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 16;
@@ -62,7 +62,7 @@ void bisect__explained_by(fb_bisect_verdict_t *by, fb_bisect_verdict_t *x, char 
     bisect__partner_add(by, x->part, strlen(x->part));
     for (size_t e = 0; e < x->n_evidence && e < 2; e++)
         bisect__evidence_add(by, x->evidence[e].test_id,
-                       xasprintf("%s: %s", x->part, x->evidence[e].what));
+                             xasprintf("%s: %s", x->part, x->evidence[e].what));
     x->state = FB_BISECT_PASSED;
     x->confidence = NAN;
     free(x->summary);
@@ -296,7 +296,8 @@ static void s_leaf_verdicts(const fb_bisect_t *b, bisect_vlist_t *l)
             continue;
         const char *leaf = fb_topology_leaf_name(t, k);
         size_t before = l->n;
-        fb_bisect_verdict_t *lv = bisect__verdict_new(l, leaf, "leaf", FB_BISECT_BAD, 1.0 - chance[k]);
+        fb_bisect_verdict_t *lv =
+            bisect__verdict_new(l, leaf, "leaf", FB_BISECT_BAD, 1.0 - chance[k]);
         size_t n_bad = 0;
         for (size_t i = 0; i < before; i++) {
             fb_bisect_verdict_t *x = &l->v[i];
@@ -304,8 +305,8 @@ static void s_leaf_verdicts(const fb_bisect_t *b, bisect_vlist_t *l)
             if (x->state != FB_BISECT_BAD || !xl || strcmp(xl, leaf))
                 continue;
             n_bad++;
-            bisect__explained_by(lv, x,
-                           xasprintf("passed: its failures are its leaf's (%s named bad)", leaf));
+            bisect__explained_by(
+                lv, x, xasprintf("passed: its failures are its leaf's (%s named bad)", leaf));
         }
         lv->summary = xasprintf("bad leaf switch: %zu of its nodes named bad, more than half of "
                                 "those in the stage; chance alone in this fleet %.2g",
