@@ -114,7 +114,9 @@ static void s_print_legend(void)
            "(median/p90/max);\n#   sim_s = simulated wall time incl. the node-local round "
            "(median/p90); tests = tests per trial (one rail each)\n");
     printf("# kind columns: shares of the faults of that kind: named (its part named bad), undec, "
-           "clear, passed (never\n#   implicated), other (not named, but a part next to it "
+           "clear, passed (never\n#   implicated, though it showed in a test), unseen (never "
+           "implicated, and never showed in any test of\n#   the session: a burst that did not "
+           "come while its part was tested), other (not named, but a part\n#   next to it "
            "named); rounds, sim_s: when named (median/p90/max, median/p90)\n");
 }
 
@@ -288,8 +290,9 @@ int main(int argc, char **argv)
             return 3;
         dbench__debug(&f, &run, trial);
         dscore_truth_t t = {&f.world, f.topo, f.rails};
-        dscore_run_t dr = {run.verdicts, run.n_verdicts, run.named_round, run.named_s,
-                           run.rounds,   run.sim_s,      run.tests,       run.budget_ended};
+        dscore_run_t dr = {run.verdicts, run.n_verdicts, run.named_round,
+                           run.named_s,  run.showed,     run.rounds,
+                           run.sim_s,    run.tests,      run.budget_ended};
         dscore_add(methods[0], &t, &dr);
         if (trial < o.order_check) { /* the same results in another order; the same order */
             dbench_engine_run_t again, same;

@@ -43,6 +43,8 @@ typedef struct {
     fb_faultmodel_t *model;
     dmix_world_t world;
     char *rails_csv;
+    int *world_of; /* per fault of the simulator's model: the world's fault it is, -1: noisy */
+    bool *showed; /* per fault of the world: it showed in a test since the method's session began */
 } dbench_fleet_t;
 
 /* What the runner makes of a test: its verdict from the members' reports, their flows. */
@@ -63,6 +65,7 @@ typedef struct {
     uint64_t transcript;
     unsigned *named_round; /* per fault of the world */
     double *named_s;
+    bool *showed; /* per fault of the world: it showed in at least one test of the session */
     fb_bisect_verdict_t *verdicts;
     size_t n_verdicts;
 } dbench_engine_run_t;

@@ -158,9 +158,11 @@ int dbench__engine_run(const dbench_opts_t *o, const dbench_fleet_t *f, unsigned
     memset(run, 0, sizeof *run);
     run->named_round = xcalloc(f->world.n_faults + 1, sizeof *run->named_round);
     run->named_s = xcalloc(f->world.n_faults + 1, sizeof *run->named_s);
+    run->showed = xcalloc(f->world.n_faults + 1, sizeof *run->showed);
     fb_bisect_t *b = s_engine_new(o, f, trial);
     if (!b)
         return -EINVAL;
+    memset(f->showed, 0, f->world.n_faults * sizeof *f->showed);
     run->sim_s = s_engine_local(f, b, trial, shuffle, &run->transcript);
     fb_bisect_round_t rd;
     int rc;
@@ -178,6 +180,7 @@ int dbench__engine_run(const dbench_opts_t *o, const dbench_fleet_t *f, unsigned
         run->transcript = fb_mix64(run->transcript ^ (uint64_t)run->verdicts[i].state);
     }
     run->budget_ended = fb_bisect_end(b) == FB_BISECT_END_ROUNDS;
+    memcpy(run->showed, f->showed, f->world.n_faults * sizeof *run->showed);
     fb_bisect_destroy(&b);
     return 0;
 }
@@ -187,6 +190,7 @@ void dbench__engine_run_free(dbench_engine_run_t *run)
     fb_bisect_verdicts_free(&run->verdicts, run->n_verdicts);
     free(run->named_round);
     free(run->named_s);
+    free(run->showed);
 }
 
 /* FB_BENCH_DEBUG=1: every verdict that is not "cleared", and the truth (wrong: only trials with
@@ -319,7 +323,7 @@ static void s_baseline_done(dscore_t *s, const dbench_fleet_t *f, const bool *na
     fb_bisect_verdict_t *v;
     size_t n = s_named_verdicts(f, named, &v);
     dscore_truth_t t = {&f->world, f->topo, f->rails};
-    dscore_run_t run = {v, n, NULL, NULL, rounds, sim_s, tests, false};
+    dscore_run_t run = {v, n, NULL, NULL, NULL, rounds, sim_s, tests, false};
     dscore_add(s, &t, &run);
     fb_bisect_verdicts_free(&v, n);
 }

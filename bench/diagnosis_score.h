@@ -35,6 +35,8 @@ typedef struct {
     const unsigned *named_round; /* per fault of the world: the pair round after which its part
                                   * was first named (0: never; NULL: only at the end) */
     const double *named_s;       /* ... and the simulated time then */
+    const bool *showed;          /* per fault of the world: it showed in a test of the session
+                                  * (a burst came while its part was tested); NULL: not known */
     unsigned rounds;             /* pair rounds run */
     double sim_s;                /* simulated wall time */
     size_t tests;                /* tests run (pair tests on one rail count one each) */

@@ -93,6 +93,20 @@ static void s_truth_from_file(dbench_fleet_t *f)
     }
 }
 
+/* Which fault of the world each fault of the model is: the model holds the world's faults in
+ * its order (from its fault-file text or s_truth_from_file), noisy nodes aside. */
+static void s_map_faults(dbench_fleet_t *f)
+{
+    size_t n = fb_faultmodel_count(f->model), w = 0;
+    f->world_of = xcalloc(n + 1, sizeof *f->world_of);
+    for (size_t i = 0; i < n; i++)
+        f->world_of[i] =
+            fb_faultmodel_fault(f->model, i)->kind == FB_FAULT_NOISY || w >= f->world.n_faults
+                ? -1
+                : (int)w++;
+    f->showed = xcalloc(f->world.n_faults + 1, sizeof *f->showed);
+}
+
 int dbench__fleet_init(dbench_fleet_t *f, const dbench_opts_t *o, unsigned trial)
 {
     memset(f, 0, sizeof *f);
@@ -138,6 +152,8 @@ int dbench__fleet_init(dbench_fleet_t *f, const dbench_opts_t *o, unsigned trial
         free(keys);
         free(yaml);
     }
+    if (!rc)
+        s_map_faults(f);
     f->rails_csv = xstrdup("");
     for (unsigned r = 0; r < f->rails; r++) {
         char *x = xasprintf("%s%smlx5_%u", f->rails_csv, r ? "," : "", r);
@@ -153,6 +169,8 @@ void dbench__fleet_free(dbench_fleet_t *f)
         free(f->names[i]);
     free(f->names);
     free(f->rails_csv);
+    free(f->world_of);
+    free(f->showed);
     dmix_world_free(&f->world);
     fb_faultmodel_destroy(&f->model);
     fb_topology_destroy(&f->topo);
@@ -181,6 +199,9 @@ void dbench__run_test(const dbench_fleet_t *f, const char *id, const char *const
     fb_sim_test_t test = {id, m, n, n > 1 ? rail : -1};
     fb_sim_outcome_t o;
     fb_faultmodel_judge_at(f->model, &test, t, &o);
+    for (size_t c = 0; c < o.n_causes && c < FB_SIM_CAUSES_MAX; c++)
+        if (f->world_of[o.causes[c]] >= 0)
+            f->showed[f->world_of[o.causes[c]]] = true;
     fb_verdict_t v[2] = {FB_VERDICT_NONE, FB_VERDICT_NONE};
     for (size_t k = 0; k < n; k++) {
         if (fb_faultmodel_lost(f->model, id, m[k])) {

@@ -4,8 +4,9 @@
 # statistics it claims (the fault mix's shares, false fails, lost results, disagreements, the
 # noise's sigma: --check-world); a clean world of hard node faults is diagnosed exactly by the
 # engine and the two-pass baseline (the benchmark hands the engine what it should); a messy run
-# replays identically for its seed and prints every table; a fault file with the messy world's keys
-# runs; bad options exit 2.
+# replays identically for its seed and prints every table; a burst that never came while its part
+# was tested is counted apart from one that came and was missed; a fault file with the messy
+# world's keys runs; bad options exit 2.
 . "$(dirname "$0")/lib.sh"
 
 BENCH="$FB_BIN/bin/fleetburn-bench-diagnosis"
@@ -51,6 +52,27 @@ grep -q "(control: 0 of them differed when re-run in the same order)" "$WORK/m1.
 diff <(grep -v "trials in" "$WORK/m1.out") <(grep -v "trials in" "$WORK/m2.out") >"$WORK/diff.log" \
     || fail "the same seed gave another report"
 pass "a messy run prints every table and replays identically for its seed"
+
+# --- a burst that never comes while its node is tested is "unseen", not "passed" ---------------
+# Bursts active 2% of the time in periods of 10^5 s are quiet through almost every session; bursts
+# active 90% of the time show in the first round.
+bursty() { # q, mean burst -> the node-bursty row and the goal's "besides" line
+    "$BENCH" --nodes 256 --rails 4 --trials 4 --seed 5 --mix node-bursty --q "$1" --burst "$2" \
+        --faults 2-4 --no-baselines --follow-ups 6 2>/dev/null
+}
+bursty 0.02 100000 >"$WORK/rare.out"
+read -r _ faults _ _ _ passed unseen _ <<<"$(grep -E "^node-bursty +[0-9]+ +[0-9.]+ +[0-9.]+ " "$WORK/rare.out")"
+[ "${faults:-0}" -ge 8 ] || fail "rare bursts: $(grep node-bursty "$WORK/rare.out")"
+awk -v u="$unseen" -v p="$passed" 'BEGIN { exit !(u >= 0.5 && p == 0) }' \
+    || fail "rare bursts not unseen: $(grep node-bursty "$WORK/rare.out")"
+grep -qE "besides: never showed in a test of the session +[0-9]+ of $faults$" "$WORK/rare.out" \
+    || fail "no 'never showed' count: $(grep -A2 'cleared+passed' "$WORK/rare.out")"
+bursty 0.9 60 >"$WORK/often.out"
+read -r _ _ named _ _ _ unseen _ <<<"$(grep -E "^node-bursty +[0-9]+ +[0-9.]+ +[0-9.]+ " "$WORK/often.out")"
+[ "$named" = 1.0000 ] && [ "$unseen" = 0.0000 ] \
+    || fail "frequent bursts: $(grep node-bursty "$WORK/often.out")"
+! grep -q "besides: never showed" "$WORK/often.out" || fail "frequent bursts reported as never showing"
+pass "a burst that never came while its node was tested is unseen; one that came is named"
 
 # --- a fault file with the messy world's keys ----------------------------------------------------
 cat >"$WORK/faults.yaml" <<'YAML'
