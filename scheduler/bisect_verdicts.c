@@ -116,37 +116,48 @@ static char *s_bad_summary(const fb_diag_verdict_t *x, unsigned min_conf)
 }
 
 static char *s_undecided_summary(const fb_diag_verdict_t *x, const fb_diag_params_t *par,
-                                 double q_clear)
+                                 const fb_diag_t *diag)
 {
+    double q_clear = fb_diag_q_clear(diag);
+    const char *bursty_node = fb_diag_bursty_node(diag);
     const char *short_of =
         x->n_confirmations < par->min_confirmations
             ? "too few independent confirmations"
             : (x->p_bad < par->bad_threshold ? "P(bad) below the threshold"
                                              : "chance can explain its failures");
-    char not_cleared[160];
+    char *not_cleared;
     if (x->burst_open)
-        snprintf(not_cleared, sizeof not_cleared,
-                 "not cleared: it failed in a round with no passing test of it beside the "
-                 "failure, as a fault in bursts would, and passes cannot rule such a fault out");
+        not_cleared = xstrdup("not cleared: it failed in a round with no passing test of it beside "
+                              "the failure, as a fault in bursts would, and passes cannot rule "
+                              "such a fault out");
+    else if (x->burst_fleet)
+        not_cleared = xasprintf("not cleared: %s, named bad, fails in bursts, so a fault in this "
+                                "fleet can stay quiet for longer than the session, and passes "
+                                "cannot rule such a fault out",
+                                bursty_node ? bursty_node : "a node");
     else
-        snprintf(not_cleared, sizeof not_cleared,
-                 "not cleared: %u more pass(es) in a row would rule out a fault showing in "
-                 "%.0f%% of tests",
-                 x->clear_more, 100.0 * q_clear);
-    return xasprintf("undecided: failed %u of %u informative tests since its first failure "
-                     "(%u of %u tests in all), %u of %u confirmations, P(bad) %.3g; not bad: %s; "
-                     "%s",
-                     x->k_informative, x->n_informative, x->n_failed, x->n_tests,
-                     x->n_confirmations, par->min_confirmations, x->p_bad, short_of, not_cleared);
+        not_cleared = xasprintf("not cleared: %u more pass(es) in a row would rule out a fault "
+                                "showing in %.0f%% of tests",
+                                x->clear_more, 100.0 * q_clear);
+    char *s =
+        xasprintf("undecided: failed %u of %u informative tests since its first failure "
+                  "(%u of %u tests in all), %u of %u confirmations, P(bad) %.3g; not bad: "
+                  "%s; %s",
+                  x->k_informative, x->n_informative, x->n_failed, x->n_tests, x->n_confirmations,
+                  par->min_confirmations, x->p_bad, short_of, not_cleared);
+    free(not_cleared);
+    return s;
 }
 
-static char *s_diag_summary(const fb_diag_verdict_t *x, const fb_diag_params_t *par, double q_clear)
+static char *s_diag_summary(const fb_diag_verdict_t *x, const fb_diag_params_t *par,
+                            const fb_diag_t *diag)
 {
+    double q_clear = fb_diag_q_clear(diag);
     switch (x->state) {
     case FB_DIAG_BAD:
         return s_bad_summary(x, par->min_confirmations);
     case FB_DIAG_UNDECIDED:
-        return s_undecided_summary(x, par, q_clear);
+        return s_undecided_summary(x, par, diag);
     case FB_DIAG_CLEARED:
         return xasprintf("cleared: after its first failure, %u failure(s) in %u informative "
                          "tests: a fault showing in %.0f%% of tests would have shown with %.0f%%; "
@@ -188,7 +199,6 @@ static void s_diag_verdicts(const fb_bisect_t *b, bisect_vlist_t *l)
 {
     fb_diag_verdict_t *v;
     size_t n = fb_diag_verdicts(b->diag, &v);
-    double q_clear = fb_diag_q_clear(b->diag);
     const char *const *rails;
     bool railless = fb_diag_rails(b->diag, &rails) == 0;
     for (size_t i = 0; i < n; i++) {
@@ -201,7 +211,7 @@ static void s_diag_verdicts(const fb_bisect_t *b, bisect_vlist_t *l)
         double p = x->ambiguous ? x->p_unit : x->p_bad;
         double conf = st == FB_BISECT_CLEARED ? 1.0 - p : (st == FB_BISECT_PASSED ? NAN : p);
         fb_bisect_verdict_t *bv = bisect__verdict_new(l, x->suspect, x->kind, st, conf);
-        bv->summary = s_diag_summary(x, &b->o.diag, q_clear);
+        bv->summary = s_diag_summary(x, &b->o.diag, b->diag);
         bv->unit = !x->parent && railless;
         if (bv->unit && st == FB_BISECT_BAD) {
             char *s =

@@ -91,6 +91,7 @@ fb_diag_t *fb_diag_new(const fb_diag_params_t *params)
     for (size_t j = 0; j < DIAG_NQ; j++)
         d->mix[j] = 1.0 / DIAG_NQ;
     d->q_clear = par.clear_q;
+    d->bursty = -1;
     return d;
 }
 
@@ -395,6 +396,12 @@ double fb_diag_q_clear(const fb_diag_t *d)
 {
     assert(d);
     return d->q_clear;
+}
+
+const char *fb_diag_bursty_node(const fb_diag_t *d)
+{
+    assert(d);
+    return d->bursty >= 0 ? d->ents[d->bursty].name : NULL;
 }
 
 bool fb_diag_trusted(const fb_diag_t *d, const char *node)

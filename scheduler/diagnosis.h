@@ -106,6 +106,8 @@ typedef struct {
     bool burst_open;          /* undecided: a failure of it came with no pass of it beside it in
                                * its round, which a fault in bursts explains; passes alone never
                                * clear it (docs/diagnosis.md "Cleared") */
+    bool burst_fleet;         /* undecided: it would be cleared, but a part named bad in this
+                               * fleet fails in bursts (fb_diag_bursty_node) */
     double q_est;             /* if bad: how often its fault shows (posterior mean); else NaN */
     double chance;            /* fleet significance: the chance a healthy part of its kind fails
                                * as often, times the parts of its kind (1: not computed) */
@@ -199,6 +201,10 @@ double fb_diag_q(const fb_diag_t *d);
 /* The q the clearing bound rules out: clear_q, or the smallest share a part named bad in this
  * fleet shows in (5% quantile of its posterior), when smaller. */
 double fb_diag_q_clear(const fb_diag_t *d);
+/* The first node named bad whose fault comes in bursts (given it is bad, its posterior at least
+ * 0.9 on the bursty hypotheses), or NULL. Once there is one, passes clear nothing:
+ * this fleet's faults can be quiet for longer than a session (docs/diagnosis.md "Cleared"). */
+const char *fb_diag_bursty_node(const fb_diag_t *d);
 /* Whether a node is a trusted partner: not named bad, and it and its rails not undecided (as of
  * the last settle). False for an unknown name. */
 bool fb_diag_trusted(const fb_diag_t *d, const char *node);

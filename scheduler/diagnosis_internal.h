@@ -22,6 +22,10 @@
 #define DIAG_Q_ON 0.97
 /* The prior of a bursty node fault, as a share of prior_bad (on top of the steady one). */
 #define DIAG_BURSTY_SHARE 0.25
+/* A node named bad fails in bursts when, given it is bad, this much of its posterior is on the
+ * bursty hypotheses: rounds where every test of it failed beside rounds where every one passed,
+ * which no steady q explains. */
+#define DIAG_BURSTY_NAMED 0.9
 
 typedef struct {
     int *v;
@@ -111,6 +115,8 @@ struct fb_diag {
     double f_multi_hi, f_local_hi; /* their upper bounds, for fleet significance */
     double mix[DIAG_NQ];           /* the mixture over q */
     double q_clear;
+    int bursty; /* the first node named bad whose fault comes in bursts (diag__classify), -1:
+                 * none yet; sticky: from then on passes clear nothing */
 };
 
 extern const double diag__qgrid[DIAG_NQ];

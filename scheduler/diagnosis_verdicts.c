@@ -196,10 +196,32 @@ static double s_q_low(const fb_diag_t *d, int i)
     return diag__qgrid[DIAG_NQ - 1];
 }
 
+/* Whether node u, named bad, fails in bursts: given it is bad, at least DIAG_BURSTY_NAMED of its
+ * posterior on the bursty hypotheses. */
+static bool s_fails_in_bursts(const fb_diag_t *d, int u)
+{
+    const diag_ent_t *ue = &d->ents[u];
+    double bad = 1.0 - ue->post[0], bursty = 0.0;
+    for (size_t b = 0; b < DIAG_NA; b++)
+        bursty += ue->post[diag__hyp_burst(ue->children.n, b)];
+    return bad > 0.0 && bursty >= DIAG_BURSTY_NAMED * bad;
+}
+
+/* The first node named bad that fails in bursts, once there is one. From then on passes clear
+ * nothing: a fault of this fleet can be quiet for hours, longer than a session, and a part
+ * whose only failure was spurious while its own burst was off passes like a healthy one. */
+static void s_note_bursty(fb_diag_t *d)
+{
+    for (size_t u = 0; d->bursty < 0 && u < d->n_ents; u++)
+        if (d->ents[u].parent < 0 && d->ents[u].bad && s_fails_in_bursts(d, (int)u))
+            d->bursty = (int)u;
+}
+
 /* Implicated (sticky until cleared or explained), cleared, and the trust of every node for the
  * next round. */
 void diag__classify(fb_diag_t *d)
 {
+    s_note_bursty(d);
     d->q_clear = d->par.clear_q;
     for (size_t i = 0; i < d->n_ents; i++)
         if (d->ents[i].bad) {
@@ -216,7 +238,7 @@ void diag__classify(fb_diag_t *d)
         else if (e->p >= d->par.implicate_ratio * e->prior || e->counters.n)
             e->implicated = true;
         e->cleared = e->implicated && e->p <= d->par.clear_threshold && e->clear_more == 0 &&
-                     !e->burst_open;
+                     !e->burst_open && d->bursty < 0;
     }
     for (size_t i = 0; i < d->n_ents; i++)
         if (d->ents[i].parent < 0)
@@ -347,6 +369,7 @@ size_t fb_diag_verdicts(const fb_diag_t *d, fb_diag_verdict_t **out)
         x->k_informative = e->k_inf;
         x->clear_more = x->state == FB_DIAG_UNDECIDED ? e->clear_more : 0;
         x->burst_open = x->state == FB_DIAG_UNDECIDED && e->burst_open;
+        x->burst_fleet = x->state == FB_DIAG_UNDECIDED && !e->burst_open && d->bursty >= 0;
         x->chance = e->bad ? e->chance_named : e->chance;
         x->q_est = NAN;
         double w[DIAG_NQ], m = 0.0;

@@ -259,7 +259,8 @@ static void test_cleared_needs_bound(void **state)
     size_t n = fb_diag_verdicts(d, &v);
     const fb_diag_verdict_t *n1 = s_get(v, n, "n1");
     printf("[diag] its partner, alone in its failing round, after the same passes: %s, P(bad) "
-           "%.4f\n", fb_diag_state_name(n1->state), n1->p_bad);
+           "%.4f\n",
+           fb_diag_state_name(n1->state), n1->p_bad);
     assert_int_equal(n1->state, FB_DIAG_UNDECIDED);
     assert_true(n1->burst_open);
     assert_true(n1->p_bad < 0.01); /* however unlikely now: no bound */
@@ -268,6 +269,68 @@ static void test_cleared_needs_bound(void **state)
     assert_false(s_get(v, n, "n0")->burst_open);
     free(v);
     fb_diag_destroy(&d);
+}
+
+/* One round of s_bursty_fleet: n0 runs two tests with fresh partners of [8, 36), both failing
+ * while its burst is on (rounds 0-1, 8-9, 16-17: a share of 1/4, every test while active); n4
+ * fails once beside a pass in round 0 (so no burst of its own) and passes with partners of
+ * [36, 64) in every other round. */
+static void s_bursty_round(fb_diag_t *d, int r, bool n0_bursts)
+{
+    char id[32];
+    s_background(d, 8, 64, r);
+    bool on = n0_bursts && r % 8 < 2;
+    for (int k = 0; k < 2; k++) {
+        snprintf(id, sizeof id, "n0.%d.%d", r, k);
+        diag_fixture_pair(d, id, 0, 8 + (2 * r + k) % 28, NULL, on);
+    }
+    snprintf(id, sizeof id, "n4.%d", r);
+    if (r == 0) {
+        diag_fixture_pair(d, id, 4, 5, NULL, true);
+        diag_fixture_pair(d, "n4.beside", 4, 6, NULL, false);
+    } else {
+        diag_fixture_pair(d, id, 4, 36 + r % 28, NULL, false);
+    }
+    fb_diag_settle(d);
+}
+
+/* Passes clear nothing in a fleet where a part named bad fails in bursts: there a fault can be
+ * quiet for longer than the session, and n4 - one failure beside a passing test, then 21 passes,
+ * which clear it in a fleet without bursts - passes exactly as a bursty node would whose only
+ * failure was spurious while its burst was off. It stays undecided and says why. */
+static void test_no_clearing_in_bursty_fleet(void **state)
+{
+    (void)state;
+    fb_diag_params_t par;
+    fb_diag_params_default(&par);
+    par.implicate_ratio = 1.5; /* n4's one failure beside a pass implicates it */
+    for (int bursts = 0; bursts < 2; bursts++) {
+        fb_diag_t *d = diag_fixture_engine(64, 0, &par);
+        for (int r = 0; r < 24; r++)
+            s_bursty_round(d, r, bursts);
+        fb_diag_verdict_t *v;
+        size_t n = fb_diag_verdicts(d, &v);
+        const fb_diag_verdict_t *n0 = s_get(v, n, "n0"), *n4 = s_get(v, n, "n4");
+        printf("[diag] n0 %s in bursts: n0 %s, n4 %s (P(bad) %.5f, %u informative)\n",
+               bursts ? "failing" : "not failing", fb_diag_state_name(n0->state),
+               fb_diag_state_name(n4->state), n4->p_bad, n4->n_informative);
+        assert_true(n4->p_bad <= par.clear_threshold);
+        assert_int_equal(n4->clear_more, 0);
+        assert_false(n4->burst_open);
+        if (!bursts) {
+            assert_null(fb_diag_bursty_node(d));
+            assert_int_equal(n4->state, FB_DIAG_CLEARED);
+        } else {
+            assert_int_equal(n0->state, FB_DIAG_BAD);
+            assert_non_null(fb_diag_bursty_node(d));
+            assert_string_equal(fb_diag_bursty_node(d), "n0");
+            assert_int_equal(n4->state, FB_DIAG_UNDECIDED);
+            assert_true(n4->burst_fleet);
+            assert_false(fb_diag_trusted(d, "n4"));
+        }
+        free(v);
+        fb_diag_destroy(&d);
+    }
 }
 
 /* Passed, not cleared: the partners of a node named bad failed with it, and that explains their
@@ -382,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_confirmations),
         cmocka_unit_test(test_cleared_needs_bound),
         cmocka_unit_test(test_bursty),
+        cmocka_unit_test(test_no_clearing_in_bursty_fleet),
         cmocka_unit_test(test_passed_vs_cleared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
