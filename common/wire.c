@@ -459,6 +459,22 @@ uint8_t *fb_wire_encode(Fleetburn__Envelope *env, size_t *len_out)
     return buf;
 }
 
+uint8_t *fb_wire_encode_relayed(const char *node, const char *agent_key, uint64_t link,
+                                const uint8_t *frame, size_t frame_len, size_t *len_out)
+{
+    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
+    Fleetburn__Relayed r = FLEETBURN__RELAYED__INIT;
+    r.node = (char *)node;
+    if (agent_key)
+        r.agent_key = (char *)agent_key;
+    r.link = link;
+    r.frame.data = (uint8_t *)frame;
+    r.frame.len = frame_len;
+    env.body_case = FLEETBURN__ENVELOPE__BODY_RELAYED;
+    env.relayed = &r;
+    return fb_wire_encode(&env, len_out);
+}
+
 Fleetburn__TaskResult *fb_wire_result_view(const fb_result_t *r)
 {
     Fleetburn__TaskResult *m = xcalloc(1, sizeof *m);

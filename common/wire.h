@@ -42,6 +42,11 @@ void fb_wire_free(Fleetburn__Envelope **env_p);
 int fb_wire_validate(const Fleetburn__Envelope *env, char *err, size_t errlen);
 /* Stamps the protocol version and packs env into a new buffer (caller frees). */
 uint8_t *fb_wire_encode(Fleetburn__Envelope *env, size_t *len_out);
+/* Packs an Envelope holding a Relayed around frame (an encoded Envelope, not copied), tagged
+ * with node, agent_key (NULL: none) and link, into a new buffer (caller frees). Like
+ * fb_wire_encode it validates nothing. */
+uint8_t *fb_wire_encode_relayed(const char *node, const char *agent_key, uint64_t link,
+                                const uint8_t *frame, size_t frame_len, size_t *len_out);
 
 /* True when s is a valid node name: [A-Za-z0-9._-], 1..FB_WIRE_MAX_NAME characters. */
 int fb_wire_valid_name(const char *s);

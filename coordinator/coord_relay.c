@@ -205,16 +205,9 @@ int coord_relay_send(coord_t *self, const char *identity, Fleetburn__Envelope *e
         fb_hex_decode(identity, (size_t)(slash - identity), relay_id, sizeof relay_id);
     size_t inner_len = 0;
     uint8_t *inner = fb_wire_encode(env, &inner_len);
-    Fleetburn__Envelope outer = FLEETBURN__ENVELOPE__INIT;
-    Fleetburn__Relayed r = FLEETBURN__RELAYED__INIT;
-    r.node = (char *)(node + 1);
-    r.link = strtoull(slash + 1, NULL, 10);
-    r.frame.data = inner;
-    r.frame.len = inner_len;
-    outer.body_case = FLEETBURN__ENVELOPE__BODY_RELAYED;
-    outer.relayed = &r;
     size_t len = 0;
-    uint8_t *buf = fb_wire_encode(&outer, &len);
+    uint8_t *buf = fb_wire_encode_relayed(node + 1, NULL, strtoull(slash + 1, NULL, 10), inner,
+                                          inner_len, &len);
     free(inner);
     const void *frames[] = {relay_id, buf};
     size_t lens[] = {relay_len, len};

@@ -192,29 +192,28 @@ static bool s_agent_body(Fleetburn__Envelope__BodyCase body)
            body == FLEETBURN__ENVELOPE__BODY_EXCHANGE;
 }
 
-/* Encodes env and sends it to the coordinator: 0 or -errno. */
-static int s_send_env_up(relay_t *self, Fleetburn__Envelope *env)
+/* Sends an encoded envelope to the coordinator and frees it: 0 or -errno. */
+static int s_send_up(relay_t *self, uint8_t *buf, size_t len)
 {
-    size_t len = 0;
-    uint8_t *buf = fb_wire_encode(env, &len);
     const void *frames[] = {buf};
     int rc = fb_zsock_send(self->up, frames, &len, 1);
     free(buf);
     return rc;
 }
 
+/* Encodes env and sends it to the coordinator: 0 or -errno. */
+static int s_send_env_up(relay_t *self, Fleetburn__Envelope *env)
+{
+    size_t len = 0;
+    uint8_t *buf = fb_wire_encode(env, &len);
+    return s_send_up(self, buf, len);
+}
+
 static void s_forward_up(relay_t *self, const link_t *link, const uint8_t *data, size_t len)
 {
-    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
-    Fleetburn__Relayed r = FLEETBURN__RELAYED__INIT;
-    r.node = link->node;
-    r.agent_key = link->key ? link->key : "";
-    r.link = link->id;
-    r.frame.data = (uint8_t *)data;
-    r.frame.len = len;
-    env.body_case = FLEETBURN__ENVELOPE__BODY_RELAYED;
-    env.relayed = &r;
-    int rc = s_send_env_up(self, &env);
+    size_t out_len = 0;
+    uint8_t *buf = fb_wire_encode_relayed(link->node, link->key, link->id, data, len, &out_len);
+    int rc = s_send_up(self, buf, out_len);
     if (rc)
         s_dropped(self, "cannot forward a message of %s to the coordinator: %s", link->node,
                   zmq_strerror(-rc));

@@ -34,17 +34,8 @@ static int s_send(void *sock, Fleetburn__Envelope *env)
     size_t len = 0;
     uint8_t *buf = fb_wire_encode(env, &len);
     if (s_tag) {
-        Fleetburn__Envelope outer = FLEETBURN__ENVELOPE__INIT;
-        Fleetburn__Relayed r = FLEETBURN__RELAYED__INIT;
-        r.node = (char *)s_tag;
-        r.agent_key = s_agent_key;
-        r.link = 1;
-        r.frame.data = buf;
-        r.frame.len = len;
-        outer.body_case = FLEETBURN__ENVELOPE__BODY_RELAYED;
-        outer.relayed = &r;
         size_t outer_len = 0;
-        uint8_t *wrapped = fb_wire_encode(&outer, &outer_len);
+        uint8_t *wrapped = fb_wire_encode_relayed(s_tag, s_agent_key, 1, buf, len, &outer_len);
         free(buf);
         buf = wrapped;
         len = outer_len;

@@ -79,22 +79,14 @@ static void test_heartbeat_goodbye(void **state)
     free(long_why);
 }
 
-/* A relay's envelope: round-trips with its frame intact; a bad node tag, an agent key that is not
- * 40 printable characters, an empty or oversized frame are refused, each naming the field. */
+/* A relay's envelope (fb_wire_encode_relayed): round-trips with its frame intact; a bad node tag,
+ * an agent key that is not 40 printable characters, an empty or oversized frame are refused, each
+ * naming the field. */
 static int s_relayed(const char *node, const char *key, const uint8_t *frame, size_t frame_len,
                      char *err, size_t errlen)
 {
-    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
-    Fleetburn__Relayed r = FLEETBURN__RELAYED__INIT;
-    r.node = (char *)node;
-    r.agent_key = (char *)key;
-    r.link = 7;
-    r.frame.data = (uint8_t *)frame;
-    r.frame.len = frame_len;
-    env.body_case = FLEETBURN__ENVELOPE__BODY_RELAYED;
-    env.relayed = &r;
     size_t len;
-    uint8_t *buf = fb_wire_encode(&env, &len);
+    uint8_t *buf = fb_wire_encode_relayed(node, key, 7, frame, frame_len, &len);
     Fleetburn__Envelope *out = NULL;
     int rc = fb_wire_decode(buf, len, &out, err, errlen);
     if (rc == 0) {
