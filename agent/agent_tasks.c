@@ -27,8 +27,10 @@
 
 /* --- tasks ---------------------------------------------------------------------------------- */
 
+/* A TaskEvent of the task; samples: a TELEMETRY event's metrics (NULL, 0 for the others). */
 static void s_send_task_event(agent_t *self, const char *task_id, Fleetburn__TaskEvent__Kind kind,
-                              double progress, const char *text)
+                              double progress, const char *text, Fleetburn__Metric **samples,
+                              size_t n_samples)
 {
     Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
     Fleetburn__TaskEvent ev = FLEETBURN__TASK_EVENT__INIT;
@@ -37,6 +39,8 @@ static void s_send_task_event(agent_t *self, const char *task_id, Fleetburn__Tas
     ev.time_ms = fb_now_ms();
     ev.progress = progress;
     ev.message = (char *)(text ? text : "");
+    ev.samples = samples;
+    ev.n_samples = n_samples;
     env.body_case = FLEETBURN__ENVELOPE__BODY_TASK_EVENT;
     env.task_event = &ev;
     agent_send(self, &env);
@@ -74,18 +78,9 @@ static void s_send_telemetry(agent_t *self, const char *task_id, const char *tex
     Fleetburn__Metric **ptrs = xcalloc(n, sizeof *ptrs);
     for (size_t i = 0; i < n; i++)
         ptrs[i] = &samples[i];
-    Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
-    Fleetburn__TaskEvent ev = FLEETBURN__TASK_EVENT__INIT;
-    ev.task_id = (char *)task_id;
-    ev.kind = FLEETBURN__TASK_EVENT__KIND__KIND_TELEMETRY;
-    ev.time_ms = fb_now_ms();
-    ev.message = "";
-    ev.samples = ptrs;
-    ev.n_samples = n;
-    env.body_case = FLEETBURN__ENVELOPE__BODY_TASK_EVENT;
-    env.task_event = &ev;
     if (n)
-        agent_send(self, &env);
+        s_send_task_event(self, task_id, FLEETBURN__TASK_EVENT__KIND__KIND_TELEMETRY, 0, NULL, ptrs,
+                          n);
     free(ptrs);
     free(samples);
     free(copy);
@@ -176,7 +171,7 @@ static void s_on_task_line(const char *task_id, const char *kind, double progres
     s_send_task_event(self, task_id,
                       is_progress ? FLEETBURN__TASK_EVENT__KIND__KIND_PROGRESS
                                   : FLEETBURN__TASK_EVENT__KIND__KIND_LOG,
-                      progress, text);
+                      progress, text, NULL, 0);
 }
 
 static void s_forget_running(agent_t *self, const char *id)
@@ -354,7 +349,7 @@ void agent_on_run_task(agent_t *self, const Fleetburn__RunTask *m)
             r->next = self->running;
             self->running = r;
             s_send_task_event(self, m->task_id, FLEETBURN__TASK_EVENT__KIND__KIND_STARTED, 0,
-                              m->workload);
+                              m->workload, NULL, 0);
         }
     }
     if (refused) {
