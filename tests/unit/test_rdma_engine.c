@@ -80,13 +80,8 @@ static void s_push(fake_cq_t *c, uint64_t wr_id, enum ibv_wc_status st, enum ibv
                    uint32_t len, uint32_t qpn)
 {
     assert_true(c->n < c->cap);
-    struct ibv_wc *wc = &c->ring[(c->head + c->n++) % c->cap];
-    memset(wc, 0, sizeof *wc);
-    wc->wr_id = wr_id;
-    wc->status = st;
-    wc->opcode = op;
-    wc->byte_len = len;
-    wc->qp_num = qpn;
+    c->ring[(c->head + c->n++) % c->cap] =
+        (struct ibv_wc){.wr_id = wr_id, .status = st, .opcode = op, .byte_len = len, .qp_num = qpn};
 }
 
 static fake_qp_t *s_qp_by_num(uint32_t qpn)
