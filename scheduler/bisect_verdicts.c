@@ -135,6 +135,12 @@ static char *s_undecided_summary(const fb_diag_verdict_t *x, const fb_diag_param
                                 "fleet can stay quiet for longer than the session, and passes "
                                 "cannot rule such a fault out",
                                 bursty_node ? bursty_node : "a node");
+    else if (x->clear_by_rounds)
+        not_cleared = xasprintf("not cleared: %u more passing round(s) would rule out a fault "
+                                "showing in %.0f%% of its tests, or in bursts in %.0f%% of rounds "
+                                "(it failed in %u of %u rounds since its first failure)",
+                                x->clear_more, 100.0 * q_clear, 100.0 * q_clear, x->k_inf_rounds,
+                                x->n_inf_rounds);
     else
         not_cleared = xasprintf("not cleared: %u more pass(es) in a row would rule out a fault "
                                 "showing in %.0f%% of tests",
@@ -159,6 +165,14 @@ static char *s_diag_summary(const fb_diag_verdict_t *x, const fb_diag_params_t *
     case FB_DIAG_UNDECIDED:
         return s_undecided_summary(x, par, diag);
     case FB_DIAG_CLEARED:
+        if (!x->parent) /* a node: bursts are ruled out round by round */
+            return xasprintf("cleared: after its first failure, %u failure(s) in %u informative "
+                             "tests over %u rounds, %u of them with a failure: a fault showing "
+                             "in %.0f%% of tests, or in bursts in %.0f%% of rounds, would have "
+                             "shown with %.0f%%; P(bad) %.2g",
+                             x->k_informative, x->n_informative, x->n_inf_rounds, x->k_inf_rounds,
+                             100.0 * q_clear, 100.0 * q_clear, 100.0 * par->clear_confidence,
+                             x->p_bad);
         return xasprintf("cleared: after its first failure, %u failure(s) in %u informative "
                          "tests: a fault showing in %.0f%% of tests would have shown with %.0f%%; "
                          "P(bad) %.2g",

@@ -103,6 +103,11 @@ typedef struct {
     unsigned n_informative;   /* informative tests since its first unexplained failure ... */
     unsigned k_informative;   /* ... and the unexplained failures among them */
     unsigned clear_more;      /* passes in a row it still needs to be cleared (0: cleared or bad) */
+    unsigned n_inf_rounds;    /* a node: rounds after the one of its first unexplained failure
+                               * with informative tests of it ... */
+    unsigned k_inf_rounds;    /* ... and those with an unexplained failure among them */
+    bool clear_by_rounds;     /* clear_more counts passing rounds: a fault in bursts shows in all
+                               * of a node's tests of a round or in none */
     bool burst_open;          /* undecided: a failure of it came with no pass of it beside it in
                                * its round, which a fault in bursts explains; passes alone never
                                * clear it (docs/diagnosis.md "Cleared") */

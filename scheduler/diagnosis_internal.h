@@ -86,6 +86,9 @@ typedef struct {
     bool trusted; /* node: a trusted partner as of the last settle */
     /* the standard, as of the last settle */
     unsigned confirmations, n_inf, k_inf, clear_more;
+    unsigned n_inf_rounds, k_inf_rounds; /* node: rounds after its first failing one with
+                                          * informative tests, and those with a failure */
+    bool clear_by_rounds;                /* clear_more counts rounds, not tests */
     bool burst_open; /* a failure a burst explains: passes cannot clear it (diag__standard) */
     double chance;
     double chance_named;          /* its fleet significance when it was named */

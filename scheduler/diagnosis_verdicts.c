@@ -95,6 +95,36 @@ static bool s_burst_open(const fb_diag_t *d, int i)
     return fail && !pass;
 }
 
+/* Rounds of a node's informative tests, and those with an unexplained failure among them. */
+typedef struct {
+    unsigned n, k, round;
+    bool failed; /* the current round has counted a failure */
+} s_round_count_t;
+
+static void s_round_count(s_round_count_t *rc, const diag_test_t *t)
+{
+    if (rc->n == 0 || t->round != rc->round) {
+        rc->n++;
+        rc->round = t->round;
+        rc->failed = false;
+    }
+    if (t->failed && !rc->failed) {
+        rc->k++;
+        rc->failed = true;
+    }
+}
+
+/* Passes in a row that, after n informative observations with k failures, rule out a fault
+ * showing in q_clear of them with the clearing confidence (0: already ruled out). */
+static unsigned s_passes_to_bound(const fb_diag_t *d, unsigned n, unsigned k)
+{
+    double room = 1.0 - d->par.clear_confidence;
+    unsigned more = 0;
+    while (s_binom_cdf(n + more, k, d->q_clear) > room && more < 10000)
+        more++;
+    return more;
+}
+
 /* The standard as it stands for entity i (docs/diagnosis.md "Naming"): confirmations, the
  * informative tests since its first unexplained failure and the failures among them, fleet
  * significance, and the passes it still needs to be cleared. Returns whether it has an
@@ -104,13 +134,16 @@ bool diag__standard(fb_diag_t *d, int i)
     diag_ent_t *e = &d->ents[i];
     diag_ivec_t partners = {0};
     bool local_fail = false, started = false, any_local = false;
-    unsigned n = 0, k = 0;
+    unsigned n = 0, k = 0, first_round = 0;
+    s_round_count_t rc = {0};
     for (size_t x = 0; x < e->tests.n; x++) {
         const diag_test_t *t = &d->tests[e->tests.v[x]];
         bool expl = t->failed && s_explained(d, t, i);
         bool inf = s_informative(d, t, i);
         bool selecting = !started && t->failed && !expl;
         started |= selecting;
+        if (selecting)
+            first_round = t->round;
         if (t->failed && !expl && inf) {
             local_fail |= t->n_mem == 1;
             for (size_t s = 0; s < t->n_units; s++)
@@ -122,6 +155,8 @@ bool diag__standard(fb_diag_t *d, int i)
         n++;
         k += t->failed;
         any_local |= t->n_mem == 1;
+        if (t->round != first_round)
+            s_round_count(&rc, t);
     }
     e->burst_open = s_burst_open(d, i);
     e->confirmations = (unsigned)partners.n + (local_fail ? 1u : 0u) + (e->counters.n ? 1u : 0u);
@@ -131,11 +166,12 @@ bool diag__standard(fb_diag_t *d, int i)
     double f = any_local && d->f_local_hi > d->f_multi_hi ? d->f_local_hi : d->f_multi_hi;
     size_t parts = e->parent < 0 ? d->n_nodes : d->n_ents - d->n_nodes;
     e->chance = started ? s_binom_tail(n, k, f) * (double)parts : 1.0;
-    double room = 1.0 - d->par.clear_confidence;
-    unsigned more = 0;
-    while (started && s_binom_cdf(n + more, k, d->q_clear) > room && more < 10000)
-        more++;
-    e->clear_more = more;
+    e->n_inf_rounds = rc.n;
+    e->k_inf_rounds = rc.k;
+    unsigned more = started ? s_passes_to_bound(d, n, k) : 0;
+    unsigned more_rounds = started && e->parent < 0 ? s_passes_to_bound(d, rc.n, rc.k) : 0;
+    e->clear_by_rounds = more_rounds > more;
+    e->clear_more = e->clear_by_rounds ? more_rounds : more;
     return started || e->counters.n;
 }
 
@@ -368,6 +404,9 @@ size_t fb_diag_verdicts(const fb_diag_t *d, fb_diag_verdict_t **out)
         x->n_informative = e->n_inf;
         x->k_informative = e->k_inf;
         x->clear_more = x->state == FB_DIAG_UNDECIDED ? e->clear_more : 0;
+        x->clear_by_rounds = e->clear_by_rounds;
+        x->n_inf_rounds = e->n_inf_rounds;
+        x->k_inf_rounds = e->k_inf_rounds;
         x->burst_open = x->state == FB_DIAG_UNDECIDED && e->burst_open;
         x->burst_fleet = x->state == FB_DIAG_UNDECIDED && !e->burst_open && d->bursty >= 0;
         x->chance = e->bad ? e->chance_named : e->chance;

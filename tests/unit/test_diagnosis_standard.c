@@ -271,6 +271,53 @@ static void test_cleared_needs_bound(void **state)
     fb_diag_destroy(&d);
 }
 
+/* A node is cleared round by round, not rail by rail: a fault in bursts shows in all of its tests
+ * of a round or in none, so eight passing rails are one observation of whether it is active.
+ * n0 fails on two of its eight rails in round 0 (beside six passes: no burst of its own) and
+ * passes on all eight in every later round. 17 passing tests would bound a steady fault after
+ * three rounds; the burst needs 17 passing rounds. */
+static void test_node_cleared_by_rounds(void **state)
+{
+    (void)state;
+    fb_diag_params_t par;
+    fb_diag_params_default(&par);
+    par.implicate_ratio = 1.5;
+    fb_diag_t *d = diag_fixture_engine(64, 8, &par);
+    char id[32], rail[8];
+    unsigned cleared_at = 0;
+    for (int r = 0; r < 24 && !cleared_at; r++) {
+        for (int k = 0; k < 8; k++) {
+            snprintf(rail, sizeof rail, "r%d", k);
+            for (int a = 0; a < 64; a += 2) {
+                int b = (a + 2 * (r + k) + 1) % 64; /* a fresh odd partner */
+                snprintf(id, sizeof id, "t%d.%d.%d", r, k, a);
+                bool mine = a == 0 && r == 0 && (k == 2 || k == 5);
+                bool chance = a != 0 && (a * 7 + k * 13 + r * 31) % 100 == 3; /* 1% elsewhere */
+                diag_fixture_pair(d, id, a, b, rail, mine || chance);
+            }
+        }
+        fb_diag_settle(d);
+        fb_diag_verdict_t *v;
+        size_t n = fb_diag_verdicts(d, &v);
+        const fb_diag_verdict_t *x = s_get(v, n, "n0");
+        if (r == 4) {
+            printf("[diag] after round %d: %s, %u informative tests, %u rounds, %u more\n", r,
+                   fb_diag_state_name(x->state), x->n_informative, x->n_inf_rounds, x->clear_more);
+            assert_int_equal(x->state, FB_DIAG_UNDECIDED);
+            assert_true(x->n_informative >= 17 + 6); /* the steady bound alone would clear it */
+            assert_true(x->clear_by_rounds);
+            assert_int_equal(x->n_inf_rounds, 4);
+            assert_int_equal(x->clear_more, 13);
+        }
+        if (x->state == FB_DIAG_CLEARED)
+            cleared_at = (unsigned)r;
+        free(v);
+    }
+    printf("[diag] cleared after round %u\n", cleared_at);
+    assert_int_equal(cleared_at, 17);
+    fb_diag_destroy(&d);
+}
+
 /* One round of s_bursty_fleet: n0 runs two tests with fresh partners of [8, 36), both failing
  * while its burst is on (rounds 0-1, 8-9, 16-17: a share of 1/4, every test while active); n4
  * fails once beside a pass in round 0 (so no burst of its own) and passes with partners of
@@ -446,6 +493,7 @@ int main(void)
         cmocka_unit_test(test_cleared_needs_bound),
         cmocka_unit_test(test_bursty),
         cmocka_unit_test(test_no_clearing_in_bursty_fleet),
+        cmocka_unit_test(test_node_cleared_by_rounds),
         cmocka_unit_test(test_passed_vs_cleared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
