@@ -59,6 +59,7 @@ typedef struct {
     bool want_holders; /* run --queue: a list asked for, to name who holds the nodes */
     bool want_end;     /* it ended while this client was away: a list asked for its verdict */
     char *end_error;   /* ... and what the coordinator said meanwhile */
+    char *end_summary; /* ... and the summary it sent with that (NULL: none) */
     bool connected, lost, ever_connected, retry_said, refollow;
     uint64_t last_heard, last_probe, probe_ms;
     progress_view_t view;
@@ -238,10 +239,12 @@ static void s_on_list(remote_t *r, const Fleetburn__CampaignList *list)
                 info = list->campaigns[i];
         if (info && !strcmp(info->state, "finished")) {
             fb_verdict_t v = (fb_verdict_t)info->verdict;
+            if (r->end_summary)
+                fputs(r->end_summary, stdout);
             fprintf(stderr,
                     "campaign %s finished while this client was away: %s; `fleetburn report %s` "
-                    "on the coordinator's database has the summary\n",
-                    r->id, fb_verdict_name(v), r->id);
+                    "on the coordinator's database has the %s\n",
+                    r->id, fb_verdict_name(v), r->id, r->end_summary ? "whole report" : "summary");
             s_end(r, fb_verdict_ok(v) ? EXIT_PASS : EXIT_FAILED);
         } else {
             fprintf(stderr, "fleetburn: %s\n", r->end_error);
@@ -252,7 +255,7 @@ static void s_on_list(remote_t *r, const Fleetburn__CampaignList *list)
 
 /* A refusal: of the submission (2 for the campaign itself, 3 when it could not run now), of a
  * request (2 when it must name a campaign, 3 otherwise), or of the campaign followed. */
-static void s_on_error(remote_t *r, const char *error)
+static void s_on_error(remote_t *r, const char *error, const char *summary)
 {
     char *safe = xmalloc(strlen(error) * 4 + 1);
     fb_log_sanitize(error, safe, strlen(error) * 4 + 1);
@@ -262,6 +265,8 @@ static void s_on_error(remote_t *r, const char *error)
          * or it ended while this client was away): the list says how it ended. */
         free(r->end_error);
         r->end_error = safe;
+        free(r->end_summary);
+        r->end_summary = summary[0] ? xstrdup(summary) : NULL;
         if (!r->want_end && s_request(r, FLEETBURN__CAMPAIGN_REQUEST__ACTION__ACTION_LIST, NULL)) {
             fprintf(stderr, "fleetburn: %s\n", safe);
             s_end(r, EXIT_INFRA);
@@ -269,6 +274,8 @@ static void s_on_error(remote_t *r, const char *error)
         r->want_end = true;
         return;
     }
+    if (summary[0] && r->mode == S_FOLLOW) /* `follow ID` of a campaign that has ended */
+        fputs(summary, stdout);
     fprintf(stderr, "fleetburn: %s\n", safe);
     int code = EXIT_INFRA;
     if (r->mode == S_RUN) {
@@ -319,9 +326,18 @@ static void s_show(remote_t *r, const Fleetburn__Progress *p, bool finished)
     }
     fb_log_sanitize(p->stage, stage, sizeof stage);
     fb_log_sanitize(p->stage_note, note, sizeof note);
-    cli_progress_t shown = {stage,          p->stage_index, p->stage_count, p->tasks_total,
-                            p->tasks_done,  p->tasks_failed, p->tasks_running, p->elapsed_ms,
-                            p->eta_ms,      note,           nodes,          n,
+    cli_progress_t shown = {stage,
+                            p->stage_index,
+                            p->stage_count,
+                            p->tasks_total,
+                            p->tasks_done,
+                            p->tasks_failed,
+                            p->tasks_running,
+                            p->elapsed_ms,
+                            p->eta_ms,
+                            note,
+                            nodes,
+                            n,
                             finished};
     cli_show_progress(&r->view, &shown);
 }
@@ -371,7 +387,7 @@ static void s_on_end(remote_t *r, const Fleetburn__Progress *p, const char *stat
 static void s_on_progress(remote_t *r, const Fleetburn__Progress *p)
 {
     if (p->error[0]) {
-        s_on_error(r, p->error);
+        s_on_error(r, p->error, p->summary);
         return;
     }
     if (!p->campaign_id[0] || !fb_wire_valid_id(p->campaign_id) ||
@@ -612,6 +628,7 @@ static int s_run_and_close(remote_t *r)
     }
     free(r->id);
     free(r->end_error);
+    free(r->end_summary);
     return r->exit_code;
 }
 

@@ -20,7 +20,7 @@
 /* --- submissions from the CLI --------------------------------------------------------------- */
 
 int coord_send_progress(coord_t *self, const char *identity, const coord_progress_t *p,
-                         const char *error, const char *summary)
+                        const char *error, const char *summary)
 {
     Fleetburn__Envelope env = FLEETBURN__ENVELOPE__INIT;
     Fleetburn__Progress m = FLEETBURN__PROGRESS__INIT;
@@ -262,6 +262,15 @@ void coord_submit_jobs_orphan(coord_t *self)
 
 /* The campaign a request names, or the one running when it names none. NULL after telling the
  * client why. */
+static bool s_ended_state(const char *state)
+{
+    static const char *const ends[] = {"finished", "cancelled", "interrupted", "error"};
+    for (size_t i = 0; state && i < sizeof ends / sizeof *ends; i++)
+        if (!strcmp(state, ends[i]))
+            return true;
+    return false;
+}
+
 static campaign_slot_t *s_requested(coord_t *self, const char *identity, const char *id)
 {
     if (id[0]) {
@@ -269,15 +278,21 @@ static campaign_slot_t *s_requested(coord_t *self, const char *identity, const c
         if (slot && !slot->ended)
             return slot;
         store_campaign_t *c = NULL;
-        char *msg = NULL;
-        if (store_campaign_load(self->store, id, &c) == 0)
+        char *msg = NULL, *summary = NULL;
+        if (store_campaign_load(self->store, id, &c) == 0) {
             msg = xasprintf("campaign %s is not running: it is %s (%s); see `fleetburn report %s`",
                             id, c->state, fb_verdict_name(c->verdict), id);
-        else
+            /* A client that was away when it ended (a coordinator restart, a lost connection)
+             * still gets the summary it would have printed. */
+            if (s_ended_state(c->state))
+                summary = coord_campaign_summary(self, id);
+        } else {
             msg = xasprintf("no campaign %s on this coordinator", id);
+        }
         store_campaign_destroy(&c);
-        coord_send_progress(self, identity, NULL, msg, NULL);
+        coord_send_progress(self, identity, NULL, msg, summary);
         free(msg);
+        free(summary);
         return NULL;
     }
     campaign_slot_t *found = NULL;
@@ -336,9 +351,10 @@ static int s_list_stored(const store_campaign_t *c, void *arg)
     info->verdict = (Fleetburn__Verdict)c->verdict;
     info->started_ms = c->started_ms;
     info->finished_ms = c->finished_ms;
-    info->nodes = slot && slot->n_held
-                      ? s_keep(l, fb_hostlist_compress((const char *const *)slot->held, slot->n_held))
-                      : "";
+    info->nodes =
+        slot && slot->n_held
+            ? s_keep(l, fb_hostlist_compress((const char *const *)slot->held, slot->n_held))
+            : "";
     return 0;
 }
 

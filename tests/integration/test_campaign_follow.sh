@@ -37,7 +37,8 @@ pass "a later follow sees the campaign finish (exit 0, the summary)"
 
 expect_exit 3 "$WORK/ended.log" "$FLEETBURN" follow "$id" --coordinator "$ENDPOINT"
 grep -q "campaign $id is not running: it is finished (pass)" "$WORK/ended.log" || fail "follow of an ended campaign: $(cat "$WORK/ended.log")"
-pass "a finished campaign cannot be followed (exit 3, the coordinator says why)"
+grep -qE "^verdict +PASS" "$WORK/ended.log" || fail "follow of an ended campaign printed no summary: $(cat "$WORK/ended.log")"
+pass "a finished campaign cannot be followed (exit 3, the coordinator says why and sends its summary)"
 
 # --- follow without an id; a failing task --------------------------------------------------------
 nap_campaign "$WORK/bad.yaml" bad-nap n2 "duration: 3s, exit: fail"

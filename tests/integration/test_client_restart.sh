@@ -73,7 +73,8 @@ status_of rc wait "$run_pid"
 [ $rc -eq 0 ] || fail "the client away during the end exited $rc, expected 0: $(cat "$WORK/away.log")"
 grep -q "campaign $id finished while this client was away: pass" "$WORK/away.log" \
     || fail "no word of the end: $(cat "$WORK/away.log")"
-pass "a client away while its campaign finished exits with its verdict (0)"
+grep -qE "^verdict +PASS" "$WORK/away.out" || fail "the away client printed no summary: $(cat "$WORK/away.out")"
+pass "a client away while its campaign finished prints its summary and exits with its verdict (0)"
 
 # --- a campaign the restarted coordinator cannot resume ---------------------------------------------
 run_in_background "$WORK/long.yaml" broken
