@@ -262,15 +262,6 @@ void coord_submit_jobs_orphan(coord_t *self)
 
 /* The campaign a request names, or the one running when it names none. NULL after telling the
  * client why. */
-static bool s_ended_state(const char *state)
-{
-    static const char *const ends[] = {"finished", "cancelled", "interrupted", "error"};
-    for (size_t i = 0; state && i < sizeof ends / sizeof *ends; i++)
-        if (!strcmp(state, ends[i]))
-            return true;
-    return false;
-}
-
 static campaign_slot_t *s_requested(coord_t *self, const char *identity, const char *id)
 {
     if (id[0]) {
@@ -284,7 +275,7 @@ static campaign_slot_t *s_requested(coord_t *self, const char *identity, const c
                             id, c->state, fb_verdict_name(c->verdict), id);
             /* A client that was away when it ended (a coordinator restart, a lost connection)
              * still gets the summary it would have printed. */
-            if (s_ended_state(c->state))
+            if (store_campaign_state_ended(c->state))
                 summary = coord_campaign_summary(self, id);
         } else {
             msg = xasprintf("no campaign %s on this coordinator", id);

@@ -89,6 +89,8 @@ int store_campaign_create(store_t *self, const char *id, const char *name, const
  * -EINVAL for FB_VERDICT_NONE. */
 int store_campaign_finish(store_t *self, const char *id, fb_verdict_t verdict,
                           uint64_t finished_ms);
+/* Whether state is one a campaign ends in: finished, cancelled, interrupted or error. */
+bool store_campaign_state_ended(const char *state);
 /* Ends a campaign in state (finished | cancelled | interrupted | error) with verdict at
  * finished_ms. -ENOENT for an unknown campaign, -EINVAL for FB_VERDICT_NONE or another state. */
 int store_campaign_end(store_t *self, const char *id, const char *state, fb_verdict_t verdict,
@@ -165,9 +167,10 @@ int store_task_member(store_t *self, const char *task_id, const char *node);
  * task verdict (a group task fails when any node fails), and a skipped result a pass (a group
  * that did not run as a whole is skipped); a failing task verdict is never replaced. On a task
  * with several nodes the task's error names the member: "node07: <the result's error>" (unless
- * the error already starts with "node07:"). Idempotent on result_id: a result id already stored returns -EEXIST and changes
- * nothing. A result for a task the store does not know is stored all the same (nothing is lost)
- * and changes no task. -EINVAL when result_id or task_id is missing or the verdict is NONE. */
+ * the error already starts with "node07:"). Idempotent on result_id: a result id already stored
+ * returns -EEXIST and changes nothing. A result for a task the store does not know is stored all
+ * the same (nothing is lost) and changes no task. -EINVAL when result_id or task_id is missing or
+ * the verdict is NONE. */
 int store_result_insert(store_t *self, const fb_result_t *result, uint64_t received_ms);
 
 /* Appends an event to the timeline. kind is required; the others may be NULL. */
@@ -372,8 +375,9 @@ int store_baseline_foreach(store_t *self, int (*cb)(const store_baseline_t *base
  * fingerprints the campaign recorded (store_fingerprint_record: driver, CUDA, NCCL, VBIOS,
  * firmware, kernel, BIOS, OS, fleetburn); for a campaign run before they were recorded, from
  * the node's latest inventory snapshot at or before the campaign's start (the software map,
- * kernel included, and agent_version; the first snapshot after it when there is none before). Borrowed for the call; cb must not call into the store; a nonzero return stops and
- * is returned. The one place that says where fingerprints come from. */
+ * kernel included, and agent_version; the first snapshot after it when there is none before).
+ * Borrowed for the call; cb must not call into the store; a nonzero return stops and is returned.
+ * The one place that says where fingerprints come from. */
 int store_node_fingerprint_foreach(store_t *self, const char *campaign_id,
                                    int (*cb)(const char *node, const char *component,
                                              const char *version, void *arg),

@@ -153,14 +153,19 @@ int store_campaign_finish(store_t *self, const char *id, fb_verdict_t verdict, u
     return s_update_one(self, st, "finishing a campaign", id);
 }
 
+bool store_campaign_state_ended(const char *state)
+{
+    static const char *const ends[] = {"finished", "cancelled", "interrupted", "error"};
+    for (size_t i = 0; state && i < sizeof ends / sizeof ends[0]; i++)
+        if (!strcmp(state, ends[i]))
+            return true;
+    return false;
+}
+
 int store_campaign_end(store_t *self, const char *id, const char *state, fb_verdict_t verdict,
                        uint64_t finished_ms)
 {
-    static const char *const ends[] = {"finished", "cancelled", "interrupted", "error"};
-    bool known = false;
-    for (size_t i = 0; state && i < sizeof ends / sizeof ends[0]; i++)
-        known |= !strcmp(state, ends[i]);
-    if (!known)
+    if (!store_campaign_state_ended(state))
         return store__fail(self, -EINVAL, "campaign end: state %s is not an end",
                            state ? state : "(none)");
     int err = s_check_verdict(self, verdict, "campaign end");

@@ -32,6 +32,16 @@ static void s_background(fb_diag_t *d, int from, int n, int round)
     }
 }
 
+/* The default parameters, but implicated at 1.5 times the prior, so that one failure beside a
+ * pass implicates a part (the clearing tests need something implicated to clear). */
+static fb_diag_params_t s_params_one_failure_implicates(void)
+{
+    fb_diag_params_t par;
+    fb_diag_params_default(&par);
+    par.implicate_ratio = 1.5;
+    return par;
+}
+
 static const fb_diag_verdict_t *s_get(const fb_diag_verdict_t *v, size_t n, const char *part)
 {
     for (size_t i = 0; i < n; i++)
@@ -226,9 +236,7 @@ static void test_bursty(void **state)
 static void test_cleared_needs_bound(void **state)
 {
     (void)state;
-    fb_diag_params_t par;
-    fb_diag_params_default(&par);
-    par.implicate_ratio = 1.5;
+    fb_diag_params_t par = s_params_one_failure_implicates();
     fb_diag_t *d = diag_fixture_engine(64, 0, &par);
     s_background(d, 4, 64, 0);
     diag_fixture_pair(d, "fail", 0, 1, NULL, true);
@@ -279,9 +287,7 @@ static void test_cleared_needs_bound(void **state)
 static void test_node_cleared_by_rounds(void **state)
 {
     (void)state;
-    fb_diag_params_t par;
-    fb_diag_params_default(&par);
-    par.implicate_ratio = 1.5;
+    fb_diag_params_t par = s_params_one_failure_implicates();
     fb_diag_t *d = diag_fixture_engine(64, 8, &par);
     char id[32], rail[8];
     unsigned cleared_at = 0;
@@ -348,9 +354,7 @@ static void s_bursty_round(fb_diag_t *d, int r, bool n0_bursts)
 static void test_no_clearing_in_bursty_fleet(void **state)
 {
     (void)state;
-    fb_diag_params_t par;
-    fb_diag_params_default(&par);
-    par.implicate_ratio = 1.5; /* n4's one failure beside a pass implicates it */
+    fb_diag_params_t par = s_params_one_failure_implicates(); /* n4's one failure */
     for (int bursts = 0; bursts < 2; bursts++) {
         fb_diag_t *d = diag_fixture_engine(64, 0, &par);
         for (int r = 0; r < 24; r++)
