@@ -204,6 +204,8 @@ static void s_diag_bisect(report_diag_t *d, const store_stage_t *stage, const st
             sus->confidence = conf;
         bool unit = s_metric_or(res, "unit", 0) > 0;
         sus->unit = fresh ? unit : sus->unit && unit; /* any route that named it alone wins */
+        bool watch = state == REPORT_UNDECIDED && s_metric_or(res, "on_watch", 0) > 0;
+        sus->on_watch = fresh ? watch : sus->on_watch && watch; /* any stronger doubt wins */
         sus->summary = head->what;
         sus->bisect = true;
         if (!sus->stage)

@@ -136,6 +136,7 @@ static size_t s_json_parts(fb_json_t *j, const report_diag_t *d, report_state_t 
         fb_json_string(j, "kind", sus->kind);
         fb_json_string(j, "stage", sus->stage ? sus->stage->name : NULL);
         fb_json_number(j, "confidence", sus->confidence);
+        fb_json_bool(j, "on_watch", sus->on_watch);
         fb_json_string(j, "evidence", line);
         fb_json_object_end(j);
         free(line);
@@ -225,8 +226,15 @@ static char *s_text(const store_campaign_t *c, const report_diag_t *d, size_t n_
             text = more;
         }
     }
+    size_t n_watch = 0;
+    for (size_t k = 0; k < d->n; k++)
+        n_watch += d->v[k].state == REPORT_UNDECIDED && d->v[k].on_watch &&
+                   !report__diag_bad(d, d->v[k].part);
     if (n_undecided) {
-        more = xasprintf("%s; %zu undecided", text, n_undecided);
+        char watch[48] = "";
+        if (n_watch)
+            snprintf(watch, sizeof watch, " (%zu of them on watch)", n_watch);
+        more = xasprintf("%s; %zu undecided%s", text, n_undecided, watch);
         free(text);
         text = more;
     }

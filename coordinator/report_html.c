@@ -182,16 +182,23 @@ static void s_evidence(FILE *out, const report_suspect_t *sus)
     }
 }
 
-static size_t s_parts_in(const report_html_t *h, report_state_t state)
+/* Whether a part belongs in the table of state; the undecided on watch have their own. */
+static bool s_in_table(const report_html_t *h, const report_suspect_t *sus, report_state_t state,
+                       bool watch)
+{
+    return sus->state == state && sus->on_watch == watch &&
+           (state != REPORT_CLEARED || !report__diag_bad(&h->diag, sus->part));
+}
+
+static size_t s_parts_in(const report_html_t *h, report_state_t state, bool watch)
 {
     size_t n = 0;
     for (size_t k = 0; k < h->diag.n; k++)
-        n += h->diag.v[k].state == state &&
-             (state != REPORT_CLEARED || !report__diag_bad(&h->diag, h->diag.v[k].part));
+        n += s_in_table(h, &h->diag.v[k], state, watch);
     return n;
 }
 
-static void s_parts_table(report_html_t *h, report_state_t state, const char *id)
+static void s_parts_table(report_html_t *h, report_state_t state, bool watch, const char *id)
 {
     FILE *out = h->out;
     fprintf(out,
@@ -200,7 +207,7 @@ static void s_parts_table(report_html_t *h, report_state_t state, const char *id
             id);
     for (size_t k = 0; k < h->diag.n; k++) {
         const report_suspect_t *sus = &h->diag.v[k];
-        if (sus->state != state)
+        if (!s_in_table(h, sus, state, watch))
             continue;
         fputs("<tr><td class=\"part\">", out);
         report__html_text(out, sus->part);
@@ -262,7 +269,7 @@ static void s_unexplained(report_html_t *h)
 static void s_cleared(report_html_t *h)
 {
     FILE *out = h->out;
-    size_t n = s_parts_in(h, REPORT_CLEARED);
+    size_t n = s_parts_in(h, REPORT_CLEARED, false);
     if (!n)
         return;
     fprintf(out,
@@ -303,12 +310,14 @@ static void s_sessions(report_html_t *h)
 static void s_diagnosis(report_html_t *h)
 {
     FILE *out = h->out;
-    size_t bad = s_parts_in(h, REPORT_BAD), undecided = s_parts_in(h, REPORT_UNDECIDED);
+    size_t bad = s_parts_in(h, REPORT_BAD, false);
+    size_t undecided = s_parts_in(h, REPORT_UNDECIDED, false);
+    size_t watch = s_parts_in(h, REPORT_UNDECIDED, true);
     fputs("<section id=\"diagnosis\"><h2>What to replace</h2>", out);
     if (bad) {
         fprintf(out, "<p>%zu part%s to replace or repair, each with the tests it rests on.</p>",
                 bad, bad == 1 ? "" : "s");
-        s_parts_table(h, REPORT_BAD, "replace");
+        s_parts_table(h, REPORT_BAD, false, "replace");
     } else if (!strcmp(report_campaign_verdict(h->c), "running")) {
         fputs("<p id=\"replace-none\">No part named yet: the campaign is still running.</p>", out);
     } else {
@@ -319,7 +328,14 @@ static void s_diagnosis(report_html_t *h)
                 "<h3>Undecided (%zu): the evidence does not separate these from chance"
                 "</h3>",
                 undecided);
-        s_parts_table(h, REPORT_UNDECIDED, "undecided");
+        s_parts_table(h, REPORT_UNDECIDED, false, "undecided");
+    }
+    if (watch) {
+        fprintf(out,
+                "<h3>On watch (%zu): failed, then passed enough to rule out a steady fault; a "
+                "fault in bursts cannot be ruled out by passes</h3>",
+                watch);
+        s_parts_table(h, REPORT_UNDECIDED, true, "on-watch");
     }
     s_sessions(h);
     s_unexplained(h);

@@ -69,6 +69,8 @@ typedef struct {
     double confidence;
     bool bisect; /* a diagnosis session decided it */
     bool unit;   /* the engine named a node without telling it from its NICs */
+    bool on_watch; /* undecided, but its passes rule out a steady fault: only one in bursts is
+                    * left open, which passes cannot bound (its nodes may be resumed) */
     const store_stage_t *stage;
     report_evidence_t *evidence;
     size_t n_evidence;

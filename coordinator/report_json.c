@@ -196,6 +196,7 @@ static void s_json_suspect(fb_json_t *j, const report_suspect_t *sus)
     fb_json_string(j, "method", sus->bisect ? "bisect" : "finding");
     fb_json_string(j, "stage", sus->stage ? sus->stage->name : NULL);
     fb_json_string(j, "summary", sus->summary);
+    fb_json_bool(j, "on_watch", sus->on_watch);
     s_json_all_partners(j, sus);
     fb_json_array_begin(j, "evidence");
     for (size_t e = 0; e < sus->n_evidence; e++) {

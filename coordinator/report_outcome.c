@@ -20,6 +20,8 @@ typedef struct {
     fb_strmap_t *nodes;      /* the campaign's nodes (values unused) */
     fb_strmap_t *excluded;   /* nodes that cannot have passed */
     size_t notes_dropped; /* notes past REPORT_OUTCOME_MAX_NOTES */
+    char *watch;          /* the first undecided parts on watch, comma-separated */
+    size_t n_watch;
 } s_build_t;
 
 static void s_note(s_build_t *b, char *text)
@@ -132,8 +134,43 @@ static void s_bad_part(s_build_t *b, const report_suspect_t *sus)
     free(nodes);
 }
 
+/* Undecided parts on watch shown by name in their note; the report lists them all. */
+#define S_WATCH_NAMED 8
+
+/* An undecided part whose passes rule out a steady fault holds no node back: only a fault in
+ * bursts is left open, which no number of passes bounds, and holding every node with one
+ * spurious failure would keep a large share of a fleet out of service after every campaign.
+ * Its nodes are resumed when they passed otherwise; one note lists these parts. */
+static void s_watch_part(s_build_t *b, const report_suspect_t *sus)
+{
+    if (b->n_watch++ < S_WATCH_NAMED) {
+        char *more = xasprintf("%s%s%s", b->watch ? b->watch : "", b->watch ? ", " : "", sus->part);
+        free(b->watch);
+        b->watch = more;
+    }
+}
+
+static void s_watch_note(s_build_t *b)
+{
+    if (!b->n_watch)
+        return;
+    char more[64] = "";
+    if (b->n_watch > S_WATCH_NAMED)
+        snprintf(more, sizeof more, " and %zu more", b->n_watch - S_WATCH_NAMED);
+    s_note(b, xasprintf("%zu undecided part(s) on watch (their passes rule out a steady fault, "
+                        "not one in bursts): not drained, and their nodes are resumed if they "
+                        "passed otherwise: %s%s",
+                        b->n_watch, b->watch, more));
+    free(b->watch);
+    b->watch = NULL;
+}
+
 static void s_undecided_part(s_build_t *b, const report_suspect_t *sus)
 {
+    if (sus->on_watch) {
+        s_watch_part(b, sus);
+        return;
+    }
     size_t n = 0;
     const char **nodes = s_part_nodes(b, sus->part, &n);
     for (size_t i = 0; i < n; i++)
@@ -250,6 +287,7 @@ void report_outcome_build(const store_campaign_t *c, report_outcome_t *out)
             s_undecided_part(&b, &d.v[k]);
     }
     report__diag_free(&d);
+    s_watch_note(&b);
     for (size_t s = 0; s < c->n_stages; s++)
         for (size_t t = 0; t < c->stages[s].n_tasks; t++)
             s_unattributed(&b, &c->stages[s], &c->stages[s].tasks[t]);

@@ -286,17 +286,26 @@ static void s_text_part(const report_suspect_t *sus, FILE *out)
     free(why);
 }
 
+/* Whether part k is one that a count line of state lists: not named bad elsewhere, and for the
+ * undecided, only those on watch (the others have a line each). */
+static bool s_counted(const report_diag_t *d, size_t k, report_state_t state)
+{
+    const report_suspect_t *sus = &d->v[k];
+    return sus->state == state && !report__diag_bad(d, sus->part) &&
+           (state != REPORT_UNDECIDED || sus->on_watch);
+}
+
 /* One line per part of a state, counted and the first ones named. */
 static void s_text_count(const report_diag_t *d, report_state_t state, const char *label, FILE *out)
 {
     size_t count = 0, shown = 0;
     for (size_t k = 0; k < d->n; k++)
-        count += d->v[k].state == state && !report__diag_bad(d, d->v[k].part);
+        count += s_counted(d, k, state);
     if (!count)
         return;
     fprintf(out, "  %-9s %zu part(s):", label, count);
     for (size_t k = 0; k < d->n && shown < 12; k++)
-        if (d->v[k].state == state && !report__diag_bad(d, d->v[k].part)) {
+        if (s_counted(d, k, state)) {
             char *part = s_clean(d->v[k].part, 64);
             fprintf(out, " %s", part);
             free(part);
@@ -306,7 +315,8 @@ static void s_text_count(const report_diag_t *d, report_state_t state, const cha
 }
 
 /* The diagnosis for people: every bad part and the most suspect undecided ones with their
- * summaries; the cleared and passed ones counted and named; how each diagnosis ended. */
+ * summaries; the undecided on watch, the cleared and the passed ones counted and named; how
+ * each diagnosis ended. */
 static void s_text_diagnosis(const store_campaign_t *c, FILE *out)
 {
     report_diag_t d;
@@ -321,7 +331,7 @@ static void s_text_diagnosis(const store_campaign_t *c, FILE *out)
     for (size_t k = 0; k < d.n; k++) {
         if (d.v[k].state == REPORT_BAD)
             s_text_part(&d.v[k], out);
-        else if (d.v[k].state == REPORT_UNDECIDED)
+        else if (d.v[k].state == REPORT_UNDECIDED && !d.v[k].on_watch)
             und[n_und++] = &d.v[k];
     }
     qsort(und, n_und, sizeof *und, s_cmp_confidence);
@@ -333,6 +343,7 @@ static void s_text_diagnosis(const store_campaign_t *c, FILE *out)
                 isfinite(und[S_UNDECIDED_SHOWN]->confidence) ? und[S_UNDECIDED_SHOWN]->confidence
                                                              : 1.0);
     free(und);
+    s_text_count(&d, REPORT_UNDECIDED, "on watch", out);
     s_text_count(&d, REPORT_CLEARED, "cleared", out);
     s_text_count(&d, REPORT_PASSED, "passed", out);
     for (size_t i = 0; i < d.n_sessions; i++) {

@@ -401,6 +401,8 @@ static void s_store_diagnosis(runner_t *self, const fb_bisect_verdict_t *v, size
             fb_result_add_metric(r, "passed", 1.0, "");
         if (x->unit) /* the node or one of its NICs: a stage with rails may name the NIC */
             fb_result_add_metric(r, "unit", 1.0, "");
+        if (x->on_watch) /* undecided only because passes cannot bound a fault in bursts */
+            fb_result_add_metric(r, "on_watch", 1.0, "");
         fb_result_add_finding(r, x->part, x->kind, x->summary);
         size_t ne = good && x->n_evidence > S_CLEARED_EVIDENCE ? S_CLEARED_EVIDENCE : x->n_evidence;
         for (size_t k = 0; k < ne; k++)
@@ -419,16 +421,20 @@ static void s_store_diagnosis(runner_t *self, const fb_bisect_verdict_t *v, size
 #define S_UNDECIDED_EVENTS 32
 
 /* Timeline events for the verdicts: one per bad or undecided part (the most suspect undecided
- * ones), one for the cleared. */
+ * ones), one for those on watch, one for the cleared. */
 static void s_diagnosis_events(runner_t *self, const fb_bisect_verdict_t *v, size_t n)
 {
     const char *stage = rn_stage(self)->name;
-    size_t cleared = 0, len = 0, undecided = 0;
+    size_t cleared = 0, len = 0, undecided = 0, watch = 0;
     char names[512] = "";
     for (size_t i = 0; i < n; i++) {
         const fb_bisect_verdict_t *x = &v[i];
         if (x->state == FB_BISECT_PASSED)
             continue;
+        if (x->on_watch) {
+            watch++;
+            continue;
+        }
         if (x->state == FB_BISECT_UNDECIDED && ++undecided > S_UNDECIDED_EVENTS)
             continue;
         if (x->state == FB_BISECT_CLEARED) {
@@ -450,6 +456,11 @@ static void s_diagnosis_events(runner_t *self, const fb_bisect_verdict_t *v, siz
         coord_event(self->coord, self->id, NULL, NULL, "diagnosis",
                     "%s: %zu more part(s) undecided (in the report)", stage,
                     undecided - S_UNDECIDED_EVENTS);
+    if (watch)
+        coord_event(self->coord, self->id, NULL, NULL, "diagnosis",
+                    "%s: %zu part(s) undecided on watch: each failed, then passed enough to rule "
+                    "out a steady fault; one in bursts is left open (in the report)",
+                    stage, watch);
     if (cleared)
         coord_event(self->coord, self->id, NULL, NULL, "diagnosis",
                     "%s: cleared %zu suspect(s): %s%s", stage, cleared, names,

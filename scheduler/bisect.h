@@ -186,6 +186,8 @@ typedef struct {
     size_t n_evidence;
     bool unit; /* a node of a session without rails: the node or one of its NICs (its tests use
                 * every NIC; a stage with rails can tell them apart) */
+    bool on_watch; /* undecided, on watch: its passes rule out a steady fault, and only a fault
+                    * in bursts, quiet since its failure, is left open */
 } fb_bisect_verdict_t;
 
 /* The verdicts so far: bad, then undecided, then cleared, then passed, each by part name. *out

@@ -145,12 +145,13 @@ static char *s_undecided_summary(const fb_diag_verdict_t *x, const fb_diag_param
         not_cleared = xasprintf("not cleared: %u more pass(es) in a row would rule out a fault "
                                 "showing in %.0f%% of tests",
                                 x->clear_more, 100.0 * q_clear);
-    char *s =
-        xasprintf("undecided: failed %u of %u informative tests since its first failure "
-                  "(%u of %u tests in all), %u of %u confirmations, P(bad) %.3g; not bad: "
-                  "%s; %s",
-                  x->k_informative, x->n_informative, x->n_failed, x->n_tests, x->n_confirmations,
-                  par->min_confirmations, x->p_bad, short_of, not_cleared);
+    char *s = xasprintf(
+        "undecided%s: failed %u of %u informative tests since its first failure "
+        "(%u of %u tests in all), %u of %u confirmations, P(bad) %.3g; not bad: "
+        "%s; %s%s",
+        x->on_watch ? ", on watch" : "", x->k_informative, x->n_informative, x->n_failed,
+        x->n_tests, x->n_confirmations, par->min_confirmations, x->p_bad, short_of, not_cleared,
+        x->on_watch ? "; its passes rule out a steady fault, as clearing would" : "");
     free(not_cleared);
     return s;
 }
@@ -227,6 +228,7 @@ static void s_diag_verdicts(const fb_bisect_t *b, bisect_vlist_t *l)
         fb_bisect_verdict_t *bv = bisect__verdict_new(l, x->suspect, x->kind, st, conf);
         bv->summary = s_diag_summary(x, &b->o.diag, b->diag);
         bv->unit = !x->parent && railless;
+        bv->on_watch = st == FB_BISECT_UNDECIDED && x->on_watch;
         if (bv->unit && st == FB_BISECT_BAD) {
             char *s =
                 xasprintf("%s (the node or one of its NICs: its tests used them all)", bv->summary);

@@ -113,6 +113,10 @@ typedef struct {
                                * clear it (docs/diagnosis.md "Cleared") */
     bool burst_fleet;         /* undecided: it would be cleared, but a part named bad in this
                                * fleet fails in bursts (fb_diag_bursty_node) */
+    bool on_watch;            /* undecided only for want of a bound on bursts (burst_open or
+                               * burst_fleet): its passes since its first failure rule out a
+                               * steady fault exactly as clearing would, so only a fault in
+                               * bursts, quiet since, is left (docs/diagnosis.md "On watch") */
     double q_est;             /* if bad: how often its fault shows (posterior mean); else NaN */
     double chance;            /* fleet significance: the chance a healthy part of its kind fails
                                * as often, times the parts of its kind (1: not computed) */

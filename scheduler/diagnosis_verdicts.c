@@ -409,6 +409,8 @@ size_t fb_diag_verdicts(const fb_diag_t *d, fb_diag_verdict_t **out)
         x->k_inf_rounds = e->k_inf_rounds;
         x->burst_open = x->state == FB_DIAG_UNDECIDED && e->burst_open;
         x->burst_fleet = x->state == FB_DIAG_UNDECIDED && !e->burst_open && d->bursty >= 0;
+        x->on_watch = (x->burst_open || x->burst_fleet) && e->clear_more == 0 &&
+                      e->p <= d->par.clear_threshold;
         x->chance = e->bad ? e->chance_named : e->chance;
         x->q_est = NAN;
         double w[DIAG_NQ], m = 0.0;

@@ -312,6 +312,11 @@ static void s_print_stage(fb_json_t *j, const fb_stage_t *st, const fb_bisect_t 
                 fb_json_string(j, NULL, v[i].part);
         fb_json_array_end(j);
     }
+    fb_json_array_begin(j, "on_watch"); /* of the undecided */
+    for (size_t i = 0; i < n; i++)
+        if (v[i].on_watch)
+            fb_json_string(j, NULL, v[i].part);
+    fb_json_array_end(j);
     fb_json_object_end(j);
     fb_bisect_verdicts_free(&v, n);
 }

@@ -68,6 +68,8 @@ void store_fixture_result(store_t *store, const store_fixture_result_t *r)
     res->finished_ms = r->finished_ms;
     if (r->metric)
         fb_result_add_metric(res, r->metric, r->value, r->unit);
+    if (r->flag)
+        fb_result_add_metric(res, r->flag, 1.0, "");
     if (r->part)
         fb_result_add_finding(res, r->part, r->kind, r->what);
     if (r->error)

@@ -31,7 +31,7 @@ int store_fixture_teardown(void **state);
     cmocka_unit_test_setup_teardown(f, store_fixture_setup, store_fixture_teardown)
 
 /* One node's result, inserted with store_result_insert (which must succeed). Fields left NULL
- * are left out: metric (with value and unit), finding (part, kind, what), error. */
+ * are left out: metric (with value and unit), flag, finding (part, kind, what), error. */
 typedef struct {
     const char *result_id, *task_id, *node;
     fb_verdict_t verdict;
@@ -39,6 +39,7 @@ typedef struct {
     const char *metric;
     double value;
     const char *unit;
+    const char *flag; /* a second metric, of value 1 and no unit (e.g. "on_watch") */
     const char *part, *kind, *what;
     const char *error;
 } store_fixture_result_t;

@@ -279,6 +279,50 @@ static void test_cleared_needs_bound(void **state)
     fb_diag_destroy(&d);
 }
 
+/* On watch: a part held undecided only because passes cannot bound a fault in bursts, once its
+ * own passes rule out a steady fault exactly as clearing would. n1 failed alone in its round
+ * (the burst rule holds it open) and then passes with trusted partners: it is on watch from the
+ * pass that bounds a steady fault on, never before, and stays undecided throughout. */
+static void test_on_watch(void **state)
+{
+    (void)state;
+    fb_diag_params_t par = s_params_one_failure_implicates();
+    fb_diag_t *d = diag_fixture_engine(64, 0, &par);
+    s_background(d, 4, 64, 0);
+    diag_fixture_pair(d, "fail", 0, 1, NULL, true);
+    diag_fixture_pair(d, "beside", 0, 2, NULL, false);
+    fb_diag_settle(d);
+    char id[16];
+    unsigned watch_at = 0, informative_at = 0;
+    for (int k = 1; k <= 24; k++) {
+        snprintf(id, sizeof id, "quiet%d", k);
+        diag_fixture_pair(d, id, 1, 9 + k, NULL, false);
+        fb_diag_settle(d);
+        fb_diag_verdict_t *v;
+        size_t n = fb_diag_verdicts(d, &v);
+        const fb_diag_verdict_t *n1 = s_get(v, n, "n1");
+        assert_int_equal(n1->state, FB_DIAG_UNDECIDED);
+        assert_true(n1->burst_open);
+        bool bounded = n1->clear_more == 0 && n1->p_bad <= par.clear_threshold;
+        assert_int_equal(n1->on_watch, bounded);
+        if (n1->on_watch && !watch_at) {
+            watch_at = (unsigned)k;
+            informative_at = n1->n_informative;
+        }
+        if (watch_at)
+            assert_true(n1->on_watch);             /* passes only add to the bound */
+        assert_false(s_get(v, n, "n0")->on_watch); /* cleared, not undecided */
+        free(v);
+    }
+    printf("[diag] alone in its failing round, then passes: on watch after %u (%u informative)\n",
+           watch_at, informative_at);
+    /* the bound that clears n0 in test_cleared_needs_bound: 17 informative passes; two of n1's
+     * partners (n14, n15) failed in the background round and were no trusted partners */
+    assert_int_equal(informative_at, 17);
+    assert_int_equal(watch_at, 19);
+    fb_diag_destroy(&d);
+}
+
 /* A node is cleared round by round, not rail by rail: a fault in bursts shows in all of its tests
  * of a round or in none, so eight passing rails are one observation of whether it is active.
  * n0 fails on two of its eight rails in round 0 (beside six passes: no burst of its own) and
@@ -371,12 +415,14 @@ static void test_no_clearing_in_bursty_fleet(void **state)
         if (!bursts) {
             assert_null(fb_diag_bursty_node(d));
             assert_int_equal(n4->state, FB_DIAG_CLEARED);
+            assert_false(n4->on_watch);
         } else {
             assert_int_equal(n0->state, FB_DIAG_BAD);
             assert_non_null(fb_diag_bursty_node(d));
             assert_string_equal(fb_diag_bursty_node(d), "n0");
             assert_int_equal(n4->state, FB_DIAG_UNDECIDED);
             assert_true(n4->burst_fleet);
+            assert_true(n4->on_watch); /* a steady fault is ruled out, as in the fleet above */
             assert_false(fb_diag_trusted(d, "n4"));
         }
         free(v);
@@ -497,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_cleared_needs_bound),
         cmocka_unit_test(test_bursty),
         cmocka_unit_test(test_no_clearing_in_bursty_fleet),
+        cmocka_unit_test(test_on_watch),
         cmocka_unit_test(test_node_cleared_by_rounds),
         cmocka_unit_test(test_passed_vs_cleared),
     };

@@ -252,6 +252,56 @@ static void test_text_report(void **state)
     free(text);
 }
 
+/* A bisect stage's diagnosis with two undecided NICs, one on watch: the text report gives the
+ * other its own line and counts the one on watch on a line of its own; the JSON report says
+ * which is which. */
+static void test_undecided_on_watch(void **state)
+{
+    fixture_t *fx = *state;
+    store_t *s = fx->store;
+    const uint64_t t0 = 1700000000000ull;
+    assert_int_equal(store_campaign_create(s, "c9", "rack", "rack.yaml", "yaml", t0), 0);
+    int64_t net = 0;
+    assert_int_equal(store_stage_create(s, "c9", 0, "net", "rdmabw", NULL, "bisect", 0, &net), 0);
+    assert_int_equal(store_stage_start(s, net, t0 + 10), 0);
+    const char *pair[] = {"node-a", "node-b"};
+    assert_int_equal(store_task_create(s, "c9/0/diagnosis", "c9", net, pair, 2, t0 + 20), 0);
+    const char *parts[] = {"node-a/mlx5_0", "node-b/mlx5_1"};
+    const char *why[] = {"undecided, on watch: failed 0 of 20 informative tests since its first "
+                         "failure; its passes rule out a steady fault, as clearing would",
+                         "undecided: failed 1 of 3 informative tests since its first failure"};
+    for (int k = 0; k < 2; k++) {
+        char *rid = xasprintf("c9/0/diagnosis/%s", parts[k]);
+        store_fixture_result(s, &(store_fixture_result_t){.result_id = rid,
+                                                          .task_id = "c9/0/diagnosis",
+                                                          .node = pair[k],
+                                                          .verdict = FB_VERDICT_FAIL,
+                                                          .stored_ms = t0 + 30,
+                                                          .metric = "undecided",
+                                                          .value = 1,
+                                                          .unit = "",
+                                                          .flag = k == 0 ? "on_watch" : NULL,
+                                                          .part = parts[k],
+                                                          .kind = "nic",
+                                                          .what = why[k]});
+        free(rid);
+    }
+    assert_int_equal(store_stage_finish(s, net, FB_VERDICT_PASS, t0 + 40), 0);
+    assert_int_equal(store_campaign_finish(s, "c9", FB_VERDICT_PASS, t0 + 40), 0);
+    char *text = s_text_report(s, "c9");
+    if (!strstr(text, "UNDECIDED node-b/mlx5_1") || strstr(text, "UNDECIDED node-a/mlx5_0") ||
+        !strstr(text, "on watch  1 part(s): node-a/mlx5_0\n"))
+        fail_msg("the text report does not set the part on watch apart:\n%s", text);
+    free(text);
+    if (!s_have_python())
+        return;
+    assert_int_equal(
+        s_check_json(fx, "c9",
+                     "u = {x['part']: x['on_watch'] for x in d['diagnosis']['undecided']}\n"
+                     "assert u == {'node-a/mlx5_0': True, 'node-b/mlx5_1': False}, u\n"),
+        0);
+}
+
 static void test_nodes_report(void **state)
 {
     fixture_t *fx = *state;
@@ -353,8 +403,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         STORE_FIXTURE_TEST(test_json_fields),      STORE_FIXTURE_TEST(test_json_hostile_strings),
         STORE_FIXTURE_TEST(test_unknown_campaign), STORE_FIXTURE_TEST(test_write_error),
-        STORE_FIXTURE_TEST(test_text_report),      STORE_FIXTURE_TEST(test_nodes_report),
-        STORE_FIXTURE_TEST(test_campaign_verdict), STORE_FIXTURE_TEST(test_fleet_software),
+        STORE_FIXTURE_TEST(test_text_report),      STORE_FIXTURE_TEST(test_undecided_on_watch),
+        STORE_FIXTURE_TEST(test_nodes_report),     STORE_FIXTURE_TEST(test_campaign_verdict),
+        STORE_FIXTURE_TEST(test_fleet_software),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

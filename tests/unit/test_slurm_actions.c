@@ -226,6 +226,51 @@ static void test_outcome_parts(void **state)
     report_outcome_free(&o);
 }
 
+/* An undecided NIC on watch (its passes ruled out a steady fault; only one in bursts is open)
+ * holds no node back: n1 is resumed, with one note naming the part; n2, whose NIC is undecided
+ * and not on watch, is not. */
+static void test_outcome_on_watch(void **state)
+{
+    fixture_t *fx = *state;
+    store_t *s = fx->store;
+    assert_int_equal(store_campaign_create(s, "c4", "burn", "c4.yaml", "yaml", 1000), 0);
+    const char *pair[] = {"n1", "n2"};
+    int64_t net = s_stage(s, "c4", 0, "net", "bisect", pair, 2);
+    assert_int_equal(store_task_create(s, "c4/0/r0.g0", "c4", net, pair, 2, 2000), 0);
+    s_result(s, "c4/0/r0.g0@n1", "c4/0/r0.g0", "n1", FB_VERDICT_FAIL, NULL, NULL, NULL);
+    s_result(s, "c4/0/r0.g0@n2", "c4/0/r0.g0", "n2", FB_VERDICT_FAIL, NULL, NULL, NULL);
+    assert_int_equal(store_task_create(s, "c4/0/diagnosis", "c4", net, pair, 2, 6000), 0);
+    const char *parts[] = {"n1/mlx5_0", "n2/mlx5_0"};
+    for (int k = 0; k < 2; k++) {
+        char *rid = xasprintf("c4/0/diagnosis/%s", parts[k]);
+        store_fixture_result(s, &(store_fixture_result_t){.result_id = rid,
+                                                          .task_id = "c4/0/diagnosis",
+                                                          .node = pair[k],
+                                                          .verdict = FB_VERDICT_FAIL,
+                                                          .stored_ms = 6000,
+                                                          .metric = "undecided",
+                                                          .value = 1,
+                                                          .unit = "",
+                                                          .flag = k == 0 ? "on_watch" : NULL,
+                                                          .part = parts[k],
+                                                          .kind = "nic",
+                                                          .what = "undecided"});
+        free(rid);
+    }
+    assert_int_equal(store_stage_finish(s, net, FB_VERDICT_PASS, 7000), 0);
+    assert_int_equal(store_campaign_end(s, "c4", "finished", FB_VERDICT_PASS, 7000), 0);
+
+    report_outcome_t o = s_outcome(fx, "c4");
+    assert_int_equal(o.n_bad, 0);
+    assert_int_equal(o.n_passed, 1);
+    assert_string_equal(o.passed[0], "n1");
+    assert_true(s_note(&o, "1 undecided part(s) on watch"));
+    assert_true(s_note(&o, "resumed if they passed otherwise: n1/mlx5_0"));
+    assert_true(s_note(&o, "undecided part n2/mlx5_0 (nic): not drained, and its nodes are not "
+                           "resumed"));
+    report_outcome_free(&o);
+}
+
 /* A cable found by the pair judgment names both its ends; a group failure that no part explains
  * names none; a stage that never ran leaves no node passed. */
 static void test_outcome_links_groups_skipped(void **state)
@@ -305,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_subprocess_failures),
         cmocka_unit_test(test_subprocess_timeout),
         STORE_FIXTURE_TEST(test_outcome_parts),
+        STORE_FIXTURE_TEST(test_outcome_on_watch),
         STORE_FIXTURE_TEST(test_outcome_links_groups_skipped),
         STORE_FIXTURE_TEST(test_selections_stored),
     };
