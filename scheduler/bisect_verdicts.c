@@ -118,7 +118,7 @@ static char *s_bad_summary(const fb_diag_verdict_t *x, unsigned min_conf)
 static char *s_undecided_summary(const fb_diag_verdict_t *x, const fb_diag_params_t *par,
                                  const fb_diag_t *diag)
 {
-    double q_clear = fb_diag_q_clear(diag);
+    double q_clear = x->q_clear;
     const char *bursty_node = fb_diag_bursty_node(diag);
     const char *short_of =
         x->n_confirmations < par->min_confirmations
@@ -159,7 +159,7 @@ static char *s_undecided_summary(const fb_diag_verdict_t *x, const fb_diag_param
 static char *s_diag_summary(const fb_diag_verdict_t *x, const fb_diag_params_t *par,
                             const fb_diag_t *diag)
 {
-    double q_clear = fb_diag_q_clear(diag);
+    double q_clear = x->q_clear;
     switch (x->state) {
     case FB_DIAG_BAD:
         return s_bad_summary(x, par->min_confirmations);

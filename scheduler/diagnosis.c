@@ -90,7 +90,7 @@ fb_diag_t *fb_diag_new(const fb_diag_params_t *params)
     d->f_multi_hi = d->f_local_hi = par.false_fail_rate;
     for (size_t j = 0; j < DIAG_NQ; j++)
         d->mix[j] = 1.0 / DIAG_NQ;
-    d->q_clear = par.clear_q;
+    d->q_clear = d->q_clear_of[0] = d->q_clear_of[1] = par.clear_q;
     d->bursty = -1;
     return d;
 }

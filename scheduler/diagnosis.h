@@ -117,6 +117,8 @@ typedef struct {
                                * burst_fleet): its passes since its first failure rule out a
                                * steady fault exactly as clearing would, so only a fault in
                                * bursts, quiet since, is left (docs/diagnosis.md "On watch") */
+    double q_clear;           /* the q its clearing bound rules out: that of its kind (nodes, or
+                               * rails), fb_diag_q_clear */
     double q_est;             /* if bad: how often its fault shows (posterior mean); else NaN */
     double chance;            /* fleet significance: the chance a healthy part of its kind fails
                                * as often, times the parts of its kind (1: not computed) */
@@ -207,8 +209,9 @@ double fb_diag_false_fail_rate(const fb_diag_t *d);
 size_t fb_diag_q_mixture(const fb_diag_t *d, const double **q, const double **w);
 /* The mixture's mean q. */
 double fb_diag_q(const fb_diag_t *d);
-/* The q the clearing bound rules out: clear_q, or the smallest share a part named bad in this
- * fleet shows in (5% quantile of its posterior), when smaller. */
+/* The q the clearing bound rules out: clear_q, or the smallest share a part of the same kind
+ * (a node; a rail: a NIC or its cable) named bad in this fleet shows in (5% quantile of its
+ * posterior), when smaller. This is the smaller of the two kinds' (each verdict has its own). */
 double fb_diag_q_clear(const fb_diag_t *d);
 /* The first node named bad whose fault comes in bursts (given it is bad, its posterior at least
  * 0.9 on the bursty hypotheses), or NULL. Once there is one, passes clear nothing:

@@ -117,7 +117,8 @@ struct fb_diag {
     double f_multi, f_local;       /* false-fail rates of tests between nodes / node-local */
     double f_multi_hi, f_local_hi; /* their upper bounds, for fleet significance */
     double mix[DIAG_NQ];           /* the mixture over q */
-    double q_clear;
+    double q_clear;                /* the smaller of the two below */
+    double q_clear_of[2]; /* the q the clearing bound rules out for nodes [0] and rails [1] */
     int bursty; /* the first node named bad whose fault comes in bursts (diag__classify), -1:
                  * none yet; sticky: from then on passes clear nothing */
 };

@@ -114,13 +114,20 @@ static void s_round_count(s_round_count_t *rc, const diag_test_t *t)
     }
 }
 
+/* The q that clearing entity i must rule out: that of its kind (a node, or a rail: a NIC or its
+ * cable). */
+static double s_q_clear_of(const fb_diag_t *d, int i)
+{
+    return d->q_clear_of[d->ents[i].parent < 0 ? 0 : 1];
+}
+
 /* Passes in a row that, after n informative observations with k failures, rule out a fault
  * showing in q_clear of them with the clearing confidence (0: already ruled out). */
-static unsigned s_passes_to_bound(const fb_diag_t *d, unsigned n, unsigned k)
+static unsigned s_passes_to_bound(const fb_diag_t *d, double q, unsigned n, unsigned k)
 {
     double room = 1.0 - d->par.clear_confidence;
     unsigned more = 0;
-    while (s_binom_cdf(n + more, k, d->q_clear) > room && more < 10000)
+    while (s_binom_cdf(n + more, k, q) > room && more < 10000)
         more++;
     return more;
 }
@@ -168,8 +175,9 @@ bool diag__standard(fb_diag_t *d, int i)
     e->chance = started ? s_binom_tail(n, k, f) * (double)parts : 1.0;
     e->n_inf_rounds = rc.n;
     e->k_inf_rounds = rc.k;
-    unsigned more = started ? s_passes_to_bound(d, n, k) : 0;
-    unsigned more_rounds = started && e->parent < 0 ? s_passes_to_bound(d, rc.n, rc.k) : 0;
+    double q = s_q_clear_of(d, i);
+    unsigned more = started ? s_passes_to_bound(d, q, n, k) : 0;
+    unsigned more_rounds = started && e->parent < 0 ? s_passes_to_bound(d, q, rc.n, rc.k) : 0;
     e->clear_by_rounds = more_rounds > more;
     e->clear_more = e->clear_by_rounds ? more_rounds : more;
     return started || e->counters.n;
@@ -258,12 +266,13 @@ static void s_note_bursty(fb_diag_t *d)
 void diag__classify(fb_diag_t *d)
 {
     s_note_bursty(d);
-    d->q_clear = d->par.clear_q;
+    d->q_clear_of[0] = d->q_clear_of[1] = d->par.clear_q;
     for (size_t i = 0; i < d->n_ents; i++)
         if (d->ents[i].bad) {
-            double ql = s_q_low(d, (int)i);
-            d->q_clear = ql < d->q_clear ? ql : d->q_clear;
+            double ql = s_q_low(d, (int)i), *q = &d->q_clear_of[d->ents[i].parent < 0 ? 0 : 1];
+            *q = ql < *q ? ql : *q;
         }
+    d->q_clear = fmin(d->q_clear_of[0], d->q_clear_of[1]);
     for (size_t i = 0; i < d->n_ents; i++) {
         diag_ent_t *e = &d->ents[i];
         bool unexplained = diag__standard(d, (int)i);
@@ -412,6 +421,7 @@ size_t fb_diag_verdicts(const fb_diag_t *d, fb_diag_verdict_t **out)
         x->on_watch = (x->burst_open || x->burst_fleet) && e->clear_more == 0 &&
                       e->p <= d->par.clear_threshold;
         x->chance = e->bad ? e->chance_named : e->chance;
+        x->q_clear = s_q_clear_of(d, (int)i);
         x->q_est = NAN;
         double w[DIAG_NQ], m = 0.0;
         diag__part_mass(d, (int)i, w);

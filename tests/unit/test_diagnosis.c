@@ -260,8 +260,10 @@ static void test_estimate_f(void **state)
 
 /* q from the fleet: nodes that fail every test are named with q near 1 and move the fleet's
  * mixture up; nodes that fail half of them are named with q near 0.5; clearing rules out the
- * smallest q a named part shows, when it is below clear_q. */
-static void s_q_fleet(double q, double *q_named, double *top_weight, double *q_clear)
+ * smallest q a named part of the same kind shows, when it is below clear_q (*q_clear: the
+ * nodes', *q_clear_rail: the NICs'). */
+static void s_q_fleet(double q, double *q_named, double *top_weight, double *q_clear,
+                      double *q_clear_rail)
 {
     s_fleet_t *fl = calloc(1, sizeof *fl);
     fl->q = q;
@@ -287,6 +289,15 @@ static void s_q_fleet(double q, double *q_named, double *top_weight, double *q_c
     fb_diag_verdict_t *v;
     size_t n = fb_diag_verdicts(d, &v), named = 0;
     *q_named = 0;
+    *q_clear_rail = NAN;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].parent) {
+            assert_true(isnan(*q_clear_rail) || *q_clear_rail == v[i].q_clear);
+            *q_clear_rail = v[i].q_clear;
+        } else {
+            assert_true(v[i].q_clear == fb_diag_q_clear(d)); /* only nodes were named */
+        }
+    }
     for (size_t i = 0; i < n; i++)
         if (v[i].state == FB_DIAG_BAD) {
             *q_named += v[i].q_est;
@@ -311,23 +322,27 @@ static void test_estimate_q(void **state)
     for (size_t j = 0; j < m; j++) /* nothing known yet: flat */
         assert_true(fabs(w[j] - 1.0 / (double)m) < 1e-12);
     fb_diag_destroy(&d);
-    double qn, top, qc;
-    s_q_fleet(1.0, &qn, &top, &qc);
+    double qn, top, qc, qr;
+    s_q_fleet(1.0, &qn, &top, &qc, &qr);
     printf("[diag] 8 hard nodes: q of the named %.2f, mixture weight at q %.2f: %.2f, q cleared "
            "against %.2f\n",
            qn, grid[m - 1], top, qc);
     assert_true(qn > 0.85);
     assert_true(top > 0.3);
     assert_true(fabs(qc - 0.25) < 1e-12);
-    s_q_fleet(0.5, &qn, &top, &qc);
+    s_q_fleet(0.5, &qn, &top, &qc, &qr);
     printf("[diag] 8 nodes at q 0.5: q of the named %.2f, mixture weight at q %.2f: %.2f, q "
            "cleared against %.2f\n",
            qn, grid[m - 1], top, qc);
     assert_true(qn > 0.35 && qn < 0.65);
     assert_true(top < 0.1);
-    s_q_fleet(0.3, &qn, &top, &qc);
-    printf("[diag] 8 nodes at q 0.3: q of the named %.2f, q cleared against %.2f\n", qn, qc);
-    assert_true(qc < 0.25); /* the smallest plausible q of a named part, when smaller */
+    s_q_fleet(0.3, &qn, &top, &qc, &qr);
+    printf("[diag] 8 nodes at q 0.3: q of the named %.2f, q cleared against %.2f (nodes), %.2f "
+           "(NICs)\n",
+           qn, qc, qr);
+    assert_true(qc < 0.25); /* the smallest plausible q of a named node, when smaller */
+    /* a node's fault that shows rarely says nothing of how a NIC's shows: no NIC was named */
+    assert_true(fabs(qr - 0.25) < 1e-12);
 }
 
 int main(void)
