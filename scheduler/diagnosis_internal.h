@@ -116,6 +116,7 @@ struct fb_diag {
     /* the fleet's estimates, as of the last settle */
     double f_multi, f_local;       /* false-fail rates of tests between nodes / node-local */
     double f_multi_hi, f_local_hi; /* their upper bounds, for fleet significance */
+    double f_multi_lo, f_local_lo; /* their lower bounds, for the clearing bound */
     double mix[DIAG_NQ];           /* the mixture over q */
     double q_clear;                /* the smaller of the two below */
     double q_clear_of[2]; /* the q the clearing bound rules out for nodes [0] and rails [1] */

@@ -100,7 +100,8 @@ static bool s_holds_fault(const fb_diag_t *d, const diag_test_t *t)
  * estimate free of the selection a failure makes (the members of a failed test are suspects
  * after it); leaving out the tests of probable faults keeps a fault's own failures out, even in a
  * small fleet where they would be most of the failures. The upper bound (two standard errors
- * above) is what fleet significance uses: a rate underestimated names healthy parts. */
+ * above) is what fleet significance uses: a rate underestimated names healthy parts. The lower
+ * bound (two below) is what the clearing bound uses: a rate overestimated clears faulty ones. */
 static void s_estimate_f(fb_diag_t *d)
 {
     double n[2] = {0, 0}, k[2] = {0, 0};
@@ -116,17 +117,19 @@ static void s_estimate_f(fb_diag_t *d)
         k[cls] += t->failed;
     }
     double w = d->par.false_fail_weight, f0 = d->par.false_fail_rate;
-    double f[2], hi[2];
+    double f[2], hi[2], lo[2];
     for (int c = 0; c < 2; c++) {
         f[c] = w + n[c] > 0.0 ? (f0 * w + k[c]) / (w + n[c]) : f0;
-        hi[c] = f[c] + 2.0 * sqrt(f[c] * (1.0 - f[c]) / (w + n[c] > 1.0 ? w + n[c] : 1.0));
-        if (hi[c] > 0.999)
-            hi[c] = 0.999;
+        double se = sqrt(f[c] * (1.0 - f[c]) / (w + n[c] > 1.0 ? w + n[c] : 1.0));
+        hi[c] = fmin(f[c] + 2.0 * se, 0.999);
+        lo[c] = fmax(f[c] - 2.0 * se, 0.0);
     }
     d->f_multi = f[0];
     d->f_local = f[1];
     d->f_multi_hi = hi[0];
     d->f_local_hi = hi[1];
+    d->f_multi_lo = lo[0];
+    d->f_local_lo = lo[1];
 }
 
 /* ---- settling a round: the posteriors ---- */

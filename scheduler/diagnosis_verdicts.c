@@ -98,20 +98,42 @@ static bool s_burst_open(const fb_diag_t *d, int i)
 /* Rounds of a node's informative tests, and those with an unexplained failure among them. */
 typedef struct {
     unsigned n, k, round;
-    bool failed; /* the current round has counted a failure */
+    bool failed;           /* the current round has counted a failure */
+    unsigned in_round;     /* tests counted in the current round */
+    unsigned fewest_tests; /* the fewest tests of a finished round (0: none finished) */
 } s_round_count_t;
+
+static void s_round_end(s_round_count_t *rc)
+{
+    if (rc->n && (rc->fewest_tests == 0 || rc->in_round < rc->fewest_tests))
+        rc->fewest_tests = rc->in_round;
+}
 
 static void s_round_count(s_round_count_t *rc, const diag_test_t *t)
 {
     if (rc->n == 0 || t->round != rc->round) {
+        s_round_end(rc);
         rc->n++;
         rc->round = t->round;
         rc->failed = false;
+        rc->in_round = 0;
     }
+    rc->in_round++;
     if (t->failed && !rc->failed) {
         rc->k++;
         rc->failed = true;
     }
+}
+
+/* How often a part with a fault showing in q of its observations fails one of them, when each
+ * observation is `tests` tests that also fail spuriously at the fleet's rate f: the fault or a
+ * false fail. The bound compares a part's failures with this, not with q alone, which would ask
+ * a faulty part to fail less often than it does (with 8 rails at f 2%, a healthy node fails in
+ * 15% of its rounds; a fault active in a quarter of them, in 36%). */
+static double s_q_shown(double q, double f, unsigned tests)
+{
+    double f_obs = 1.0 - pow(1.0 - f, tests ? (double)tests : 1.0);
+    return q + (1.0 - q) * f_obs;
 }
 
 /* The q that clearing entity i must rule out: that of its kind (a node, or a rail: a NIC or its
@@ -175,9 +197,14 @@ bool diag__standard(fb_diag_t *d, int i)
     e->chance = started ? s_binom_tail(n, k, f) * (double)parts : 1.0;
     e->n_inf_rounds = rc.n;
     e->k_inf_rounds = rc.k;
+    s_round_end(&rc);
     double q = s_q_clear_of(d, i);
-    unsigned more = started ? s_passes_to_bound(d, q, n, k) : 0;
-    unsigned more_rounds = started && e->parent < 0 ? s_passes_to_bound(d, q, rc.n, rc.k) : 0;
+    double f_spurious = any_local ? fmin(d->f_multi_lo, d->f_local_lo) : d->f_multi_lo;
+    unsigned more = started ? s_passes_to_bound(d, s_q_shown(q, f_spurious, 1), n, k) : 0;
+    unsigned more_rounds =
+        started && e->parent < 0
+            ? s_passes_to_bound(d, s_q_shown(q, f_spurious, rc.fewest_tests), rc.n, rc.k)
+            : 0;
     e->clear_by_rounds = more_rounds > more;
     e->clear_more = e->clear_by_rounds ? more_rounds : more;
     return started || e->counters.n;

@@ -327,7 +327,10 @@ static void test_on_watch(void **state)
  * of a round or in none, so eight passing rails are one observation of whether it is active.
  * n0 fails on two of its eight rails in round 0 (beside six passes: no burst of its own) and
  * passes on all eight in every later round. 17 passing tests would bound a steady fault after
- * three rounds; the burst needs 17 passing rounds. */
+ * three rounds; the burst needs 15 passing rounds: a node with a fault active in a quarter of
+ * the rounds also fails in the others when one of its eight rails fails spuriously (about 1%
+ * here; the bound takes the rate's lower bound), so it fails in more than a quarter of its
+ * rounds, and fewer passing rounds rule that out than the 17 that q alone would need. */
 static void test_node_cleared_by_rounds(void **state)
 {
     (void)state;
@@ -357,14 +360,15 @@ static void test_node_cleared_by_rounds(void **state)
             assert_true(x->n_informative >= 17 + 6); /* the steady bound alone would clear it */
             assert_true(x->clear_by_rounds);
             assert_int_equal(x->n_inf_rounds, 4);
-            assert_int_equal(x->clear_more, 13);
+            assert_int_equal(x->clear_more, 11);
         }
         if (x->state == FB_DIAG_CLEARED)
             cleared_at = (unsigned)r;
         free(v);
     }
-    printf("[diag] cleared after round %u\n", cleared_at);
-    assert_int_equal(cleared_at, 17);
+    printf("[diag] cleared after round %u (false-fail rate %.4f)\n", cleared_at,
+           fb_diag_false_fail_rate(d));
+    assert_int_equal(cleared_at, 15);
     fb_diag_destroy(&d);
 }
 
