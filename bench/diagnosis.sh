@@ -7,20 +7,23 @@
 # baselines in the same simulator; then one fault set through the real coordinator and real ZeroMQ
 # (fleetburn-simfleet, on_fail: bisect). Writes bench/results/diagnosis-messy-<date>.txt.
 #
-#   bench/diagnosis.sh BUILD_DIR [--quick]      (--quick: a tenth of the trials, for a smoke run)
+#   bench/diagnosis.sh BUILD_DIR [--quick] [TAG] (--quick: a tenth of the trials, for a smoke run;
+#                                                TAG: written to diagnosis-messy-<date>-TAG.txt, for
+#                                                a re-run on a day that has a results file)
 #   bench/diagnosis.sh BUILD_DIR --runner       (only the runs through the real coordinator, into
 #                                                bench/results/diagnosis-messy-runner-<date>.txt)
 #
 # Every section gives the exact command that made it. Run it under nice on a shared machine.
 set -euo pipefail
 
-BUILD=${1:?usage: bench/diagnosis.sh BUILD_DIR [--quick|--runner]}
+BUILD=${1:?usage: bench/diagnosis.sh BUILD_DIR [--quick|--runner] [TAG]}
 QUICK=${2:-}
+TAG=${3:+-$3}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BENCH="$BUILD/bin/fleetburn-bench-diagnosis"
 SIMFLEET="$BUILD/bin/fleetburn-simfleet"
-OUT="$SRC/bench/results/diagnosis-messy-$(date +%Y-%m-%d).txt"
-[ "$QUICK" = --runner ] && OUT="$SRC/bench/results/diagnosis-messy-runner-$(date +%Y-%m-%d).txt"
+OUT="$SRC/bench/results/diagnosis-messy-$(date +%Y-%m-%d)$TAG.txt"
+[ "$QUICK" = --runner ] && OUT="$SRC/bench/results/diagnosis-messy-runner-$(date +%Y-%m-%d)$TAG.txt"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/fbdiag-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$SRC/bench/results"
@@ -32,7 +35,7 @@ trials() { # full count -> the count for this run
 {
     echo "# fleetburn diagnosis benchmark in the messy simulated world, $(date -u +%Y-%m-%dT%H:%MZ)"
     echo "# commit $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?'), $(uname -srm), $(nproc) CPUs"
-    echo "# made by: bench/diagnosis.sh BUILD_DIR $QUICK"
+    echo "# made by: bench/diagnosis.sh BUILD_DIR $QUICK ${3:-}"
     echo "# the simulator: sim/faultmodel.h, docs/simfleet.md; the mix and the scoring:"
     echo "# bench/diagnosis_mix.c, bench/diagnosis_score.h; what each column means: below each header."
     echo
