@@ -112,7 +112,8 @@ static void s_print_legend(void)
            "false_t = trials with any false name, unrel_t = with a false name\n#   not next to "
            "any fault; undec_h = healthy parts left undecided per trial; watch_h = of them on "
            "watch\n#   (a steady fault ruled out: their nodes are resumed); held = nodes held out "
-           "of service by undecided\n#   parts not on watch, per trial; rounds = pair rounds "
+           "of service by undecided\n#   parts not on watch, per trial, held_a = by any undecided "
+           "part (were none on watch); rounds = pair rounds "
            "(median/p90/max); sim_s = simulated wall time\n#   incl. the node-local round "
            "(median/p90); tests = tests per trial (one rail each)\n");
     printf("# kind columns: shares of the faults of that kind: named (its part named bad), undec, "

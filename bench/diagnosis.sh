@@ -166,13 +166,15 @@ end = max((r["metrics"]["sim.start_s"] + r["metrics"]["sim.duration_s"]) for s i
           for t in s["tasks"] for r in t["results"] if "sim.start_s" in r["metrics"])
 for method in sorted(by_method):
     print("runner: named bad by %s (%d): %s" % (method, len(by_method[method]), sorted(by_method[method])))
-print("runner: undecided %s; cleared %d" % (und, len(g["cleared"])))
+watch = sorted(b["part"] for b in g["undecided"] if b.get("on_watch"))
+print("runner: undecided (%d, %d of them on watch) %s; cleared %d" % (len(und), len(watch), und,
+                                                                    len(g["cleared"])))
 print("runner: pairs stage %d rounds (%s), %d tasks %s; simulated %.0f s without deadline waits; "
       "exit %s; %s s wall" % (
     len(rounds), " ".join(sorted(rounds, key=lambda r: (r[0] != "r", int(r[1:])))), len(stage["tasks"]),
     verdicts, end, sys.argv[2], sys.argv[3]))
 with open(sys.argv[4], "w") as f:
-    f.write(repr((sorted(by_method.items()), und, sorted(rounds))))
+    f.write(repr((sorted(by_method.items()), und, watch, sorted(rounds))))
 PY
     grep -E "^coordinator (memory|CPU)" "$WORK/$tag.log" | sed "s/^/#   /" | tee -a "$OUT"
 }
@@ -180,7 +182,7 @@ PY
 runner a --delay-ms 0-50
 runner b --delay-ms 0-5
 if cmp -s "$WORK/a.diag" "$WORK/b.diag"; then
-    echo "runner: the two runs named, left undecided and planned the same" | tee -a "$OUT"
+    echo "runner: the two runs named, left undecided, put on watch and planned the same" | tee -a "$OUT"
 else
     echo "runner: the two runs (same seed, same faults, other real delays) DIFFER in what they named or planned" | tee -a "$OUT"
 fi

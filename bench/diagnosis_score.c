@@ -42,6 +42,7 @@ struct dscore {
     size_t undecided_faults, undecided_healthy, cleared_faults;
     size_t watch_healthy; /* healthy parts undecided on watch (their nodes are resumed) */
     size_t held_nodes;    /* nodes an undecided part not on watch holds out of service */
+    size_t held_any;      /* nodes any undecided part would hold, were none on watch */
     size_t trials_false, trials_unrelated, budget_ended, tests;
     unsigned *rounds;
     double *secs;
@@ -282,16 +283,17 @@ static int s_cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Distinct nodes of the undecided parts not on watch (a node or one of its NICs; groups, leaves
- * and uplinks hold no node by themselves): the nodes a campaign would not resume. */
-static size_t s_held_nodes(const dscore_run_t *run)
+/* Distinct nodes of the undecided parts not on watch, or of all when watch_holds (a node or one
+ * of its NICs; groups, leaves and uplinks hold no node by themselves): the nodes a campaign
+ * would not resume. */
+static size_t s_held_nodes(const dscore_run_t *run, bool watch_holds)
 {
     char **nodes = xcalloc(run->n_verdicts + 1, sizeof *nodes);
     size_t n = 0, distinct = 0;
     for (size_t v = 0; v < run->n_verdicts; v++) {
         const fb_bisect_verdict_t *x = &run->verdicts[v];
-        if (x->state != FB_BISECT_UNDECIDED || x->on_watch || strncmp(x->part, "sim-", 4) ||
-            strpbrk(x->part, ",<"))
+        if (x->state != FB_BISECT_UNDECIDED || (x->on_watch && !watch_holds) ||
+            strncmp(x->part, "sim-", 4) || strpbrk(x->part, ",<"))
             continue;
         nodes[n++] = xstrndup(x->part, strcspn(x->part, "/"));
     }
@@ -306,7 +308,8 @@ static size_t s_held_nodes(const dscore_run_t *run)
 
 void dscore_add(dscore_t *s, const dscore_truth_t *t, const dscore_run_t *run)
 {
-    s->held_nodes += s_held_nodes(run);
+    s->held_nodes += s_held_nodes(run, false);
+    s->held_any += s_held_nodes(run, true);
     for (size_t i = 0; i < t->world->n_faults; i++)
         s_score_fault(s, t, run, i);
     s_score_parts(s, t, run);
@@ -375,9 +378,9 @@ static void s_ratio(char *buf, size_t len, size_t a, size_t b)
 
 void dscore_print_summary(FILE *out, dscore_t *const *methods, size_t n)
 {
-    fprintf(out, "%-10s %6s %6s %7s %7s %7s %6s %7s %7s %7s %7s %6s %-10s %-11s %8s\n", "method",
-            "trials", "faults", "recall", "precis", "undec", "clear", "false_t", "unrel_t",
-            "undec_h", "watch_h", "held", "rounds", "sim_s", "tests");
+    fprintf(out, "%-10s %6s %6s %7s %7s %7s %6s %7s %7s %7s %7s %6s %6s %-10s %-11s %8s\n",
+            "method", "trials", "faults", "recall", "precis", "undec", "clear", "false_t",
+            "unrel_t", "undec_h", "watch_h", "held", "held_a", "rounds", "sim_s", "tests");
     for (size_t m = 0; m < n; m++) {
         dscore_t *s = methods[m];
         char r[16], p[16], u[16], c[16], ft[16], ut[16], rounds[40], secs[40];
@@ -391,11 +394,13 @@ void dscore_print_summary(FILE *out, dscore_t *const *methods, size_t n)
         s_quantiles_u(s->rounds, s->trials, rounds, sizeof rounds);
         s_quantiles_d(s->secs, s->trials, secs, sizeof secs);
         double per = s->trials ? 1.0 / (double)s->trials : 0.0;
-        fprintf(out,
-                "%-10s %6zu %6zu %7s %7s %7s %6s %7s %7s %7.2f %7.2f %6.1f %-10s %-11s %8.0f\n",
-                s->method, s->trials, s->fault_parts, r, p, u, c, ft, ut,
-                (double)s->undecided_healthy * per, (double)s->watch_healthy * per,
-                (double)s->held_nodes * per, rounds, secs, (double)s->tests * per);
+        fprintf(
+            out,
+            "%-10s %6zu %6zu %7s %7s %7s %6s %7s %7s %7.2f %7.2f %6.1f %6.1f %-10s %-11s %8.0f\n",
+            s->method, s->trials, s->fault_parts, r, p, u, c, ft, ut,
+            (double)s->undecided_healthy * per, (double)s->watch_healthy * per,
+            (double)s->held_nodes * per, (double)s->held_any * per, rounds, secs,
+            (double)s->tests * per);
     }
 }
 
