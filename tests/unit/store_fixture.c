@@ -68,14 +68,29 @@ void store_fixture_result(store_t *store, const store_fixture_result_t *r)
     res->finished_ms = r->finished_ms;
     if (r->metric)
         fb_result_add_metric(res, r->metric, r->value, r->unit);
-    if (r->flag)
-        fb_result_add_metric(res, r->flag, 1.0, "");
     if (r->part)
         fb_result_add_finding(res, r->part, r->kind, r->what);
     if (r->error)
         fb_result_set_error(res, "%s", r->error);
     assert_int_equal(store_result_insert(store, res, r->stored_ms), 0);
     fb_result_destroy(&res);
+}
+
+void store_fixture_undecided_nic(store_t *store, const char *task_id, const char *node,
+                                 const char *part, const char *what, bool on_watch,
+                                 uint64_t stored_ms)
+{
+    char *rid = xasprintf("%s/%s", task_id, part);
+    fb_result_t *res = fb_result_new();
+    fb_result_set_ids(res, rid, task_id, node);
+    res->verdict = FB_VERDICT_FAIL;
+    fb_result_add_metric(res, "undecided", 1.0, "");
+    if (on_watch)
+        fb_result_add_metric(res, "on_watch", 1.0, "");
+    fb_result_add_finding(res, part, "nic", what);
+    assert_int_equal(store_result_insert(store, res, stored_ms), 0);
+    fb_result_destroy(&res);
+    free(rid);
 }
 
 sqlite3 *store_fixture_raw(const store_fixture_t *fx)

@@ -9,6 +9,7 @@
 #include "coordinator/store.h"
 #include "common/result.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct {
@@ -31,7 +32,7 @@ int store_fixture_teardown(void **state);
     cmocka_unit_test_setup_teardown(f, store_fixture_setup, store_fixture_teardown)
 
 /* One node's result, inserted with store_result_insert (which must succeed). Fields left NULL
- * are left out: metric (with value and unit), flag, finding (part, kind, what), error. */
+ * are left out: metric (with value and unit), finding (part, kind, what), error. */
 typedef struct {
     const char *result_id, *task_id, *node;
     fb_verdict_t verdict;
@@ -39,12 +40,16 @@ typedef struct {
     const char *metric;
     double value;
     const char *unit;
-    const char *flag; /* a second metric, of value 1 and no unit (e.g. "on_watch") */
     const char *part, *kind, *what;
     const char *error;
 } store_fixture_result_t;
 
 void store_fixture_result(store_t *store, const store_fixture_result_t *r);
+/* An undecided NIC in the diagnosis task of a bisect stage, stored as the runner stores it
+ * (result "<task_id>/<part>", verdict fail, metric undecided, and on_watch when on_watch). */
+void store_fixture_undecided_nic(store_t *store, const char *task_id, const char *node,
+                                 const char *part, const char *what, bool on_watch,
+                                 uint64_t stored_ms);
 
 /* ---- the database underneath, as another process or an older fleetburn sees it ---- */
 

@@ -226,6 +226,18 @@ static void test_bursty(void **state)
     fb_diag_destroy(&d);
 }
 
+/* 64 nodes after a background round: n0 failed with n1 and passed with n2 in the same round,
+ * so n0's failure came beside a pass of its own and n1's alone in its round. */
+static fb_diag_t *s_failed_beside_a_pass(const fb_diag_params_t *par)
+{
+    fb_diag_t *d = diag_fixture_engine(64, 0, par);
+    s_background(d, 4, 64, 0);
+    diag_fixture_pair(d, "fail", 0, 1, NULL, true);
+    diag_fixture_pair(d, "beside", 0, 2, NULL, false);
+    fb_diag_settle(d);
+    return d;
+}
+
 /* Cleared only with a bound: a node that failed once and then passed is undecided until its own
  * passes rule out a fault showing in a quarter of its tests with 0.99 (17 in a row), however low
  * its P(bad) fell before; then it is cleared, and a part never implicated is passed. n0's
@@ -237,11 +249,7 @@ static void test_cleared_needs_bound(void **state)
 {
     (void)state;
     fb_diag_params_t par = s_params_one_failure_implicates();
-    fb_diag_t *d = diag_fixture_engine(64, 0, &par);
-    s_background(d, 4, 64, 0);
-    diag_fixture_pair(d, "fail", 0, 1, NULL, true);
-    diag_fixture_pair(d, "beside", 0, 2, NULL, false);
-    fb_diag_settle(d);
+    fb_diag_t *d = s_failed_beside_a_pass(&par);
     assert_int_equal(s_state_of(d, "n0"), FB_DIAG_UNDECIDED);
     assert_int_equal(s_state_of(d, "n1"), FB_DIAG_UNDECIDED);
     char id[16];
@@ -287,11 +295,7 @@ static void test_on_watch(void **state)
 {
     (void)state;
     fb_diag_params_t par = s_params_one_failure_implicates();
-    fb_diag_t *d = diag_fixture_engine(64, 0, &par);
-    s_background(d, 4, 64, 0);
-    diag_fixture_pair(d, "fail", 0, 1, NULL, true);
-    diag_fixture_pair(d, "beside", 0, 2, NULL, false);
-    fb_diag_settle(d);
+    fb_diag_t *d = s_failed_beside_a_pass(&par);
     char id[16];
     unsigned watch_at = 0, informative_at = 0;
     for (int k = 1; k <= 24; k++) {

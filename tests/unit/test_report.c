@@ -270,22 +270,9 @@ static void test_undecided_on_watch(void **state)
     const char *why[] = {"undecided, on watch: failed 0 of 20 informative tests since its first "
                          "failure; its passes rule out a steady fault, as clearing would",
                          "undecided: failed 1 of 3 informative tests since its first failure"};
-    for (int k = 0; k < 2; k++) {
-        char *rid = xasprintf("c9/0/diagnosis/%s", parts[k]);
-        store_fixture_result(s, &(store_fixture_result_t){.result_id = rid,
-                                                          .task_id = "c9/0/diagnosis",
-                                                          .node = pair[k],
-                                                          .verdict = FB_VERDICT_FAIL,
-                                                          .stored_ms = t0 + 30,
-                                                          .metric = "undecided",
-                                                          .value = 1,
-                                                          .unit = "",
-                                                          .flag = k == 0 ? "on_watch" : NULL,
-                                                          .part = parts[k],
-                                                          .kind = "nic",
-                                                          .what = why[k]});
-        free(rid);
-    }
+    for (int k = 0; k < 2; k++)
+        store_fixture_undecided_nic(s, "c9/0/diagnosis", pair[k], parts[k], why[k], k == 0,
+                                    t0 + 30);
     assert_int_equal(store_stage_finish(s, net, FB_VERDICT_PASS, t0 + 40), 0);
     assert_int_equal(store_campaign_finish(s, "c9", FB_VERDICT_PASS, t0 + 40), 0);
     char *text = s_text_report(s, "c9");

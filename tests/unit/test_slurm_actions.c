@@ -241,22 +241,9 @@ static void test_outcome_on_watch(void **state)
     s_result(s, "c4/0/r0.g0@n2", "c4/0/r0.g0", "n2", FB_VERDICT_FAIL, NULL, NULL, NULL);
     assert_int_equal(store_task_create(s, "c4/0/diagnosis", "c4", net, pair, 2, 6000), 0);
     const char *parts[] = {"n1/mlx5_0", "n2/mlx5_0"};
-    for (int k = 0; k < 2; k++) {
-        char *rid = xasprintf("c4/0/diagnosis/%s", parts[k]);
-        store_fixture_result(s, &(store_fixture_result_t){.result_id = rid,
-                                                          .task_id = "c4/0/diagnosis",
-                                                          .node = pair[k],
-                                                          .verdict = FB_VERDICT_FAIL,
-                                                          .stored_ms = 6000,
-                                                          .metric = "undecided",
-                                                          .value = 1,
-                                                          .unit = "",
-                                                          .flag = k == 0 ? "on_watch" : NULL,
-                                                          .part = parts[k],
-                                                          .kind = "nic",
-                                                          .what = "undecided"});
-        free(rid);
-    }
+    for (int k = 0; k < 2; k++)
+        store_fixture_undecided_nic(s, "c4/0/diagnosis", pair[k], parts[k], "undecided", k == 0,
+                                    6000);
     assert_int_equal(store_stage_finish(s, net, FB_VERDICT_PASS, 7000), 0);
     assert_int_equal(store_campaign_end(s, "c4", "finished", FB_VERDICT_PASS, 7000), 0);
 
