@@ -90,7 +90,7 @@ fb_diag_t *fb_diag_new(const fb_diag_params_t *params)
     d->f_multi_hi = d->f_local_hi = par.false_fail_rate;
     for (size_t j = 0; j < DIAG_NQ; j++)
         d->mix[j] = 1.0 / DIAG_NQ;
-    d->q_clear = d->q_clear_of[0] = d->q_clear_of[1] = par.clear_q;
+    d->q_clear_of[0] = d->q_clear_of[1] = par.clear_q;
     d->bursty = -1;
     return d;
 }
@@ -395,7 +395,7 @@ double fb_diag_q(const fb_diag_t *d)
 double fb_diag_q_clear(const fb_diag_t *d)
 {
     assert(d);
-    return d->q_clear;
+    return fmin(d->q_clear_of[0], d->q_clear_of[1]);
 }
 
 const char *fb_diag_bursty_node(const fb_diag_t *d)

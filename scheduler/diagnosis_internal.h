@@ -118,7 +118,6 @@ struct fb_diag {
     double f_multi_hi, f_local_hi; /* their upper bounds, for fleet significance */
     double f_multi_lo, f_local_lo; /* their lower bounds, for the clearing bound */
     double mix[DIAG_NQ];           /* the mixture over q */
-    double q_clear;                /* the smaller of the two below */
     double q_clear_of[2]; /* the q the clearing bound rules out for nodes [0] and rails [1] */
     int bursty; /* the first node named bad whose fault comes in bursts (diag__classify), -1:
                  * none yet; sticky: from then on passes clear nothing */

@@ -136,11 +136,16 @@ static double s_q_shown(double q, double f, unsigned tests)
     return q + (1.0 - q) * f_obs;
 }
 
-/* The q that clearing entity i must rule out: that of its kind (a node, or a rail: a NIC or its
- * cable). */
+/* Entity i's kind, as q_clear_of indexes it: 0 a node, 1 a rail (a NIC or its cable). */
+static int s_kind(const fb_diag_t *d, int i)
+{
+    return d->ents[i].parent < 0 ? 0 : 1;
+}
+
+/* The q that clearing entity i must rule out: that of its kind. */
 static double s_q_clear_of(const fb_diag_t *d, int i)
 {
-    return d->q_clear_of[d->ents[i].parent < 0 ? 0 : 1];
+    return d->q_clear_of[s_kind(d, i)];
 }
 
 /* Passes in a row that, after n informative observations with k failures, rule out a fault
@@ -296,10 +301,9 @@ void diag__classify(fb_diag_t *d)
     d->q_clear_of[0] = d->q_clear_of[1] = d->par.clear_q;
     for (size_t i = 0; i < d->n_ents; i++)
         if (d->ents[i].bad) {
-            double ql = s_q_low(d, (int)i), *q = &d->q_clear_of[d->ents[i].parent < 0 ? 0 : 1];
+            double ql = s_q_low(d, (int)i), *q = &d->q_clear_of[s_kind(d, (int)i)];
             *q = ql < *q ? ql : *q;
         }
-    d->q_clear = fmin(d->q_clear_of[0], d->q_clear_of[1]);
     for (size_t i = 0; i < d->n_ents; i++) {
         diag_ent_t *e = &d->ents[i];
         bool unexplained = diag__standard(d, (int)i);
