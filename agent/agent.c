@@ -111,18 +111,21 @@ static int s_connect(agent_t *self)
         zmq_close(sock);
         return krc;
     }
-    if (zmq_connect(sock, self->coordinator) != 0) {
-        int rc = -errno;
-        zmq_close(sock);
-        return rc;
-    }
-    self->zs = fb_zsock_new(self->loop, sock, s_on_message, self);
+    /* The monitor before the connection: libzmq drops the events of a socket nobody watches
+     * yet, and the first refused handshake is the one the operator needs to read. */
     if (self->handshake_log.interval_ms) /* a real agent: one monitor per connection */
         self->monitor = fb_zsock_monitor_new(self->loop, self->zctx, sock,
                                           ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
                                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH,
                                           s_on_handshake, self);
+    if (zmq_connect(sock, self->coordinator) != 0) {
+        int rc = -errno;
+        fb_zsock_close(&self->monitor);
+        zmq_close(sock);
+        return rc;
+    }
+    self->zs = fb_zsock_new(self->loop, sock, s_on_message, self);
     /* The tick drains the socket itself (s_on_tick), as often as the safety timer would: a
      * second timer per agent only costs thousands of simulated agents CPU. */
     fb_zsock_set_safety_ms(self->zs, 0);

@@ -588,18 +588,22 @@ static int s_open(remote_t *r)
                 "results travel unencrypted, and a keyed coordinator refuses the "
                 "connection (give --key and --server-key)\n",
                 cli->coordinator);
+    r->loop = uv_default_loop();
+    /* The monitor before the connection: libzmq drops the events of a socket nobody watches
+     * yet, and a lost "connected" would leave a later disconnect unnoticed. */
+    r->monitor = fb_zsock_monitor_new(r->loop, r->zctx, sock, S_MONITOR_EVENTS, s_on_event, r);
     if (zmq_connect(sock, cli->coordinator) != 0) {
         fprintf(stderr, "fleetburn: --coordinator '%s': %s\n", cli->coordinator,
                 zmq_strerror(errno));
+        fb_zsock_close(&r->monitor);
         zmq_close(sock);
+        uv_run(r->loop, UV_RUN_NOWAIT); /* the monitor's handles close */
         zmq_ctx_term(r->zctx);
         return EXIT_USAGE;
     }
-    r->loop = uv_default_loop();
     cli_progress_init(&r->view);
     r->last_heard = r->last_probe = fb_mono_ms();
     r->zs = fb_zsock_new(r->loop, sock, s_on_message, r);
-    r->monitor = fb_zsock_monitor_new(r->loop, r->zctx, sock, S_MONITOR_EVENTS, s_on_event, r);
     uv_timer_init(r->loop, &r->tick);
     r->tick.data = r;
     uv_timer_start(&r->tick, s_on_tick, S_TICK_MS, S_TICK_MS);

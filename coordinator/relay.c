@@ -463,11 +463,21 @@ static void *s_upstream(relay_t *self, const relay_options_t *opts, char *err, s
     zmq_setsockopt(sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
     zmq_setsockopt(sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
     zmq_setsockopt(sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
-    if (fb_key_apply_client(sock, opts->key_file, opts->server_key_file, err, errlen) ||
-        zmq_connect(sock, opts->coordinator) != 0) {
-        if (!err[0])
-            snprintf(err, errlen, "cannot connect to %s: %s", opts->coordinator,
-                     zmq_strerror(errno));
+    if (fb_key_apply_client(sock, opts->key_file, opts->server_key_file, err, errlen)) {
+        zmq_close(sock);
+        return NULL;
+    }
+    /* The monitor before the connection: libzmq drops the events of a socket nobody watches
+     * yet, and the first refused handshake is the one the operator needs to read. */
+    if (self->keyed)
+        self->monitor = fb_zsock_monitor_new(self->loop, self->zctx, sock,
+                                             ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                                 ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH,
+                                             s_on_handshake, self);
+    if (zmq_connect(sock, opts->coordinator) != 0) {
+        snprintf(err, errlen, "cannot connect to %s: %s", opts->coordinator, zmq_strerror(errno));
+        fb_zsock_close(&self->monitor);
         zmq_close(sock);
         return NULL;
     }
@@ -550,12 +560,6 @@ relay_t *relay_new(uv_loop_t *loop, const relay_options_t *opts, char *err, size
         return NULL;
     }
     self->up = fb_zsock_new(loop, up, s_on_coordinator, self);
-    if (self->keyed)
-        self->monitor = fb_zsock_monitor_new(loop, self->zctx, up,
-                                             ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                                                 ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                                                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH,
-                                             s_on_handshake, self);
     uv_timer_init(loop, &self->status_timer);
     self->status_timer.data = self;
     uv_timer_start(&self->status_timer, s_on_status_tick, RELAY_TICK_MS, RELAY_TICK_MS);
