@@ -293,9 +293,16 @@ int main(int argc, char **argv)
             return 3;
         dbench__debug(&f, &run, trial);
         dscore_truth_t t = {&f.world, f.topo, f.rails};
-        dscore_run_t dr = {run.verdicts, run.n_verdicts, run.named_round,
-                           run.named_s,  run.showed,     run.rounds,
-                           run.sim_s,    run.tests,      run.budget_ended};
+        dscore_run_t dr = {.verdicts = run.verdicts,
+                           .n_verdicts = run.n_verdicts,
+                           .named_round = run.named_round,
+                           .named_s = run.named_s,
+                           .showed = run.showed,
+                           .lookalikes = run.lookalikes,
+                           .rounds = run.rounds,
+                           .sim_s = run.sim_s,
+                           .tests = run.tests,
+                           .budget_ended = run.budget_ended};
         dscore_add(methods[0], &t, &dr);
         if (trial < o.order_check) { /* the same results in another order; the same order */
             dbench_engine_run_t again, same;

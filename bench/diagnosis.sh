@@ -12,6 +12,9 @@
 #                                                a re-run on a day that has a results file)
 #   bench/diagnosis.sh BUILD_DIR --runner       (only the runs through the real coordinator, into
 #                                                bench/results/diagnosis-messy-runner-<date>.txt)
+#   bench/diagnosis.sh BUILD_DIR --budget       (only the goal world at follow-up budgets of 24, 48
+#                                                and 96 rounds, 30 trials each, into
+#                                                bench/results/diagnosis-messy-budget-<date>.txt)
 #
 # Every section gives the exact command that made it. Run it under nice on a shared machine.
 set -euo pipefail
@@ -24,6 +27,7 @@ BENCH="$BUILD/bin/fleetburn-bench-diagnosis"
 SIMFLEET="$BUILD/bin/fleetburn-simfleet"
 OUT="$SRC/bench/results/diagnosis-messy-$(date +%Y-%m-%d)$TAG.txt"
 [ "$QUICK" = --runner ] && OUT="$SRC/bench/results/diagnosis-messy-runner-$(date +%Y-%m-%d)$TAG.txt"
+[ "$QUICK" = --budget ] && OUT="$SRC/bench/results/diagnosis-messy-budget-$(date +%Y-%m-%d)$TAG.txt"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/fbdiag-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$SRC/bench/results"
@@ -58,6 +62,16 @@ run() { # title, then fleetburn-bench-diagnosis arguments
 
 MESS=(--false-fail 0.02 --noise-sigma 0.05 --lost 0.002 --noisy-share 0.01 --noisy-sigma 0.15
       --second-share 0.1)
+
+# --- the goal world at larger budgets: what more follow-up rounds buy (--budget) -----------------
+if [ "$QUICK" = --budget ]; then
+    for rounds in 24 48 96; do
+        run "the goal world with a budget of $rounds follow-up rounds (30 trials)" \
+            --nodes 1024 --rails 8 --trials 30 --seed 1 --mix fleet --faults 1-8 "${MESS[@]}" \
+            --disagree 0 --sweeps 2 --follow-ups "$rounds" --no-baselines
+    done
+    exit 0
+fi
 
 # --- the world of the goals ------------------------------------------------------------
 run "the goal world: 1024 nodes, 8 rails, the fleet mix, 2% false fails, lognormal 0.05, 0.2% lost" \

@@ -66,6 +66,10 @@ typedef struct {
     unsigned *named_round; /* per fault of the world */
     double *named_s;
     bool *showed; /* per fault of the world: it showed in at least one test of the session */
+    unsigned *lookalikes; /* per fault of the world: healthy parts of its kind (node or NIC)
+                           * whose record is as bad or worse (dbench__lookalikes) */
+    unsigned *part_tests, *part_fails; /* judged and failed tests per node (slot u x (rails + 1))
+                                        * and per NIC of node u on rail r (u x (rails + 1) + 1 + r) */
     fb_bisect_verdict_t *verdicts;
     size_t n_verdicts;
 } dbench_engine_run_t;
@@ -79,6 +83,8 @@ void dbench__fleet_free(dbench_fleet_t *f);
 /* Runs the test id over m[0..n) (n = 1 or 2) on rail at simulated time t. */
 void dbench__run_test(const dbench_fleet_t *f, const char *id, const char *const *m, size_t n,
                       int rail, double t, dbench_result_t *out);
+/* The index of node `name` in f->names, or -1. */
+int dbench__node_index(const dbench_fleet_t *f, const char *name);
 /* How long a round lasts: its tests, or until the deadline when a result was lost. */
 double dbench__round_s(const dbench_opts_t *o, double test_s, bool lost);
 /* --check-world: measures the world of the options; the exit status (0 ok, 1 off, 3 failed). */

@@ -56,9 +56,34 @@ static fb_bisect_t *s_engine_new(const dbench_opts_t *o, const dbench_fleet_t *f
     return b;
 }
 
+static int s_rail_index(const char *rail)
+{
+    return rail ? atoi(rail + strlen("mlx5_")) : -1;
+}
+
+/* Counts a judged test in the record of each member's node and, on a rail, its NIC there. */
+static void s_engine_count(const dbench_fleet_t *f, const char *const *m, size_t n, int rail,
+                           const dbench_result_t *r, dbench_engine_run_t *run)
+{
+    if (!r->judged)
+        return;
+    for (size_t k = 0; k < n; k++) {
+        int u = dbench__node_index(f, m[k]);
+        if (u < 0)
+            continue;
+        size_t slots[2] = {(size_t)u * (f->rails + 1), 0}, n_slots = 1;
+        if (rail >= 0 && (unsigned)rail < f->rails)
+            slots[n_slots++] = slots[0] + 1 + (size_t)rail;
+        for (size_t s = 0; s < n_slots; s++) {
+            run->part_tests[slots[s]]++;
+            run->part_fails[slots[s]] += r->failed;
+        }
+    }
+}
+
 /* The node-local round at time 0: its length. */
 static double s_engine_local(const dbench_fleet_t *f, fb_bisect_t *b, unsigned trial,
-                             uint64_t shuffle, uint64_t *h)
+                             uint64_t shuffle, dbench_engine_run_t *run)
 {
     size_t *idx = xmalloc(f->n * sizeof *idx);
     s_order(idx, f->n, shuffle);
@@ -68,10 +93,11 @@ static double s_engine_local(const dbench_fleet_t *f, fb_bisect_t *b, unsigned t
         char *id = xasprintf("t%u.local.%s", trial, node);
         dbench_result_t r;
         dbench__run_test(f, id, &node, 1, -1, 0.0, &r);
+        s_engine_count(f, &node, 1, -1, &r, run);
         lost |= r.lost;
         if (r.judged) /* a lost node-local result says nothing, as the runner's timeout */
             fb_bisect_record_local(b, id, node, r.failed);
-        *h = fb_mix64(*h ^ (r.judged * 2u + r.failed));
+        run->transcript = fb_mix64(run->transcript ^ (r.judged * 2u + r.failed));
         free(id);
     }
     free(idx);
@@ -102,11 +128,6 @@ static void s_engine_named(const dbench_fleet_t *f, const fb_bisect_t *b, dbench
     free(bad);
 }
 
-static int s_rail_index(const char *rail)
-{
-    return rail ? atoi(rail + strlen("mlx5_")) : -1;
-}
-
 /* One planned round: every test run at the round's start, results recorded in shuffled order. */
 static void s_engine_round(const dbench_fleet_t *f, fb_bisect_t *b, const fb_bisect_round_t *rd,
                            unsigned trial, uint64_t shuffle, dbench_engine_run_t *run)
@@ -119,6 +140,8 @@ static void s_engine_round(const dbench_fleet_t *f, fb_bisect_t *b, const fb_bis
         ids[i] = xasprintf("t%u.r%u.%zu", trial, run->rounds, i);
         dbench__run_test(f, ids[i], (const char *const *)t->members, t->n_members,
                          s_rail_index(t->rail), run->sim_s, &res[i]);
+        s_engine_count(f, (const char *const *)t->members, t->n_members, s_rail_index(t->rail),
+                       &res[i], run);
         lost |= res[i].lost;
         for (size_t k = 0; k < t->n_members; k++)
             run->transcript = s_mix_str(run->transcript, t->members[k]);
@@ -151,6 +174,50 @@ static void s_engine_round(const dbench_fleet_t *f, fb_bisect_t *b, const fb_bis
     free(res);
 }
 
+/* The record slot of a node or NIC part ("sim-0007", "sim-0007/mlx5_3"), or -1 (other parts). */
+static long s_record_slot(const dbench_fleet_t *f, const char *part)
+{
+    const char *slash = strchr(part, '/');
+    char node[64];
+    size_t len = slash ? (size_t)(slash - part) : strlen(part);
+    if (len >= sizeof node)
+        return -1;
+    memcpy(node, part, len);
+    node[len] = '\0';
+    int u = dbench__node_index(f, node);
+    if (u < 0)
+        return -1;
+    int rail = slash ? s_rail_index(slash + 1) : -1;
+    if (slash && (rail < 0 || (unsigned)rail >= f->rails))
+        return -1;
+    return (long)u * (f->rails + 1) + 1 + rail;
+}
+
+/* How many healthy parts of the fault's kind (nodes for a node fault, NICs for a NIC fault) had
+ * a record as bad as its part's or worse: at least as many failed tests in no more tests. A
+ * fault that left no more trace than that many healthy parts cannot be told from them by any
+ * rule: implicating it implicates them too. 0 for other parts. */
+static unsigned s_lookalikes(const dbench_fleet_t *f, const dbench_engine_run_t *run,
+                             const dmix_fault_t *fault)
+{
+    long slot = s_record_slot(f, fault->part);
+    if (slot < 0)
+        return 0;
+    unsigned tests = run->part_tests[slot], fails = run->part_fails[slot], count = 0;
+    size_t width = f->rails + 1, first = (size_t)slot % width;
+    dscore_truth_t t = {&f->world, f->topo, f->rails};
+    for (size_t u = 0; u < f->n; u++) {
+        size_t s = u * width + first;
+        if (s == (size_t)slot || run->part_fails[s] < fails || run->part_tests[s] > tests)
+            continue;
+        char *part = first ? xasprintf("%s/mlx5_%zu", f->names[u], first - 1)
+                           : xstrdup(f->names[u]);
+        count += !dscore_is_fault(&t, part);
+        free(part);
+    }
+    return count;
+}
+
 /* The whole session of one trial; shuffle 0 records results in planned order. */
 int dbench__engine_run(const dbench_opts_t *o, const dbench_fleet_t *f, unsigned trial,
                        uint64_t shuffle, dbench_engine_run_t *run)
@@ -159,11 +226,14 @@ int dbench__engine_run(const dbench_opts_t *o, const dbench_fleet_t *f, unsigned
     run->named_round = xcalloc(f->world.n_faults + 1, sizeof *run->named_round);
     run->named_s = xcalloc(f->world.n_faults + 1, sizeof *run->named_s);
     run->showed = xcalloc(f->world.n_faults + 1, sizeof *run->showed);
+    run->lookalikes = xcalloc(f->world.n_faults + 1, sizeof *run->lookalikes);
+    run->part_tests = xcalloc((size_t)f->n * (f->rails + 1), sizeof *run->part_tests);
+    run->part_fails = xcalloc((size_t)f->n * (f->rails + 1), sizeof *run->part_fails);
     fb_bisect_t *b = s_engine_new(o, f, trial);
     if (!b)
         return -EINVAL;
     memset(f->showed, 0, f->world.n_faults * sizeof *f->showed);
-    run->sim_s = s_engine_local(f, b, trial, shuffle, &run->transcript);
+    run->sim_s = s_engine_local(f, b, trial, shuffle, run);
     fb_bisect_round_t rd;
     int rc;
     while (run->rounds < DBENCH_MAX_ROUNDS && (rc = fb_bisect_next(b, &rd)) == 1) {
@@ -181,6 +251,8 @@ int dbench__engine_run(const dbench_opts_t *o, const dbench_fleet_t *f, unsigned
     }
     run->budget_ended = fb_bisect_end(b) == FB_BISECT_END_ROUNDS;
     memcpy(run->showed, f->showed, f->world.n_faults * sizeof *run->showed);
+    for (size_t i = 0; i < f->world.n_faults; i++)
+        run->lookalikes[i] = s_lookalikes(f, run, &f->world.faults[i]);
     fb_bisect_destroy(&b);
     return 0;
 }
@@ -191,6 +263,9 @@ void dbench__engine_run_free(dbench_engine_run_t *run)
     free(run->named_round);
     free(run->named_s);
     free(run->showed);
+    free(run->lookalikes);
+    free(run->part_tests);
+    free(run->part_fails);
 }
 
 /* FB_BENCH_DEBUG=1: every verdict that is not "cleared", and the truth (wrong: only trials with
@@ -323,7 +398,8 @@ static void s_baseline_done(dscore_t *s, const dbench_fleet_t *f, const bool *na
     fb_bisect_verdict_t *v;
     size_t n = s_named_verdicts(f, named, &v);
     dscore_truth_t t = {&f->world, f->topo, f->rails};
-    dscore_run_t run = {v, n, NULL, NULL, NULL, rounds, sim_s, tests, false};
+    dscore_run_t run = {.verdicts = v, .n_verdicts = n, .rounds = rounds, .sim_s = sim_s,
+                        .tests = tests};
     dscore_add(s, &t, &run);
     fb_bisect_verdicts_free(&v, n);
 }

@@ -48,6 +48,10 @@ struct dscore {
     double *secs;
     s_bin_t bad[S_BINS], undecided[S_BINS], cleared[S_BINS];
     size_t by_kind[S_NAMED_KINDS][2]; /* named, of them a fault's part */
+    /* faults that showed and passed: their type and lookalikes (dscore_run_t) */
+    dmix_type_t *passed_types;
+    unsigned *passed_lookalikes;
+    size_t n_passed, cap_passed;
 };
 
 dscore_t *dscore_new(const char *method)
@@ -71,6 +75,8 @@ void dscore_destroy(dscore_t **self_p)
     free(s->second.secs);
     free(s->rounds);
     free(s->secs);
+    free(s->passed_types);
+    free(s->passed_lookalikes);
     free(s->method);
     free(s);
 }
@@ -189,6 +195,18 @@ static bool s_fails_tests(dmix_type_t t)
     return t != DMIX_NODE_SLOW && t != DMIX_NODE_SLOW_MILD && t != DMIX_UPLINK_SLOW;
 }
 
+static void s_passed_add(dscore_t *s, dmix_type_t type, unsigned lookalikes)
+{
+    if (s->n_passed == s->cap_passed) {
+        s->cap_passed = s->cap_passed ? 2 * s->cap_passed : 16;
+        s->passed_types = xrealloc(s->passed_types, s->cap_passed * sizeof *s->passed_types);
+        s->passed_lookalikes =
+            xrealloc(s->passed_lookalikes, s->cap_passed * sizeof *s->passed_lookalikes);
+    }
+    s->passed_types[s->n_passed] = type;
+    s->passed_lookalikes[s->n_passed++] = lookalikes;
+}
+
 /* The verdict on fault f: named, another part named, or the state of its own part. */
 static void s_score_fault(dscore_t *s, const dscore_truth_t *t, const dscore_run_t *run, size_t i)
 {
@@ -223,6 +241,8 @@ static void s_score_fault(dscore_t *s, const dscore_truth_t *t, const dscore_run
         k->unseen++; /* a burst that never came while its part was tested */
     } else {
         k->passed++; /* never implicated: passed, or in no failed test at all */
+        if (run->lookalikes)
+            s_passed_add(s, f->type, run->lookalikes[i]);
     }
 }
 
@@ -519,6 +539,22 @@ static void s_goal(FILE *out, const char *goal, const char *measured, const char
     fprintf(out, "  %-58s %-24s %-10s %s\n", goal, measured, target, met ? "met" : "NOT MET");
 }
 
+/* The passed faults of the types pick() holds for: how many healthy parts of their kind had as
+ * bad a record, each (what implicating the fault would have implicated with it). */
+static void s_print_lookalikes(FILE *out, const dscore_t *s, bool (*pick)(dmix_type_t))
+{
+    char line[256];
+    size_t len = 0, shown = 0;
+    line[0] = '\0';
+    for (size_t i = 0; i < s->n_passed && len + 16 < sizeof line; i++)
+        if (pick(s->passed_types[i]))
+            len += (size_t)snprintf(line + len, sizeof line - len, "%s%u", shown++ ? ", " : "",
+                                    s->passed_lookalikes[i]);
+    if (shown)
+        fprintf(out, "  %-58s %s\n", "  passed: healthy parts of its kind with as bad a record",
+                line);
+}
+
 void dscore_print_goals(FILE *out, const dscore_t *s, unsigned rails, unsigned sweeps,
                         unsigned follow_up_goal)
 {
@@ -540,6 +576,7 @@ void dscore_print_goals(FILE *out, const dscore_t *s, unsigned rails, unsigned s
         if (unseen) /* what never failed a test is out of any method's reach */
             fprintf(out, "  %-58s %zu of %zu\n", "  besides: never showed in a test of the session",
                     unseen, faults);
+        s_print_lookalikes(out, s, s_must_show);
     }
     s_sum(s, s_mild, &faults, &named, &cleared, &passed, &unseen);
     if (faults) {

@@ -37,6 +37,9 @@ typedef struct {
     const double *named_s;       /* ... and the simulated time then */
     const bool *showed;          /* per fault of the world: it showed in a test of the session
                                   * (a burst came while its part was tested); NULL: not known */
+    const unsigned *lookalikes;  /* per fault of the world: healthy parts of its kind whose
+                                  * record (failed tests, tests) was as bad or worse; NULL: not
+                                  * known */
     unsigned rounds;             /* pair rounds run */
     double sim_s;                /* simulated wall time */
     size_t tests;                /* tests run (pair tests on one rail count one each) */

@@ -190,6 +190,18 @@ static double s_measure(const dbench_fleet_t *f, const char *id, const char *who
     return v;
 }
 
+static int s_cmp_name(const void *key, const void *elem)
+{
+    return strcmp((const char *)key, *(char *const *)elem);
+}
+
+int dbench__node_index(const dbench_fleet_t *f, const char *name)
+{
+    /* the names are zero-padded numbers (sim-0000 ...): in order */
+    char *const *hit = bsearch(name, f->names, f->n, sizeof *f->names, s_cmp_name);
+    return hit ? (int)(hit - f->names) : -1;
+}
+
 /* Runs the test over m[0..n) (n = 1 or 2) on rail at simulated time t. */
 void dbench__run_test(const dbench_fleet_t *f, const char *id, const char *const *m, size_t n,
                       int rail, double t, dbench_result_t *out)
