@@ -115,6 +115,23 @@ static char *s_bad_summary(const fb_diag_verdict_t *x, unsigned min_conf)
                      x->n_counters ? 0.0 : x->chance, x->ambiguous ? x->p_unit : x->p_bad, shows);
 }
 
+/* What would put a part held open by the burst rules on watch (and its node back in service):
+ * more passes to rule out a steady fault, or, with that done, a P(bad) down to clearing's. */
+static void s_watch_more(const fb_diag_verdict_t *x, const fb_diag_params_t *par, char *out,
+                         size_t size)
+{
+    if (x->clear_more > 0)
+        snprintf(out, size,
+                 "; on watch once %u more passing %s rule out a steady fault and P(bad) is at "
+                 "most %.3g",
+                 x->clear_more, x->clear_by_rounds ? "round(s)" : "test(s)", par->clear_threshold);
+    else
+        snprintf(out, size,
+                 "; its passes rule out a steady fault: on watch once more passes bring P(bad) "
+                 "to at most %.3g",
+                 par->clear_threshold);
+}
+
 static char *s_undecided_summary(const fb_diag_verdict_t *x, const fb_diag_params_t *par,
                                  const fb_diag_t *diag)
 {
@@ -125,16 +142,19 @@ static char *s_undecided_summary(const fb_diag_verdict_t *x, const fb_diag_param
             ? "too few independent confirmations"
             : (x->p_bad < par->bad_threshold ? "P(bad) below the threshold"
                                              : "chance can explain its failures");
-    char *not_cleared;
+    char *not_cleared, watch_more[200] = "";
+    if ((x->burst_open || x->burst_fleet) && !x->on_watch) /* what would put it on watch */
+        s_watch_more(x, par, watch_more, sizeof watch_more);
     if (x->burst_open)
-        not_cleared = xstrdup("not cleared: it failed in a round with no passing test of it beside "
-                              "the failure, as a fault in bursts would, and passes cannot rule "
-                              "such a fault out");
+        not_cleared = xasprintf("not cleared: it failed in a round with no passing test of it "
+                                "beside the failure, as a fault in bursts would, and passes cannot "
+                                "rule such a fault out%s",
+                                watch_more);
     else if (x->burst_fleet)
         not_cleared = xasprintf("not cleared: %s, named bad, fails in bursts, so a fault in this "
                                 "fleet can stay quiet for longer than the session, and passes "
-                                "cannot rule such a fault out",
-                                bursty_node ? bursty_node : "a node");
+                                "cannot rule such a fault out%s",
+                                bursty_node ? bursty_node : "a node", watch_more);
     else if (x->clear_by_rounds)
         not_cleared = xasprintf("not cleared: %u more passing round(s) would rule out a fault "
                                 "showing in %.0f%% of its tests, or in bursts in %.0f%% of rounds "

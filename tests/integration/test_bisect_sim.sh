@@ -102,8 +102,12 @@ json_q "$WORK/pairs.json" '[e["partners"] for b in d["diagnosis"]["bad"] if b["p
 [ "$(json_q "$WORK/pairs.json" 'sum(1 for x in d["diagnosis"]["undecided"] if x["on_watch"])')" -gt 0 ] \
     || fail "no undecided part on watch after 24 follow-up rounds"
 [ "$(json_q "$WORK/pairs.json" 'sum(1 for x in d["diagnosis"]["undecided"] if x["on_watch"] !=
-    ("on watch" in x["summary"] and "rule out a steady fault" in x["summary"]))')" = 0 ] \
+    x["summary"].startswith("undecided, on watch:"))')" = 0 ] \
     || fail "on_watch and the summaries of undecided parts disagree"
+# ... and one held open by the burst rule that is not on watch says what would put it there
+[ "$(json_q "$WORK/pairs.json" 'sum(1 for x in d["diagnosis"]["undecided"] if not x["on_watch"]
+    and "passes cannot rule such a fault out" in x["summary"] and "on watch once" not in x["summary"])')" = 0 ] \
+    || fail "a part held by the burst rule does not say what would put it on watch"
 
 # --- groups: re-tested in twos with trusted partners, a NIC fault found at its node -----------
 cat >"$WORK/groups.yaml" <<'YAML'

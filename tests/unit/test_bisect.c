@@ -561,6 +561,87 @@ static void test_limits(void **state)
     fb_bisect_destroy(&b);
 }
 
+/* Records a round of a healthy fleet in which only the test of `node` on `rail` fails, and only
+ * when `fail` is set. */
+static void s_round_one_failure(fb_bisect_t *b, const fb_bisect_round_t *rd, const char *node,
+                                const char *rail, bool fail)
+{
+    for (size_t i = 0; i < rd->n_tests; i++) {
+        const fb_bisect_test_t *t = &rd->tests[i];
+        bool failed = false;
+        for (size_t k = 0; fail && k < t->n_members; k++)
+            failed |= !strcmp(t->members[k], node) && t->rail && !strcmp(t->rail, rail);
+        char id[32];
+        snprintf(id, sizeof id, "r%u.%zu", rd->round, i);
+        fb_bisect_result_t r = {id,   (long)i, (const char *const *)t->members, t->n_members,
+                                t->rail, true, failed, NULL, 0, NULL, 0};
+        assert_int_equal(fb_bisect_record(b, &r), 0);
+    }
+}
+
+/* The number in "on watch once N more passing test(s) rule out a steady fault", or 0. */
+static unsigned s_watch_more(const char *summary)
+{
+    const char *at = strstr(summary, "on watch once ");
+    unsigned more = 0;
+    if (at && sscanf(at, "on watch once %u more passing test(s) rule out", &more) == 1)
+        return more;
+    return 0;
+}
+
+/* A NIC that failed once, alone in its round (a fault in bursts would), is held undecided; its
+ * verdict says what would put it on watch (its node back in service): how many more passing
+ * tests rule out a steady fault, which they do after exactly that many passing follow-ups, then
+ * a P(bad) low enough, which further passes bring. */
+static void test_watch_more(void **state)
+{
+    (void)state;
+    s_fleet_t f;
+    s_fleet(&f, "faults: []\n");
+    fb_bisect_t *b = s_session(&f, FB_SCOPE_PAIRS, 2, 40, true);
+    const char *part = "sim-05/mlx5_0";
+    fb_bisect_round_t rd;
+    unsigned said = 0, said_at = 0, bound_at = 0, watch_at = 0;
+    while (!watch_at && fb_bisect_next(b, &rd) == 1) {
+        unsigned round = rd.round;
+        s_round_one_failure(b, &rd, "sim-05", "mlx5_0", round == 1);
+        fb_bisect_round_clear(&rd);
+        fb_bisect_verdict_t *v;
+        size_t n = fb_bisect_verdicts(b, &v);
+        const fb_bisect_verdict_t *x = s_verdict(v, n, part);
+        assert_non_null(x);
+        if (x->state != FB_BISECT_UNDECIDED)
+            fail_msg("after round %u: %s", round, x->summary);
+        unsigned more = s_watch_more(x->summary);
+        bool p_left = strstr(x->summary, "its passes rule out a steady fault: on watch once more "
+                                         "passes bring P(bad) to at most") != NULL;
+        if (!x->on_watch && !more && !p_left) /* held: the verdict says what releases it */
+            fail_msg("after round %u, held with no word of what releases it: %s", round,
+                     x->summary);
+        if (more && !said) {
+            said = more;
+            said_at = round;
+            printf("[bisect] %s after round %u: %s\n", part, round, x->summary);
+        }
+        if (!more && said && !bound_at) {
+            bound_at = round;
+            printf("[bisect] %s after round %u: %s\n", part, round, x->summary);
+        }
+        if (x->on_watch)
+            watch_at = round;
+        fb_bisect_verdicts_free(&v, n);
+    }
+    fb_bisect_round_clear(&rd);
+    printf("[bisect] %s: %u more passing test(s) said after round %u; a steady fault ruled out "
+           "after round %u, on watch after round %u\n",
+           part, said, said_at, bound_at, watch_at);
+    assert_true(said > 0);
+    assert_int_equal(bound_at, said_at + said); /* one test of it a round, each a pass */
+    assert_true(watch_at >= bound_at);
+    fb_bisect_destroy(&b);
+    s_fleet_free(&f);
+}
+
 /* A round's results in any order: the same verdicts, word for word. */
 static char *s_all_verdicts(const s_fleet_t *f, bool reverse)
 {
@@ -659,7 +740,8 @@ int main(void)
         cmocka_unit_test(test_uplink_two_nodes_no_routes),
         cmocka_unit_test(test_groups),       cmocka_unit_test(test_groups_nic),
         cmocka_unit_test(test_groups_split), cmocka_unit_test(test_leaf),
-        cmocka_unit_test(test_limits),       cmocka_unit_test(test_order),
+        cmocka_unit_test(test_limits),       cmocka_unit_test(test_watch_more),
+        cmocka_unit_test(test_order),
         cmocka_unit_test(test_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
