@@ -111,14 +111,11 @@ static int s_connect(agent_t *self)
         zmq_close(sock);
         return krc;
     }
-    /* The monitor before the connection: libzmq drops the events of a socket nobody watches
-     * yet, and the first refused handshake is the one the operator needs to read. */
-    if (self->handshake_log.interval_ms) /* a real agent: one monitor per connection */
+    /* a real agent: one monitor per connection, made before it connects so that the first
+     * refusal is seen */
+    if (self->handshake_log.interval_ms)
         self->monitor = fb_zsock_monitor_new(self->loop, self->zctx, sock,
-                                          ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                                              ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                                              ZMQ_EVENT_HANDSHAKE_FAILED_AUTH,
-                                          s_on_handshake, self);
+                                             FB_ZSOCK_HANDSHAKE_FAILED, s_on_handshake, self);
     if (zmq_connect(sock, self->coordinator) != 0) {
         int rc = -errno;
         fb_zsock_close(&self->monitor);

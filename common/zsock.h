@@ -56,7 +56,14 @@ int fb_zsock_peer_fd(fb_zsock_t *zs);
 
 /* A socket monitor (zmq_socket_monitor) read on the loop: cb gets each event among events
  * (ZMQ_EVENT_* bits) with its value (a file descriptor, an error or ZAP status code) and the
- * endpoint. Close it with fb_zsock_close before the watched socket. NULL with errno on failure. */
+ * endpoint. Make it before the watched socket connects: libzmq drops the events of a socket
+ * nobody watches yet (a lost "connected" hides the disconnect that follows, a lost refusal the
+ * reason). Close it with fb_zsock_close before the watched socket. NULL with errno on failure. */
+/* The events of a refused handshake (keys, protocol), for a monitor that explains refusals; the
+ * includer includes zmq.h. */
+#define FB_ZSOCK_HANDSHAKE_FAILED                                                                  \
+    (ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |                  \
+     ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
 typedef void (*fb_zsock_event_cb)(unsigned event, uint32_t value, const char *endpoint, void *arg);
 fb_zsock_t *fb_zsock_monitor_new(uv_loop_t *loop, void *zctx, void *watched, int events,
                            fb_zsock_event_cb cb, void *arg);

@@ -65,9 +65,7 @@ typedef struct {
     progress_view_t view;
 } remote_t;
 
-#define S_HANDSHAKE_EVENTS                                                                         \
-    (ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |                  \
-     ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+#define S_HANDSHAKE_EVENTS FB_ZSOCK_HANDSHAKE_FAILED
 #define S_MONITOR_EVENTS                                                                           \
     (S_HANDSHAKE_EVENTS | ZMQ_EVENT_CONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED |                    \
      ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECT_RETRIED)
@@ -589,8 +587,7 @@ static int s_open(remote_t *r)
                 "connection (give --key and --server-key)\n",
                 cli->coordinator);
     r->loop = uv_default_loop();
-    /* The monitor before the connection: libzmq drops the events of a socket nobody watches
-     * yet, and a lost "connected" would leave a later disconnect unnoticed. */
+    /* before the connection: a lost "connected" would hide the disconnect that follows */
     r->monitor = fb_zsock_monitor_new(r->loop, r->zctx, sock, S_MONITOR_EVENTS, s_on_event, r);
     if (zmq_connect(sock, cli->coordinator) != 0) {
         fprintf(stderr, "fleetburn: --coordinator '%s': %s\n", cli->coordinator,

@@ -467,14 +467,9 @@ static void *s_upstream(relay_t *self, const relay_options_t *opts, char *err, s
         zmq_close(sock);
         return NULL;
     }
-    /* The monitor before the connection: libzmq drops the events of a socket nobody watches
-     * yet, and the first refused handshake is the one the operator needs to read. */
-    if (self->keyed)
+    if (self->keyed) /* before the connection, so that the first refusal is seen */
         self->monitor = fb_zsock_monitor_new(self->loop, self->zctx, sock,
-                                             ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                                                 ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                                                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH,
-                                             s_on_handshake, self);
+                                             FB_ZSOCK_HANDSHAKE_FAILED, s_on_handshake, self);
     if (zmq_connect(sock, opts->coordinator) != 0) {
         snprintf(err, errlen, "cannot connect to %s: %s", opts->coordinator, zmq_strerror(errno));
         fb_zsock_close(&self->monitor);
