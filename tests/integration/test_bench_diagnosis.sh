@@ -5,7 +5,8 @@
 # noise's sigma: --check-world); a clean world of hard node faults is diagnosed exactly by the
 # engine and the two-pass baseline (the benchmark hands the engine what it should); a messy run
 # replays identically for its seed and prints every table; a burst that never came while its part
-# was tested is counted apart from one that came and was missed; a fault file with the messy
+# was tested is counted apart from one that came and was missed; a fault that showed and passed
+# is counted beside the healthy parts with as bad a record; a fault file with the messy
 # world's keys runs; bad options exit 2.
 . "$(dirname "$0")/lib.sh"
 
@@ -73,6 +74,20 @@ read -r _ _ named _ _ _ unseen _ <<<"$(grep -E "^node-bursty +[0-9]+ +[0-9.]+ +[
     || fail "frequent bursts: $(grep node-bursty "$WORK/often.out")"
 ! grep -q "besides: never showed" "$WORK/often.out" || fail "frequent bursts reported as never showing"
 pass "a burst that never came while its node was tested is unseen; one that came is named"
+
+# --- a fault that showed and passed is set beside the healthy parts with as bad a record ---------
+# NICs failing 5% of their tests among 2% false fails: some show and are never implicated; each
+# gets the count of healthy NICs of its trial that failed as often in no more tests.
+"$BENCH" --nodes 256 --rails 4 --trials 4 --seed 5 --mix nic-intermittent --q 0.05 --faults 2-4 \
+    --false-fail 0.02 --no-baselines --follow-ups 6 >"$WORK/faint.out" 2>/dev/null
+passed=$(sed -nE 's/.*cleared\+passed +[0-9]+\+([0-9]+) of [0-9]+.*/\1/p' "$WORK/faint.out")
+counts=$(sed -nE 's/.*passed: healthy parts of its kind with as bad a record +//p' "$WORK/faint.out")
+[ "${passed:-0}" -ge 1 ] || fail "no faint fault passed: $(grep -A3 'cleared+passed' "$WORK/faint.out")"
+[ "$(tr ',' '\n' <<<"$counts" | grep -cE '^ *[0-9]+$')" = "$passed" ] \
+    || fail "$passed passed, lookalike counts '$counts'"
+tr ',' '\n' <<<"$counts" | awk '$1 > 1024 { bad = 1 } $1 > 0 { some = 1 } END { exit bad || !some }' \
+    || fail "lookalike counts out of range or all 0: '$counts'"
+pass "a faint fault that passed is counted beside the healthy NICs with as bad a record ($counts)"
 
 # --- a fault file with the messy world's keys ----------------------------------------------------
 cat >"$WORK/faults.yaml" <<'YAML'
