@@ -174,19 +174,14 @@ static void s_engine_round(const dbench_fleet_t *f, fb_bisect_t *b, const fb_bis
     free(res);
 }
 
-/* The record slot of a node or NIC part ("sim-0007", "sim-0007/mlx5_3"), or -1 (other parts). */
-static long s_record_slot(const dbench_fleet_t *f, const char *part)
+/* The record slot of a node or NIC fault's part ("sim-0007", "sim-0007/mlx5_3"), or -1 (other
+ * parts: a leaf, an uplink). */
+static long s_record_slot(const dbench_fleet_t *f, const dmix_fault_t *fault)
 {
-    const char *slash = strchr(part, '/');
-    char node[64];
-    size_t len = slash ? (size_t)(slash - part) : strlen(part);
-    if (len >= sizeof node)
-        return -1;
-    memcpy(node, part, len);
-    node[len] = '\0';
-    int u = dbench__node_index(f, node);
+    int u = fault->node ? dbench__node_index(f, fault->node) : -1;
     if (u < 0)
         return -1;
+    const char *slash = strchr(fault->part, '/');
     int rail = slash ? s_rail_index(slash + 1) : -1;
     if (slash && (rail < 0 || (unsigned)rail >= f->rails))
         return -1;
@@ -200,7 +195,7 @@ static long s_record_slot(const dbench_fleet_t *f, const char *part)
 static unsigned s_lookalikes(const dbench_fleet_t *f, const dbench_engine_run_t *run,
                              const dmix_fault_t *fault)
 {
-    long slot = s_record_slot(f, fault->part);
+    long slot = s_record_slot(f, fault);
     if (slot < 0)
         return 0;
     unsigned tests = run->part_tests[slot], fails = run->part_fails[slot], count = 0;
