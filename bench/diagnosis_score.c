@@ -31,6 +31,11 @@ typedef struct {
 } s_kind_t;
 
 typedef struct {
+    dmix_type_t type;
+    unsigned lookalikes; /* dscore_run_t */
+} s_passed_t;
+
+typedef struct {
     size_t n, truly; /* parts in the bin; of them truly bad (bad, undecided) or good (cleared) */
 } s_bin_t;
 
@@ -48,9 +53,7 @@ struct dscore {
     double *secs;
     s_bin_t bad[S_BINS], undecided[S_BINS], cleared[S_BINS];
     size_t by_kind[S_NAMED_KINDS][2]; /* named, of them a fault's part */
-    /* faults that showed and passed: their type and lookalikes (dscore_run_t) */
-    dmix_type_t *passed_types;
-    unsigned *passed_lookalikes;
+    s_passed_t *passed; /* faults that showed and passed */
     size_t n_passed, cap_passed;
 };
 
@@ -75,8 +78,7 @@ void dscore_destroy(dscore_t **self_p)
     free(s->second.secs);
     free(s->rounds);
     free(s->secs);
-    free(s->passed_types);
-    free(s->passed_lookalikes);
+    free(s->passed);
     free(s->method);
     free(s);
 }
@@ -199,12 +201,9 @@ static void s_passed_add(dscore_t *s, dmix_type_t type, unsigned lookalikes)
 {
     if (s->n_passed == s->cap_passed) {
         s->cap_passed = s->cap_passed ? 2 * s->cap_passed : 16;
-        s->passed_types = xrealloc(s->passed_types, s->cap_passed * sizeof *s->passed_types);
-        s->passed_lookalikes =
-            xrealloc(s->passed_lookalikes, s->cap_passed * sizeof *s->passed_lookalikes);
+        s->passed = xrealloc(s->passed, s->cap_passed * sizeof *s->passed);
     }
-    s->passed_types[s->n_passed] = type;
-    s->passed_lookalikes[s->n_passed++] = lookalikes;
+    s->passed[s->n_passed++] = (s_passed_t){type, lookalikes};
 }
 
 /* The verdict on fault f: named, another part named, or the state of its own part. */
@@ -547,9 +546,9 @@ static void s_print_lookalikes(FILE *out, const dscore_t *s, bool (*pick)(dmix_t
     size_t len = 0, shown = 0;
     line[0] = '\0';
     for (size_t i = 0; i < s->n_passed && len + 16 < sizeof line; i++)
-        if (pick(s->passed_types[i]))
+        if (pick(s->passed[i].type))
             len += (size_t)snprintf(line + len, sizeof line - len, "%s%u", shown++ ? ", " : "",
-                                    s->passed_lookalikes[i]);
+                                    s->passed[i].lookalikes);
     if (shown)
         fprintf(out, "  %-58s %s\n", "  passed: healthy parts of its kind with as bad a record",
                 line);

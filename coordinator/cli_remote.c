@@ -65,9 +65,8 @@ typedef struct {
     progress_view_t view;
 } remote_t;
 
-#define S_HANDSHAKE_EVENTS FB_ZSOCK_HANDSHAKE_FAILED
 #define S_MONITOR_EVENTS                                                                           \
-    (S_HANDSHAKE_EVENTS | ZMQ_EVENT_CONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED |                    \
+    (FB_ZSOCK_HANDSHAKE_FAILED | ZMQ_EVENT_CONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED |                    \
      ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECT_RETRIED)
 
 static void s_end(remote_t *r, int exit_code)
@@ -454,7 +453,7 @@ static void s_on_event(unsigned event, uint32_t value, const char *endpoint, voi
     if (r->done)
         return;
     char wait[32];
-    if (event & S_HANDSHAKE_EVENTS) {
+    if (event & FB_ZSOCK_HANDSHAKE_FAILED) {
         const char *why = fb_key_handshake_failure(event, value, r->cli->key_file != NULL);
         if (!why)
             return;
