@@ -42,7 +42,12 @@ fb_bisect_t *fb_bisect_new(const fb_bisect_opts_t *opts)
         !(opts->budget_s >= 0.0 && isfinite(opts->budget_s)) ||
         (opts->pairing == FB_PAIRING_TOPOLOGY && !opts->topology))
         return NULL;
-    fb_diag_t *d = fb_diag_new(&opts->diag);
+    /* Fleet significance is asked after every round the session can run: a node-local round
+     * before it, the sweeps (or the stage's round) and the follow-ups. */
+    fb_diag_params_t diag = opts->diag;
+    if (!diag.rounds)
+        diag.rounds = 1 + opts->sweeps + opts->max_rounds;
+    fb_diag_t *d = fb_diag_new(&diag);
     fb_flowjudge_t *fj = fb_flowjudge_new(&opts->flow);
     if (!d || !fj) {
         fb_diag_destroy(&d);
@@ -51,6 +56,7 @@ fb_bisect_t *fb_bisect_new(const fb_bisect_opts_t *opts)
     }
     fb_bisect_t *b = xcalloc(1, sizeof *b);
     b->o = *opts;
+    b->o.diag = diag;
     b->diag = d;
     b->flows = fj;
     b->st = xcalloc(1, sizeof *b->st);

@@ -57,6 +57,7 @@ void fb_diag_params_default(fb_diag_params_t *p)
     p->min_confirmations = 2;
     p->fleet_error = 0.001;
     p->counter_lr = 100.0;
+    p->rounds = 0;
 }
 
 static bool s_prob_ok(double x)

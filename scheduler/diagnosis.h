@@ -52,11 +52,16 @@ typedef struct {
                                  * number of parts named by chance in the fleet (0: off) */
     double counter_lr;          /* likelihood ratio of a port-counter increase on a rail:
                                  * P(increase | its cable is bad) / P(increase | good) */
+    unsigned rounds;            /* rounds (settles) the session runs at most. Fleet significance
+                                 * is asked after every round, so its chance is that of a
+                                 * healthy record as extreme at any of the rounds from the
+                                 * part's first failure to this one (0: to the rounds settled
+                                 * so far, when the caller does not know its budget) */
 } fb_diag_params_t;
 
 /* prior 0.01, f 0.05 (weight 20), mixture weight 1, bad 0.99, implicated at 3 x prior, cleared
  * at P <= 0.001 and q 0.25 ruled out with 0.99, 2 confirmations, fleet error 0.001, counter
- * likelihood ratio 100. */
+ * likelihood ratio 100, rounds 0 (those settled so far). */
 void fb_diag_params_default(fb_diag_params_t *p);
 
 typedef enum {
@@ -121,7 +126,8 @@ typedef struct {
                                * rails), fb_diag_q_clear */
     double q_est;             /* if bad: how often its fault shows (posterior mean); else NaN */
     double chance;            /* fleet significance: the chance a healthy part of its kind fails
-                               * as often, times the parts of its kind (1: not computed) */
+                               * as often at some round of the session, times the parts of its
+                               * kind (params.rounds; 1: not computed) */
 } fb_diag_verdict_t;
 
 /* NULL when params are out of range: f not in [0,1), weights negative, not

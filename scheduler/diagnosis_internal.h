@@ -156,6 +156,13 @@ bool diag__ent_trusted(const fb_diag_t *d, int i);
  * DIAG_NQ of them, may be NULL). */
 double diag__part_mass(const fb_diag_t *d, int i, double *w);
 
+/* diagnosis_looks.c: P(X >= k) for X ~ Binomial(n, p). */
+double diag__binom_tail(unsigned n, unsigned k, double p);
+/* The chance that a healthy record (tests failing at rate f), looked at after each of `looks`
+ * rounds of `per_look` tests, is at some look at least as extreme as tail probability p (at
+ * least p; p itself with one look of all its tests). */
+double diag__looks_chance(double p, double f, unsigned per_look, unsigned looks);
+
 /* diagnosis_verdicts.c, the standard (docs/diagnosis.md "Naming"), applied by fb_diag_settle:
  * entity i's confirmations, informative tests, fleet significance and the passes it still needs
  * to be cleared; returns whether it has an unexplained failure. */

@@ -26,30 +26,10 @@ static bool s_explained(const fb_diag_t *d, const diag_test_t *t, int self)
     return false;
 }
 
-/* P(X >= k) for X ~ Binomial(n, p): the first term from log-gamma, the rest by the ratio of
- * successive terms. */
-static double s_binom_tail(unsigned n, unsigned k, double p)
-{
-    if (k == 0)
-        return 1.0;
-    if (k > n || p <= 0.0)
-        return 0.0;
-    if (p >= 1.0)
-        return 1.0;
-    double term = exp(lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0) + k * log(p) +
-                      (n - k) * log1p(-p));
-    double sum = 0.0, odds = p / (1.0 - p);
-    for (unsigned j = k; j <= n; j++) {
-        sum += term;
-        term *= (double)(n - j) / (double)(j + 1) * odds;
-    }
-    return sum > 1.0 ? 1.0 : sum;
-}
-
 /* P(X <= k) for X ~ Binomial(n, p). */
 static double s_binom_cdf(unsigned n, unsigned k, double p)
 {
-    return k >= n ? 1.0 : 1.0 - s_binom_tail(n, k + 1, p);
+    return k >= n ? 1.0 : 1.0 - diag__binom_tail(n, k + 1, p);
 }
 
 /* Whether every other member of t was trusted when its round was planned and is trusted now:
@@ -159,6 +139,21 @@ static unsigned s_passes_to_bound(const fb_diag_t *d, double q, unsigned n, unsi
     return more;
 }
 
+/* Fleet significance of a record whose tail probability is p at the fleet's false-fail rate f:
+ * the chance that a healthy record is as extreme at some round of the session, from the part's
+ * first failure (first_round) to the session's last (params.rounds, or the rounds so far), with
+ * per_look tests in each, times the parts of its kind. A record that could not be named anyway
+ * (p times the parts at least 1) keeps p. */
+static double s_fleet_chance(const fb_diag_t *d, double p, double f, unsigned per_look,
+                             unsigned first_round, size_t parts)
+{
+    if (p * (double)parts >= 1.0)
+        return p * (double)parts;
+    unsigned last = d->par.rounds > d->rounds ? d->par.rounds : d->rounds;
+    unsigned looks = last > first_round ? last - first_round : 1;
+    return diag__looks_chance(p, f, per_look ? per_look : 1, looks) * (double)parts;
+}
+
 /* The standard as it stands for entity i (docs/diagnosis.md "Naming"): confirmations, the
  * informative tests since its first unexplained failure and the failures among them, fleet
  * significance, and the passes it still needs to be cleared. Returns whether it has an
@@ -170,6 +165,9 @@ bool diag__standard(fb_diag_t *d, int i)
     bool local_fail = false, started = false, any_local = false;
     unsigned n = 0, k = 0, first_round = 0;
     s_round_count_t rc = {0};
+    struct {
+        unsigned round, in_round, per_look; /* the most informative tests in one round */
+    } looked = {0};
     for (size_t x = 0; x < e->tests.n; x++) {
         const diag_test_t *t = &d->tests[e->tests.v[x]];
         bool expl = t->failed && s_explained(d, t, i);
@@ -188,6 +186,9 @@ bool diag__standard(fb_diag_t *d, int i)
             continue;
         n++;
         k += t->failed;
+        looked.in_round = t->round == looked.round ? looked.in_round + 1 : 1;
+        looked.round = t->round;
+        looked.per_look = looked.in_round > looked.per_look ? looked.in_round : looked.per_look;
         any_local |= t->n_mem == 1;
         if (t->round != first_round)
             s_round_count(&rc, t);
@@ -199,7 +200,9 @@ bool diag__standard(fb_diag_t *d, int i)
     e->k_inf = k;
     double f = any_local && d->f_local_hi > d->f_multi_hi ? d->f_local_hi : d->f_multi_hi;
     size_t parts = e->parent < 0 ? d->n_nodes : d->n_ents - d->n_nodes;
-    e->chance = started ? s_binom_tail(n, k, f) * (double)parts : 1.0;
+    e->chance = started ? s_fleet_chance(d, diag__binom_tail(n, k, f), f, looked.per_look,
+                                         first_round, parts)
+                        : 1.0;
     e->n_inf_rounds = rc.n;
     e->k_inf_rounds = rc.k;
     s_round_end(&rc);

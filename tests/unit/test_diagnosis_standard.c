@@ -12,8 +12,11 @@
 
 #include "diagnosis_fixture.h"
 
+#include "common/rng.h"
 #include "scheduler/diagnosis.h"
+#include "scheduler/diagnosis_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +141,96 @@ static void test_fleet_significance(void **state)
     d = s_failing_node(4096, 5, &par);
     assert_int_equal(s_state_of(d, "n0"), FB_DIAG_BAD);
     fb_diag_destroy(&d);
+}
+
+/* Healthy records (tests failing at f) looked at after each of `looks` rounds of `per_look`
+ * tests: the share that is at some look at least as extreme as tail probability p. */
+static double s_crossing_share(double p, double f, unsigned per_look, unsigned looks,
+                               unsigned records)
+{
+    uint64_t rng = 14;
+    unsigned crossed = 0;
+    for (unsigned r = 0; r < records; r++) {
+        unsigned k = 0;
+        for (unsigned look = 1; look <= looks; look++) {
+            for (unsigned t = 0; t < per_look; t++)
+                k += fb_rng_unit(fb_splitmix64(&rng)) < f;
+            if (k && diag__binom_tail(look * per_look, k, f) <= p) {
+                crossed++;
+                break;
+            }
+        }
+    }
+    return (double)crossed / records;
+}
+
+/* The chance behind fleet significance counts every round the rule asks in: with one look at all
+ * the tests it is the tail probability itself; with a look after every round it is the share of
+ * healthy records that cross at some round (drawn here), more than the tail, and more again over
+ * a longer session. */
+static void test_looks_chance(void **state)
+{
+    (void)state;
+    double p = diag__binom_tail(20, 5, 0.05);
+    assert_float_equal(diag__looks_chance(p, 0.05, 20, 1), p, p * 1e-9);
+    const double f = 0.1, tail = 0.005;
+    const unsigned records = 200000;
+    for (unsigned per_look = 1; per_look <= 4; per_look *= 4) {
+        double exact = diag__looks_chance(tail, f, per_look, 20);
+        double drawn = s_crossing_share(tail, f, per_look, 20, records);
+        double sd = sqrt(exact * (1.0 - exact) / records);
+        printf("[diag] %u test(s) a look, 20 looks: chance %.5f, drawn %.5f (tail %.3f)\n",
+               per_look, exact, drawn, tail);
+        assert_true(fabs(drawn - exact) < 5.0 * sd);
+        assert_true(exact > 1.5 * tail);
+        assert_true(diag__looks_chance(tail, f, per_look, 60) > exact);
+    }
+    assert_float_equal(diag__looks_chance(1.0, f, 1, 20), 1.0, 0.0);
+}
+
+/* A record asked about over a long session: n0 fails in every other round (a fresh trusted
+ * partner each time, at a false-fail rate held at 1% in a fleet of 1024). Asked only about the
+ * rounds so far, its record after round 11 (4 failures in 8 informative tests after its first) is
+ * named; in a session of 50 rounds a healthy record that extreme comes about at some round more
+ * often than the fleet's error allows, and the part is named at its next failure. */
+static void test_fleet_significance_over_rounds(void **state)
+{
+    (void)state;
+    fb_diag_params_t par;
+    fb_diag_params_default(&par);
+    par.false_fail_rate = 0.01;
+    par.false_fail_weight = 1e9;
+    double chance[2][2];
+    fb_diag_state_t st[2][2];
+    for (int session = 0; session < 2; session++) {
+        par.rounds = session ? 50 : 0;
+        fb_diag_t *d = diag_fixture_engine(1024, 0, &par);
+        s_background(d, 0, 1024, 0);
+        fb_diag_settle(d);
+        for (int r = 1; r <= 13; r++) {
+            char id[16];
+            snprintf(id, sizeof id, "a%d", r);
+            diag_fixture_pair(d, id, 0, 1024 - r, NULL, r % 2 == 1);
+            s_background(d, 1, 1024 - 14, r);
+            fb_diag_settle(d);
+            if (r < 11 || r % 2 == 0)
+                continue;
+            fb_diag_verdict_t *v;
+            size_t n = fb_diag_verdicts(d, &v);
+            const fb_diag_verdict_t *x = s_get(v, n, "n0");
+            st[session][(r - 11) / 2] = x->state;
+            chance[session][(r - 11) / 2] = x->chance;
+            printf("[diag] rounds %s, after round %d: %s, %u of %u, chance %.2g\n",
+                   session ? "50" : "so far", r, fb_diag_state_name(x->state), x->k_informative,
+                   x->n_informative, x->chance);
+            free(v);
+        }
+        fb_diag_destroy(&d);
+    }
+    assert_int_equal(st[0][0], FB_DIAG_BAD);
+    assert_int_equal(st[1][0], FB_DIAG_UNDECIDED);
+    assert_true(chance[1][0] > par.fleet_error && chance[1][0] > chance[0][0]);
+    assert_int_equal(st[1][1], FB_DIAG_BAD);
 }
 
 /* Independent confirmations: the same results name a node with its distinct trusted partners,
@@ -547,6 +640,8 @@ int main(void)
         cmocka_unit_test(test_order),
         cmocka_unit_test(test_posterior_threshold),
         cmocka_unit_test(test_fleet_significance),
+        cmocka_unit_test(test_looks_chance),
+        cmocka_unit_test(test_fleet_significance_over_rounds),
         cmocka_unit_test(test_confirmations),
         cmocka_unit_test(test_cleared_needs_bound),
         cmocka_unit_test(test_bursty),
