@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 /* P(X >= k) for X ~ Binomial(n, p): the first term from log-gamma, the rest by the ratio of
- * successive terms. */
+ * successive terms, until they no longer change the sum (past the mode they only shrink). */
 double diag__binom_tail(unsigned n, unsigned k, double p)
 {
     if (k == 0)
@@ -27,6 +27,8 @@ double diag__binom_tail(unsigned n, unsigned k, double p)
     double sum = 0.0, odds = p / (1.0 - p);
     for (unsigned j = k; j <= n; j++) {
         sum += term;
+        if (term < sum * 1e-17 && (double)j > (double)n * p)
+            break;
         term *= (double)(n - j) / (double)(j + 1) * odds;
     }
     return sum > 1.0 ? 1.0 : sum;

@@ -186,6 +186,18 @@ static void test_looks_chance(void **state)
         assert_true(diag__looks_chance(tail, f, per_look, 60) > exact);
     }
     assert_float_equal(diag__looks_chance(1.0, f, 1, 20), 1.0, 0.0);
+    /* docs/diagnosis.md "Naming": one test a round over 26 rounds (2 sweeps and 24 follow-ups),
+     * a node of 1024 whose tests all fail after its first failure */
+    for (unsigned fails = 4; fails <= 5; fails++)
+        for (double ff = 0.02; ff < 0.026; ff += 0.005) {
+            double t = diag__binom_tail(fails, fails, ff);
+            double c = diag__looks_chance(t, ff, 1, 26);
+            printf("[diag] %u of %u at f %.3f: tail %.3g, over 26 rounds %.3g (x%.2f), "
+                   "in 1024 nodes %.2g\n",
+                   fails, fails, ff, t, c, c / t, 1024 * c);
+            assert_true(c > 2.0 * t && c < 4.0 * t);
+            assert_true((1024 * c <= 0.001) == (fails == 5 || ff < 0.021));
+        }
 }
 
 /* A record asked about over a long session: n0 fails in every other round (a fresh trusted
