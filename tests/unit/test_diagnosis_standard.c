@@ -198,6 +198,12 @@ static void test_looks_chance(void **state)
             assert_true(c > 2.0 * t && c < 4.0 * t);
             assert_true((1024 * c <= 0.001) == (fails == 5 || ff < 0.021));
         }
+    /* docs/diagnosis.md "What a larger budget buys": a healthy NIC of 8192 that failed 7 of 17
+     * tests after its first failure in round 4 of a session of 1 + 2 + 48 rounds */
+    double t17 = diag__binom_tail(17, 7, 0.025), c17 = diag__looks_chance(t17, 0.025, 1, 47);
+    printf("[diag] 7 of 17 at f 0.025: in 8192 NICs %.2g at one look, %.2g over 47 rounds\n",
+           8192 * t17, 8192 * c17);
+    assert_true(8192 * t17 <= 0.001 && 8192 * c17 > 0.002);
 }
 
 /* A record asked about over a long session: n0 fails in every other round (a fresh trusted
