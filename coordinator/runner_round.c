@@ -468,6 +468,11 @@ void runner_on_result(runner_t *self, const fb_result_t *r)
         rn_cancel_settle(self);
         return;
     }
+    /* Between a stage's end and the next stage's begin (a timer away) its tasks are still
+     * indexed, every one decided, and self->stage already names the next stage, or none after
+     * the last: a late result is stored and changes nothing here. */
+    if (!self->stage_running)
+        return;
     if (m->verdict == FB_VERDICT_NONE) {
         m->verdict = r->verdict;
         rn_note_metrics(self, m, r);
@@ -483,6 +488,8 @@ void runner_on_result(runner_t *self, const fb_result_t *r)
 
 void runner_on_node_lost(runner_t *self, const char *node, const char *why)
 {
+    if (!self->stage_running && !self->cancelled)
+        return; /* between stages: every task of the last one is decided (runner_on_result) */
     char *reason = xasprintf("agent lost (%s)", why);
     for (size_t i = self->round_first; i < self->n_tasks; i++) {
         rtask_t *t = self->tasks[i];
