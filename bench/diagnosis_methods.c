@@ -205,8 +205,8 @@ static unsigned s_lookalikes(const dbench_fleet_t *f, const dbench_engine_run_t 
         size_t s = u * width + first;
         if (s == (size_t)slot || run->part_fails[s] < fails || run->part_tests[s] > tests)
             continue;
-        char *part = first ? xasprintf("%s/mlx5_%zu", f->names[u], first - 1)
-                           : xstrdup(f->names[u]);
+        char *part =
+            first ? xasprintf("%s/mlx5_%zu", f->names[u], first - 1) : xstrdup(f->names[u]);
         count += !dscore_is_fault(&t, part);
         free(part);
     }
@@ -393,8 +393,8 @@ static void s_baseline_done(dscore_t *s, const dbench_fleet_t *f, const bool *na
     fb_bisect_verdict_t *v;
     size_t n = s_named_verdicts(f, named, &v);
     dscore_truth_t t = {&f->world, f->topo, f->rails};
-    dscore_run_t run = {.verdicts = v, .n_verdicts = n, .rounds = rounds, .sim_s = sim_s,
-                        .tests = tests};
+    dscore_run_t run = {
+        .verdicts = v, .n_verdicts = n, .rounds = rounds, .sim_s = sim_s, .tests = tests};
     dscore_add(s, &t, &run);
     fb_bisect_verdicts_free(&v, n);
 }

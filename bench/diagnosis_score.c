@@ -53,7 +53,7 @@ struct dscore {
     double *secs;
     s_bin_t bad[S_BINS], undecided[S_BINS], cleared[S_BINS];
     size_t by_kind[S_NAMED_KINDS][2]; /* named, of them a fault's part */
-    s_passed_t *passed; /* faults that showed and passed */
+    s_passed_t *passed;               /* faults that showed and passed */
     size_t n_passed, cap_passed;
 };
 

@@ -66,7 +66,7 @@ typedef struct {
 } remote_t;
 
 #define S_MONITOR_EVENTS                                                                           \
-    (FB_ZSOCK_HANDSHAKE_FAILED | ZMQ_EVENT_CONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED |                    \
+    (FB_ZSOCK_HANDSHAKE_FAILED | ZMQ_EVENT_CONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED |             \
      ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECT_RETRIED)
 
 static void s_end(remote_t *r, int exit_code)
